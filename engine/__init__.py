@@ -1,0 +1,30 @@
+"""Qwen3-TTS inference on ncnn + numpy. Imports no Qt and no torch.
+
+Public API (the GUI and CLI use only these names):
+"""
+
+from .bundle import Bundle
+from .errors import AudioError, BundleError, Cancelled, ConvertError, EngineError, TextError, VoiceError
+from .synthesizer import Synthesizer
+from .types import SAMPLE_RATE, AudioChunk, FrameEvent, GenerationSettings, SynthesisEvent, SynthesisResult
+from .voice import Voice
+
+__all__ = [
+    "SAMPLE_RATE",
+    "AudioChunk",
+    "AudioError",
+    "Bundle",
+    "BundleError",
+    "Cancelled",
+    "ConvertError",
+    "EngineError",
+    "FrameEvent",
+    "GenerationSettings",
+    "SynthesisEvent",
+    "SynthesisResult",
+    "Synthesizer",
+    "TextError",
+    "Voice",
+    "VoiceError",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,96 @@
+"""Hugging Face Qwen3-TTS checkpoint -> ncnn bundle, numpy only.
+
+Each network has its own converter module with `convert(ckpt, writer, options)`; PARTS lists them in order.
+A part writes its graphs/tables through the BundleWriter and records its metadata with writer.set_part().
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..bundle import PRECISIONS, BundleWriter
+from ..errors import Cancelled, ConvertError
+from .checkpoint import Checkpoint
+
+# (module under engine.convert, human label). Order matters only for progress display.
+PARTS: list[tuple[str, str]] = [
+    ("text", "tokenizer and text tables"),
+    ("talker", "talker and code predictor"),
+    ("speaker", "speaker encoder"),
+    ("codec_decoder", "speech decoder"),
+    ("codec_encoder", "speech encoder"),
+]
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass
+class ConvertOptions:
+    precision: str = "fp32"
+    progress: Progress | None = None
+    cancel: Callable[[], bool] | None = None
+
+    def report(self, fraction: float, message: str) -> None:
+        if self.cancel is not None and self.cancel():
+            raise Cancelled("conversion cancelled")
+        if self.progress is not None:
+            self.progress(fraction, message)
+
+
+def available_parts() -> list[tuple[str, str]]:
+    """The parts whose converter module exists in this build."""
+    out = []
+    for mod, label in PARTS:
+        try:
+            importlib.import_module(f"{__name__}.{mod}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{mod}":
+                raise
+            continue
+        out.append((mod, label))
+    return out
+
+
+def convert_checkpoint(
+    src: str | Path,
+    dest: str | Path,
+    precision: str = "fp32",
+    progress: Progress | None = None,
+    cancel: Callable[[], bool] | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Convert a checkpoint folder into a bundle folder. Nothing is left at `dest` unless it completes."""
+    if precision not in PRECISIONS:
+        raise ConvertError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    options = ConvertOptions(precision, progress, cancel)
+    ckpt = Checkpoint.open(src)
+    parts = available_parts()
+    try:
+        with BundleWriter(dest, overwrite=overwrite) as writer:
+            writer.manifest["precision"] = precision
+            writer.manifest["config"] = ckpt.config
+            writer.manifest["generation_config"] = ckpt.generation_config
+            writer.manifest["speech_config"] = ckpt.speech_config
+            for i, (mod, label) in enumerate(parts):
+                options.report(i / len(parts), f"converting {label}")
+                module = importlib.import_module(f"{__name__}.{mod}")
+                sub = _SubProgress(options, i / len(parts), 1 / len(parts), label)
+                module.convert(ckpt, writer, sub)
+            options.report(1.0, "writing manifest")
+            return writer.finish()
+    finally:
+        ckpt.close()
+
+
+class _SubProgress(ConvertOptions):
+    """Maps a part's own 0..1 progress into its slice of the whole."""
+
+    def __init__(self, parent: ConvertOptions, start: float, span: float, label: str):
+        super().__init__(parent.precision, parent.progress, parent.cancel)
+        self._start, self._span, self._label = start, span, label
+
+    def report(self, fraction: float, message: str) -> None:
+        super().report(self._start + self._span * min(max(fraction, 0.0), 1.0), f"{self._label}: {message}")

@@ -1,0 +1,162 @@
+"""Read a Hugging Face Qwen3-TTS checkpoint folder with numpy only (bf16 and fp16 tensors included)."""
+
+from __future__ import annotations
+
+import json
+import mmap
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConvertError
+
+_DTYPES = {
+    "F32": np.dtype("<f4"),
+    "F16": np.dtype("<f2"),
+    "BF16": np.dtype("<u2"),
+    "F64": np.dtype("<f8"),
+    "I64": np.dtype("<i8"),
+    "I32": np.dtype("<i4"),
+    "I16": np.dtype("<i2"),
+    "I8": np.dtype("i1"),
+    "U8": np.dtype("u1"),
+    "BOOL": np.dtype("?"),
+}
+
+REQUIRED_FILES = (
+    "config.json",
+    "generation_config.json",
+    "model.safetensors",
+    "vocab.json",
+    "merges.txt",
+    "tokenizer_config.json",
+    "speech_tokenizer/config.json",
+    "speech_tokenizer/model.safetensors",
+)
+
+
+class SafetensorsFile:
+    """Memory-mapped safetensors reader: tensors are returned as float32 numpy arrays on demand."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self._file = open(path, "rb")
+            size = path.stat().st_size
+            head = self._file.read(8)
+            if len(head) < 8:
+                raise ValueError("file is shorter than its header")
+            (n,) = struct.unpack("<Q", head)
+            if n > size - 8 or n > 100_000_000:
+                raise ValueError("header length is out of range")
+            header = json.loads(self._file.read(n))
+            self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError, UnicodeDecodeError) as e:
+            raise ConvertError(f"{path} is not a readable safetensors file: {e}") from None
+        self._base = 8 + n
+        self.metadata = header.pop("__metadata__", {})
+        self._index: dict[str, tuple[str, list[int], int, int]] = {}
+        for name, info in header.items():
+            start, end = info["data_offsets"]
+            if self._base + end > size:
+                raise ConvertError(f"{path} is truncated: tensor {name} lies past the end of the file")
+            self._index[name] = (info["dtype"], list(info["shape"]), start, end)
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._index
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return tuple(self._index[name][1])
+
+    def get(self, name: str, dtype: np.dtype | type = np.float32) -> np.ndarray:
+        """The tensor as a new array of `dtype` (bf16 is widened exactly)."""
+        try:
+            st_dtype, shape, start, end = self._index[name]
+        except KeyError:
+            raise ConvertError(f"{self.path.name} has no tensor {name}; is this the right kind of checkpoint?") from None
+        if st_dtype not in _DTYPES:
+            raise ConvertError(f"{self.path.name}: tensor {name} has unsupported dtype {st_dtype}")
+        buf = np.frombuffer(self._mm, dtype=_DTYPES[st_dtype], count=(end - start) // _DTYPES[st_dtype].itemsize,
+                            offset=self._base + start)
+        if st_dtype == "BF16":
+            arr = (buf.astype(np.uint32) << 16).view(np.float32)
+        else:
+            arr = buf
+        return np.array(arr.reshape(shape), dtype=dtype)
+
+    def close(self) -> None:
+        self._mm.close()
+        self._file.close()
+
+
+@dataclass
+class Checkpoint:
+    """A hub-layout Qwen3-TTS checkpoint folder (config JSON + main and speech-tokenizer weights)."""
+
+    path: Path
+    config: dict[str, Any]
+    generation_config: dict[str, Any]
+    speech_config: dict[str, Any]
+    main: SafetensorsFile
+    speech: SafetensorsFile
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, path: str | Path) -> Checkpoint:
+        path = Path(path)
+        if not path.is_dir():
+            raise ConvertError(f"{path} is not a folder; point to a downloaded Qwen3-TTS checkpoint folder")
+        missing = [f for f in REQUIRED_FILES if not (path / f).is_file()]
+        config = _read_json(path / "config.json") if (path / "config.json").is_file() else {}
+        if config.get("model_type") != "qwen3_tts":
+            raise ConvertError(
+                f"{path} is not a Qwen3-TTS checkpoint (config.json model_type is "
+                f"{config.get('model_type')!r}, expected 'qwen3_tts')"
+            )
+        if config.get("tokenizer_type") != "qwen3_tts_tokenizer_12hz":
+            raise ConvertError(
+                f"{path} uses speech tokenizer {config.get('tokenizer_type')!r}; only the 12 Hz models "
+                "(qwen3_tts_tokenizer_12hz) are supported"
+            )
+        if missing:
+            raise ConvertError(f"{path} is incomplete: missing {', '.join(missing)}")
+        speech_config = _read_json(path / "speech_tokenizer/config.json")
+        if speech_config.get("model_type") not in (None, "qwen3_tts_tokenizer_12hz"):
+            raise ConvertError(f"{path}/speech_tokenizer is not the 12 Hz speech tokenizer")
+        return cls(
+            path=path,
+            config=config,
+            generation_config=_read_json(path / "generation_config.json"),
+            speech_config=speech_config,
+            main=SafetensorsFile(path / "model.safetensors"),
+            speech=SafetensorsFile(path / "speech_tokenizer/model.safetensors"),
+        )
+
+    @property
+    def talker_config(self) -> dict[str, Any]:
+        return self.config["talker_config"]
+
+    def close(self) -> None:
+        self.main.close()
+        self.speech.close()
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConvertError(f"{path} is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ConvertError(f"{path} does not hold a JSON object")
+    return data
+
+
+def iter_prefixed(f: SafetensorsFile, prefix: str) -> Iterator[str]:
+    return (k for k in f.keys() if k.startswith(prefix))
