@@ -1,0 +1,257 @@
+"""Talker + code predictor -> two ncnn graphs and three numpy tables.
+
+Graph `talker` (one call per step, KV cache inside SDPA):
+    inputs  in0   (H,) for one step or (L, H) for a prefill      residual-stream input rows
+            cos, sin  (L, head_dim/2)                            RoPE rows for the positions of in0
+            mask  (L, past + L)                                  additive causal mask (zeros for one step)
+            k_in_<i>, v_in_<i>                                   cache of layer i (opaque, fed back as extracted)
+    outputs hidden (final-normed, (H,) or (L, H)), logits (codec_head), k_out_<i>, v_out_<i>
+Graph `code_predictor` (one row per call, no mask; cache restarts every frame):
+    inputs  in0 (talker width,), cos, sin (1, head_dim/2), k_in_<i>, v_in_<i>
+    outputs logits_<g> (g = 0..G-2, lm_head[g]; only the requested head runs), k_out_<i>, v_out_<i>
+    small_to_mtp_projection (Linear with bias) is the first layer when the widths differ.
+Tables: talker_codec_embedding (V, H); cp_codec_embedding (G-1, codebook, H) (talker width, for the feedback sum).
+
+One decode row stays 1-D through the whole stack so every Linear runs ncnn's GEMV kernel; a prefill is 2-D
+(GEMM kernel). Squeeze(h) after the attention reshape turns a 1-row matrix back into a vector.
+q/k/v and gate/up are fused into one InnerProduct each (same rows, so the same dot products).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConvertError
+from ..ncnn_graph import Graph, raw, tagged
+from .checkpoint import Checkpoint
+
+TALKER_GRAPH = "talker"
+CP_GRAPH = "code_predictor"
+FP16_MAX = 65504.0
+
+
+@dataclass(frozen=True)
+class StackSpec:
+    """Shape of one decoder stack, read from its config dict."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    eps: float
+    rope_theta: float
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any], what: str) -> StackSpec:
+        try:
+            hidden = int(cfg["hidden_size"])
+            heads = int(cfg["num_attention_heads"])
+            spec = cls(
+                layers=int(cfg["num_hidden_layers"]),
+                hidden=hidden,
+                heads=heads,
+                kv_heads=int(cfg.get("num_key_value_heads") or heads),
+                head_dim=int(cfg.get("head_dim") or hidden // heads),
+                intermediate=int(cfg["intermediate_size"]),
+                eps=float(cfg.get("rms_norm_eps", 1e-6)),
+                rope_theta=float(cfg.get("rope_theta", 10000.0)),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise ConvertError(f"config.json: {what} config is missing or has a bad value: {e}") from None
+        if spec.heads % spec.kv_heads:
+            raise ConvertError(f"config.json: {what} has {spec.heads} heads, not a multiple of {spec.kv_heads} kv heads")
+        if spec.head_dim % 2:
+            raise ConvertError(f"config.json: {what} head_dim {spec.head_dim} is odd; RoPE needs an even size")
+        if cfg.get("use_sliding_window") or "sliding_attention" in (cfg.get("layer_types") or []):
+            raise ConvertError(f"config.json: {what} uses sliding-window attention, which is not supported")
+        if (cfg.get("hidden_act") or "silu") != "silu":
+            raise ConvertError(f"config.json: {what} activation {cfg.get('hidden_act')!r} is not supported")
+        scaling = cfg.get("rope_scaling") or {}
+        rope_type = scaling.get("rope_type", scaling.get("type", "default"))
+        if rope_type != "default":
+            raise ConvertError(f"config.json: {what} rope type {rope_type!r} is not supported")
+        return spec
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "layers": self.layers, "hidden": self.hidden, "heads": self.heads, "kv_heads": self.kv_heads,
+            "head_dim": self.head_dim, "intermediate": self.intermediate, "eps": self.eps,
+            "rope_theta": self.rope_theta,
+        }
+
+
+class _Builder:
+    """Adds layers of one stack to a Graph, reading weights from the checkpoint."""
+
+    def __init__(self, g: Graph, ckpt: Checkpoint, fp16: bool):
+        self.g, self.ckpt, self.fp16 = g, ckpt, fp16
+
+    def w(self, name: str) -> np.ndarray:
+        return self.ckpt.main.get(name)
+
+    def has(self, name: str) -> bool:
+        return name in self.ckpt.main
+
+    def linear(self, x: str, weights: list[np.ndarray], biases: list[np.ndarray | None] | None = None,
+               name: str | None = None) -> str:
+        """InnerProduct over the row-concatenation of `weights` (PyTorch [out, in] layout)."""
+        w = np.concatenate(weights, axis=0) if len(weights) > 1 else weights[0]
+        params: dict[int, Any] = {0: int(w.shape[0]), 1: 0, 2: int(w.size)}
+        ws = [tagged(w, fp16=self.fp16)]
+        if biases is not None and any(b is not None for b in biases):
+            full = [b if b is not None else np.zeros(wi.shape[0], np.float32) for b, wi in zip(biases, weights, strict=True)]
+            params[1] = 1
+            ws.append(raw(np.concatenate(full)))
+        return self.g.layer("InnerProduct", [x], params=params, weights=ws, name=name)
+
+    def rmsnorm(self, x: str, weight: np.ndarray, eps: float, name: str | None = None) -> str:
+        return self.g.layer("RMSNorm", [x], params={0: int(weight.size), 1: float(eps), 2: 1},
+                            weights=[raw(weight)], name=name)
+
+    def bias(self, name: str) -> np.ndarray | None:
+        return self.w(name) if self.has(name) else None
+
+    def heads(self, t: str, s: StackSpec, n: int, norm: np.ndarray | None) -> str:
+        """(n*hd,) or (L, n*hd) -> per-head RMSNorm -> ncnn Mat w=hd, h=L, c=n -> RoPE (if normed: q and k)."""
+        g = self.g
+        t = g.layer("Reshape", [t], params={0: s.head_dim, 1: n, 2: -1})
+        if norm is not None:
+            t = self.rmsnorm(t, norm, s.eps)
+        t = g.layer("Permute", [t], params={0: 2})
+        if norm is not None:
+            t = g.layer("RotaryEmbed", [t, "cos", "sin"], params={0: 0})
+        return t
+
+    def stack(self, x: str, prefix: str, s: StackSpec, mask: str | None, tag: str) -> str:
+        """Decoder layers `prefix`layers.{i}.* on residual stream x; returns the final-normed output."""
+        g = self.g
+        qd, kd = s.heads * s.head_dim, s.kv_heads * s.head_dim
+        for i in range(s.layers):
+            p = f"{prefix}layers.{i}."
+            a = f"{p}self_attn."
+            h = self.rmsnorm(x, self.w(p + "input_layernorm.weight"), s.eps)
+            qkv = self.linear(
+                h,
+                [self.w(a + "q_proj.weight"), self.w(a + "k_proj.weight"), self.w(a + "v_proj.weight")],
+                [self.bias(a + "q_proj.bias"), self.bias(a + "k_proj.bias"), self.bias(a + "v_proj.bias")],
+            )
+            q, k, v = g.layer("Slice", [qkv], outputs=3, params={0: [qd, kd, kd], 1: -1})
+
+            q = self.heads(q, s, s.heads, self.w(a + "q_norm.weight"))
+            k = self.heads(k, s, s.kv_heads, self.w(a + "k_norm.weight"))
+            v = self.heads(v, s, s.kv_heads, None)
+            ins = [q, k, v] + ([mask] if mask else []) + [f"k_in_{i}", f"v_in_{i}"]
+            att, _, _ = g.layer(
+                "SDPA", ins, outputs=[f"{tag}_att_{i}", f"k_out_{i}", f"v_out_{i}"],
+                params={5: 1 if mask else 0, 6: float(s.head_dim ** -0.5), 7: 1},
+            )
+            g.output(f"k_out_{i}")
+            g.output(f"v_out_{i}")
+            att = g.layer("Permute", [att], params={0: 2})  # (L, n, hd)
+            att = g.layer("Reshape", [att], params={0: qd, 1: -1})
+            att = g.layer("Squeeze", [att], params={1: 1})  # one row -> vector (GEMV kernel)
+            o = self.linear(att, [self.w(a + "o_proj.weight")], [self.bias(a + "o_proj.bias")])
+            x = g.layer("BinaryOp", [x, o], params={0: 0})
+
+            m = f"{p}mlp."
+            h = self.rmsnorm(x, self.w(p + "post_attention_layernorm.weight"), s.eps)
+            gu = self.linear(h, [self.w(m + "gate_proj.weight"), self.w(m + "up_proj.weight")])
+            gate, up = g.layer("Slice", [gu], outputs=2, params={0: [s.intermediate, s.intermediate], 1: -1})
+            gate = g.layer("Swish", [gate])
+            y = g.layer("BinaryOp", [gate, up], params={0: 2})
+            y = self.linear(y, [self.w(m + "down_proj.weight")])
+            x = g.layer("BinaryOp", [x, y], params={0: 0})
+        return self.rmsnorm(x, self.w(prefix + "norm.weight"), s.eps)
+
+
+def _declare_inputs(g: Graph, layers: int, mask: bool) -> None:
+    g.input("in0")
+    g.input("cos")
+    g.input("sin")
+    if mask:
+        g.input("mask")
+    for i in range(layers):
+        g.input(f"k_in_{i}")
+        g.input(f"v_in_{i}")
+
+
+def _table(arr: np.ndarray, small: bool) -> np.ndarray:
+    """fp16 tables for fp16/bf16 bundles (halves their size) unless a value would overflow."""
+    if small and float(np.max(np.abs(arr))) < FP16_MAX:
+        return arr.astype(np.float16)
+    return arr.astype(np.float32)
+
+
+def convert(ckpt: Checkpoint, writer, options) -> None:
+    cfg = ckpt.talker_config
+    cp_cfg = cfg.get("code_predictor_config")
+    if not isinstance(cp_cfg, dict):
+        raise ConvertError("config.json: talker_config has no code_predictor_config")
+    t = StackSpec.from_config(cfg, "talker")
+    c = StackSpec.from_config(cp_cfg, "code predictor")
+    groups = int(cfg.get("num_code_groups", 16))
+    vocab = int(cfg["vocab_size"])
+    codebook = int(cp_cfg["vocab_size"])
+    fp16 = options.precision == "fp16"
+    small_tables = options.precision in ("fp16", "bf16")
+
+    # talker stack + codec head
+    options.report(0.0, "talker layers")
+    g = Graph()
+    _declare_inputs(g, t.layers, mask=True)
+    b = _Builder(g, ckpt, fp16)
+    hidden = b.stack("in0", "talker.model.", t, "mask", "t")
+    hidden = g.layer("Noop", [hidden], name="hidden")
+    g.output(hidden)
+    b.linear(hidden, [ckpt.main.get("talker.codec_head.weight")], name="logits")
+    writer.add_graph(TALKER_GRAPH, g)
+    del g, b
+
+    # code predictor: projection, stack, 15 heads
+    options.report(0.6, "code predictor layers")
+    g = Graph()
+    _declare_inputs(g, c.layers, mask=False)
+    b = _Builder(g, ckpt, fp16)
+    x = "in0"
+    proj = "talker.code_predictor.small_to_mtp_projection."
+    has_proj = (proj + "weight") in ckpt.main
+    if has_proj:
+        x = b.linear(x, [b.w(proj + "weight")], [b.bias(proj + "bias")])
+    elif t.hidden != c.hidden:
+        raise ConvertError("checkpoint has no small_to_mtp_projection although talker and code predictor widths differ")
+    hidden = b.stack(x, "talker.code_predictor.model.", c, None, "c")
+    for gi in range(groups - 1):
+        b.linear(hidden, [b.w(f"talker.code_predictor.lm_head.{gi}.weight")], name=f"logits_{gi}")
+    writer.add_graph(CP_GRAPH, g)
+    del g, b
+
+    options.report(0.9, "codec embedding tables")
+    writer.add_table("talker_codec_embedding", _table(ckpt.main.get("talker.model.codec_embedding.weight"), small_tables))
+    cp_tables = np.stack(
+        [ckpt.main.get(f"talker.code_predictor.model.codec_embedding.{gi}.weight") for gi in range(groups - 1)]
+    )
+    writer.add_table("cp_codec_embedding", _table(cp_tables, small_tables))
+
+    writer.set_part("talker", {
+        "talker_graph": TALKER_GRAPH,
+        "cp_graph": CP_GRAPH,
+        "talker": t.meta(),
+        "code_predictor": c.meta(),
+        "num_code_groups": groups,
+        "vocab_size": vocab,
+        "codebook_size": codebook,
+        "small_to_mtp_projection": has_proj,
+        "tables": {"codec": "talker_codec_embedding", "cp_codec": "cp_codec_embedding"},
+        "blobs": {
+            "input": "in0", "cos": "cos", "sin": "sin", "mask": "mask",
+            "hidden": "hidden", "logits": "logits", "cp_logits": "logits_{g}",
+            "cache_in": ["k_in_{i}", "v_in_{i}"], "cache_out": ["k_out_{i}", "v_out_{i}"],
+        },
+        "codec_eos_token_id": cfg.get("codec_eos_token_id"),
+    })
+    options.report(1.0, "done")
