@@ -12,28 +12,98 @@ CONTRACT (stable; the GUI depends on it):
         Cancel by closing the generator (gen.close()) between frames.
     synth.decode(codes) -> float32 audio (codes: (T, 16) ints)
 Bad input raises engine.errors.EngineError subclasses with a one-line message.
+
+Input is validated when synthesize() is called (before the first event), so errors surface immediately.
 """
 
 from __future__ import annotations
 
+import secrets
+import time
+import unicodedata
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .bundle import Bundle
-from .types import GenerationSettings, SynthesisEvent
+from .errors import TextError, VoiceError
+from .prompt import Prompt, PromptIds, build_prompt
+from .sampling import Sampler, SamplingConfig, resolve, settings_from_generation_config
+from .text import TextTokenizer, clean_text
+from .types import (
+    NUM_CODE_GROUPS,
+    SAMPLE_RATE,
+    SAMPLES_PER_FRAME,
+    AudioChunk,
+    FrameEvent,
+    GenerationSettings,
+    SynthesisEvent,
+    SynthesisResult,
+)
 from .voice import Voice
+
+FRAME_RATE = SAMPLE_RATE / SAMPLES_PER_FRAME  # 12.5 frames per second
+PRODUCT_MAX_SECONDS = 300.0  # one synthesis speaks at most 5 minutes unless --max-frames asks for more
+MIN_DEFAULT_FRAMES = 125  # a default cap never below 10 s
+STREAM_CONTEXT_FRAMES = 25  # ICL streaming: reference frames decoded as left context (the official chunk context)
+POSITION_MARGIN = 8
+
+
+def estimate_seconds(text: str) -> float:
+    """A rough speaking time for progress display: CJK characters ~0.22 s, other letters/digits ~75 ms,
+    punctuation a short pause."""
+    seconds = 0.0
+    for ch in unicodedata.normalize("NFC", text):
+        o = ord(ch)
+        if 0x3040 <= o <= 0x30FF or 0x3400 <= o <= 0x9FFF or 0xAC00 <= o <= 0xD7AF or 0xF900 <= o <= 0xFAFF:
+            seconds += 0.22
+        elif ch.isalnum():
+            seconds += 0.075
+        elif ch in ",;:、，；：":
+            seconds += 0.15
+        elif ch in ".!?。！？…\n":
+            seconds += 0.3
+    return max(seconds, 0.5)
+
+
+@dataclass
+class _Plan:
+    prompt: Prompt
+    sampler: Sampler
+    max_frames: int
+    estimated_frames: int
+    ref_codes: np.ndarray | None
+    stream_audio: bool
 
 
 class Synthesizer:
     def __init__(self, bundle: str | Path | Bundle, threads: int = 2):
+        from .code_predictor import CodePredictor
+        from .talker import Talker
+
+        t0 = time.perf_counter()
         self.bundle = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
         self.threads = threads
+        info = self.bundle.part("text")
+        self.ids = PromptIds.from_part(info)
+        self.tokenizer = TextTokenizer(self.bundle)
+        self._text_table = self.bundle.table(info.get("table", "text_rows"))
+        self._max_positions = int(info.get("max_position_embeddings", 32768))
+        self.talker = Talker(self.bundle, threads)
+        self.code_predictor = CodePredictor(self.bundle, threads)
+        self.codec_vocab = int(self.talker.vocab_size)
+        self._decoder = None
+        self._speaker = None
+        self._encoder = None
+        self.load_seconds = time.perf_counter() - t0
+
+    # ------------------------------------------------------------------------------------------ properties
 
     @property
     def languages(self) -> list[str]:
-        raise NotImplementedError
+        return self.ids.languages()
 
     @property
     def model_id(self) -> str:
@@ -41,18 +111,275 @@ class Synthesizer:
 
     @property
     def default_settings(self) -> GenerationSettings:
-        raise NotImplementedError
+        return settings_from_generation_config(self.bundle.generation_config)
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.talker.hidden_size)
+
+    # ------------------------------------------------------------------------------------------ components
+
+    @property
+    def decoder(self):
+        if self._decoder is None:
+            from .codec_decoder import CodecDecoder
+
+            self._decoder = CodecDecoder(self.bundle, self.threads)
+        return self._decoder
+
+    @property
+    def speaker_encoder(self):
+        if self._speaker is None:
+            from .speaker import SpeakerEncoder
+
+            self._speaker = SpeakerEncoder(self.bundle, self.threads)
+        return self._speaker
+
+    @property
+    def codec_encoder(self):
+        if self._encoder is None:
+            from .codec_encoder import CodecEncoder
+
+            self._encoder = CodecEncoder(self.bundle, self.threads)
+        return self._encoder
+
+    def text_rows(self, ids) -> np.ndarray:
+        """T(ids): projected text rows (n, H) float32."""
+        ids = np.asarray(list(ids), dtype=np.int64).reshape(-1)
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= self._text_table.shape[0]):
+            raise TextError("the text produced a token id outside the model's text vocabulary")
+        return np.asarray(self._text_table[ids], dtype=np.float32).reshape(ids.size, -1)
+
+    # ------------------------------------------------------------------------------------------ voices
 
     def create_voice(
         self, audio: str | Path | tuple[np.ndarray, int], ref_text: str | None = None, name: str = "",
         language: str = "auto",
     ) -> Voice:
-        raise NotImplementedError
+        """x-vector from the reference; with ref_text also its codec frames for in-context cloning (ICL)."""
+        from .audio import load_audio
+
+        language = self._check_language(language)
+        if ref_text is not None:
+            ref_text = clean_text(ref_text, "reference text")
+        wav = load_audio(audio)
+        ref_codes = None
+        if ref_text is not None:
+            frames = -(-wav.shape[0] // SAMPLES_PER_FRAME)
+            self._check_reference_frames(frames)
+            ref_codes = np.asarray(self.codec_encoder.encode(wav), dtype=np.int64)
+        xvector = np.asarray(self.speaker_encoder.xvector(wav), dtype=np.float32).reshape(-1)
+        if not name and isinstance(audio, (str, Path)):
+            name = Path(audio).stem
+        return Voice(xvector=xvector, model_id=self.model_id, ref_codes=ref_codes, ref_text=ref_text,
+                     language=language, name=name, ref_audio=wav)
+
+    def check_voice(self, voice: Voice) -> None:
+        if voice.model_id and self.model_id and voice.model_id != self.model_id:
+            what = f"voice {voice.name!r}" if voice.name else "this voice"
+            raise VoiceError(f"{what} was made with a different model; create it again from its reference audio")
+        x = np.asarray(voice.xvector)
+        if x.ndim != 1 or x.shape[0] != self.hidden_size or not np.isfinite(x).all():
+            raise VoiceError(f"the voice's x-vector has shape {x.shape}; this model needs ({self.hidden_size},)")
+        if voice.ref_codes is not None and voice.ref_text:
+            codes = np.asarray(voice.ref_codes)
+            if codes.ndim != 2 or codes.shape[1] != NUM_CODE_GROUPS or codes.shape[0] < 1:
+                raise VoiceError(f"the voice's reference codes have shape {codes.shape}; expected (frames, 16)")
+            if int(codes.min()) < 0 or int(codes.max()) >= self.code_predictor.codebook_size:
+                raise VoiceError("the voice's reference codes are out of range for this model")
+            clean_text(voice.ref_text, "reference text")
+            self._check_reference_frames(codes.shape[0])
+
+    def _check_reference_frames(self, frames: int) -> None:
+        limit = self._max_positions // 2
+        if frames > limit:
+            raise VoiceError(
+                f"the reference is too long ({frames / FRAME_RATE:.0f} s); this model's context allows at most "
+                f"{limit / FRAME_RATE:.0f} s of reference audio"
+            )
+
+    def _check_language(self, language: str | None) -> str:
+        lang = (language or "auto").strip().lower()
+        if lang not in self.languages:
+            raise TextError(f"unknown language {language!r}; choose one of {', '.join(self.languages)}")
+        return lang
+
+    # ------------------------------------------------------------------------------------------ synthesis
+
+    def sampling_config(self, settings: GenerationSettings | None) -> SamplingConfig:
+        return resolve(settings, self.bundle.generation_config, self.ids.codec_eos, self.codec_vocab)
+
+    def build_prompt(self, text: str, voice: Voice, language: str = "auto", non_streaming: bool = False) -> Prompt:
+        """Prefill and trailing rows for this text and voice (ICL when the voice has codes and a transcript)."""
+        language = self._check_language(language)
+        clean_text(text)
+        self.check_voice(voice)
+        input_ids = self.tokenizer.target_ids(text)
+        if len(input_ids) < 9:
+            raise TextError("the text is empty; type something to speak")
+        ref_ids = ref_rows = None
+        if voice.icl:
+            ref_ids = self.tokenizer.reference_ids(voice.ref_text)
+            if len(ref_ids) < 6:
+                raise VoiceError("the voice's reference text is empty; create the voice again with its transcript")
+            ref_rows = self.code_predictor.frame_rows(np.asarray(voice.ref_codes, np.int64))
+        return build_prompt(
+            input_ids, language, voice.xvector, self.ids, self.text_rows, self.talker.codec_rows,
+            non_streaming=non_streaming, ref_ids=ref_ids, ref_frame_rows=ref_rows,
+        )
+
+    def frame_limit(self, prefill_rows: int) -> int:
+        """The most frames any synthesis may run: generation_config max_new_tokens - 1 and the position budget."""
+        max_new = int(self.bundle.generation_config.get("max_new_tokens", 8192))
+        return max(0, min(max_new - 1, self._max_positions - prefill_rows - POSITION_MARGIN))
 
     def synthesize(
         self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None
     ) -> Iterator[SynthesisEvent]:
-        raise NotImplementedError
+        settings = settings or GenerationSettings()
+        plan = self._plan(text, voice, language, settings)
+        return self._run(plan)
+
+    def _plan(self, text: str, voice: Voice, language: str, settings: GenerationSettings) -> _Plan:
+        prompt = self.build_prompt(text, voice, language, settings.non_streaming_text)
+        hard = self.frame_limit(prompt.prefill.shape[0])
+        streamed_text = len(prompt.trailing) if len(prompt.trailing) > 1 else 0
+        est = max(int(round(estimate_seconds(text) * FRAME_RATE)), streamed_text, 1)
+        if settings.max_frames is not None:
+            n = int(settings.max_frames)
+            if n < 1 or n > hard:
+                raise TextError(f"max frames must be between 1 and {hard} for this text and model, not {n}")
+            max_frames = n
+        else:
+            product = min(hard, int(PRODUCT_MAX_SECONDS * FRAME_RATE))
+            if est > product or streamed_text > product:
+                raise TextError(
+                    f"the text is too long: about {est / FRAME_RATE:.0f} s of speech, and one synthesis makes at "
+                    f"most {product / FRAME_RATE:.0f} s; split it into shorter parts"
+                )
+            max_frames = min(product, max(3 * est, est + 75, MIN_DEFAULT_FRAMES, streamed_text + 75))
+        seed = settings.seed if settings.seed is not None else secrets.randbits(32)
+        config = self.sampling_config(settings)
+        return _Plan(
+            prompt=prompt,
+            sampler=Sampler(config, seed),
+            max_frames=max_frames,
+            estimated_frames=min(est, max_frames),
+            ref_codes=np.asarray(voice.ref_codes, np.int64) if voice.icl else None,
+            stream_audio=bool(settings.stream_audio),
+        )
+
+    def _run(self, plan: _Plan, ignore_eos: bool = False) -> Iterator[SynthesisEvent]:
+        """The frame loop (protocol §4.6). ignore_eos is for benchmarks that need an exact frame count."""
+        t_start = time.perf_counter()
+        timings = {"load": self.load_seconds, "prefill": 0.0, "talker": 0.0, "code_predictor": 0.0, "decode": 0.0}
+        eos = self.ids.codec_eos
+        sampler, prompt = plan.sampler, plan.prompt
+        cp, talker = self.code_predictor, self.talker
+
+        hidden, logits = talker.prefill(prompt.prefill)
+        timings["prefill"] = time.perf_counter() - t_start
+
+        stream = None
+        skip = 0  # ICL streaming: samples of the reference context still to drop
+        emitted = 0
+        first_audio = None
+        chunks: list[np.ndarray] = []
+        if plan.stream_audio:
+            stream = self.decoder.stream()
+            if plan.ref_codes is not None:
+                # the reference frames are left context only: their samples are dropped, never played
+                ctx = plan.ref_codes[-STREAM_CONTEXT_FRAMES:]
+                skip = ctx.shape[0] * SAMPLES_PER_FRAME
+                t = time.perf_counter()
+                skip -= min(skip, len(stream.push(ctx)))
+                timings["decode"] += time.perf_counter() - t
+
+        history: list[int] = []
+        frames: list[np.ndarray] = []
+        ended_by = "cap"
+        t_frame = time.perf_counter()
+        for k in range(plan.max_frames + 1):
+            scores_logits = logits
+            if ignore_eos:
+                scores_logits = np.array(logits, np.float32, copy=True)
+                scores_logits[eos] = -np.inf
+            c0 = sampler.talker_choose(scores_logits, history, k)
+            history.append(c0)
+            if c0 == eos:
+                ended_by = "eos"
+                break
+            if k == plan.max_frames:
+                break
+            t = time.perf_counter()
+            rest = cp.predict(hidden, c0, sampler.subtalker_choose)
+            timings["code_predictor"] += time.perf_counter() - t
+            frame = np.empty(NUM_CODE_GROUPS, np.int64)
+            frame[0] = c0
+            frame[1:] = rest
+            frames.append(frame)
+            now = time.perf_counter()
+            yield FrameEvent(index=k, codes=frame.copy(), elapsed=now - t_start, frame_seconds=now - t_frame,
+                             max_frames=plan.max_frames, estimated_frames=max(plan.estimated_frames, k + 1))
+            if stream is not None:
+                t = time.perf_counter()
+                new = stream.push(frame[None])
+                timings["decode"] += time.perf_counter() - t
+                if skip and len(new):
+                    cut = min(skip, len(new))
+                    skip -= cut
+                    new = new[cut:]
+                if len(new):
+                    if first_audio is None:
+                        first_audio = time.perf_counter() - t_start
+                    chunk = np.asarray(new, np.float32)
+                    chunks.append(chunk)
+                    yield AudioChunk(samples=chunk, start_sample=emitted)
+                    emitted += len(chunk)
+            t_frame = time.perf_counter()
+            x = cp.feedback(frame) + prompt.text_row(k)
+            hidden, logits = talker.step(x)
+            timings["talker"] += time.perf_counter() - t_frame
+
+        codes = np.stack(frames) if frames else np.zeros((0, NUM_CODE_GROUPS), np.int64)
+        t = time.perf_counter()
+        if stream is not None:
+            tail = np.asarray(stream.flush(), np.float32)
+            if skip and len(tail):
+                cut = min(skip, len(tail))
+                skip -= cut
+                tail = tail[cut:]
+            timings["decode"] += time.perf_counter() - t
+            if len(tail):
+                if first_audio is None:
+                    first_audio = time.perf_counter() - t_start
+                yield AudioChunk(samples=tail, start_sample=emitted)
+                chunks.append(tail)
+            audio = np.concatenate(chunks).astype(np.float32) if chunks else np.zeros(0, np.float32)
+        else:
+            audio = self._final_audio(codes, plan.ref_codes)
+            timings["decode"] += time.perf_counter() - t
+            first_audio = time.perf_counter() - t_start
+        total = time.perf_counter() - t_start
+        seconds = len(audio) / SAMPLE_RATE
+        timings.update(
+            total=total, frames=float(len(frames)), audio_seconds=seconds,
+            first_audio=first_audio if first_audio is not None else total,
+            rtf=total / seconds if seconds > 0 else float("inf"),
+        )
+        yield SynthesisResult(audio=audio, codes=codes, ended_by=ended_by, seed=sampler.seed, timings=timings)
+
+    def _final_audio(self, codes: np.ndarray, ref_codes: np.ndarray | None) -> np.ndarray:
+        """Decode as the official wrapper does: ICL decodes reference + generated frames, then cuts the reference
+        part: int(T_ref / T_total * n_samples) samples (float64 arithmetic, truncation)."""
+        if ref_codes is None:
+            if codes.shape[0] == 0:
+                return np.zeros(0, np.float32)
+            return np.asarray(self.decoder.decode(codes), np.float32)
+        full = np.concatenate([ref_codes, codes], axis=0)
+        wav = np.asarray(self.decoder.decode(full), np.float32)
+        cut = int(ref_codes.shape[0] / max(full.shape[0], 1) * wav.shape[0])
+        return wav[cut:]
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        return np.asarray(self.decoder.decode(np.asarray(codes, np.int64)), np.float32)

@@ -1,0 +1,207 @@
+"""Choosing codes from logits exactly as the official (Hugging Face) generate does, with a seeded numpy RNG.
+
+Talker (code 0), in this order: repetition penalty over the code-0 history -> EOS masked for the first
+`min_new_tokens` steps -> suppression of the control ids [vocab - 1024, vocab) except EOS -> (sampling only)
+temperature -> top-k (keeps ties at the k-th value) -> top-p -> multinomial. Greedy = argmax (first index).
+Code predictor (codes 1..15): no penalty, no suppression; its own temperature / top-k / top-p.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .types import GenerationSettings
+
+HARD_DEFAULTS: dict[str, Any] = dict(
+    do_sample=True, top_k=50, top_p=1.0, temperature=0.9, repetition_penalty=1.05,
+    subtalker_dosample=True, subtalker_top_k=50, subtalker_top_p=1.0, subtalker_temperature=0.9,
+    max_new_tokens=2048,
+)
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """Fully resolved sampling parameters for one synthesis."""
+
+    do_sample: bool
+    temperature: float
+    top_k: int
+    top_p: float
+    repetition_penalty: float
+    sub_do_sample: bool
+    sub_temperature: float
+    sub_top_k: int
+    sub_top_p: float
+    eos_id: int
+    vocab_size: int  # talker codec vocabulary (control ids are its last 1024 rows)
+    min_new_tokens: int = 2
+
+
+def resolve(settings: GenerationSettings | None, generation_config: dict[str, Any], eos_id: int,
+            vocab_size: int) -> SamplingConfig:
+    """Explicit setting -> generation_config.json -> the official wrapper's hard defaults."""
+    s = settings or GenerationSettings()
+    gc = generation_config or {}
+
+    def pick(name: str, value: Any) -> Any:
+        if value is not None:
+            return value
+        return gc.get(name, HARD_DEFAULTS[name])
+
+    return SamplingConfig(
+        do_sample=False if s.greedy else bool(pick("do_sample", None)),
+        temperature=float(pick("temperature", s.temperature)),
+        top_k=int(pick("top_k", s.top_k)),
+        top_p=float(pick("top_p", s.top_p)),
+        repetition_penalty=float(pick("repetition_penalty", s.repetition_penalty)),
+        sub_do_sample=False if s.greedy else bool(pick("subtalker_dosample", None)),
+        sub_temperature=float(pick("subtalker_temperature", s.subtalker_temperature)),
+        sub_top_k=int(pick("subtalker_top_k", s.subtalker_top_k)),
+        sub_top_p=float(pick("subtalker_top_p", s.subtalker_top_p)),
+        eos_id=int(eos_id),
+        vocab_size=int(vocab_size),
+    )
+
+
+def settings_from_generation_config(generation_config: dict[str, Any]) -> GenerationSettings:
+    """GenerationSettings with every sampling field filled from generation_config.json (for display)."""
+    gc = generation_config or {}
+
+    def g(name: str) -> Any:
+        return gc.get(name, HARD_DEFAULTS[name])
+
+    return GenerationSettings(
+        greedy=not bool(g("do_sample")), temperature=float(g("temperature")), top_k=int(g("top_k")),
+        top_p=float(g("top_p")), repetition_penalty=float(g("repetition_penalty")),
+        subtalker_temperature=float(g("subtalker_temperature")), subtalker_top_k=int(g("subtalker_top_k")),
+        subtalker_top_p=float(g("subtalker_top_p")),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- processors
+
+
+def repetition_penalty(scores: np.ndarray, history: Iterable[int], penalty: float) -> np.ndarray:
+    """HF RepetitionPenaltyLogitsProcessor: each previously generated id: /penalty if > 0 else *penalty."""
+    if penalty == 1.0:
+        return scores
+    ids = np.unique(np.fromiter(history, dtype=np.int64))
+    if ids.size == 0:
+        return scores
+    p = np.float32(penalty)
+    s = scores[ids]
+    scores[ids] = np.where(s < 0, s * p, s / p)
+    return scores
+
+
+def suppress(scores: np.ndarray, vocab_size: int, eos_id: int) -> np.ndarray:
+    """The official suppress_tokens: every control id in [vocab - 1024, vocab) except EOS."""
+    start = max(0, vocab_size - 1024)
+    keep = scores[eos_id] if start <= eos_id < vocab_size else None
+    scores[start:vocab_size] = -np.inf
+    if keep is not None:
+        scores[eos_id] = keep
+    return scores
+
+
+def top_k_filter(scores: np.ndarray, k: int) -> np.ndarray:
+    """HF TopKLogitsWarper: remove every score below the k-th largest (ties with it survive)."""
+    if k <= 0 or k >= scores.size:
+        return scores
+    kth = np.partition(scores, scores.size - k)[scores.size - k]
+    scores[scores < kth] = -np.inf
+    return scores
+
+
+def top_p_filter(scores: np.ndarray, p: float, min_tokens_to_keep: int = 1) -> np.ndarray:
+    """HF TopPLogitsWarper: sort ascending, drop the low tail whose cumulative probability is <= 1 - p."""
+    if p >= 1.0:
+        return scores
+    order = np.argsort(scores, kind="stable")
+    sorted_scores = scores[order].astype(np.float32)
+    probs = _softmax(sorted_scores)
+    cum = np.cumsum(probs, dtype=np.float32)
+    remove = cum <= np.float32(1.0 - p)
+    remove[-min_tokens_to_keep:] = False
+    scores[order[remove]] = -np.inf
+    return scores
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float32)
+    finite = np.isfinite(x)
+    out = np.zeros_like(x)
+    if not finite.any():
+        return out
+    m = x[finite].max()
+    e = np.exp(x[finite] - m)
+    out[finite] = e / e.sum()
+    return out
+
+
+def warp(scores: np.ndarray, temperature: float, top_k: int, top_p: float) -> np.ndarray:
+    """Temperature -> top-k -> top-p, as HF applies the warpers when sampling."""
+    if temperature != 1.0:
+        scores = scores / np.float32(temperature)
+    if top_k:
+        scores = top_k_filter(scores, top_k)
+    if top_p < 1.0:
+        scores = top_p_filter(scores, top_p)
+    return scores
+
+
+def multinomial(scores: np.ndarray, rng: np.random.Generator) -> int:
+    """One draw from softmax(scores) (float64 inverse CDF over the finite scores)."""
+    finite = np.flatnonzero(np.isfinite(scores))
+    if finite.size == 0:
+        raise ValueError("every logit is masked")
+    x = scores[finite].astype(np.float64)
+    w = np.exp(x - x.max())
+    cdf = np.cumsum(w)
+    i = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
+    return int(finite[min(i, finite.size - 1)])
+
+
+# ---------------------------------------------------------------------------------------------- sampler
+
+
+class Sampler:
+    """Stateful only through its RNG. One per synthesis."""
+
+    def __init__(self, config: SamplingConfig, seed: int | None):
+        self.config = config
+        self.seed = seed
+        self.rng = np.random.Generator(np.random.PCG64(seed))
+
+    def talker_scores(self, logits: np.ndarray, history: Iterable[int], step: int) -> np.ndarray:
+        """The processed code-0 scores (before the sampling warpers)."""
+        c = self.config
+        scores = np.array(logits, dtype=np.float32, copy=True).reshape(-1)
+        scores = repetition_penalty(scores, history, c.repetition_penalty)
+        if step < c.min_new_tokens and 0 <= c.eos_id < scores.size:
+            scores[c.eos_id] = -np.inf
+        return suppress(scores, c.vocab_size, c.eos_id)
+
+    def talker_choose(self, logits: np.ndarray, history: Iterable[int], step: int) -> int:
+        """Code 0 of frame `step` (0-based count of codes already generated)."""
+        c = self.config
+        scores = self.talker_scores(logits, history, step)
+        if not c.do_sample:
+            return int(np.argmax(scores))
+        return multinomial(warp(scores, c.temperature, c.top_k, c.top_p), self.rng)
+
+    def subtalker_choose(self, logits: np.ndarray, group: int) -> int:
+        """Code `group` (1..15) from the code predictor's logits."""
+        c = self.config
+        scores = np.array(logits, dtype=np.float32, copy=True).reshape(-1)
+        if not c.sub_do_sample:
+            return int(np.argmax(scores))
+        return multinomial(warp(scores, c.sub_temperature, c.sub_top_k, c.sub_top_p), self.rng)
+
+
+def with_greedy(config: SamplingConfig) -> SamplingConfig:
+    return replace(config, do_sample=False, sub_do_sample=False)
