@@ -1,0 +1,75 @@
+"""Entry point: `qwen3tts-gui [--model BUNDLE]` (also `python -m qwen3tts_gui`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+
+from . import APP_ID, APP_NAME, __version__
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="qwen3tts-gui", description=f"{APP_NAME}: local Qwen3-TTS voice cloning")
+    parser.add_argument("--model", type=Path, help="model bundle folder to open (remembered for next time)")
+    parser.add_argument("--version", action="version", version=f"{APP_NAME} {__version__}")
+    # Qt's own options (-platform, -style...) pass through untouched.
+    args, _ = parser.parse_known_args(argv)
+    return args
+
+
+def load_style_sheet() -> str:
+    from .paths import resource
+
+    path = resource("style.qss")
+    return path.read_text(encoding="utf-8") if path else ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+
+    from PySide6.QtCore import QCoreApplication
+    from PySide6.QtGui import QIcon
+    from PySide6.QtWidgets import QApplication
+
+    from .audio_io import SoundDeviceBackend
+    from .context import AppContext
+    from .diagnostics import log, setup_logging, user_message
+    from .main_window import MainWindow
+    from .paths import resource
+    from .settings import Settings
+
+    log_path = setup_logging()
+    QCoreApplication.setOrganizationName(APP_NAME)
+    QCoreApplication.setApplicationName(APP_ID)
+    app = QApplication.instance() or QApplication([sys.argv[0], *[a for a in argv if a.startswith("-platform")]])
+    app.setApplicationDisplayName(APP_NAME)
+    app.setStyle("Fusion")
+    app.setStyleSheet(load_style_sheet())
+    icon = resource("qwen3tts-studio.svg")
+    if icon:
+        app.setWindowIcon(QIcon(str(icon)))
+
+    settings = Settings()
+    ctx = AppContext(settings, SoundDeviceBackend())
+    window = MainWindow(ctx)
+
+    def excepthook(kind, value, tb):  # a bug in a GUI slot: log it, show one line, keep running
+        log.error("unhandled exception\n%s", "".join(traceback.format_exception(kind, value, tb)))
+        if isinstance(value, KeyboardInterrupt):
+            app.quit()
+            return
+        ctx.dialogs.error(window, APP_NAME, user_message(value, "handling that"))
+
+    sys.excepthook = excepthook
+    window.show()
+    log.info("started; log file %s", log_path)
+    model = args.model or (Path(settings.model_path) if settings.model_path else None)
+    if model is not None:
+        if model.exists():
+            window.open_model(model)
+        elif args.model is not None:
+            ctx.dialogs.error(window, "Cannot open the model", f"{model} does not exist")
+    return app.exec()

@@ -1,0 +1,315 @@
+"""Playback and recording through sounddevice, behind a small backend interface so tests can fake the device.
+
+PortAudio calls our callbacks on its own thread: they only touch numpy buffers under a lock. Qt signals
+are emitted from QTimer polls on the GUI thread. With no sound card (or no PortAudio library) the backend
+reports why, and the app keeps working without sound.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from .diagnostics import log
+
+Fill = Callable[[np.ndarray], bool]  # write into the (frames,) buffer; return False when there is no more
+Consume = Callable[[np.ndarray], None]  # receive a (frames,) block of recorded samples
+
+
+class AudioUnavailable(Exception):
+    """A device cannot be used; the message says why, in one line."""
+
+
+class AudioStream(Protocol):
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class AudioBackend(Protocol):
+    def output_problem(self) -> str | None: ...
+    def input_problem(self) -> str | None: ...
+    def input_samplerate(self) -> int: ...
+    def open_output(self, samplerate: int, fill: Fill) -> AudioStream: ...
+    def open_input(self, samplerate: int, consume: Consume) -> AudioStream: ...
+
+
+class SoundDeviceBackend:
+    """The real device, via sounddevice/PortAudio."""
+
+    BLOCK = 1024
+
+    def __init__(self) -> None:
+        try:
+            import sounddevice
+        except OSError as e:  # the PortAudio shared library is missing
+            log.warning("sounddevice unavailable: %s", e)
+            self._sd = None
+        else:
+            self._sd = sounddevice
+
+    def _device(self, kind: str) -> dict | None:
+        if self._sd is None:
+            return None
+        try:
+            if len(self._sd.query_devices()) == 0:
+                return None
+            dev = self._sd.query_devices(kind=kind)
+        except (ValueError, self._sd.PortAudioError):
+            return None
+        channels = dev.get("max_output_channels" if kind == "output" else "max_input_channels", 0)
+        return dev if channels > 0 else None
+
+    def output_problem(self) -> str | None:
+        if self._sd is None:
+            return "No audio output: the PortAudio library is not installed"
+        return None if self._device("output") else "No audio output device was found"
+
+    def input_problem(self) -> str | None:
+        if self._sd is None:
+            return "Recording unavailable: the PortAudio library is not installed"
+        return None if self._device("input") else "No microphone (audio input device) was found"
+
+    def input_samplerate(self) -> int:
+        dev = self._device("input")
+        return int(dev["default_samplerate"]) if dev else 48000
+
+    def open_output(self, samplerate: int, fill: Fill) -> AudioStream:
+        sd = self._sd
+        if sd is None or self.output_problem():
+            raise AudioUnavailable(self.output_problem() or "No audio output")
+
+        def callback(outdata, frames, time_info, status):  # PortAudio thread
+            if not fill(outdata[:, 0]):
+                raise sd.CallbackStop
+
+        try:
+            return sd.OutputStream(samplerate=samplerate, channels=1, dtype="float32", blocksize=self.BLOCK,
+                                   callback=callback)
+        except (sd.PortAudioError, ValueError) as e:
+            raise AudioUnavailable(f"Cannot open the audio output: {e}") from None
+
+    def open_input(self, samplerate: int, consume: Consume) -> AudioStream:
+        sd = self._sd
+        if sd is None or self.input_problem():
+            raise AudioUnavailable(self.input_problem() or "No audio input")
+
+        def callback(indata, frames, time_info, status):  # PortAudio thread
+            consume(indata[:, 0].copy())
+
+        try:
+            return sd.InputStream(samplerate=samplerate, channels=1, dtype="float32", blocksize=self.BLOCK,
+                                  callback=callback)
+        except (sd.PortAudioError, ValueError) as e:
+            # Also what a refused microphone permission looks like on macOS.
+            raise AudioUnavailable(f"Cannot open the microphone: {e}") from None
+
+
+class _GrowingBuffer:
+    """Float32 samples that may still be arriving (streaming playback while generating)."""
+
+    def __init__(self) -> None:
+        self.data = np.zeros(0, np.float32)
+        self.length = 0
+        self.complete = False
+
+    def set(self, samples: np.ndarray, complete: bool) -> None:
+        self.data = np.asarray(samples, np.float32).reshape(-1).copy()
+        self.length = len(self.data)
+        self.complete = complete
+
+    def append(self, samples: np.ndarray) -> None:
+        samples = np.asarray(samples, np.float32).reshape(-1)
+        need = self.length + len(samples)
+        if need > len(self.data):
+            grown = np.zeros(max(need, 2 * len(self.data), 48000), np.float32)
+            grown[: self.length] = self.data[: self.length]
+            self.data = grown
+        self.data[self.length : need] = samples
+        self.length = need
+
+
+class Player(QObject):
+    """Plays one sound at a time; the sound may still be growing while it plays."""
+
+    position = Signal(int)  # current sample
+    playing_changed = Signal(bool)
+    error = Signal(str)
+
+    def __init__(self, backend: AudioBackend, parent: QObject | None = None):
+        super().__init__(parent)
+        self.backend = backend
+        self._lock = threading.Lock()
+        self._buf = _GrowingBuffer()
+        self._pos = 0
+        self._ended = False
+        self._stream: AudioStream | None = None
+        self._samplerate = 24000
+        self.owner: object | None = None  # who started the current sound (lets views show their own state)
+        self._timer = QTimer(self)
+        self._timer.setInterval(30)
+        self._timer.timeout.connect(self._poll)
+
+    @property
+    def playing(self) -> bool:
+        return self._stream is not None
+
+    def problem(self) -> str | None:
+        return self.backend.output_problem()
+
+    def play(self, samples: np.ndarray, samplerate: int = 24000, complete: bool = True, start: int = 0,
+             owner: object | None = None) -> bool:
+        """Start playing; with complete=False more samples may follow via append(). False if no device."""
+        self.stop()
+        with self._lock:
+            self._buf.set(samples, complete)
+            self._pos = max(0, min(start, self._buf.length))
+            self._ended = False
+        self._samplerate = samplerate
+        try:
+            self._stream = self.backend.open_output(samplerate, self._fill)
+            self._stream.start()
+        except AudioUnavailable as e:
+            self._stream = None
+            self.error.emit(str(e))
+            return False
+        except Exception as e:  # a driver error must not take the app down
+            log.exception("audio output failed")
+            self._stream = None
+            self.error.emit(f"Audio output failed: {e}")
+            return False
+        self.owner = owner
+        self._timer.start()
+        self.playing_changed.emit(True)
+        return True
+
+    def append(self, samples: np.ndarray, complete: bool = False) -> None:
+        with self._lock:
+            self._buf.append(samples)
+            self._buf.complete = self._buf.complete or complete
+
+    def mark_complete(self) -> None:
+        with self._lock:
+            self._buf.complete = True
+
+    def stop(self) -> None:
+        stream, self._stream = self._stream, None
+        self._timer.stop()
+        if stream is not None:
+            try:
+                stream.stop()
+                stream.close()
+            except Exception:
+                log.exception("closing the audio output failed")
+            self.playing_changed.emit(False)
+        self.owner = None
+
+    def _fill(self, out: np.ndarray) -> bool:  # audio thread
+        with self._lock:
+            n = len(out)
+            avail = min(n, self._buf.length - self._pos)
+            if avail > 0:
+                out[:avail] = self._buf.data[self._pos : self._pos + avail]
+                self._pos += avail
+            out[max(avail, 0) :] = 0.0  # an underrun while streaming plays silence and waits
+            if self._buf.complete and self._pos >= self._buf.length:
+                self._ended = True
+                return False
+            return True
+
+    def _poll(self) -> None:
+        with self._lock:
+            pos, ended = self._pos, self._ended
+        self.position.emit(pos)
+        if ended:
+            self.stop()
+
+
+class Recorder(QObject):
+    """Records mono from the default input at the device's own rate; the engine resamples later."""
+
+    level = Signal(float)  # peak dBFS since the last report
+    elapsed = Signal(float)  # seconds recorded
+    stopped = Signal(object, int)  # samples (n,) float32, sample rate
+    error = Signal(str)
+
+    MAX_SECONDS = 60.0
+
+    def __init__(self, backend: AudioBackend, parent: QObject | None = None):
+        super().__init__(parent)
+        self.backend = backend
+        self._lock = threading.Lock()
+        self._blocks: list[np.ndarray] = []
+        self._count = 0
+        self._peak = 0.0
+        self._stream: AudioStream | None = None
+        self.samplerate = 48000
+        self._timer = QTimer(self)
+        self._timer.setInterval(50)
+        self._timer.timeout.connect(self._poll)
+
+    @property
+    def recording(self) -> bool:
+        return self._stream is not None
+
+    def problem(self) -> str | None:
+        return self.backend.input_problem()
+
+    def start(self) -> bool:
+        if self._stream is not None:
+            return True
+        with self._lock:
+            self._blocks, self._count, self._peak = [], 0, 0.0
+        try:
+            self.samplerate = self.backend.input_samplerate()
+            self._stream = self.backend.open_input(self.samplerate, self._consume)
+            self._stream.start()
+        except AudioUnavailable as e:
+            self._stream = None
+            self.error.emit(str(e))
+            return False
+        except Exception as e:
+            log.exception("audio input failed")
+            self._stream = None
+            self.error.emit(f"Recording failed: {e}")
+            return False
+        self._started = time.monotonic()
+        self._timer.start()
+        return True
+
+    def stop(self) -> tuple[np.ndarray, int]:
+        stream, self._stream = self._stream, None
+        self._timer.stop()
+        if stream is not None:
+            try:
+                stream.stop()
+                stream.close()
+            except Exception:
+                log.exception("closing the audio input failed")
+        with self._lock:
+            samples = np.concatenate(self._blocks) if self._blocks else np.zeros(0, np.float32)
+            self._blocks = []
+        if stream is not None:
+            self.stopped.emit(samples, self.samplerate)
+        return samples, self.samplerate
+
+    def _consume(self, block: np.ndarray) -> None:  # audio thread
+        with self._lock:
+            self._blocks.append(block)
+            self._count += len(block)
+            if len(block):
+                self._peak = max(self._peak, float(np.max(np.abs(block))))
+
+    def _poll(self) -> None:
+        with self._lock:
+            peak, self._peak = self._peak, 0.0
+            seconds = self._count / self.samplerate
+        self.level.emit(20 * np.log10(max(peak, 1e-6)))
+        self.elapsed.emit(seconds)
+        if seconds >= self.MAX_SECONDS:
+            self.stop()

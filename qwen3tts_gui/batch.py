@@ -1,0 +1,102 @@
+"""Batch lines as plain data: parsing pasted text / .txt / .csv, and the numbered output file names."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paths import readable_name
+
+MERGED_NAME = "all lines (merged).wav"
+
+
+@dataclass
+class BatchLine:
+    key: int  # stable id while lines are reordered
+    text: str
+    voice: str = ""  # a voice name from the library; "" = the voice selected in the voice panel
+    language: str = "auto"
+    state: str = "ready"  # ready | queued | running | done | failed | cancelled
+    frames: int = 0
+    estimated: int = 0
+    duration: float | None = None
+    output: str = ""
+    error: str = ""
+
+    def status_text(self) -> str:
+        if self.state == "running":
+            return f"Generating {self.frames}/{max(self.estimated, self.frames)}" if self.frames else "Starting…"
+        if self.state == "failed":
+            return f"Failed: {self.error}"
+        return {"ready": "Ready", "queued": "Waiting", "done": "Done", "cancelled": "Cancelled"}.get(
+            self.state, self.state
+        )
+
+    def reset(self) -> None:
+        self.state, self.frames, self.estimated, self.error = "ready", 0, 0, ""
+
+
+def output_name(number: int, text: str) -> str:
+    """'007 - Hello there.wav': sorts in line order and says what is in it."""
+    return f"{number:03d} - {readable_name(text)}.wav"
+
+
+def parse_pasted(text: str) -> list[tuple[str, str, str]]:
+    """One line per non-empty line; tab-separated 'text<TAB>voice<TAB>language' (from a spreadsheet) works too."""
+    rows = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        parts = [p.strip() for p in line.split("\t")] if "\t" in line else [line.strip()]
+        rows.append(_row(parts))
+    return rows
+
+
+def parse_csv(text: str) -> list[tuple[str, str, str]]:
+    """Columns text[, voice[, language]]; a header row naming them may come first (in any order)."""
+    try:
+        dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t")
+    except csv.Error:
+        dialect = csv.excel
+    rows = [r for r in csv.reader(io.StringIO(text), dialect) if any(c.strip() for c in r)]
+    if not rows:
+        return []
+    header = [c.strip().lower() for c in rows[0]]
+    if "text" in header:
+        idx = {name: header.index(name) if name in header else None for name in ("text", "voice", "language")}
+        out = []
+        for r in rows[1:]:
+            def get(name: str, r: list[str] = r) -> str:
+                i = idx[name]
+                return r[i].strip() if i is not None and i < len(r) else ""
+            if get("text"):
+                out.append((get("text"), get("voice"), get("language") or "auto"))
+        return out
+    return [_row([c.strip() for c in r]) for r in rows if r and r[0].strip()]
+
+
+def _row(parts: list[str]) -> tuple[str, str, str]:
+    text = parts[0]
+    voice = parts[1] if len(parts) > 1 else ""
+    language = (parts[2] if len(parts) > 2 else "") or "auto"
+    return text, voice, language.lower()
+
+
+def read_lines_file(path: Path) -> list[tuple[str, str, str]]:
+    """A .csv (columns) or any text file (one line each). Raises ValueError with a one-line reason."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise ValueError(f"cannot read {Path(path).name}: {e.strerror}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(f"{Path(path).name} is not UTF-8 text") from None
+    if "\x00" in text:
+        raise ValueError(f"{Path(path).name} is not a text file")
+    rows = parse_csv(text) if Path(path).suffix.lower() == ".csv" else parse_pasted(text)
+    if not rows:
+        raise ValueError(f"{Path(path).name} has no lines to speak")
+    return rows

@@ -1,0 +1,61 @@
+"""Logging to a file in the platformdirs log folder, and turning exceptions into one short line for the user."""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+from pathlib import Path
+
+from .engine_adapter import EngineError
+from .paths import log_file
+
+log = logging.getLogger("qwen3tts_gui")
+_configured: list[Path] = []
+
+
+def setup_logging(path: Path | None = None) -> Path:
+    """Send the app's log (and every traceback) to a rotating file; return its path."""
+    path = path or log_file()
+    if _configured and _configured[0] == path:
+        return path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.handlers.RotatingFileHandler(
+            path, maxBytes=1_000_000, backupCount=2, encoding="utf-8"
+        )
+    except OSError:  # read-only home: keep working, log to stderr instead
+        handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    _configured[:] = [path]
+    return path
+
+
+def current_log_file() -> Path:
+    return _configured[0] if _configured else log_file()
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of an exception's message (engine errors are written to be shown as is)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def user_message(exc: BaseException, doing: str = "") -> str:
+    """What to show for any exception: the engine's own line, or a short note plus where the details are.
+
+    Unexpected exceptions are logged here with their traceback (the user never sees one).
+    """
+    if isinstance(exc, EngineError):
+        return one_line(exc)
+    if isinstance(exc, MemoryError):
+        log.exception("out of memory while %s", doing or "working")
+        return "Not enough memory for this; close other programs or use a smaller model."
+    if isinstance(exc, OSError) and exc.strerror:
+        log.warning("%s failed: %s", doing or "operation", exc)
+        name = f" ({Path(exc.filename).name})" if exc.filename else ""
+        return f"{exc.strerror}{name}"
+    log.error("unexpected error while %s", doing or "working", exc_info=exc)
+    what = f" while {doing}" if doing else ""
+    return f"Unexpected error{what}: {type(exc).__name__}: {one_line(exc)}. Details are in {current_log_file()}"

@@ -1,0 +1,169 @@
+"""The one place the GUI touches the engine; every other GUI module imports engine names from here.
+
+Only the engine's public API is used: the `engine` package exports, engine.audio (load_audio,
+read_audio_file, save_audio), engine.demo.make_demo_bundle and engine.convert.convert_checkpoint.
+The optional modules are imported on first use so the app starts even in a partial engine build.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from engine import (
+    SAMPLE_RATE,
+    AudioChunk,
+    AudioError,
+    BundleError,
+    Cancelled,
+    ConvertError,
+    EngineError,
+    FrameEvent,
+    GenerationSettings,
+    SynthesisEvent,
+    SynthesisResult,
+    TextError,
+    Voice,
+    VoiceError,
+)
+
+__all__ = [
+    "SAMPLE_RATE",
+    "AudioChunk",
+    "AudioError",
+    "BundleError",
+    "Cancelled",
+    "ConvertError",
+    "EngineError",
+    "FrameEvent",
+    "GenerationSettings",
+    "Progress",
+    "SynthFactory",
+    "SynthesisEvent",
+    "SynthesisResult",
+    "SynthesizerLike",
+    "TextError",
+    "Voice",
+    "VoiceError",
+    "convert_checkpoint",
+    "load_audio",
+    "make_demo_bundle",
+    "open_synthesizer",
+    "read_audio_file",
+    "save_audio",
+]
+
+Progress = Callable[[float, str], None]
+AudioSource = str | Path | tuple[np.ndarray, int]
+
+
+class SynthesizerLike(Protocol):
+    """The Synthesizer contract (engine/synthesizer.py docstring); the test fake implements it too."""
+
+    @property
+    def languages(self) -> list[str]: ...
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def default_settings(self) -> GenerationSettings: ...
+
+    def create_voice(
+        self, audio: AudioSource, ref_text: str | None = None, name: str = "", language: str = "auto"
+    ) -> Voice: ...
+
+    def synthesize(
+        self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None
+    ) -> Iterator[SynthesisEvent]: ...
+
+
+SynthFactory = Callable[[Path], SynthesizerLike]
+
+
+def open_synthesizer(bundle_dir: Path, threads: int = 2) -> SynthesizerLike:
+    """Load a model bundle (slow for full-size bundles: call it from a worker thread)."""
+    from engine import Synthesizer
+
+    synth = Synthesizer(bundle_dir, threads=threads)
+    # Touch the bundle-derived properties here, in the worker, so a damaged bundle fails now.
+    synth.languages, synth.default_settings  # noqa: B018
+    return synth
+
+
+def read_audio_file(path: str | Path) -> tuple[np.ndarray, int]:
+    """Samples (n, channels) float32 at the file's own rate."""
+    try:
+        from engine.audio import read_audio_file as _read
+    except ModuleNotFoundError:  # engine.audio not landed yet: same behaviour via soundfile
+        _read = _read_with_soundfile
+    return _read(path)
+
+
+def load_audio(src: AudioSource) -> np.ndarray:
+    """Mono float32 at 24 kHz, resampled the way the engine does it."""
+    from engine.audio import load_audio as _load
+
+    return _load(src)
+
+
+def save_audio(path: str | Path, samples: np.ndarray, sr: int = SAMPLE_RATE) -> None:
+    """Atomic write; the format follows the suffix (.wav .flac .ogg)."""
+    try:
+        from engine.audio import save_audio as _save
+    except ModuleNotFoundError:  # engine.audio not landed yet
+        _save = _save_with_soundfile
+    _save(path, samples, sr)
+
+
+def convert_checkpoint(
+    src: Path, dest: Path, progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
+    precision: str = "fp32",
+) -> Path:
+    from engine.convert import convert_checkpoint as _convert
+
+    return _convert(src, dest, precision=precision, progress=progress, cancel=cancel)
+
+
+def make_demo_bundle(dest: Path, progress: Progress | None = None) -> Path:
+    from engine.demo import make_demo_bundle as _make
+
+    return _make(dest, progress=progress)
+
+
+# --- Stand-ins used only while engine.audio is missing from the build -------------------------------------
+
+
+def _read_with_soundfile(path: str | Path) -> tuple[np.ndarray, int]:
+    import soundfile as sf
+
+    try:
+        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    except Exception as e:  # soundfile raises LibsndfileError, RuntimeError, TypeError...
+        raise AudioError(f"{Path(path).name} is not a readable audio file ({e})") from None
+    if len(data) == 0:
+        raise AudioError(f"{Path(path).name} contains no audio")
+    return data, int(sr)
+
+
+def _save_with_soundfile(path: str | Path, samples: np.ndarray, sr: int = SAMPLE_RATE) -> None:
+    import os
+    import tempfile
+
+    import soundfile as sf
+
+    path = Path(path)
+    fmt = {".wav": "WAV", ".flac": "FLAC", ".ogg": "OGG"}.get(path.suffix.lower())
+    if fmt is None:
+        raise AudioError(f"cannot write {path.suffix or 'files without a suffix'}; use .wav, .flac or .ogg")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        sf.write(tmp, np.asarray(samples, np.float32), sr, format=fmt)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

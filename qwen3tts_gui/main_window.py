@@ -1,0 +1,481 @@
+"""The main window: welcome view or the studio (voice, text, settings, progress, output) and the batch tab."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, Qt, QUrl
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QPlainTextEdit,
+    QProgressDialog,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from . import APP_NAME, __version__
+from .context import AppContext
+from .diagnostics import current_log_file, log
+from .engine_adapter import (
+    FrameEvent,
+    GenerationSettings,
+    SynthesisResult,
+    Voice,
+    convert_checkpoint,
+    make_demo_bundle,
+)
+from .paths import models_dir, unique_path
+from .takes import Take
+from .widgets.batch_panel import BatchPanel
+from .widgets.output_panel import OutputPanel
+from .widgets.progress_panel import ProgressPanel
+from .widgets.settings_box import GenerationSettingsBox
+from .widgets.voice_panel import VoicePanel, language_title
+from .widgets.welcome import WelcomeView
+from .workers import CallWorker, ProgressWorker, SynthesisWorker
+
+DEMO_NAME = "demo"
+
+
+def _section(title: str) -> QLabel:
+    label = QLabel(title)
+    label.setObjectName("SectionTitle")
+    return label
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, ctx: AppContext, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.setWindowTitle(APP_NAME)
+        self.resize(1280, 820)
+        self.setMinimumSize(960, 640)
+        self.synth_worker: SynthesisWorker | None = None
+        self._model_worker: CallWorker | None = None
+        self._long_worker: ProgressWorker | None = None
+        self._progress_dialog: QProgressDialog | None = None
+        self._pending: dict | None = None  # what the running generation will become as a take
+        self._take_count = 0
+        self._demo_retried = False
+
+        self.welcome = WelcomeView()
+        self.welcome.open_model.connect(self.choose_model)
+        self.welcome.import_checkpoint.connect(self.import_checkpoint)
+        self.welcome.use_demo.connect(self.use_demo_model)
+
+        self.voice_panel = VoicePanel(ctx)
+        self.settings_box = GenerationSettingsBox(ctx.settings)
+        self.progress = ProgressPanel()
+        self.output = OutputPanel(ctx)
+        self.output.regenerate.connect(self.regenerate)
+        self.output.take_selected.connect(self._take_selected)
+
+        self.text_edit = QPlainTextEdit()
+        self.text_edit.setObjectName("TextEdit")
+        self.text_edit.setPlaceholderText("Type what the voice should say…  (Ctrl+Enter generates)")
+        self.text_edit.setMinimumHeight(90)
+        self.lang_combo = QComboBox()
+        self.lang_combo.setMinimumWidth(140)
+        self.lang_combo.currentIndexChanged.connect(self._language_changed)
+        self.voice_label = QLabel("")
+        self.voice_label.setObjectName("Muted")
+        self.generate_btn = QPushButton("Generate")
+        self.generate_btn.setObjectName("PrimaryButton")
+        self.generate_btn.setToolTip("Generate speech (Ctrl+Enter)")
+        self.generate_btn.clicked.connect(lambda: self.generate())
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.setToolTip("Stop generating (Esc)")
+        self.cancel_btn.clicked.connect(self.cancel_generation)
+        self.batch = BatchPanel(ctx, self.voice_panel.load_by_name, self.settings_box.generation_settings)
+        self.batch.voice_names = self.voice_panel.voice_names
+
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(self._build_studio(), "Studio")
+        self.tabs.addTab(self.batch, "Batch")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.welcome)
+        self.stack.addWidget(self.tabs)
+        self.setCentralWidget(self.stack)
+        self.model_label = QLabel("No model")
+        self.model_label.setObjectName("Muted")
+        self.statusBar().addPermanentWidget(self.model_label)
+        self._build_menus()
+
+        gen_keys = [QShortcut(QKeySequence(k), self) for k in ("Ctrl+Return", "Ctrl+Enter")]
+        for sc in gen_keys:
+            sc.activated.connect(lambda: self.generate())
+        QShortcut(QKeySequence("Esc"), self, activated=self.cancel_generation)
+
+        ctx.model_changed.connect(self._model_changed)
+        ctx.busy_changed.connect(lambda _: self._update_actions())
+        self.voice_panel.voice_changed.connect(self._update_actions)
+        self._model_changed()
+        self._restore_window()
+
+    # --- layout ------------------------------------------------------------------------------------------
+    def _build_studio(self) -> QWidget:
+        left = QWidget()
+        left.setObjectName("VoiceColumn")
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(14, 12, 10, 12)
+        ll.addWidget(self.voice_panel)
+        left_scroll = QScrollArea()
+        left_scroll.setWidget(left)
+        left_scroll.setWidgetResizable(True)
+        left_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        left_scroll.setMinimumWidth(330)
+
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(10, 12, 14, 12)
+        rl.setSpacing(8)
+        rl.addWidget(_section("Text"))
+        rl.addWidget(self.text_edit, 2)
+        row = QHBoxLayout()
+        row.setSpacing(8)
+        row.addWidget(QLabel("Language"))
+        row.addWidget(self.lang_combo)
+        row.addSpacing(12)
+        row.addWidget(self.voice_label, 1)
+        row.addWidget(self.cancel_btn)
+        row.addWidget(self.generate_btn)
+        rl.addLayout(row)
+        rl.addWidget(self.settings_box)
+        rl.addWidget(_section("Progress"))
+        rl.addWidget(self.progress, 2)
+        rl.addWidget(_section("Output"))
+        rl.addWidget(self.output, 4)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(left_scroll)
+        self.splitter.addWidget(right)
+        self.splitter.setStretchFactor(0, 2)
+        self.splitter.setStretchFactor(1, 5)
+        self.splitter.setSizes([380, 900])
+        return self.splitter
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        self.open_action = QAction("&Open model…", self, shortcut=QKeySequence.StandardKey.Open,
+                                   triggered=self.choose_model)
+        self.import_action = QAction("&Import checkpoint…", self, triggered=self.import_checkpoint)
+        self.demo_action = QAction("Use the &demo model", self, triggered=self.use_demo_model)
+        self.recent_menu = file_menu.addMenu("Recent models")
+        self.save_action = QAction("&Save take as…", self, shortcut=QKeySequence.StandardKey.Save,
+                                   triggered=lambda: self.output.save_take(self.output.current))
+        quit_action = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close)
+        file_menu.insertAction(self.recent_menu.menuAction(), self.open_action)
+        file_menu.insertAction(self.recent_menu.menuAction(), self.import_action)
+        file_menu.insertAction(self.recent_menu.menuAction(), self.demo_action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.save_action)
+        file_menu.addSeparator()
+        file_menu.addAction(quit_action)
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+
+        voice_menu = bar.addMenu("&Voice")
+        voice_menu.addAction("New voice from &file…", self.voice_panel.choose_reference_file)
+        voice_menu.addAction("&Record a new voice", self.voice_panel.toggle_record)
+        voice_menu.addSeparator()
+        voice_menu.addAction("&Import voice file…", self.voice_panel.import_voice)
+        voice_menu.addAction("&Export selected voice…", self.voice_panel.export_selected)
+
+        help_menu = bar.addMenu("&Help")
+        help_menu.addAction("Open the &log folder", self._open_log_folder)
+        help_menu.addAction(f"&About {APP_NAME}", self._about)
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        for path in self.ctx.settings.recent_models:
+            self.recent_menu.addAction(path, lambda p=path: self.open_model(Path(p)))
+        if not self.ctx.settings.recent_models:
+            self.recent_menu.addAction("(none yet)").setEnabled(False)
+
+    def _restore_window(self) -> None:
+        s = self.ctx.settings
+        if not s.geometry.isEmpty():
+            self.restoreGeometry(s.geometry)
+        if not s.window_state.isEmpty():
+            self.restoreState(s.window_state)
+        if not s.splitter.isEmpty():
+            self.splitter.restoreState(s.splitter)
+        self.tabs.setCurrentIndex(min(max(s.tab, 0), self.tabs.count() - 1))
+
+    def _save_window(self) -> None:
+        s = self.ctx.settings
+        s.geometry = QByteArray(self.saveGeometry())
+        s.window_state = QByteArray(self.saveState())
+        s.splitter = QByteArray(self.splitter.saveState())
+        s.tab = self.tabs.currentIndex()
+        s.sync()
+
+    # --- model -------------------------------------------------------------------------------------------
+    def choose_model(self) -> None:
+        start = self.ctx.settings.model_path or str(models_dir())
+        folder = self.ctx.dialogs.open_dir(self, "Open model bundle folder", start)
+        if folder:
+            self.open_model(Path(folder))
+
+    def open_model(self, path: Path) -> bool:
+        if self.ctx.busy or self._model_worker is not None:
+            self.ctx.dialogs.error(self, "Busy", f"Wait until {self.ctx.busy or 'the model has loaded'} has finished.")
+            return False
+        worker = CallWorker(lambda: self.ctx.open_synth(path), "opening the model", self)
+        worker.done.connect(lambda synth: self._model_loaded(path, synth))
+        worker.failed.connect(lambda msg: self._model_failed(path, msg))
+        worker.finished.connect(self._model_worker_finished)
+        self._model_worker = worker
+        self.welcome.set_busy(f"Opening {path.name}…")
+        self.statusBar().showMessage(f"Opening model {path}…")
+        worker.start()
+        return True
+
+    def _model_worker_finished(self) -> None:
+        if self._model_worker is not None:
+            self._model_worker.deleteLater()
+        self._model_worker = None
+        self.welcome.set_busy("")
+        self._update_actions()
+
+    def _model_loaded(self, path: Path, synth) -> None:
+        self.ctx.settings.remember_model(str(path))
+        self.ctx.set_model(synth, path)
+        self.statusBar().showMessage(f"Model {path.name} is ready", 5000)
+        log.info("opened model %s", path)
+
+    def _model_failed(self, path: Path, message: str) -> None:
+        self.statusBar().clearMessage()
+        if path.name == DEMO_NAME and path.parent == models_dir() and not self._demo_retried:
+            self._demo_retried = True  # a demo bundle from an older build: make a fresh one
+            shutil.rmtree(path, ignore_errors=True)
+            self._build_demo(path)
+            return
+        self.ctx.dialogs.error(self, "Cannot open the model", message)
+
+    def _model_changed(self) -> None:
+        synth = self.ctx.synth
+        self.stack.setCurrentWidget(self.tabs if synth is not None else self.welcome)
+        self.lang_combo.blockSignals(True)
+        self.lang_combo.clear()
+        for code in synth.languages if synth is not None else ["auto"]:
+            self.lang_combo.addItem(language_title(code), code)
+        i = self.lang_combo.findData(self.ctx.settings.language)
+        self.lang_combo.setCurrentIndex(max(i, 0))
+        self.lang_combo.blockSignals(False)
+        if synth is not None:
+            self.settings_box.load_defaults(synth.default_settings)
+            path = self.ctx.model_path
+            self.model_label.setText(f"Model: {path.name if path else '?'}")
+            self.model_label.setToolTip(str(path))
+        else:
+            self.model_label.setText("No model")
+        self._update_actions()
+
+    def import_checkpoint(self) -> None:
+        start = self.ctx.settings.last_checkpoint_dir or str(Path.home())
+        folder = self.ctx.dialogs.open_dir(
+            self, "Checkpoint folder (config.json, model.safetensors, speech_tokenizer/)", start
+        )
+        if not folder:
+            return
+        src = Path(folder)
+        self.ctx.settings.last_checkpoint_dir = str(src.parent)
+        dest = unique_path(models_dir() / src.name)
+        self.run_long_job(
+            lambda progress, cancel: convert_checkpoint(src, dest, progress=progress, cancel=cancel),
+            "converting the checkpoint", f"Converting {src.name}…", cancellable=True,
+        )
+
+    def use_demo_model(self) -> None:
+        dest = models_dir() / DEMO_NAME
+        if (dest / "manifest.json").is_file():
+            self.open_model(dest)
+        else:
+            self._build_demo(dest)
+
+    def _build_demo(self, dest: Path) -> None:
+        self.run_long_job(lambda progress, cancel: make_demo_bundle(dest, progress=progress),
+                          "making the demo model", "Making the demo model…", cancellable=False)
+
+    def run_long_job(self, fn, doing: str, label: str, cancellable: bool) -> ProgressWorker | None:
+        """Conversion-like jobs: a worker plus a progress dialog; the model it makes is opened at the end."""
+        if self.ctx.busy or self._long_worker is not None:
+            self.ctx.dialogs.error(self, "Busy", "Wait until the current job has finished.")
+            return None
+        worker = ProgressWorker(fn, doing, self)
+        dialog = QProgressDialog(label, "Cancel" if cancellable else "", 0, 1000, self)
+        dialog.setWindowTitle(APP_NAME)
+        dialog.setWindowModality(Qt.WindowModality.WindowModal)
+        dialog.setMinimumDuration(0)
+        dialog.setAutoClose(False)
+        dialog.setAutoReset(False)
+        dialog.setMinimumWidth(460)
+        if not cancellable:
+            dialog.setCancelButton(None)
+        dialog.canceled.connect(worker.cancel)
+        dialog.canceled.connect(lambda: dialog.setLabelText("Cancelling…"))
+        worker.progress.connect(lambda f, msg: (dialog.setValue(int(f * 1000)), dialog.setLabelText(msg)))
+        worker.done.connect(lambda path: self.open_model(Path(path)))
+        worker.failed.connect(lambda msg: self.ctx.dialogs.error(self, f"Failed {doing}", msg))
+        worker.cancelled.connect(lambda: self.statusBar().showMessage(f"Stopped {doing}", 5000))
+        worker.finished.connect(self._long_finished)
+        self._long_worker, self._progress_dialog = worker, dialog
+        self.welcome.set_busy(label)
+        dialog.show()
+        worker.start()
+        return worker
+
+    def _long_finished(self) -> None:
+        if self._progress_dialog is not None:
+            self._progress_dialog.close()
+            self._progress_dialog.deleteLater()
+        if self._long_worker is not None:
+            self._long_worker.deleteLater()
+        self._long_worker, self._progress_dialog = None, None
+        if self._model_worker is None:
+            self.welcome.set_busy("")
+
+    # --- generate ----------------------------------------------------------------------------------------
+    def _language_changed(self) -> None:
+        code = self.lang_combo.currentData()
+        if code:
+            self.ctx.settings.language = code
+
+    def generate(self, text: str | None = None, voice: Voice | None = None, voice_name: str | None = None,
+                 language: str | None = None, settings: GenerationSettings | None = None) -> bool:
+        if self.synth_worker is not None or not self.ctx.can_start(self):
+            return False
+        text = (text if text is not None else self.text_edit.toPlainText()).strip()
+        if not text:
+            self.ctx.dialogs.error(self, "No text", "Type the text to speak first.")
+            self.text_edit.setFocus()
+            return False
+        if voice is None:
+            voice = self.voice_panel.load_selected()
+            voice_name = self.voice_panel.selected_name()
+            if voice is None:
+                return False
+        language = language or self.lang_combo.currentData() or "auto"
+        settings = settings or self.settings_box.generation_settings()
+        worker = SynthesisWorker(self.ctx.synth, text, voice, language, settings, self)
+        worker.frame.connect(self._on_frame)
+        worker.chunk.connect(self.output.add_chunk)
+        worker.done.connect(self._on_result)
+        worker.failed.connect(self._on_failed)
+        worker.cancelled.connect(self._on_cancelled)
+        worker.finished.connect(self._synth_finished)
+        self._pending = dict(text=text, voice=voice, voice_name=voice_name or voice.name, language=language,
+                             settings=settings, t0=time.monotonic(), expected=False)
+        self.synth_worker = worker
+        self.ctx.set_busy("generating")
+        self.progress.begin()
+        self.output.begin_stream(0)
+        self.statusBar().showMessage("Generating…")
+        worker.start()
+        return True
+
+    def regenerate(self, take: Take) -> None:
+        self.generate(take.text, take.voice, take.voice_name, take.language, take.with_new_seed())
+
+    def cancel_generation(self) -> None:
+        if self.synth_worker is not None:
+            self.synth_worker.cancel()
+            self.cancel_btn.setEnabled(False)
+            self.progress.bar.setFormat("Cancelling…")
+
+    def _on_frame(self, ev: FrameEvent) -> None:
+        self.progress.on_frame(ev)
+        if self._pending is not None and not self._pending["expected"]:
+            self._pending["expected"] = True
+            estimate = min(ev.estimated_frames, ev.max_frames) if ev.max_frames else ev.estimated_frames
+            self.output.wave.set_expected(estimate * 1920)
+
+    def _on_result(self, result: SynthesisResult) -> None:
+        pending = self._pending
+        if pending is None:
+            return
+        self._take_count += 1
+        take = Take(self._take_count, pending["text"], pending["voice_name"], pending["voice"], pending["language"],
+                    pending["settings"], result)
+        self.progress.finish(result, time.monotonic() - pending["t0"])
+        self.output.end_stream(take)
+        self.statusBar().showMessage(f"Generated {result.seconds:.1f} s of speech", 5000)
+
+    def _on_failed(self, message: str) -> None:
+        self.progress.stop("Failed")
+        self.output.end_stream(None)
+        self.statusBar().clearMessage()
+        self.ctx.dialogs.error(self, "Cannot generate", message)
+
+    def _on_cancelled(self) -> None:
+        self.progress.stop(f"Cancelled after {self.progress.frames} frames")
+        self.output.end_stream(None)
+        self.statusBar().showMessage("Cancelled", 3000)
+
+    def _synth_finished(self) -> None:
+        if self.synth_worker is not None:
+            self.synth_worker.deleteLater()
+        self.synth_worker = None
+        self._pending = None
+        self.ctx.set_busy(None)
+
+    def _take_selected(self, take: Take) -> None:
+        if self.synth_worker is None:
+            self.progress.tokens.set_codes(take.result.codes)
+
+    def _update_actions(self) -> None:
+        busy = bool(self.ctx.busy) or self._model_worker is not None or self._long_worker is not None
+        generating = self.synth_worker is not None
+        self.generate_btn.setEnabled(self.ctx.synth is not None and not busy)
+        self.cancel_btn.setEnabled(generating and not self.synth_worker.cancel_requested)
+        for a in (self.open_action, self.import_action, self.demo_action):
+            a.setEnabled(not busy)
+        name = self.voice_panel.selected_name()
+        self.voice_label.setText(f"Voice: {name}" if name else "No voice selected")
+
+    # --- misc --------------------------------------------------------------------------------------------
+    def _open_log_folder(self) -> None:
+        folder = current_log_file().parent
+        folder.mkdir(parents=True, exist_ok=True)
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+
+    def _about(self) -> None:
+        self.ctx.dialogs.info(
+            self, f"About {APP_NAME}",
+            f"{APP_NAME} {__version__}\nLocal Qwen3-TTS voice cloning on the CPU (ncnn + numpy).\n"
+            f"Log file: {current_log_file()}",
+        )
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self.batch.running:
+            if not self.ctx.dialogs.question(self, "Batch running",
+                                             "A batch is still running. Stop it and quit?"):
+                event.ignore()
+                return
+            self.batch.cancel()
+            self.batch.wait()
+        for worker in (self.synth_worker, self._long_worker):
+            if worker is not None:
+                worker.cancel()
+                worker.wait(30000)
+        if self._model_worker is not None:
+            self._model_worker.wait(30000)
+        if self.voice_panel.recorder.recording:
+            self.voice_panel.recorder.stop()
+        self.ctx.player.stop()
+        self._save_window()
+        event.accept()

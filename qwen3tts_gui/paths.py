@@ -1,0 +1,71 @@
+"""Default folders (platformdirs) and file names the app creates."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import platformdirs
+
+from . import APP_NAME
+
+_DIRS = platformdirs.PlatformDirs(APP_NAME, appauthor=False)
+
+
+def data_dir() -> Path:
+    return Path(_DIRS.user_data_dir)
+
+
+def models_dir() -> Path:
+    return data_dir() / "models"
+
+
+def voices_dir() -> Path:
+    return data_dir() / "voices"
+
+
+def log_dir() -> Path:
+    return Path(_DIRS.user_log_dir)
+
+
+def log_file() -> Path:
+    return log_dir() / "qwen3tts-gui.log"
+
+
+def output_dir() -> Path:
+    """Where takes are saved unless the user picked another folder."""
+    return Path(platformdirs.user_music_dir()) / APP_NAME
+
+
+def resource(name: str) -> Path | None:
+    """A file from resources/: next to the package in a source tree, inside it when installed or frozen."""
+    here = Path(__file__).resolve().parent
+    candidates = [here / "resources" / name, here.parent / "resources" / name]
+    frozen = getattr(sys, "_MEIPASS", None)
+    if frozen:
+        candidates.insert(0, Path(frozen) / "resources" / name)
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def readable_name(text: str, limit: int = 40, fallback: str = "speech") -> str:
+    """A file-name-safe, still readable stem made from the start of a text."""
+    words = re.sub(r"[^\w\s-]+", " ", text, flags=re.UNICODE).split()
+    stem = ""
+    for w in words:
+        if len(stem) + len(w) + 1 > limit:
+            break
+        stem = f"{stem} {w}" if stem else w
+    if not stem and words:
+        stem = words[0][:limit]
+    return stem or fallback
+
+
+def unique_path(path: Path) -> Path:
+    """path, or 'stem (2).ext', 'stem (3).ext'... whichever does not exist yet."""
+    if not path.exists():
+        return path
+    n = 2
+    while (cand := path.with_name(f"{path.stem} ({n}){path.suffix}")).exists():
+        n += 1
+    return cand

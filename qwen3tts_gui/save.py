@@ -1,0 +1,46 @@
+"""Saving generated audio: default folder and name, overwrite confirmation, atomic write, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtWidgets import QWidget
+
+from .context import AppContext
+from .diagnostics import user_message
+from .engine_adapter import SAMPLE_RATE, save_audio
+from .paths import output_dir
+
+FILTERS = "WAV audio (*.wav);;FLAC audio (*.flac);;Ogg Vorbis audio (*.ogg)"
+SUFFIXES = (".wav", ".flac", ".ogg")
+
+
+def default_folder(ctx: AppContext) -> Path:
+    folder = Path(ctx.settings.output_dir) if ctx.settings.output_dir else output_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        folder = Path.home()
+    return folder
+
+
+def ask_and_save(ctx: AppContext, parent: QWidget | None, audio: np.ndarray, stem: str) -> Path | None:
+    """Ask where to save, confirm overwriting, write atomically. Returns the file written, or None."""
+    chosen = ctx.dialogs.save_file(parent, "Save audio", str(default_folder(ctx) / f"{stem}.wav"), FILTERS)
+    if not chosen:
+        return None
+    path = Path(chosen)
+    if path.suffix.lower() not in SUFFIXES:
+        path = path.with_name(path.name + ".wav")
+    if path.exists() and not ctx.dialogs.question(
+        parent, "Replace file?", f"“{path.name}” already exists in {path.parent}. Replace it?"
+    ):
+        return None
+    try:
+        save_audio(path, audio, SAMPLE_RATE)
+    except Exception as e:
+        ctx.dialogs.error(parent, "Could not save", user_message(e, f"saving {path.name}"))
+        return None
+    ctx.settings.output_dir = str(path.parent)
+    return path

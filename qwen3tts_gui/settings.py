@@ -1,0 +1,107 @@
+"""Typed settings over QSettings, declared once as class attributes (in the style of Picard's options).
+
+    settings = Settings()               # the user's settings (organisation/application names from app.py)
+    settings.model_path = "/x/bundle"   # written through to QSettings immediately
+    Settings(QSettings(path, QSettings.Format.IniFormat))   # tests: a private ini file
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Generic, TypeVar
+
+from PySide6.QtCore import QByteArray, QSettings
+
+T = TypeVar("T")
+
+
+class Option(Generic[T]):
+    """One setting: key, default and type. Reads convert whatever the backend stored back to that type."""
+
+    def __init__(self, key: str, default: T):
+        self.key = key
+        self.default = default
+        self.kind = type(default)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Settings | None, owner: type) -> T:
+        if obj is None:
+            return self  # type: ignore[return-value]
+        raw = obj.qsettings.value(self.key)
+        if raw is None:
+            return self._copy_default()
+        try:
+            return self._convert(raw)
+        except (TypeError, ValueError, json.JSONDecodeError):
+            return self._copy_default()  # hand-edited or foreign value: fall back, never crash
+
+    def __set__(self, obj: Settings, value: T) -> None:
+        if self.kind in (list, dict):
+            obj.qsettings.setValue(self.key, json.dumps(value))
+        else:
+            obj.qsettings.setValue(self.key, value)
+
+    def _copy_default(self) -> T:
+        return json.loads(json.dumps(self.default)) if self.kind in (list, dict) else self.default
+
+    def _convert(self, raw: Any) -> T:
+        kind = self.kind
+        if kind is bool:
+            if isinstance(raw, str):
+                return raw.strip().lower() in ("true", "1", "yes")  # type: ignore[return-value]
+            return bool(raw)  # type: ignore[return-value]
+        if kind in (list, dict):
+            value = json.loads(raw) if isinstance(raw, str) else raw
+            if not isinstance(value, kind):
+                raise TypeError
+            return value
+        if kind is QByteArray:
+            return raw if isinstance(raw, QByteArray) else QByteArray(raw)  # type: ignore[return-value]
+        return kind(raw)  # type: ignore[call-arg]
+
+
+class Settings:
+    # model
+    model_path = Option("model/path", "")
+    recent_models = Option("model/recent", [])
+    last_checkpoint_dir = Option("model/last_checkpoint_dir", "")
+    # folders the user may change
+    output_dir = Option("folders/output", "")
+    voices_dir = Option("folders/voices", "")
+    last_reference_dir = Option("folders/last_reference", "")
+    # generation
+    language = Option("generate/language", "auto")
+    last_voice = Option("generate/last_voice", "")
+    seed_random = Option("generate/seed_random", True)
+    seed = Option("generate/seed", 1234)
+    settings_open = Option("generate/settings_open", False)
+    stream_audio = Option("generate/stream_audio", True)
+    # batch
+    batch_dir = Option("batch/output_dir", "")
+    batch_merge = Option("batch/merge", False)
+    batch_gap_ms = Option("batch/gap_ms", 500)
+    # window
+    geometry = Option("window/geometry", QByteArray())
+    window_state = Option("window/state", QByteArray())
+    splitter = Option("window/splitter", QByteArray())
+    tab = Option("window/tab", 0)
+
+    MAX_RECENT = 8
+
+    def __init__(self, qsettings: QSettings | None = None):
+        self.qsettings = qsettings if qsettings is not None else QSettings()
+
+    def remember_model(self, path: str) -> None:
+        self.model_path = path
+        recent = [p for p in self.recent_models if p != path]
+        self.recent_models = [path, *recent][: self.MAX_RECENT]
+
+    def forget_model(self, path: str) -> None:
+        self.recent_models = [p for p in self.recent_models if p != path]
+        if self.model_path == path:
+            self.model_path = ""
+
+    def sync(self) -> None:
+        self.qsettings.sync()

@@ -1,0 +1,44 @@
+"""A take: one generated result with everything needed to replay, save or regenerate it."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .engine_adapter import GenerationSettings, SynthesisResult, Voice
+from .paths import readable_name
+
+
+@dataclass
+class Take:
+    number: int
+    text: str
+    voice_name: str
+    voice: Voice
+    language: str
+    settings: GenerationSettings
+    result: SynthesisResult
+    created: str = field(default_factory=lambda: _dt.datetime.now().strftime("%H:%M:%S"))
+
+    @property
+    def audio(self) -> np.ndarray:
+        return self.result.audio
+
+    @property
+    def seed(self) -> int | None:
+        return self.result.seed
+
+    def label(self) -> str:
+        text = " ".join(self.text.split())
+        short = text if len(text) <= 48 else text[:47] + "…"
+        seed = "greedy" if self.settings.greedy else f"seed {self.seed}"
+        return f"#{self.number}  {self.result.seconds:.1f} s · {self.voice_name} · {seed}\n“{short}”"
+
+    def file_stem(self) -> str:
+        return readable_name(self.text)
+
+    def with_new_seed(self) -> GenerationSettings:
+        """Same settings, a fresh random seed (the engine picks it and reports it in the result)."""
+        return replace(self.settings, seed=None)

@@ -1,0 +1,1 @@
+"""Custom widgets of the app (each file one widget)."""

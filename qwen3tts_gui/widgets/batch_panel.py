@@ -1,0 +1,513 @@
+"""Batch panel: a table of lines spoken one after another into numbered files, with progress and retry."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtGui import QColor, QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QStyledItemDelegate,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..batch import MERGED_NAME, BatchLine, output_name, parse_pasted, read_lines_file
+from ..context import AppContext
+from ..engine_adapter import GenerationSettings, Voice
+from ..paths import output_dir
+from ..workers import BatchJob, BatchWorker
+from .voice_panel import language_title
+
+COLUMNS = ["#", "Text", "Voice", "Language", "Status", "Duration", "Output file"]
+TEXT, VOICE, LANGUAGE, STATUS, DURATION, OUTPUT = 1, 2, 3, 4, 5, 6
+_ROOT = QModelIndex()
+_STATE_COLORS = {"done": "#2e9d5b", "failed": "#d64541", "running": "#2f6fde", "cancelled": "#8a93a6"}
+
+
+class BatchModel(QAbstractTableModel):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.lines: list[BatchLine] = []
+        self.locked = False  # no edits while running
+        self._keys = itertools.count(1)
+
+    def rowCount(self, parent=_ROOT) -> int:
+        return 0 if parent.isValid() else len(self.lines)
+
+    def columnCount(self, parent=_ROOT) -> int:
+        return len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        line, col = self.lines[index.row()], index.column()
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
+            if col == 0:
+                return str(index.row() + 1)
+            if col == TEXT:
+                return line.text
+            if col == VOICE:
+                return line.voice if role == Qt.ItemDataRole.EditRole else (line.voice or "(selected voice)")
+            if col == LANGUAGE:
+                return line.language if role == Qt.ItemDataRole.EditRole else language_title(line.language)
+            if col == STATUS:
+                return line.status_text()
+            if col == DURATION:
+                return f"{line.duration:.1f} s" if line.duration is not None else ""
+            if col == OUTPUT:
+                return Path(line.output).name if line.output else ""
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if col == STATUS and line.error:
+                return line.error
+            if col == OUTPUT and line.output:
+                return line.output
+            if col == TEXT:
+                return line.text
+        if role == Qt.ItemDataRole.ForegroundRole and col == STATUS and line.state in _STATE_COLORS:
+            return QColor(_STATE_COLORS[line.state])
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (0, DURATION):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def flags(self, index):
+        base = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        if not self.locked and index.column() in (TEXT, VOICE, LANGUAGE):
+            base |= Qt.ItemFlag.ItemIsEditable
+        return base
+
+    def setData(self, index, value, role=Qt.ItemDataRole.EditRole):
+        if role != Qt.ItemDataRole.EditRole or self.locked:
+            return False
+        line = self.lines[index.row()]
+        value = str(value).strip()
+        if index.column() == TEXT:
+            if not value:
+                return False
+            line.text = value
+        elif index.column() == VOICE:
+            line.voice = value
+        elif index.column() == LANGUAGE:
+            line.language = value.lower() or "auto"
+        else:
+            return False
+        line.reset()
+        self.dataChanged.emit(self.index(index.row(), 0), self.index(index.row(), len(COLUMNS) - 1))
+        return True
+
+    # --- edits -------------------------------------------------------------------------------------------
+    def add(self, rows: list[tuple[str, str, str]]) -> None:
+        if not rows:
+            return
+        first = len(self.lines)
+        self.beginInsertRows(QModelIndex(), first, first + len(rows) - 1)
+        for text, voice, language in rows:
+            self.lines.append(BatchLine(next(self._keys), text, voice, language))
+        self.endInsertRows()
+
+    def remove(self, rows: list[int]) -> None:
+        for r in sorted(set(rows), reverse=True):
+            self.beginRemoveRows(QModelIndex(), r, r)
+            del self.lines[r]
+            self.endRemoveRows()
+
+    def move(self, row: int, delta: int) -> int:
+        target = row + delta
+        if not (0 <= row < len(self.lines) and 0 <= target < len(self.lines)):
+            return row
+        dest = target + 1 if delta > 0 else target
+        self.beginMoveRows(QModelIndex(), row, row, QModelIndex(), dest)
+        self.lines.insert(target, self.lines.pop(row))
+        self.endMoveRows()
+        return target
+
+    def row_of(self, key: int) -> int:
+        return next((i for i, line in enumerate(self.lines) if line.key == key), -1)
+
+    def line(self, key: int) -> BatchLine | None:
+        row = self.row_of(key)
+        return self.lines[row] if row >= 0 else None
+
+    def changed(self, key: int) -> None:
+        row = self.row_of(key)
+        if row >= 0:
+            self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
+
+
+class _ComboDelegate(QStyledItemDelegate):
+    """Edits a cell with an editable combo box (voice names or languages)."""
+
+    def __init__(self, choices: Callable[[], list[tuple[str, str]]], parent=None):
+        super().__init__(parent)
+        self.choices = choices
+
+    def createEditor(self, parent, option, index):
+        combo = QComboBox(parent)
+        for label, value in self.choices():
+            combo.addItem(label, value)
+        return combo
+
+    def setEditorData(self, editor: QComboBox, index):
+        value = index.data(Qt.ItemDataRole.EditRole) or ""
+        i = editor.findData(value)
+        editor.setCurrentIndex(max(i, 0))
+
+    def setModelData(self, editor: QComboBox, model, index):
+        model.setData(index, editor.currentData(), Qt.ItemDataRole.EditRole)
+
+
+class BatchPanel(QWidget):
+    running_changed = Signal(bool)
+
+    def __init__(self, ctx: AppContext, resolve_voice: Callable[[str], Voice],
+                 current_settings: Callable[[], GenerationSettings], parent: QWidget | None = None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.resolve_voice = resolve_voice
+        self.current_settings = current_settings
+        self.voice_names: Callable[[], list[str]] = lambda: []
+        self.worker: BatchWorker | None = None
+        self._t0 = 0.0
+        self._done_chars = 0
+        self._total_chars = 0
+        self._run_keys: list[int] = []
+
+        self.model = BatchModel(self)
+        self.table = QTableView()
+        self.table.setObjectName("BatchTable")
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().hide()
+        self.table.setWordWrap(False)
+        head = self.table.horizontalHeader()
+        head.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        head.setSectionResizeMode(TEXT, QHeaderView.ResizeMode.Stretch)
+        head.setStretchLastSection(False)
+        for col, width in ((0, 36), (VOICE, 130), (LANGUAGE, 100), (STATUS, 150), (DURATION, 70), (OUTPUT, 200)):
+            self.table.setColumnWidth(col, width)
+        self.table.setItemDelegateForColumn(
+            VOICE, _ComboDelegate(lambda: [("(selected voice)", "")] + [(n, n) for n in self.voice_names()], self)
+        )
+        self.table.setItemDelegateForColumn(
+            LANGUAGE, _ComboDelegate(lambda: [(language_title(c), c) for c in self._languages()], self)
+        )
+        self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
+        self.model.rowsInserted.connect(lambda *_: self._update_buttons())
+        self.model.rowsRemoved.connect(lambda *_: self._update_buttons())
+        QShortcut(QKeySequence.StandardKey.Paste, self.table, activated=self.paste_lines)
+        QShortcut(QKeySequence.StandardKey.Delete, self.table, activated=self.remove_selected)
+
+        self.add_btn = QPushButton("Add line")
+        self.add_btn.clicked.connect(self.add_line)
+        self.paste_btn = QPushButton("Paste lines")
+        self.paste_btn.setToolTip("One line of text per row (Ctrl+V in the table)")
+        self.paste_btn.clicked.connect(self.paste_lines)
+        self.import_btn = QPushButton("Import .txt / .csv…")
+        self.import_btn.clicked.connect(self.import_file)
+        self.up_btn = QPushButton("▲")
+        self.up_btn.setToolTip("Move up")
+        self.up_btn.clicked.connect(lambda: self.move_selected(-1))
+        self.down_btn = QPushButton("▼")
+        self.down_btn.setToolTip("Move down")
+        self.down_btn.clicked.connect(lambda: self.move_selected(1))
+        self.remove_btn = QPushButton("Remove")
+        self.remove_btn.clicked.connect(self.remove_selected)
+        tools = QHBoxLayout()
+        for b in (self.add_btn, self.paste_btn, self.import_btn):
+            tools.addWidget(b)
+        tools.addStretch(1)
+        for b in (self.up_btn, self.down_btn, self.remove_btn):
+            tools.addWidget(b)
+
+        self.folder_label = QLabel()
+        self.folder_label.setObjectName("PathLabel")
+        self.folder_btn = QPushButton("Choose…")
+        self.folder_btn.clicked.connect(self.choose_folder)
+        self.merge = QCheckBox("Also write one merged file, gap")
+        self.merge.setChecked(ctx.settings.batch_merge)
+        self.merge.toggled.connect(lambda on: setattr(ctx.settings, "batch_merge", on))
+        self.gap = QSpinBox(minimum=0, maximum=10000, singleStep=100, suffix=" ms")
+        self.gap.setValue(ctx.settings.batch_gap_ms)
+        self.gap.valueChanged.connect(lambda v: setattr(ctx.settings, "batch_gap_ms", v))
+        out_row = QHBoxLayout()
+        out_row.addWidget(QLabel("Output folder"))
+        out_row.addWidget(self.folder_label, 1)
+        out_row.addWidget(self.folder_btn)
+        out_row.addSpacing(16)
+        out_row.addWidget(self.merge)
+        out_row.addWidget(self.gap)
+
+        self.progress = QProgressBar()
+        self.progress.setFormat("")
+        self.progress.setValue(0)
+        self.run_btn = QPushButton("Run all")
+        self.run_btn.setObjectName("PrimaryButton")
+        self.run_btn.clicked.connect(self.run_all)
+        self.retry_btn = QPushButton("Retry failed")
+        self.retry_btn.clicked.connect(self.retry_failed)
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.clicked.connect(self.cancel)
+        run_row = QHBoxLayout()
+        run_row.addWidget(self.progress, 1)
+        run_row.addWidget(self.run_btn)
+        run_row.addWidget(self.retry_btn)
+        run_row.addWidget(self.cancel_btn)
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(12, 12, 12, 12)
+        lay.setSpacing(8)
+        lay.addLayout(tools)
+        lay.addWidget(self.table, 1)
+        lay.addLayout(out_row)
+        lay.addLayout(run_row)
+
+        ctx.busy_changed.connect(lambda _: self._update_buttons())
+        ctx.model_changed.connect(self._update_buttons)
+        self._show_folder()
+        self._update_buttons()
+
+    # --- editing -----------------------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self.worker is not None
+
+    def _languages(self) -> list[str]:
+        return self.ctx.synth.languages if self.ctx.synth is not None else ["auto"]
+
+    def _selected_rows(self) -> list[int]:
+        return sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+
+    def add_line(self) -> None:
+        self.model.add([("New line: type the text here", "", "auto")])
+        row = self.model.rowCount() - 1
+        self.table.selectRow(row)
+        self.table.edit(self.model.index(row, TEXT))
+
+    def add_rows(self, rows: list[tuple[str, str, str]]) -> None:
+        self.model.add(rows)
+
+    def paste_lines(self) -> None:
+        if self.running:
+            return
+        rows = parse_pasted(QGuiApplication.clipboard().text())
+        if not rows:
+            self.ctx.dialogs.info(self, "Nothing to paste", "The clipboard has no text; copy some lines first.")
+            return
+        self.model.add(rows)
+
+    def import_file(self) -> None:
+        path = self.ctx.dialogs.open_file(self, "Import lines", str(Path.home()),
+                                          "Text or CSV (*.txt *.csv);;All files (*)")
+        if path:
+            self.import_path(Path(path))
+
+    def import_path(self, path: Path) -> bool:
+        try:
+            rows = read_lines_file(path)
+        except ValueError as e:
+            self.ctx.dialogs.error(self, "Cannot import", str(e))
+            return False
+        self.model.add(rows)
+        return True
+
+    def move_selected(self, delta: int) -> None:
+        rows = self._selected_rows()
+        if len(rows) == 1 and not self.running:
+            self.table.selectRow(self.model.move(rows[0], delta))
+
+    def remove_selected(self) -> None:
+        if not self.running:
+            self.model.remove(self._selected_rows())
+
+    # --- output folder -----------------------------------------------------------------------------------
+    def folder(self) -> Path:
+        return Path(self.ctx.settings.batch_dir) if self.ctx.settings.batch_dir else output_dir() / "Batch"
+
+    def _show_folder(self) -> None:
+        self.folder_label.setText(str(self.folder()))
+        self.folder_label.setToolTip(str(self.folder()))
+
+    def choose_folder(self) -> None:
+        folder = self.ctx.dialogs.open_dir(self, "Folder for the batch files", str(self.folder()))
+        if folder:
+            self.ctx.settings.batch_dir = folder
+            self._show_folder()
+
+    # --- running -----------------------------------------------------------------------------------------
+    def run_all(self) -> None:
+        self.start([line.key for line in self.model.lines])
+
+    def retry_failed(self) -> None:
+        self.start([line.key for line in self.model.lines if line.state in ("failed", "cancelled")])
+
+    def start(self, keys: list[int]) -> bool:
+        if not keys or self.running or not self.ctx.can_start(self):
+            return False
+        folder = self.folder()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            self.ctx.dialogs.error(self, "Cannot use the folder", f"{folder}: {e.strerror}")
+            return False
+        jobs = []
+        for key in keys:
+            row = self.model.row_of(key)
+            line = self.model.lines[row]
+            line.reset()
+            line.state, line.duration, line.output = "queued", None, ""
+            voice, problem = None, None
+            try:
+                voice = self.resolve_voice(line.voice)
+            except Exception as e:  # a missing or foreign voice fails this line only
+                problem = str(e).splitlines()[0] if str(e) else type(e).__name__
+            jobs.append(BatchJob(key, line.text, voice, line.language, folder / output_name(row + 1, line.text),
+                                 problem))
+            self.model.changed(key)
+        existing = [j.out_path.name for j in jobs if j.out_path.exists()]
+        if existing and not self.ctx.dialogs.question(
+            self, "Replace files?", f"{len(existing)} file(s) in {folder} will be replaced, e.g. “{existing[0]}”. Go on?"
+        ):
+            for key in keys:
+                self.model.line(key).reset()
+                self.model.changed(key)
+            return False
+        settings = self.current_settings()
+        settings.stream_audio = False
+        merge = folder / MERGED_NAME if self.merge.isChecked() else None
+        worker = BatchWorker(self.ctx.synth, jobs, settings, merge, self.gap.value() / 1000, self)
+        worker.line_started.connect(self._line_started)
+        worker.line_progress.connect(self._line_progress)
+        worker.line_done.connect(self._line_done)
+        worker.line_failed.connect(self._line_failed)
+        worker.failed.connect(lambda msg: self.ctx.dialogs.error(self, "Batch", msg))
+        worker.cancelled.connect(self._cancelled)
+        worker.done.connect(self._all_done)
+        worker.finished.connect(self._finished)
+        self.worker = worker
+        self._run_keys = keys
+        self._t0 = time.monotonic()
+        self._done_chars = 0
+        self._total_chars = sum(len(self.model.line(k).text) for k in keys)
+        self.model.locked = True
+        self.ctx.set_busy("the batch")
+        self.running_changed.emit(True)
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(0)
+        self.progress.setFormat(f"0 of {len(keys)} lines")
+        worker.start()
+        return True
+
+    def cancel(self) -> None:
+        if self.worker is not None:
+            self.worker.cancel()
+            self.progress.setFormat("Cancelling…")
+
+    def _line_started(self, key: int) -> None:
+        line = self.model.line(key)
+        if line:
+            line.state = "running"
+            self.model.changed(key)
+            row = self.model.row_of(key)
+            self.table.scrollTo(self.model.index(row, 0))
+
+    def _line_progress(self, key: int, frames: int, estimated: int) -> None:
+        line = self.model.line(key)
+        if line:
+            line.frames, line.estimated = frames, estimated
+            self.model.changed(key)
+            self._update_overall(line)
+
+    def _finish_line(self, key: int) -> None:
+        line = self.model.line(key)
+        if line:
+            self._done_chars += len(line.text)
+            self.model.changed(key)
+        self._update_overall(None)
+
+    def _line_done(self, key: int, path: str, seconds: float) -> None:
+        line = self.model.line(key)
+        if line:
+            line.state, line.output, line.duration = "done", path, seconds
+        self._finish_line(key)
+
+    def _line_failed(self, key: int, message: str) -> None:
+        line = self.model.line(key)
+        if line:
+            line.state, line.error = "failed", message
+        self._finish_line(key)
+
+    def _update_overall(self, current: BatchLine | None) -> None:
+        done = self._done_chars
+        if current is not None and current.estimated:
+            done += len(current.text) * min(1.0, current.frames / max(current.estimated, 1))
+        fraction = done / max(self._total_chars, 1)
+        self.progress.setValue(int(1000 * fraction))
+        finished = sum(1 for k in self._run_keys if (ln := self.model.line(k)) and ln.state in ("done", "failed"))
+        text = f"{finished} of {len(self._run_keys)} lines"
+        elapsed = time.monotonic() - self._t0
+        if fraction > 0.02 and elapsed > 1.0:
+            left = elapsed / fraction - elapsed
+            text += f" · about {int(left // 60)}:{int(left % 60):02d} left"
+        self.progress.setFormat(text)
+
+    def _cancelled(self) -> None:
+        for key in self._run_keys:
+            line = self.model.line(key)
+            if line and line.state in ("queued", "running"):
+                line.state = "cancelled"
+                self.model.changed(key)
+        self.progress.setFormat("Cancelled")
+
+    def _all_done(self, ok: int, failed: int) -> None:
+        self.progress.setValue(1000)
+        text = f"Done: {ok} file(s) written"
+        if failed:
+            text += f", {failed} failed (hover the status for the reason)"
+        self.progress.setFormat(text)
+
+    def _finished(self) -> None:
+        if self.worker is not None:
+            self.worker.deleteLater()
+        self.worker = None
+        self.model.locked = False
+        self.ctx.set_busy(None)
+        self.running_changed.emit(False)
+        self._update_buttons()
+
+    def wait(self, ms: int = 30000) -> None:
+        if self.worker is not None:
+            self.worker.wait(ms)
+
+    def _update_buttons(self) -> None:
+        running = self.running
+        has_rows = self.model.rowCount() > 0
+        selected = bool(self._selected_rows())
+        for b in (self.add_btn, self.paste_btn, self.import_btn, self.folder_btn):
+            b.setEnabled(not running)
+        for b in (self.up_btn, self.down_btn, self.remove_btn):
+            b.setEnabled(selected and not running)
+        can_run = has_rows and not running and self.ctx.synth is not None and not self.ctx.busy
+        self.run_btn.setEnabled(can_run)
+        self.retry_btn.setEnabled(can_run and any(ln.state in ("failed", "cancelled") for ln in self.model.lines))
+        self.cancel_btn.setEnabled(running)
+
+

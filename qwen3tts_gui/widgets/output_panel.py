@@ -1,0 +1,186 @@
+"""The result: waveform, play/stop, save, and the session's take history."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..context import AppContext
+from ..engine_adapter import SAMPLE_RATE, AudioChunk
+from ..save import ask_and_save
+from ..takes import Take
+from .waveform import WaveformView
+
+
+class OutputPanel(QWidget):
+    regenerate = Signal(object)  # Take
+    take_selected = Signal(object)  # Take
+
+    def __init__(self, ctx: AppContext, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.takes: list[Take] = []
+        self.current: Take | None = None
+        self.streaming = False
+
+        self.wave = WaveformView(placeholder="The generated speech appears here")
+        self.play_btn = QPushButton("▶  Play")
+        self.play_btn.setObjectName("PlayButton")
+        self.play_btn.clicked.connect(self.toggle_play)
+        self.save_btn = QPushButton("Save…")
+        self.save_btn.setToolTip("Save as WAV, FLAC or Ogg (Ctrl+S)")
+        self.save_btn.clicked.connect(lambda: self.save_take(self.current))
+        self.info = QLabel("")
+        self.info.setObjectName("Muted")
+        controls = QHBoxLayout()
+        controls.addWidget(self.play_btn)
+        controls.addWidget(self.save_btn)
+        controls.addSpacing(10)
+        controls.addWidget(self.info, 1)
+
+        self.history = QListWidget()
+        self.history.setObjectName("TakeList")
+        self.history.setAlternatingRowColors(True)
+        self.history.currentRowChanged.connect(self._row_changed)
+        self.history.itemDoubleClicked.connect(lambda _: self.play_take(self.current))
+        self.regen_btn = QPushButton("Regenerate with new seed")
+        self.regen_btn.clicked.connect(lambda: self.current and self.regenerate.emit(self.current))
+        self.remove_btn = QPushButton("Remove")
+        self.remove_btn.clicked.connect(self.remove_current)
+        take_buttons = QHBoxLayout()
+        take_buttons.addWidget(self.regen_btn)
+        take_buttons.addWidget(self.remove_btn)
+        take_buttons.addStretch(1)
+        head = QLabel("Takes")
+        head.setObjectName("SectionTitle")
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(6)
+        lay.addWidget(self.wave, 3)
+        lay.addLayout(controls)
+        lay.addWidget(head)
+        lay.addWidget(self.history, 2)
+        lay.addLayout(take_buttons)
+
+        ctx.player.playing_changed.connect(self._update_buttons)
+        ctx.player.position.connect(self._position)
+        self._update_buttons()
+
+    # --- streaming while generating ----------------------------------------------------------------------
+    def begin_stream(self, expected_frames: int) -> None:
+        if self.ctx.player.owner is self:
+            self.ctx.player.stop()
+        self.streaming = True
+        self.current = None
+        self.history.clearSelection()
+        self.wave.begin_stream(SAMPLE_RATE, expected_frames * 1920)
+        self.info.setText("Generating…")
+        self._update_buttons()
+
+    def add_chunk(self, chunk: AudioChunk) -> None:
+        self.wave.append(chunk.samples)
+        if self.ctx.player.owner is self and self.streaming:
+            self.ctx.player.append(chunk.samples)
+        self._update_buttons()
+
+    def end_stream(self, take: Take | None) -> None:
+        """Generation is over: with a take, show it (and let a running stream play to its end)."""
+        streamed = len(self.wave.samples)
+        was_streaming, self.streaming = self.streaming, False
+        if take is None:
+            if self.ctx.player.owner is self:
+                self.ctx.player.mark_complete()
+            self.info.setText("")
+            self._update_buttons()
+            return
+        if was_streaming and self.ctx.player.owner is self:
+            self.ctx.player.append(take.audio[streamed:], complete=True)
+        self.add_take(take)
+
+    # --- takes -------------------------------------------------------------------------------------------
+    def add_take(self, take: Take) -> None:
+        self.takes.append(take)
+        item = QListWidgetItem(take.label())
+        item.setData(Qt.ItemDataRole.UserRole, take.number)
+        self.history.insertItem(0, item)
+        self.history.setCurrentRow(0)
+
+    def _row_changed(self, row: int) -> None:
+        if row < 0:
+            return
+        number = self.history.item(row).data(Qt.ItemDataRole.UserRole)
+        take = next((t for t in self.takes if t.number == number), None)
+        if take is None or take is self.current:
+            return
+        self.current = take
+        self.wave.set_audio(take.audio, SAMPLE_RATE)
+        settings = "greedy" if take.settings.greedy else f"seed {take.seed}"
+        self.info.setText(f"{take.result.seconds:.1f} s · {take.voice_name} · {take.language} · {settings}")
+        self.take_selected.emit(take)
+        self._update_buttons()
+
+    def remove_current(self) -> None:
+        row = self.history.currentRow()
+        if row < 0 or self.current is None:
+            return
+        if self.ctx.player.owner is self:
+            self.ctx.player.stop()
+        self.takes.remove(self.current)
+        self.history.takeItem(row)
+        self.current = None
+        if self.history.count():
+            self.history.setCurrentRow(min(row, self.history.count() - 1))
+        else:
+            self.wave.clear()
+            self.info.setText("")
+        self._update_buttons()
+
+    # --- play / save -------------------------------------------------------------------------------------
+    def toggle_play(self) -> None:
+        if self.ctx.player.owner is self and self.ctx.player.playing:
+            self.ctx.player.stop()
+        elif self.streaming:
+            self._play(self.wave.samples, complete=False)
+        else:
+            self.play_take(self.current)
+
+    def play_take(self, take: Take | None) -> None:
+        if take is not None:
+            self._play(take.audio, complete=True)
+
+    def _play(self, audio: np.ndarray, complete: bool) -> None:
+        if not self.ctx.player.play(audio, SAMPLE_RATE, complete=complete, owner=self):
+            problem = self.ctx.player.problem() or "Audio output is not available"
+            self.ctx.dialogs.error(self, "Cannot play", f"{problem}. You can still save the audio to a file.")
+
+    def save_take(self, take: Take | None) -> None:
+        if take is not None:
+            ask_and_save(self.ctx, self, take.audio, take.file_stem())
+
+    def _position(self, sample: int) -> None:
+        if self.ctx.player.owner is self:
+            self.wave.set_position(sample)
+
+    def _update_buttons(self, *_) -> None:
+        playing = self.ctx.player.owner is self and self.ctx.player.playing
+        has_audio = self.current is not None or (self.streaming and len(self.wave.samples) > 0)
+        self.play_btn.setText("■  Stop" if playing else "▶  Play")
+        self.play_btn.setEnabled(playing or has_audio)
+        if not playing:
+            self.wave.set_position(-1)
+        no_output = self.ctx.player.problem()
+        self.play_btn.setToolTip(no_output or "Play / stop (Space)")
+        has_take = self.current is not None
+        self.save_btn.setEnabled(has_take)
+        self.regen_btn.setEnabled(has_take)
+        self.remove_btn.setEnabled(has_take)

@@ -1,0 +1,98 @@
+"""Progress of one generation: frame n of the estimate, elapsed, ms per frame, real-time factor, live tokens."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
+
+from ..engine_adapter import FrameEvent, SynthesisResult
+from .token_view import TokenView
+
+FRAME_SECONDS = 0.08
+
+
+class ProgressPanel(QWidget):
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("ProgressPanel")
+        self.bar = QProgressBar()
+        self.bar.setTextVisible(True)
+        self.bar.setFormat("Ready")
+        self.bar.setValue(0)
+        self.elapsed = QLabel("–")
+        self.ms_per_frame = QLabel("–")
+        self.rtf = QLabel("–")
+        self.audio_len = QLabel("–")
+        stats = QGridLayout()
+        stats.setHorizontalSpacing(18)
+        for col, (title, value, tip) in enumerate(
+            [
+                ("Elapsed", self.elapsed, "Time since Generate"),
+                ("Per frame", self.ms_per_frame, "Compute time per 80 ms frame (average of the last 10)"),
+                ("Real-time factor", self.rtf, "Compute time / audio time: below 1 is faster than real time"),
+                ("Audio", self.audio_len, "Length of the speech generated so far"),
+            ]
+        ):
+            head = QLabel(title)
+            head.setObjectName("StatTitle")
+            head.setToolTip(tip)
+            value.setObjectName("StatValue")
+            value.setToolTip(tip)
+            stats.addWidget(head, 0, col)
+            stats.addWidget(value, 1, col)
+        self.tokens = TokenView()
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(6)
+        lay.addWidget(self.bar)
+        lay.addLayout(stats)
+        lay.addWidget(self.tokens, 1)
+        self._recent: deque[float] = deque(maxlen=10)
+        self.frames = 0
+
+    def begin(self) -> None:
+        self.frames = 0
+        self._recent.clear()
+        self.tokens.clear()
+        self.bar.setRange(0, 0)  # busy indicator until the first frame (prefill)
+        self.bar.setFormat("Starting…")
+        for label in (self.elapsed, self.ms_per_frame, self.rtf, self.audio_len):
+            label.setText("–")
+
+    def on_frame(self, ev: FrameEvent) -> None:
+        self.frames = ev.index + 1
+        self._recent.append(ev.frame_seconds)
+        estimate = max(ev.estimated_frames, self.frames)
+        total = min(estimate, ev.max_frames) if ev.max_frames else estimate
+        total = max(total, self.frames)
+        self.bar.setRange(0, total)
+        self.bar.setValue(self.frames)
+        self.bar.setFormat(f"Frame {self.frames} of ~{total}")
+        audio_s = self.frames * FRAME_SECONDS
+        self.elapsed.setText(f"{ev.elapsed:.1f} s")
+        self.ms_per_frame.setText(f"{1000 * sum(self._recent) / len(self._recent):.0f} ms")
+        self.rtf.setText(f"{ev.elapsed / audio_s:.2f}")
+        self.audio_len.setText(f"{audio_s:.1f} s")
+        self.tokens.add_frame(ev.codes)
+
+    def finish(self, result: SynthesisResult, wall_seconds: float) -> None:
+        frames = len(result.codes)
+        self.bar.setRange(0, max(frames, 1))
+        self.bar.setValue(frames)
+        why = "end of speech" if result.ended_by == "eos" else "length limit reached"
+        self.bar.setFormat(f"Done: {frames} frames ({why})")
+        rtf = result.timings.get("rtf")
+        if rtf is None and result.seconds > 0:
+            rtf = wall_seconds / result.seconds
+        if rtf is not None:
+            self.rtf.setText(f"{rtf:.2f}")
+        self.elapsed.setText(f"{wall_seconds:.1f} s")
+        self.audio_len.setText(f"{result.seconds:.1f} s")
+        if self.tokens.frames != frames:  # e.g. a take shown again from the history
+            self.tokens.set_codes(result.codes)
+
+    def stop(self, text: str) -> None:
+        self.bar.setRange(0, 1)
+        self.bar.setValue(0)
+        self.bar.setFormat(text)

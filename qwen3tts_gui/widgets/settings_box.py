@@ -1,0 +1,142 @@
+"""Generation settings behind a disclosure button; defaults come from the model bundle."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..engine_adapter import GenerationSettings
+from ..settings import Settings
+
+# Used only where a bundle leaves a value unset (the official generation_config values).
+FALLBACK = GenerationSettings(temperature=0.9, top_k=50, top_p=1.0, repetition_penalty=1.05, max_frames=2048)
+MAX_SEED = 2**31 - 1
+
+
+def _value(defaults: GenerationSettings, name: str):
+    v = getattr(defaults, name)
+    return getattr(FALLBACK, name) if v is None else v
+
+
+class GenerationSettingsBox(QWidget):
+    toggled = Signal(bool)
+
+    def __init__(self, settings: Settings, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.settings = settings
+        self.defaults = FALLBACK
+        self.toggle = QToolButton(text="Generation settings")
+        self.toggle.setObjectName("Disclosure")
+        self.toggle.setCheckable(True)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.toggled.connect(self._set_open)
+
+        self.body = QFrame()
+        self.body.setObjectName("SettingsBody")
+        form = QFormLayout(self.body)
+        form.setContentsMargins(12, 8, 12, 8)
+        form.setHorizontalSpacing(14)
+        form.setVerticalSpacing(6)
+
+        self.seed = QSpinBox(minimum=0, maximum=MAX_SEED)
+        self.seed.setValue(settings.seed)
+        self.seed_random = QCheckBox("Random")
+        self.seed_random.setToolTip("A new seed for every take (the seed used is shown in the take list)")
+        self.seed_random.toggled.connect(lambda on: self.seed.setEnabled(not on))
+        self.seed_random.setChecked(settings.seed_random)
+        self.seed.setEnabled(not settings.seed_random)
+        seed_row = QHBoxLayout()
+        seed_row.addWidget(self.seed, 1)
+        seed_row.addWidget(self.seed_random)
+        form.addRow("Seed", seed_row)
+
+        self.greedy = QCheckBox("Greedy (always the most likely token; no randomness)")
+        self.greedy.toggled.connect(self._greedy_toggled)
+        form.addRow("Sampling", self.greedy)
+        self.temperature = QDoubleSpinBox(minimum=0.05, maximum=2.0, singleStep=0.05, decimals=2)
+        form.addRow("Temperature", self.temperature)
+        self.top_k = QSpinBox(minimum=1, maximum=2048)
+        form.addRow("Top-k", self.top_k)
+        self.top_p = QDoubleSpinBox(minimum=0.05, maximum=1.0, singleStep=0.05, decimals=2)
+        form.addRow("Top-p", self.top_p)
+        self.repetition_penalty = QDoubleSpinBox(minimum=1.0, maximum=2.0, singleStep=0.01, decimals=2)
+        form.addRow("Repetition penalty", self.repetition_penalty)
+        self.max_frames = QSpinBox(minimum=1, maximum=32768, singleStep=64)
+        self.max_frames.setSuffix(" frames")
+        self.max_seconds = QLabel()
+        self.max_frames.valueChanged.connect(self._show_seconds)
+        length_row = QHBoxLayout()
+        length_row.addWidget(self.max_frames, 1)
+        length_row.addWidget(self.max_seconds)
+        form.addRow("Maximum length", length_row)
+        self.stream_audio = QCheckBox("Decode audio while generating (play before it is done)")
+        self.stream_audio.setChecked(settings.stream_audio)
+        self.stream_audio.toggled.connect(lambda on: setattr(self.settings, "stream_audio", on))
+        form.addRow("", self.stream_audio)
+        reset = QPushButton("Model defaults")
+        reset.setToolTip("Reset every value to the model's generation_config.json")
+        reset.clicked.connect(lambda: self.load_defaults(self.defaults))
+        form.addRow("", reset)
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(4)
+        lay.addWidget(self.toggle, 0, Qt.AlignmentFlag.AlignLeft)
+        lay.addWidget(self.body)
+        self.toggle.setChecked(settings.settings_open)
+        self._set_open(settings.settings_open)
+        self.load_defaults(FALLBACK)
+
+    def _set_open(self, on: bool) -> None:
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+        self.body.setVisible(on)
+        self.settings.settings_open = on
+        self.toggled.emit(on)
+
+    def _greedy_toggled(self, on: bool) -> None:
+        for w in (self.temperature, self.top_k, self.top_p):
+            w.setEnabled(not on)
+
+    def _show_seconds(self, frames: int) -> None:
+        s = frames * 0.08
+        self.max_seconds.setText(f"≈ {int(s // 60)}:{s % 60:04.1f}")
+
+    def load_defaults(self, defaults: GenerationSettings) -> None:
+        self.defaults = defaults
+        self.greedy.setChecked(bool(defaults.greedy))
+        self.temperature.setValue(float(_value(defaults, "temperature")))
+        self.top_k.setValue(int(_value(defaults, "top_k")))
+        self.top_p.setValue(float(_value(defaults, "top_p")))
+        self.repetition_penalty.setValue(float(_value(defaults, "repetition_penalty")))
+        self.max_frames.setValue(int(_value(defaults, "max_frames")))
+        self._show_seconds(self.max_frames.value())
+
+    def generation_settings(self) -> GenerationSettings:
+        random_seed = self.seed_random.isChecked()
+        self.settings.seed_random = random_seed
+        self.settings.seed = self.seed.value()
+        return replace(
+            self.defaults,
+            greedy=self.greedy.isChecked(),
+            seed=None if random_seed else self.seed.value(),
+            temperature=self.temperature.value(),
+            top_k=self.top_k.value(),
+            top_p=self.top_p.value(),
+            repetition_penalty=self.repetition_penalty.value(),
+            max_frames=self.max_frames.value(),
+            stream_audio=self.stream_audio.isChecked(),
+        )

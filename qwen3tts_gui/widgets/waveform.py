@@ -1,0 +1,192 @@
+"""Waveform view: min/max envelope per pixel column, optional selectable range (trim) and a play cursor."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from ..coach import to_mono
+
+
+def _fmt(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{seconds % 60:04.1f}"
+
+
+class WaveformView(QWidget):
+    selection_changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None, selectable: bool = False, placeholder: str = ""):
+        super().__init__(parent)
+        self.setObjectName("WaveformView")
+        self.selectable = selectable
+        self.placeholder = placeholder
+        self._data = np.zeros(0, np.float32)
+        self._len = 0
+        self._sr = 24000
+        self._expected = 0  # samples the view is scaled for while audio is still arriving
+        self._selection: tuple[int, int] | None = None
+        self._drag_from: int | None = None
+        self._cursor = -1
+        self._peaks: tuple[int, int, np.ndarray, np.ndarray] | None = None
+        self.setMinimumHeight(70)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setMouseTracking(False)
+        if selectable:
+            self.setCursor(Qt.CursorShape.IBeamCursor)
+            self.setToolTip("Drag to select the part to keep; double-click to select everything")
+
+    # --- data ---------------------------------------------------------------------------------------------
+    @property
+    def samplerate(self) -> int:
+        return self._sr
+
+    @property
+    def samples(self) -> np.ndarray:
+        return self._data[: self._len]
+
+    def set_audio(self, samples: np.ndarray, samplerate: int) -> None:
+        self._data = to_mono(samples).copy()
+        self._len = len(self._data)
+        self._sr = samplerate
+        self._expected = 0
+        self._selection = None
+        self._cursor = -1
+        self._peaks = None
+        self.selection_changed.emit()
+        self.update()
+
+    def clear(self) -> None:
+        self.set_audio(np.zeros(0, np.float32), self._sr)
+
+    def begin_stream(self, samplerate: int, expected_samples: int) -> None:
+        """Start an empty, growing view (audio arriving while it is generated)."""
+        self.set_audio(np.zeros(0, np.float32), samplerate)
+        self._expected = expected_samples
+
+    def set_expected(self, samples: int) -> None:
+        """Scale a growing view for this many samples (it still grows past them if needed)."""
+        self._expected = max(samples, self._len)
+        self._peaks = None
+        self.update()
+
+    def append(self, samples: np.ndarray) -> None:
+        samples = to_mono(samples)
+        need = self._len + len(samples)
+        if need > len(self._data):
+            grown = np.zeros(max(need, 2 * len(self._data), self._sr), np.float32)
+            grown[: self._len] = self._data[: self._len]
+            self._data = grown
+        self._data[self._len : need] = samples
+        self._len = need
+        self._expected = max(self._expected, need)
+        self._peaks = None
+        self.update()
+
+    def set_position(self, sample: int) -> None:
+        self._cursor = sample
+        self.update()
+
+    # --- selection ----------------------------------------------------------------------------------------
+    def selection(self) -> tuple[int, int] | None:
+        return self._selection
+
+    def set_selection(self, start: int, end: int) -> None:
+        start, end = sorted((max(0, start), min(self._len, end)))
+        self._selection = None if end - start <= 0 or (start == 0 and end == self._len) else (start, end)
+        self.selection_changed.emit()
+        self.update()
+
+    def selected_samples(self) -> tuple[int, int]:
+        return self._selection or (0, self._len)
+
+    def _span(self) -> int:
+        return max(self._len, self._expected, 1)
+
+    def _x_to_sample(self, x: float) -> int:
+        return int(np.clip(x / max(self.width(), 1) * self._span(), 0, self._len))
+
+    def _sample_to_x(self, s: int) -> float:
+        return s / self._span() * self.width()
+
+    def mousePressEvent(self, e: QMouseEvent) -> None:
+        if self.selectable and self._len and e.button() == Qt.MouseButton.LeftButton:
+            self._drag_from = self._x_to_sample(e.position().x())
+            self._selection = None
+            self.update()
+
+    def mouseMoveEvent(self, e: QMouseEvent) -> None:
+        if self._drag_from is not None:
+            s = self._x_to_sample(e.position().x())
+            self._selection = tuple(sorted((self._drag_from, s)))  # type: ignore[assignment]
+            self.update()
+
+    def mouseReleaseEvent(self, e: QMouseEvent) -> None:
+        if self._drag_from is not None:
+            s = self._x_to_sample(e.position().x())
+            start = self._drag_from
+            self._drag_from = None
+            if abs(self._sample_to_x(s) - self._sample_to_x(start)) < 3:
+                self._selection = None
+                self.selection_changed.emit()
+                self.update()
+            else:
+                self.set_selection(start, s)
+
+    def mouseDoubleClickEvent(self, e: QMouseEvent) -> None:
+        if self.selectable:
+            self._selection = None
+            self.selection_changed.emit()
+            self.update()
+
+    # --- painting -----------------------------------------------------------------------------------------
+    def _column_peaks(self, width: int) -> tuple[np.ndarray, np.ndarray]:
+        key = (width, self._len)
+        if self._peaks is not None and self._peaks[:2] == key:
+            return self._peaks[2], self._peaks[3]
+        cols = max(1, int(np.ceil(self._len / self._span() * width)))
+        data = self._data[: self._len]
+        per = int(np.ceil(self._len / cols)) if self._len else 1
+        padded = np.zeros(cols * per, np.float32)
+        padded[: len(data)] = data
+        blocks = padded.reshape(cols, per)
+        lo, hi = blocks.min(axis=1), blocks.max(axis=1)
+        self._peaks = (width, self._len, lo, hi)
+        return lo, hi
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        p = QPainter(self)
+        w, h = self.width(), self.height()
+        pal = self.palette()
+        p.fillRect(self.rect(), QColor("#1e2430"))
+        mid = h / 2
+        if not self._len:
+            p.setPen(QColor("#8a93a6"))
+            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.placeholder)
+            p.end()
+            return
+        if self._selection:
+            x0, x1 = (self._sample_to_x(s) for s in self._selection)
+            p.fillRect(QRectF(x0, 0, max(1.0, x1 - x0), h), QColor(90, 150, 255, 70))
+        lo, hi = self._column_peaks(w)
+        p.setPen(QPen(QColor("#4fb3ff"), 1))
+        scale = (h / 2 - 4)
+        for x in range(len(lo)):
+            y0 = mid - float(hi[x]) * scale
+            y1 = mid - float(lo[x]) * scale
+            p.drawLine(QPointF(x + 0.5, y0), QPointF(x + 0.5, max(y1, y0 + 1)))
+        p.setPen(QPen(QColor(255, 255, 255, 40), 1))
+        p.drawLine(0, int(mid), w, int(mid))
+        if 0 <= self._cursor <= self._span():
+            x = self._sample_to_x(self._cursor)
+            p.setPen(QPen(QColor("#ffcc4d"), 2))
+            p.drawLine(QPointF(x, 0), QPointF(x, h))
+        p.setPen(QColor("#c9d1e0"))
+        label = _fmt(self._len / self._sr)
+        if self._selection:
+            a, b = self._selection
+            label = f"selected {_fmt(a / self._sr)} – {_fmt(b / self._sr)} ({(b - a) / self._sr:.1f} s) of {label}"
+        p.drawText(QRectF(6, h - 20, w - 12, 18), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, label)
+        del pal
+        p.end()

@@ -1,0 +1,214 @@
+"""QThread workers: the engine runs here, never on the GUI thread, and reports through Qt signals.
+
+Every worker catches everything at its boundary: an EngineError becomes its one line, anything else a short
+message (the traceback goes to the log file). Cancel is a flag checked between frames / progress reports.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QObject, QThread, Signal
+
+from .diagnostics import user_message
+from .engine_adapter import (
+    SAMPLE_RATE,
+    AudioChunk,
+    Cancelled,
+    FrameEvent,
+    GenerationSettings,
+    SynthesisResult,
+    SynthesizerLike,
+    Voice,
+    save_audio,
+)
+
+
+class Worker(QThread):
+    failed = Signal(str)
+    cancelled = Signal()
+
+    doing = "working"
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self._cancel = threading.Event()
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel.is_set()
+
+    def check_cancel(self) -> None:
+        if self._cancel.is_set():
+            raise Cancelled(f"{self.doing} cancelled")
+
+    def run(self) -> None:
+        try:
+            self.work()
+        except Cancelled:
+            self.cancelled.emit()
+        except BaseException as e:  # the worker boundary: nothing escapes as a traceback
+            self.failed.emit(user_message(e, self.doing))
+
+    def work(self) -> None:
+        raise NotImplementedError
+
+
+class CallWorker(Worker):
+    """Runs one function (load a model, create a voice...) and emits its return value."""
+
+    done = Signal(object)
+
+    def __init__(self, fn: Callable[[], Any], doing: str, parent: QObject | None = None):
+        super().__init__(parent)
+        self.fn, self.doing = fn, doing
+
+    def work(self) -> None:
+        result = self.fn()
+        self.check_cancel()
+        self.done.emit(result)
+
+
+class ProgressWorker(Worker):
+    """Runs fn(progress, cancel) for long jobs that report progress (checkpoint conversion, demo model)."""
+
+    progress = Signal(float, str)
+    done = Signal(object)
+
+    def __init__(self, fn: Callable[[Callable[[float, str], None], Callable[[], bool]], Any], doing: str,
+                 parent: QObject | None = None):
+        super().__init__(parent)
+        self.fn, self.doing = fn, doing
+        self._last = 0.0
+
+    def _progress(self, fraction: float, message: str) -> None:
+        self.check_cancel()
+        now = time.monotonic()
+        if now - self._last >= 0.05 or fraction >= 1.0:  # don't flood the GUI with signals
+            self._last = now
+            self.progress.emit(float(fraction), message)
+
+    def work(self) -> None:
+        result = self.fn(self._progress, self._cancel.is_set)
+        self.check_cancel()
+        self.done.emit(result)
+
+
+class SynthesisWorker(Worker):
+    """Iterates synth.synthesize() and forwards each event; cancel closes the generator between frames."""
+
+    frame = Signal(object)  # FrameEvent
+    chunk = Signal(object)  # AudioChunk
+    done = Signal(object)  # SynthesisResult
+
+    doing = "generating"
+
+    def __init__(self, synth: SynthesizerLike, text: str, voice: Voice, language: str,
+                 settings: GenerationSettings, parent: QObject | None = None):
+        super().__init__(parent)
+        self.synth, self.text, self.voice, self.language, self.settings = synth, text, voice, language, settings
+
+    def work(self) -> None:
+        events = self.synth.synthesize(self.text, self.voice, self.language, self.settings)
+        try:
+            for event in events:
+                self.check_cancel()  # the frame in flight is dropped: cancel lands within one frame
+                if isinstance(event, FrameEvent):
+                    self.frame.emit(event)
+                elif isinstance(event, AudioChunk):
+                    self.chunk.emit(event)
+                elif isinstance(event, SynthesisResult):
+                    self.done.emit(event)
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+
+
+@dataclass
+class BatchJob:
+    key: int  # the line's id in the batch table (stable across reordering)
+    text: str
+    voice: Voice | None
+    language: str
+    out_path: Path
+    problem: str | None = None  # a reason this line cannot run (e.g. its voice is missing)
+
+
+class BatchWorker(Worker):
+    """Runs the lines one after another; a failed line is reported and the others go on."""
+
+    line_started = Signal(int)
+    line_progress = Signal(int, int, int)  # key, frames so far, estimated frames
+    line_done = Signal(int, str, float)  # key, output file, seconds of audio
+    line_failed = Signal(int, str)
+    merged = Signal(str)
+    done = Signal(int, int)  # lines ok, lines failed
+
+    doing = "running the batch"
+
+    def __init__(self, synth: SynthesizerLike, jobs: list[BatchJob], settings: GenerationSettings,
+                 merge_path: Path | None = None, gap_seconds: float = 0.5, parent: QObject | None = None):
+        super().__init__(parent)
+        self.synth, self.jobs, self.settings = synth, jobs, settings
+        self.merge_path, self.gap_seconds = merge_path, gap_seconds
+
+    def work(self) -> None:
+        ok, failed = 0, 0
+        pieces: list[np.ndarray] = []
+        for job in self.jobs:
+            self.check_cancel()
+            self.line_started.emit(job.key)
+            try:
+                if job.problem:
+                    raise ValueError(job.problem)
+                audio = self._run_line(job)
+                job.out_path.parent.mkdir(parents=True, exist_ok=True)
+                save_audio(job.out_path, audio, SAMPLE_RATE)
+            except Cancelled:
+                raise
+            except ValueError as e:
+                failed += 1
+                self.line_failed.emit(job.key, str(e))
+                continue
+            except BaseException as e:  # a failed line must not stop the others
+                failed += 1
+                self.line_failed.emit(job.key, user_message(e, f"generating line {job.key}"))
+                continue
+            ok += 1
+            pieces.append(audio)
+            self.line_done.emit(job.key, str(job.out_path), len(audio) / SAMPLE_RATE)
+        if self.merge_path is not None and pieces:
+            gap = np.zeros(int(self.gap_seconds * SAMPLE_RATE), np.float32)
+            joined = [p for piece in pieces for p in (piece, gap)][:-1]
+            try:
+                save_audio(self.merge_path, np.concatenate(joined), SAMPLE_RATE)
+                self.merged.emit(str(self.merge_path))
+            except BaseException as e:
+                self.failed.emit(user_message(e, "writing the merged file"))
+        self.done.emit(ok, failed)
+
+    def _run_line(self, job: BatchJob) -> np.ndarray:
+        assert job.voice is not None
+        events = self.synth.synthesize(job.text, job.voice, job.language, self.settings)
+        try:
+            for event in events:
+                self.check_cancel()
+                if isinstance(event, FrameEvent):
+                    self.line_progress.emit(job.key, event.index + 1, event.estimated_frames)
+                elif isinstance(event, SynthesisResult):
+                    return event.audio
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+        raise RuntimeError("the engine ended without a result")
