@@ -15,6 +15,10 @@ from .errors import EngineError
 EXIT_USAGE = 2
 
 
+class UsageError(EngineError):
+    """A bad command line (conflicting or out-of-range options)."""
+
+
 class ProgressBar:
     """A one-line progress bar on stderr (silent when stderr is not a terminal, except the final line)."""
 
@@ -59,8 +63,123 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_output(path: Path, suffixes: tuple[str, ...], what: str) -> None:
+    """Fail before any work if an output could not be written (wrong suffix, missing folder)."""
+    if path.suffix.lower() not in suffixes:
+        raise UsageError(f"{what} {path.name} must end in {' or '.join(suffixes)}")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"cannot write {path}: folder {parent} does not exist")
+    if path.is_dir():
+        raise UsageError(f"cannot write {path}: it is a folder")
+
+
+def _save_npy_atomic(path: Path, array) -> None:
+    import os
+    import tempfile
+
+    import numpy as np
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, array, allow_pickle=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _voice_for(synth, args: argparse.Namespace):
+    """The voice of a synth command: --voice FILE or --ref AUDIO [--ref-text TEXT] [--x-vector-only]."""
+    from dataclasses import replace
+
+    from .voice import Voice
+
+    if args.voice is not None and args.ref is not None:
+        raise UsageError("give either --voice or --ref, not both")
+    if args.voice is not None:
+        voice = Voice.load(args.voice, model_id=synth.model_id or None)
+        if args.ref_text is not None:
+            raise UsageError("--ref-text goes with --ref; a voice file already holds its transcript")
+        if args.x_vector_only and voice.icl:
+            voice = replace(voice, ref_codes=None, ref_text=None)
+        return voice
+    if args.ref is None:
+        raise UsageError("give the voice to clone: --ref REFERENCE_AUDIO or --voice VOICE_FILE")
+    ref_text = None if args.x_vector_only else args.ref_text
+    return synth.create_voice(str(args.ref), ref_text=ref_text)
+
+
 def cmd_synth(args: argparse.Namespace) -> int:
-    return not_implemented("synth")
+    from .audio import save_audio
+    from .synthesizer import Synthesizer
+    from .text import clean_text
+    from .types import AudioChunk, FrameEvent, GenerationSettings, SynthesisResult
+
+    _check_output(args.output, (".wav", ".flac", ".ogg"), "output")
+    if args.codes_out is not None:
+        _check_output(args.codes_out, (".npy",), "--codes-out")
+    if args.max_frames is not None and args.max_frames < 1:
+        raise UsageError("--max-frames must be at least 1")
+    if args.threads < 1:
+        raise UsageError("--threads must be at least 1")
+    clean_text(args.text)
+    synth = Synthesizer(args.model, threads=args.threads)
+    synth.check_language(args.language)  # cheap checks before the reference is processed
+    voice = _voice_for(synth, args)
+    settings = GenerationSettings(
+        greedy=args.greedy, seed=args.seed, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+        repetition_penalty=args.repetition_penalty, max_frames=args.max_frames,
+        non_streaming_text=args.non_streaming_text,
+    )
+    _check_settings(settings)
+    events = synth.synthesize(args.text, voice, language=args.language, settings=settings)
+    bar = ProgressBar("synth")
+    result = None
+    for ev in events:
+        if isinstance(ev, FrameEvent):
+            total = max(ev.estimated_frames, ev.index + 1)
+            bar.update(min((ev.index + 1) / total, 0.99), f"frame {ev.index + 1} ({(ev.index + 1) / 12.5:.1f} s)")
+        elif isinstance(ev, SynthesisResult):
+            result = ev
+        elif isinstance(ev, AudioChunk):
+            pass
+    assert result is not None
+    if result.codes.shape[0] == 0:
+        bar.done()
+        raise UsageError("the model produced no audio frames for this text; try again with another seed")
+    # write the codes first: if the audio then fails, remove them again so nothing is left behind
+    if args.codes_out is not None:
+        _save_npy_atomic(args.codes_out, result.codes)
+    try:
+        save_audio(args.output, result.audio, subtype="PCM_16" if args.pcm16 else _float_subtype(args.output))
+    except BaseException:
+        if args.codes_out is not None:
+            args.codes_out.unlink(missing_ok=True)
+        raise
+    t = result.timings
+    bar.done(
+        f"wrote {args.output} ({result.seconds:.2f} s, {result.codes.shape[0]} frames, ended by {result.ended_by}, "
+        f"seed {result.seed}, {t.get('total', 0.0):.1f} s, RTF {t.get('rtf', 0.0):.2f})"
+    )
+    return 0
+
+
+def _float_subtype(path: Path) -> str | None:
+    """WAV keeps the decoder's float samples; FLAC/OGG use their usual formats."""
+    return "FLOAT" if path.suffix.lower() == ".wav" else None
+
+
+def _check_settings(settings) -> None:
+    if settings.temperature is not None and not settings.temperature > 0:
+        raise UsageError("--temperature must be greater than 0")
+    if settings.top_k is not None and settings.top_k < 0:
+        raise UsageError("--top-k must be 0 (off) or more")
+    if settings.top_p is not None and not 0 < settings.top_p <= 1:
+        raise UsageError("--top-p must be in (0, 1]")
+    if settings.repetition_penalty is not None and not settings.repetition_penalty > 0:
+        raise UsageError("--repetition-penalty must be greater than 0")
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
@@ -72,11 +191,95 @@ def cmd_demo_model(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    return not_implemented("bench")
+    import resource
+
+    import numpy as np
+
+    from .synthesizer import Synthesizer
+    from .types import SAMPLE_RATE, AudioChunk, FrameEvent, GenerationSettings, SynthesisResult
+    from .voice import Voice
+
+    if args.frames < 2:
+        raise UsageError("--frames must be at least 2")
+    t0 = time.perf_counter()
+    synth = Synthesizer(args.model, threads=args.threads)
+    load = time.perf_counter() - t0
+    # a reference-free voice: a fixed pseudo-random x-vector of the right width (the speaker encoder is
+    # timed separately below when the bundle has it)
+    rng = np.random.default_rng(0)
+    voice = Voice(xvector=rng.standard_normal(synth.hidden_size).astype(np.float32), model_id=synth.model_id)
+    text = args.text
+    settings = GenerationSettings(seed=0, max_frames=args.frames, stream_audio=True)
+
+    # end to end, streaming audio, EOS ignored so the frame count is exact
+    plan = synth._plan(text, voice, args.language, settings)
+    t_start = time.perf_counter()
+    first_audio = None
+    result = None
+    frame_times = []
+    for ev in synth._run(plan, ignore_eos=True):
+        if isinstance(ev, FrameEvent):
+            frame_times.append(ev.frame_seconds)
+        elif isinstance(ev, AudioChunk) and first_audio is None:
+            first_audio = time.perf_counter() - t_start
+        elif isinstance(ev, SynthesisResult):
+            result = ev
+    wall = time.perf_counter() - t_start
+    assert result is not None
+    n = max(result.codes.shape[0], 1)
+    tm = result.timings
+
+    # the decoder alone on the same codes (one full decode, as the non-streaming path does)
+    t = time.perf_counter()
+    wav = synth.decode(result.codes)
+    dec = time.perf_counter() - t
+
+    lines = [
+        f"bundle        {args.model} ({synth.bundle.precision}, {args.threads} threads)",
+        f"load          {load:.2f} s",
+        f"frames        {result.codes.shape[0]} ({result.codes.shape[0] / 12.5:.2f} s of audio)",
+        f"prefill       {tm['prefill'] * 1000:.1f} ms ({plan.prompt.prefill.shape[0]} rows)",
+        f"talker step   {tm['talker'] / n * 1000:.1f} ms/frame",
+        f"code pred.    {tm['code_predictor'] / n * 1000:.1f} ms/frame (15 steps)",
+        f"decoder       {dec / n * 1000:.1f} ms/frame (full decode), streaming {tm['decode'] / n * 1000:.1f} ms/frame",
+        f"per frame     {np.median(frame_times[1:] or frame_times) * 1000:.1f} ms median (talker + code predictor)",
+        f"RTF           {wall / (len(result.audio) / SAMPLE_RATE):.3f} end to end (streaming decode)"
+        if len(result.audio) else "RTF           n/a",
+        f"first audio   {first_audio if first_audio is not None else float('nan'):.3f} s",
+    ]
+    try:
+        audio = np.sin(np.arange(3 * SAMPLE_RATE) * 0.05).astype(np.float32) * 0.3
+        audio += rng.standard_normal(audio.shape).astype(np.float32) * 0.05
+        t = time.perf_counter()
+        synth.speaker_encoder.xvector(audio)
+        lines.append(f"x-vector      {(time.perf_counter() - t) * 1000:.1f} ms (3 s reference)")
+        t = time.perf_counter()
+        synth.codec_encoder.encode(audio)
+        lines.append(f"ref encoder   {(time.perf_counter() - t) * 1000:.1f} ms (3 s reference)")
+    except EngineError as e:
+        lines.append(f"voice front end not timed: {e}")
+    del wav
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    lines.append(f"peak RSS      {peak:.0f} MB")
+    print("\n".join(lines))
+    return 0
 
 
 def cmd_voice_create(args: argparse.Namespace) -> int:
-    return not_implemented("voice create")
+    from .synthesizer import Synthesizer
+
+    out = args.output
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"cannot write {out}: folder {parent} does not exist")
+    if out.is_dir():
+        raise UsageError(f"cannot write {out}: it is a folder")
+    synth = Synthesizer(args.model, threads=args.threads)
+    voice = synth.create_voice(str(args.ref), ref_text=args.ref_text, name=args.name, language=args.language)
+    voice.save(out)
+    mode = f"in-context, {voice.ref_codes.shape[0]} reference frames" if voice.icl else "x-vector only"
+    print(f"wrote {out} ({mode})", file=sys.stderr)
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-frames", type=int, help="at most this many 80 ms frames")
     s.add_argument("--non-streaming-text", action="store_true", help="put the whole text in the prompt")
     s.add_argument("--codes-out", type=Path, help="also write the generated codes (frames x 16) as .npy")
+    s.add_argument("--pcm16", action="store_true", help="write 16-bit PCM instead of float (WAV)")
     s.add_argument("--threads", type=int, default=2)
     s.set_defaults(func=cmd_synth)
 
@@ -127,6 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--model", type=Path, required=True)
     b.add_argument("--frames", type=int, default=50)
     b.add_argument("--threads", type=int, default=2)
+    b.add_argument("--text", default="The quick brown fox jumps over the lazy dog, and then it runs far away.")
+    b.add_argument("--language", default="english")
     b.set_defaults(func=cmd_bench)
 
     v = sub.add_parser("voice", help="manage voice files")
@@ -138,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     vc.add_argument("--name", default="")
     vc.add_argument("--language", default="auto")
     vc.add_argument("-o", "--output", type=Path, required=True)
+    vc.add_argument("--threads", type=int, default=2)
     vc.set_defaults(func=cmd_voice_create)
     return p
 

@@ -159,7 +159,7 @@ class Synthesizer:
         """x-vector from the reference; with ref_text also its codec frames for in-context cloning (ICL)."""
         from .audio import load_audio
 
-        language = self._check_language(language)
+        language = self.check_language(language)
         if ref_text is not None:
             ref_text = clean_text(ref_text, "reference text")
         wav = load_audio(audio)
@@ -198,7 +198,7 @@ class Synthesizer:
                 f"{limit / FRAME_RATE:.0f} s of reference audio"
             )
 
-    def _check_language(self, language: str | None) -> str:
+    def check_language(self, language: str | None) -> str:
         lang = (language or "auto").strip().lower()
         if lang not in self.languages:
             raise TextError(f"unknown language {language!r}; choose one of {', '.join(self.languages)}")
@@ -211,7 +211,7 @@ class Synthesizer:
 
     def build_prompt(self, text: str, voice: Voice, language: str = "auto", non_streaming: bool = False) -> Prompt:
         """Prefill and trailing rows for this text and voice (ICL when the voice has codes and a transcript)."""
-        language = self._check_language(language)
+        language = self.check_language(language)
         clean_text(text)
         self.check_voice(voice)
         input_ids = self.tokenizer.target_ids(text)
@@ -269,8 +269,9 @@ class Synthesizer:
             stream_audio=bool(settings.stream_audio),
         )
 
-    def _run(self, plan: _Plan, ignore_eos: bool = False) -> Iterator[SynthesisEvent]:
-        """The frame loop (protocol §4.6). ignore_eos is for benchmarks that need an exact frame count."""
+    def _run(self, plan: _Plan, ignore_eos: bool = False, decode: bool = True) -> Iterator[SynthesisEvent]:
+        """The frame loop (protocol §4.6). ignore_eos: benchmarks that need an exact frame count;
+        decode=False: codes only (the result has no audio)."""
         t_start = time.perf_counter()
         timings = {"load": self.load_seconds, "prefill": 0.0, "talker": 0.0, "code_predictor": 0.0, "decode": 0.0}
         eos = self.ids.codec_eos
@@ -356,6 +357,8 @@ class Synthesizer:
                 yield AudioChunk(samples=tail, start_sample=emitted)
                 chunks.append(tail)
             audio = np.concatenate(chunks).astype(np.float32) if chunks else np.zeros(0, np.float32)
+        elif not decode:
+            audio = np.zeros(0, np.float32)
         else:
             audio = self._final_audio(codes, plan.ref_codes)
             timings["decode"] += time.perf_counter() - t
