@@ -1,0 +1,159 @@
+"""engine.sampling: the official logits processing order, the filters, and the seeded generator."""
+
+import numpy as np
+import pytest
+
+from engine.sampling import (
+    Sampler,
+    SamplingConfig,
+    multinomial,
+    repetition_penalty,
+    resolve,
+    suppress,
+    top_k_filter,
+    top_p_filter,
+)
+from engine.types import GenerationSettings
+
+VOCAB = 3072  # real layout: 2048 codes + 1024 control ids
+EOS = 2150
+
+
+def config(**kw) -> SamplingConfig:
+    base = dict(do_sample=True, temperature=0.9, top_k=50, top_p=1.0, repetition_penalty=1.05, sub_do_sample=True,
+                sub_temperature=0.9, sub_top_k=50, sub_top_p=1.0, eos_id=EOS, vocab_size=VOCAB)
+    base.update(kw)
+    return SamplingConfig(**base)
+
+
+def kept(scores: np.ndarray) -> set[int]:
+    return set(np.flatnonzero(np.isfinite(scores)).tolist())
+
+
+def test_top_k_keeps_exactly_the_k_largest():
+    s = np.array([0.1, 5.0, -2.0, 3.0, 4.0, 2.5], np.float32)
+    assert kept(top_k_filter(s.copy(), 3)) == {1, 3, 4}
+    assert kept(top_k_filter(s.copy(), 1)) == {1}
+    assert kept(top_k_filter(s.copy(), 6)) == set(range(6))
+    assert kept(top_k_filter(s.copy(), 0)) == set(range(6))  # 0 = off
+
+
+def test_top_k_keeps_ties_at_the_kth_value():
+    s = np.array([1.0, 3.0, 3.0, 2.0, 3.0, 0.5], np.float32)
+    assert kept(top_k_filter(s.copy(), 2)) == {1, 2, 4}  # three-way tie at the 2nd value: all stay
+    s = np.array([4.0, 2.0, 2.0, 1.0], np.float32)
+    assert kept(top_k_filter(s.copy(), 2)) == {0, 1, 2}
+
+
+def test_top_k_with_masked_entries():
+    s = np.array([-np.inf, 1.0, -np.inf, 2.0], np.float32)
+    assert kept(top_k_filter(s.copy(), 3)) == {1, 3}
+
+
+def test_top_p_keeps_the_smallest_set_above_p():
+    # probabilities 0.5, 0.3, 0.15, 0.05 (ascending cumulative: 0.05, 0.20, 0.50, 1.0)
+    p = np.array([0.15, 0.5, 0.05, 0.3])
+    s = np.log(p).astype(np.float32)
+    assert kept(top_p_filter(s.copy(), 0.9)) == {0, 1, 3}  # drop tail with cumulative <= 0.1
+    assert kept(top_p_filter(s.copy(), 0.75)) == {1, 3}  # drop tail with cumulative <= 0.25
+    assert kept(top_p_filter(s.copy(), 0.6)) == {1, 3}  # drop tail with cumulative <= 0.4
+    assert kept(top_p_filter(s.copy(), 0.4)) == {1}  # drop tail with cumulative <= 0.6
+    assert kept(top_p_filter(s.copy(), 1e-6)) == {1}  # min_tokens_to_keep = 1
+    assert kept(top_p_filter(s.copy(), 1.0)) == {0, 1, 2, 3}
+
+
+def test_repetition_penalty_divides_positive_and_multiplies_negative():
+    s = np.array([2.0, -2.0, 1.0, 0.0], np.float32)
+    out = repetition_penalty(s.copy(), [0, 1, 1, 3], 2.0)
+    np.testing.assert_array_equal(out, np.array([1.0, -4.0, 1.0, 0.0], np.float32))
+    np.testing.assert_array_equal(repetition_penalty(s.copy(), [], 2.0), s)
+
+
+def test_suppression_keeps_codes_and_eos_only():
+    s = np.zeros(VOCAB, np.float32)
+    out = suppress(s, VOCAB, EOS)
+    assert kept(out) == set(range(2048)) | {EOS}
+
+
+def test_eos_masked_for_the_first_two_steps():
+    logits = np.zeros(VOCAB, np.float32)
+    logits[EOS] = 100.0
+    sampler = Sampler(config(do_sample=False), seed=0)
+    assert sampler.talker_choose(logits, [], 0) != EOS
+    assert sampler.talker_choose(logits, [5], 1) != EOS
+    assert sampler.talker_choose(logits, [5, 6], 2) == EOS
+
+
+def test_greedy_is_first_argmax_after_processing():
+    logits = np.zeros(VOCAB, np.float32)
+    logits[[7, 9]] = 3.0
+    logits[2500] = 50.0  # a control id: suppressed
+    sampler = Sampler(config(do_sample=False, sub_do_sample=False), seed=0)
+    assert sampler.talker_choose(logits, [], 0) == 7
+    # history penalises 7 -> 9 wins; penalty applies in greedy mode too
+    assert sampler.talker_choose(logits, [7], 2) == 9
+    cp = np.zeros(2048, np.float32)
+    cp[[11, 12]] = 1.0
+    assert sampler.subtalker_choose(cp, 1) == 11
+
+
+def _draws(seed: int, n: int = 40) -> list[int]:
+    rng = np.random.default_rng(123)
+    sampler = Sampler(config(), seed=seed)
+    out = []
+    for step in range(n):
+        out.append(sampler.talker_choose(rng.standard_normal(VOCAB).astype(np.float32), out, step))
+        out.append(sampler.subtalker_choose(rng.standard_normal(2048).astype(np.float32), 1 + step % 15))
+    return out
+
+
+def test_same_seed_same_output_different_seed_different_output():
+    assert _draws(1) == _draws(1)
+    assert _draws(1) != _draws(2)
+
+
+def test_sampling_respects_top_k_support():
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal(VOCAB).astype(np.float32)
+    sampler = Sampler(config(top_k=5, repetition_penalty=1.0), seed=3)
+    allowed = np.argsort(-np.where(np.arange(VOCAB) < 2048, logits, -np.inf))[:5]
+    seen = {sampler.talker_choose(logits, [], 2) for _ in range(300)}
+    assert seen <= set(allowed.tolist())
+    assert len(seen) == 5
+
+
+def test_multinomial_frequencies_match_softmax():
+    p = np.array([0.5, 0.25, 0.125, 0.125])
+    scores = np.log(p).astype(np.float32)
+    rng = np.random.Generator(np.random.PCG64(7))
+    n = 20000
+    counts = np.bincount([multinomial(scores, rng) for _ in range(n)], minlength=4)
+    # binomial standard deviation is at most sqrt(n)/2 ~ 71; allow 5 sigma
+    assert np.all(np.abs(counts - p * n) < 5 * np.sqrt(n * p * (1 - p)))
+
+
+def test_temperature_sharpens():
+    logits = np.array([2.0, 1.0, 0.0, -1.0], np.float32)
+    cold = Sampler(config(sub_temperature=0.2, sub_top_k=0), seed=1)
+    hot = Sampler(config(sub_temperature=2.0, sub_top_k=0), seed=1)
+    n = 2000
+    cold_top = sum(cold.subtalker_choose(logits, 1) == 0 for _ in range(n))
+    hot_top = sum(hot.subtalker_choose(logits, 1) == 0 for _ in range(n))
+    assert cold_top > hot_top
+
+
+def test_resolve_order_explicit_then_generation_config_then_defaults():
+    gc = {"temperature": 0.7, "top_k": 30, "subtalker_top_k": 20, "do_sample": True}
+    c = resolve(GenerationSettings(temperature=0.5), gc, EOS, VOCAB)
+    assert (c.temperature, c.top_k, c.sub_top_k, c.top_p, c.repetition_penalty) == (0.5, 30, 20, 1.0, 1.05)
+    g = resolve(GenerationSettings(greedy=True), gc, EOS, VOCAB)
+    assert not g.do_sample and not g.sub_do_sample
+    assert g.repetition_penalty == 1.05  # the penalty still applies in greedy mode
+
+
+@pytest.mark.parametrize("k", [1, 2, 50])
+def test_top_k_matches_sort_definition_on_random_scores(k):
+    rng = np.random.default_rng(k)
+    s = np.round(rng.standard_normal(300), 1).astype(np.float32)  # many ties
+    kth = np.sort(s)[::-1][k - 1]
+    assert kept(top_k_filter(s.copy(), k)) == set(np.flatnonzero(s >= kth).tolist())
