@@ -61,13 +61,22 @@ def convert_checkpoint(
     progress: Progress | None = None,
     cancel: Callable[[], bool] | None = None,
     overwrite: bool = False,
+    parts: list[str] | None = None,
 ) -> Path:
-    """Convert a checkpoint folder into a bundle folder. Nothing is left at `dest` unless it completes."""
+    """Convert a checkpoint folder into a bundle folder. Nothing is left at `dest` unless it completes.
+
+    `parts` limits the conversion to those part modules (e.g. ["codec_decoder"]); None converts all."""
     if precision not in PRECISIONS:
         raise ConvertError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     options = ConvertOptions(precision, progress, cancel)
+    if parts is not None:
+        known = [mod for mod, _ in PARTS]
+        unknown = [p for p in parts if p not in known]
+        if unknown:
+            raise ConvertError(f"unknown part(s) {', '.join(unknown)}; known: {', '.join(known)}")
     ckpt = Checkpoint.open(src)
-    parts = available_parts()
+    wanted = parts
+    parts = [(mod, label) for mod, label in available_parts() if wanted is None or mod in wanted]
     try:
         with BundleWriter(dest, overwrite=overwrite) as writer:
             writer.manifest["precision"] = precision
