@@ -1,0 +1,82 @@
+"""Bundles converted from the fixture checkpoints (tests/fixtures/models/<model>), once per test session.
+
+    bundle_for("tiny06b", "fp32")                    every available part (engine.convert.convert_checkpoint)
+    bundle_for("tiny06b", "fp16", parts=["talker"])  only the listed parts (faster; other parts may be unfinished)
+Both return the bundle folder (a Path): Bundle.open() it, or pass it to the CLI.
+
+Bundles live in one temporary folder removed at exit. A model that has not been generated yet skips the test.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+from engine.bundle import BundleWriter
+from engine.convert import PARTS, ConvertOptions, convert_checkpoint
+from engine.convert.checkpoint import Checkpoint
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+MODELS = FIXTURES / "models"
+OUTPUTS = FIXTURES / "outputs"
+
+_built: dict[tuple[str, str, tuple[str, ...] | None], Path] = {}
+_root: list[Path] = []
+
+
+def fixture_models() -> list[str]:
+    """Names of the generated fixture checkpoints."""
+    if not MODELS.is_dir():
+        return []
+    return sorted(p.name for p in MODELS.iterdir() if (p / "config.json").is_file())
+
+
+def _tmp_root() -> Path:
+    if not _root:
+        root = Path(tempfile.mkdtemp(prefix="qwen3tts-test-bundles-"))
+        atexit.register(shutil.rmtree, root, True)
+        _root.append(root)
+    return _root[0]
+
+
+def _convert_parts(src: Path, dest: Path, precision: str, parts: tuple[str, ...]) -> Path:
+    known = [name for name, _ in PARTS]
+    unknown = [p for p in parts if p not in known]
+    if unknown:
+        raise ValueError(f"unknown bundle parts {unknown}; known: {known}")
+    options = ConvertOptions(precision)
+    ckpt = Checkpoint.open(src)
+    try:
+        with BundleWriter(dest, overwrite=True) as writer:
+            writer.manifest["precision"] = precision
+            writer.manifest["config"] = ckpt.config
+            writer.manifest["generation_config"] = ckpt.generation_config
+            writer.manifest["speech_config"] = ckpt.speech_config
+            for name in known:
+                if name in parts:
+                    importlib.import_module(f"engine.convert.{name}").convert(ckpt, writer, options)
+            return writer.finish()
+    finally:
+        ckpt.close()
+
+
+def bundle_for(model: str, precision: str = "fp32", parts: Iterable[str] | None = None) -> Path:
+    """The fixture checkpoint `model` converted at `precision` (cached for the session)."""
+    key_parts = tuple(sorted(parts)) if parts is not None else None
+    key = (model, precision, key_parts)
+    if key not in _built:
+        src = MODELS / model
+        if not (src / "config.json").is_file():
+            pytest.skip(f"fixture model {model} is not generated yet (tests/reference/make_fixtures.py)")
+        dest = _tmp_root() / f"{model}-{precision}-{'+'.join(key_parts) if key_parts else 'all'}"
+        if key_parts is None:
+            _built[key] = convert_checkpoint(src, dest, precision=precision, overwrite=True)
+        else:
+            _built[key] = _convert_parts(src, dest, precision, key_parts)
+    return _built[key]
