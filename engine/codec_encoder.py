@@ -1,0 +1,164 @@
+"""Speech-tokenizer encoder: 24 kHz mono audio -> (frames, 16) codec ids (the ICL reference codes).
+
+Equals the official Qwen3TTSTokenizerV2Model.encode (a HF MimiModel encoder): causal SEANet convolutions,
+a causal transformer at 25 Hz, a stride-2 downsample and split residual vector quantisation.
+
+Any length works and memory stays bounded: the convolution stack, which dominates both time and memory, runs
+over chunks of the input with enough left context to cover its receptive field, so every kept output frame
+is computed from exactly the samples the full-length pass would use. The transformer runs once over the whole
+25 Hz sequence (full causal attention, as the official encoder does).
+"""
+
+from __future__ import annotations
+
+import math
+
+import ncnn
+import numpy as np
+
+from .bundle import Bundle
+from .errors import AudioError, BundleError
+
+PART = "codec_encoder"
+DEFAULT_CHUNK_FRAMES = 128  # 25 Hz frames of audio per convolution pass (5.12 s)
+_CDIST_MM_THRESHOLD = 25  # torch.cdist uses the matrix-multiply form when either side has more rows
+
+
+class CodecEncoder:
+    def __init__(self, bundle: Bundle, threads: int = 2, chunk_frames: int = DEFAULT_CHUNK_FRAMES):
+        info = bundle.part(PART)
+        self.info = info
+        self.hop = int(info["hop"])
+        self.stride = int(info["downsample_stride"])
+        self.hidden = int(info["hidden"])
+        self.head_dim = int(info["head_dim"])
+        self.context = math.ceil(int(info["receptive_field"]) / self.hop)  # frames of left context per chunk
+        self.chunk = max(1, int(chunk_frames))
+        self.window = info.get("sliding_window")
+        self.semantic_levels = int(info["semantic_levels"])
+        self.conv_net = bundle.net(info["conv_net"], threads)
+        self.tf_net = bundle.net(info["tf_net"], threads)
+        books = np.asarray(bundle.table(info["codebooks"]), dtype=np.float32)
+        if books.ndim != 3 or books.shape[1] != int(info["codebook_size"]):
+            raise BundleError(f"model bundle {bundle.path}: codebook table has shape {books.shape}")
+        self.books = books
+        # right-hand side of torch's cdist matmul form: [c, 1, |c|^2] per codebook row
+        norms = np.sum(books * books, axis=-1, keepdims=True, dtype=np.float32)
+        self.books_aug = np.ascontiguousarray(
+            np.concatenate([books, np.ones_like(norms), norms], axis=-1).transpose(0, 2, 1)
+        )  # (levels, dim + 2, size)
+        inv_freq = _inv_freq(self.head_dim, float(info["rope_theta"]))
+        self.inv_freq = inv_freq
+
+    @property
+    def samples_per_frame(self) -> int:
+        return self.hop * self.stride
+
+    def encode(self, audio24k: np.ndarray) -> np.ndarray:
+        """Codes (T, levels) int64 with T = ceil(len(audio) / 1920)."""
+        audio = _check_audio(audio24k)
+        latent = self._conv_stack(audio)  # (T25, hidden)
+        sem, ac = self._transformer(latent)
+        codes = np.empty((sem.shape[0], self.books.shape[0]), dtype=np.int64)
+        ns = self.semantic_levels
+        codes[:, :ns] = self._rvq(sem, 0, ns)
+        codes[:, ns:] = self._rvq(ac, ns, self.books.shape[0])
+        return codes
+
+    # -- stages ---------------------------------------------------------------------------------------------
+
+    def _conv_stack(self, audio: np.ndarray) -> np.ndarray:
+        n, hop = len(audio), self.hop
+        frames = -(-n // hop)
+        out = np.empty((frames, self.hidden), dtype=np.float32)
+        for start in range(0, frames, self.chunk):
+            end = min(frames, start + self.chunk)
+            first = max(0, start - self.context)
+            # non-final chunks are whole frames long, so every strided conv sees a multiple of its stride
+            y = self._run_conv(audio[first * hop:min(n, end * hop)])
+            if y.shape != (self.hidden, end - first):
+                raise BundleError(f"speech encoder convolution gave shape {y.shape}, expected "
+                                  f"{(self.hidden, end - first)}")
+            out[start:end] = y[:, start - first:].T
+        return out
+
+    def _run_conv(self, samples: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(samples, dtype=np.float32).reshape(1, -1)
+        ex = self.conv_net.create_extractor()
+        ex.input("in0", ncnn.Mat(x).clone())
+        ret, mat = ex.extract("out0")
+        if ret != 0:
+            raise BundleError(f"speech encoder convolution failed (ncnn error {ret})")
+        return np.array(mat)
+
+    def _transformer(self, latent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        t = latent.shape[0]
+        pos = np.arange(t, dtype=np.float32)
+        freqs = pos[:, None] * self.inv_freq[None, :]  # float32 product, as torch's (dim/2 x 1) @ (1 x T)
+        cos = np.cos(freqs.astype(np.float64)).astype(np.float32)
+        sin = np.sin(freqs.astype(np.float64)).astype(np.float32)
+        mask = causal_mask(t, self.window)
+        ex = self.tf_net.create_extractor()
+        feeds = {"in0": np.ascontiguousarray(latent), "mask": mask, "cos": cos, "sin": sin}
+        for name, arr in feeds.items():
+            ex.input(name, ncnn.Mat(arr).clone())
+        outs = []
+        for name in ("sem", "ac"):
+            ret, mat = ex.extract(name)
+            if ret != 0:
+                raise BundleError(f"speech encoder transformer failed (ncnn error {ret})")
+            outs.append(np.array(mat, dtype=np.float32).reshape(-(-t // self.stride), -1))
+        return outs[0], outs[1]
+
+    def _rvq(self, x: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """Residual VQ over levels lo..hi-1: nearest row by torch.cdist's fp32 arithmetic, first index on ties."""
+        residual = np.array(x, dtype=np.float32)
+        codes = np.empty((x.shape[0], hi - lo), dtype=np.int64)
+        for j, level in enumerate(range(lo, hi)):
+            book = self.books[level]
+            idx = np.argmin(self._distances(residual, level), axis=1)
+            codes[:, j] = idx
+            residual = residual - book[idx]
+        return codes
+
+    def _distances(self, x: np.ndarray, level: int) -> np.ndarray:
+        book = self.books[level]
+        if x.shape[0] > _CDIST_MM_THRESHOLD or book.shape[0] > _CDIST_MM_THRESHOLD:
+            # torch _euclidean_dist: [-2x, |x|^2, 1] @ [c, 1, |c|^2]^T, clamp at 0, sqrt
+            xn = np.sum(x * x, axis=-1, keepdims=True, dtype=np.float32)
+            xa = np.concatenate([x * np.float32(-2), xn, np.ones_like(xn)], axis=-1)
+            d2 = xa @ self.books_aug[level]
+        else:
+            diff = x[:, None, :] - book[None, :, :]
+            d2 = np.sum(diff * diff, axis=-1, dtype=np.float32)
+        return np.sqrt(np.maximum(d2, np.float32(0)))
+
+
+def causal_mask(t: int, window: int | None = None) -> np.ndarray:
+    """Additive (t, t) mask: query i sees keys j <= i (and i - j < window when a window is given)."""
+    i = np.arange(t)[:, None]
+    j = np.arange(t)[None, :]
+    visible = j <= i
+    if window is not None:
+        visible &= (i - j) < window
+    return np.where(visible, np.float32(0), np.float32(-np.inf)).astype(np.float32)
+
+
+def _inv_freq(head_dim: int, theta: float) -> np.ndarray:
+    """1 / theta^(2i/d) computed like transformers' default RoPE init (float32 exponent, float32 result)."""
+    exponent = np.arange(0, head_dim, 2, dtype=np.float32) / np.float32(head_dim)
+    return (np.float32(1.0) / (np.float64(theta) ** exponent.astype(np.float64)).astype(np.float32)).astype(np.float32)
+
+
+def _check_audio(audio: np.ndarray) -> np.ndarray:
+    a = np.asarray(audio)
+    if a.ndim != 1:
+        raise AudioError(f"reference audio must be mono 1-D samples, got shape {a.shape}")
+    if a.size == 0:
+        raise AudioError("reference audio is empty")
+    if not np.issubdtype(a.dtype, np.floating):
+        raise AudioError(f"reference audio must be float samples, got {a.dtype}")
+    a = a.astype(np.float32, copy=False)
+    if not np.all(np.isfinite(a)):
+        raise AudioError("reference audio contains NaN or infinite samples")
+    return a
