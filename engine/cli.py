@@ -183,7 +183,36 @@ def _check_settings(settings) -> None:
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
-    return not_implemented("decode")
+    import numpy as np
+
+    from .audio import save_audio
+    from .bundle import Bundle
+    from .codec_decoder import CodecDecoder, CodesError
+
+    try:
+        loaded = np.load(args.codes, allow_pickle=False)
+        if isinstance(loaded, np.lib.npyio.NpzFile):  # an .npz holding a 'codes' array is fine too
+            with loaded:
+                if "codes" not in loaded.files:
+                    raise CodesError(f"{args.codes} has no 'codes' array (it has: {', '.join(loaded.files)})")
+                codes = loaded["codes"]
+        else:
+            codes = loaded
+    except (OSError, ValueError, EOFError) as e:
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        raise CodesError(f"cannot read codes from {args.codes}: {first}") from None
+    decoder = CodecDecoder(Bundle.open(args.model), threads=args.threads)
+    t0 = time.monotonic()
+    wav = decoder.decode(codes)
+    elapsed = time.monotonic() - t0
+    if args.pcm16:
+        subtype = "PCM_16"
+    else:
+        subtype = "FLOAT" if args.output.suffix.lower() == ".wav" else None
+    save_audio(args.output, wav, decoder.sample_rate, subtype=subtype)
+    seconds = len(wav) / decoder.sample_rate
+    print(f"wrote {args.output} ({len(codes)} frames, {seconds:.2f} s of audio) in {elapsed:.1f} s", file=sys.stderr)
+    return 0
 
 
 def cmd_demo_model(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ import numpy as np
 
 from .bundle import Bundle
 from .errors import EngineError
+from .types import SAMPLE_RATE
 
 CHUNK_SIZE = 300  # official chunked_decode
 LEFT_CONTEXT = 25
@@ -41,6 +42,7 @@ class CodecDecoder:
         self.codebook_sizes = np.asarray(info["codebook_sizes"], dtype=np.int64)
         self._offsets = np.asarray(info["codebook_offsets"], dtype=np.int64)
         self.samples_per_frame = int(info["upsample"])
+        self.sample_rate = int(bundle.manifest.get("speech_config", {}).get("output_sample_rate", SAMPLE_RATE))
         self._layers = int(info["layers"])
         self._kv_heads = int(info["kv_heads"])
         self._head_dim = int(info["head_dim"])
