@@ -1,0 +1,222 @@
+"""Talker + code predictor on ncnn against the official implementation.
+
+References: tests/fixtures/outputs/<model>/synth_*.npz made by tests/reference/make_fixtures.py with the official
+qwen-tts greedy generate (prefill rows, trailing text rows, raw first-step logits, generated codes). The official
+talker logit processors are re-implemented here in a few lines (the engine's sampler is tested on its own).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.bundle import Bundle
+from engine.code_predictor import CodePredictor
+from engine.convert.checkpoint import Checkpoint
+from engine.errors import EngineError
+from engine.talker import Talker
+from tests.bundles import MODELS, OUTPUTS, bundle_for, fixture_models
+
+THREADS = 1  # shared machine; results do not depend on the thread count
+PART = ["talker"]
+TOL = 1e-4  # fp32 parity: max abs error relative to max(1, |reference|)
+
+
+def _cases() -> list[tuple[str, str]]:
+    return [(m, f.name) for m in fixture_models() for f in sorted((OUTPUTS / m).glob("synth_*.npz"))]
+
+
+CASES = _cases()
+_engines: dict[tuple[str, str], tuple[Talker, CodePredictor, Bundle]] = {}
+
+
+def engines(model: str, precision: str = "fp32") -> tuple[Talker, CodePredictor, Bundle]:
+    key = (model, precision)
+    if key not in _engines:
+        bundle = Bundle.open(bundle_for(model, precision, parts=PART))
+        _engines[key] = (Talker(bundle, THREADS), CodePredictor(bundle, THREADS), bundle)
+    return _engines[key]
+
+
+def load_case(model: str, name: str) -> dict[str, np.ndarray]:
+    with np.load(OUTPUTS / model / name) as z:
+        return {k: z[k] for k in z.files}
+
+
+def rel_err(got: np.ndarray, want: np.ndarray) -> float:
+    return float(np.max(np.abs(got - want)) / max(1.0, float(np.max(np.abs(want)))))
+
+
+def tts_pad_row(model: str) -> np.ndarray:
+    """T(tts_pad) = text_projection(text_embedding[tts_pad_token_id]), in numpy from the checkpoint weights."""
+    ckpt = Checkpoint.open(MODELS / model)
+    try:
+        get = ckpt.main.get
+        e = get("talker.model.text_embedding.weight")[ckpt.config["tts_pad_token_id"]]
+        h = e @ get("talker.text_projection.linear_fc1.weight").T + get("talker.text_projection.linear_fc1.bias")
+        h = h / (np.float32(1) + np.exp(-h))  # SiLU
+        out = h @ get("talker.text_projection.linear_fc2.weight").T + get("talker.text_projection.linear_fc2.bias")
+        return out.astype(np.float32)
+    finally:
+        ckpt.close()
+
+
+def official_processors(logits: np.ndarray, history: list[int], step: int, *, eos: int, vocab: int,
+                        penalty: float) -> np.ndarray:
+    """HF generate's processors for the talker: repetition penalty on code-0 history, min_new_tokens=2 (EOS masked
+    for the first two steps), suppress_tokens = the top 1024 ids except EOS."""
+    x = logits.astype(np.float32).copy()
+    if history and penalty != 1.0:
+        idx = np.unique(np.asarray(history, dtype=np.int64))
+        v = x[idx]
+        x[idx] = np.where(v < 0, v * np.float32(penalty), v / np.float32(penalty))
+    if step < 2:
+        x[eos] = -np.inf
+    sup = np.arange(vocab - 1024, vocab)
+    x[sup[sup != eos]] = -np.inf
+    return x
+
+
+def argmax_choose(logits: np.ndarray, _group: int) -> int:
+    return int(np.argmax(logits))  # first index on ties, like torch.argmax
+
+
+def teacher_forced_run(model: str, case: dict[str, np.ndarray], precision: str = "fp32") -> dict:
+    """Greedy decoding fed with the recorded frames (a mismatch cannot cascade). Returns per-frame results."""
+    talker, cp, bundle = engines(model, precision)
+    cfg = bundle.config["talker_config"]
+    eos, vocab = int(cfg["codec_eos_token_id"]), int(cfg["vocab_size"])
+    penalty = float(bundle.generation_config.get("repetition_penalty", 1.05))
+    codes = case["codes"].astype(np.int64)
+    trailing = case["trailing"].astype(np.float32)
+    tpad = tts_pad_row(model)
+    max_new = int(case["max_new_tokens"])
+
+    hidden, logits = talker.prefill(case["prefill"])
+    raw_logits = [logits]
+    history: list[int] = []
+    got = np.full_like(codes, -1)
+    end_token = None
+    for k in range(len(codes) + 1):
+        c0 = int(np.argmax(official_processors(logits, history, k, eos=eos, vocab=vocab, penalty=penalty)))
+        if k == len(codes):
+            end_token = c0
+            break
+        got[k, 0] = c0
+        history.append(int(codes[k, 0]))
+        got[k, 1:] = cp.predict(hidden, int(codes[k, 0]), argmax_choose)
+        text = trailing[k] if k < len(trailing) else tpad
+        hidden, logits = talker.step(cp.feedback(codes[k]) + text)
+        raw_logits.append(logits)
+    return dict(codes=got, end_token=end_token, eos=eos, max_new=max_new, raw_logits=raw_logits)
+
+
+def test_fixtures_present():
+    assert CASES, "no synth fixtures: run tests/reference/make_fixtures.py"
+    assert len({m for m, _ in CASES}) >= 3, "synth fixtures for every fixture model are expected"
+
+
+@pytest.mark.parametrize("model,name", CASES)
+def test_first_step_logits(model, name):
+    case = load_case(model, name)
+    talker, _, _ = engines(model)
+    _, logits = talker.prefill(case["prefill"])
+    err = rel_err(logits, case["logits"][0])
+    print(f"{model}/{name}: first-step logits max err {err:.2e} (relative to scale)")
+    assert err <= TOL
+
+
+@pytest.mark.parametrize("model,name", CASES)
+def test_greedy_codes_match_official(model, name):
+    case = load_case(model, name)
+    r = teacher_forced_run(model, case)
+    want = case["codes"]
+    for k, ref in enumerate(case["logits"]):  # later recorded steps (teacher-forced inputs are the official ones)
+        if k < len(r["raw_logits"]):
+            assert rel_err(r["raw_logits"][k], ref) <= TOL, f"logits of step {k}"
+    bad = np.argwhere(r["codes"] != want)
+    assert not len(bad), f"{len(bad)} of {want.size} codes differ; first at (frame, group) {tuple(bad[0])}"
+    ended_by = str(case["ended_by"])
+    if ended_by == "eos":
+        assert r["end_token"] == r["eos"], "the official run stopped on EOS after the last frame"
+    else:
+        assert ended_by == "cap" and len(want) == r["max_new"] - 1
+        assert r["end_token"] != r["eos"]
+
+
+def test_tts_pad_row_matches_non_streaming_trailing():
+    """Non-streaming prompts carry trailing = [T(tts_pad)]: checks the numpy T(tts_pad) used above."""
+    found = False
+    for model, name in CASES:
+        case = load_case(model, name)
+        if bool(case.get("non_streaming", False)) and len(case["trailing"]) == 1:
+            assert rel_err(tts_pad_row(model), case["trailing"][0]) <= 1e-5
+            found = True
+    if not found:
+        pytest.skip("no non-streaming synth fixture")
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_fast_precisions_close(precision):
+    """fp16/bf16 bundles run the same graphs; their logits stay near fp32 (reported, loosely bounded)."""
+    if not CASES:
+        pytest.skip("no synth fixtures")
+    for model in sorted({m for m, _ in CASES}):
+        name = next(n for m, n in CASES if m == model)
+        case = load_case(model, name)
+        r32 = teacher_forced_run(model, case)
+        r = teacher_forced_run(model, case, precision)
+        errs = [rel_err(a, b) for a, b in zip(r["raw_logits"], r32["raw_logits"], strict=True)]
+        agree = float(np.mean(r["codes"] == r32["codes"]))
+        print(f"{model} {precision}: talker logits max err {max(errs):.2e} vs fp32, codes agree {agree:.3f}")
+        assert max(errs) < 0.1
+
+
+def test_kv_cache_steps_equal_one_prefill():
+    """prefill(a) + step(b_i) gives the same last logits as prefill(a ++ b)."""
+    model = fixture_models()[0] if fixture_models() else pytest.skip("no fixture models")
+    talker, _, _ = engines(model)
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((9, talker.hidden_size)).astype(np.float32)
+    talker.prefill(rows[:5])
+    for r in rows[5:]:
+        h1, l1 = talker.step(r)
+    h2, l2 = talker.prefill(rows)
+    assert talker.position == 9
+    assert rel_err(l1, l2) <= TOL and rel_err(h1, h2) <= TOL
+    h3, l3 = talker.prefill(rows[:1])  # a one-row prefill restarts at position 0
+    assert talker.position == 1 and np.isfinite(l3).all()
+
+
+def test_feedback_and_frame_rows_agree():
+    model = fixture_models()[0] if fixture_models() else pytest.skip("no fixture models")
+    talker, cp, _ = engines(model)
+    rng = np.random.default_rng(4)
+    codes = rng.integers(0, cp.codebook_size, (6, cp.groups))
+    rows = cp.frame_rows(codes)
+    assert rows.shape == (6, cp.hidden_size) and rows.dtype == np.float32
+    for t in range(6):
+        np.testing.assert_array_equal(cp.feedback(codes[t]), rows[t])
+    want = talker.codec_rows(codes[:, 0]).astype(np.float64)
+    tables = engines(model)[2].table("cp_codec_embedding")
+    for g in range(1, cp.groups):
+        want += tables[g - 1][codes[:, g]]
+    np.testing.assert_allclose(rows, want, rtol=1e-5, atol=1e-5)
+
+
+def test_bad_input_raises_engine_error():
+    model = fixture_models()[0] if fixture_models() else pytest.skip("no fixture models")
+    talker, cp, _ = engines(model)
+    with pytest.raises(EngineError):
+        talker.prefill(np.zeros((3, talker.hidden_size + 1), np.float32))
+    talker.reset()
+    with pytest.raises(EngineError):
+        talker.step(np.zeros(talker.hidden_size, np.float32))
+    with pytest.raises(EngineError):
+        talker.codec_rows([10**6])
+    with pytest.raises(EngineError):
+        cp.frame_rows(np.zeros((2, 5), np.int64))
+    with pytest.raises(EngineError):
+        cp.feedback([0] + [cp.codebook_size] * (cp.groups - 1))
+    with pytest.raises(EngineError):
+        cp.predict(np.zeros(cp.hidden_size, np.float32), 0, lambda lg, g: cp.codebook_size)
