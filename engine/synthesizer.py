@@ -47,7 +47,6 @@ from .voice import Voice
 FRAME_RATE = SAMPLE_RATE / SAMPLES_PER_FRAME  # 12.5 frames per second
 PRODUCT_MAX_SECONDS = 300.0  # one synthesis speaks at most 5 minutes unless --max-frames asks for more
 MIN_DEFAULT_FRAMES = 125  # a default cap never below 10 s
-STREAM_CONTEXT_FRAMES = 25  # ICL streaming: reference frames decoded as left context (the official chunk context)
 POSITION_MARGIN = 8
 
 
@@ -282,18 +281,17 @@ class Synthesizer:
         timings["prefill"] = time.perf_counter() - t_start
 
         stream = None
-        skip = 0  # ICL streaming: samples of the reference context still to drop
         emitted = 0
         first_audio = None
         chunks: list[np.ndarray] = []
+        ref_tail = np.zeros(0, np.float32)
         if plan.stream_audio:
             stream = self.decoder.stream()
             if plan.ref_codes is not None:
-                # the reference frames are left context only: their samples are dropped, never played
-                ctx = plan.ref_codes[-STREAM_CONTEXT_FRAMES:]
-                skip = ctx.shape[0] * SAMPLES_PER_FRAME
+                # ICL: the official decode runs reference + generated frames as one sequence (same 300-frame
+                # chunk seams), so the reference goes through the stream first; its audio is never played
                 t = time.perf_counter()
-                skip -= min(skip, len(stream.push(ctx)))
+                ref_tail = np.asarray(stream.push(plan.ref_codes), np.float32)[-SAMPLES_PER_FRAME:]
                 timings["decode"] += time.perf_counter() - t
 
         history: list[int] = []
@@ -326,10 +324,6 @@ class Synthesizer:
                 t = time.perf_counter()
                 new = stream.push(frame[None])
                 timings["decode"] += time.perf_counter() - t
-                if skip and len(new):
-                    cut = min(skip, len(new))
-                    skip -= cut
-                    new = new[cut:]
                 if len(new):
                     if first_audio is None:
                         first_audio = time.perf_counter() - t_start
@@ -346,10 +340,6 @@ class Synthesizer:
         t = time.perf_counter()
         if stream is not None:
             tail = np.asarray(stream.flush(), np.float32)
-            if skip and len(tail):
-                cut = min(skip, len(tail))
-                skip -= cut
-                tail = tail[cut:]
             timings["decode"] += time.perf_counter() - t
             if len(tail):
                 if first_audio is None:
@@ -357,6 +347,9 @@ class Synthesizer:
                 yield AudioChunk(samples=tail, start_sample=emitted)
                 chunks.append(tail)
             audio = np.concatenate(chunks).astype(np.float32) if chunks else np.zeros(0, np.float32)
+            if plan.ref_codes is not None:
+                audio = self._icl_head(ref_tail, plan.ref_codes.shape[0], codes.shape[0], len(audio)) + [audio]
+                audio = np.concatenate(audio)
         elif not decode:
             audio = np.zeros(0, np.float32)
         else:
@@ -383,6 +376,17 @@ class Synthesizer:
         wav = np.asarray(self.decoder.decode(full), np.float32)
         cut = int(ref_codes.shape[0] / max(full.shape[0], 1) * wav.shape[0])
         return wav[cut:]
+
+    @staticmethod
+    def _icl_head(ref_tail: np.ndarray, t_ref: int, t_gen: int, n_gen: int) -> list[np.ndarray]:
+        """Reference samples the official cut keeps: its float64 cut can fall a sample or so before the
+        reference's last sample (streaming has the generated samples only)."""
+        n_ref = t_ref * SAMPLES_PER_FRAME
+        if t_gen == 0:
+            return []
+        cut = int(t_ref / (t_ref + t_gen) * (n_ref + n_gen))
+        extra = n_ref - cut
+        return [ref_tail[len(ref_tail) - extra:]] if 0 < extra <= len(ref_tail) else []
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
         return np.asarray(self.decoder.decode(np.asarray(codes, np.int64)), np.float32)
