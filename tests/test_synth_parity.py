@@ -1,0 +1,166 @@
+"""Greedy synthesis against the official implementation, case by case (tests/fixtures/outputs/*/synth_*.npz).
+
+Each case is checked in stages so a mismatch points at its cause: token ids, prefill and trailing rows, the
+raw talker logits of the first steps (teacher-forced with the official codes), then the whole greedy run
+with the official x-vector / reference codes injected, then the whole run again with the voice built by our
+own front end from the fixture's reference audio.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.convert import available_parts
+from engine.synthesizer import Synthesizer
+from engine.types import GenerationSettings
+from engine.voice import Voice
+from tests.bundles import OUTPUTS, bundle_for
+
+AUDIO = Path(__file__).resolve().parent / "fixtures" / "audio"
+CASES = sorted(OUTPUTS.glob("*/synth_*.npz")) if OUTPUTS.is_dir() else []
+CORE_PARTS = ("text", "talker", "codec_decoder")
+FRONT_END_PARTS = ("speaker", "codec_encoder")
+
+if not CASES:
+    pytest.skip("no synth fixtures generated yet (tests/reference/make_fixtures.py)", allow_module_level=True)
+
+
+def case_id(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
+
+
+@functools.cache
+def load_case(path: Path) -> dict:
+    with np.load(path, allow_pickle=False) as z:
+        d = {k: z[k] for k in z.files}
+    for k in ("text", "language", "mode", "ref_audio", "ref_text", "ended_by"):
+        if k in d:
+            d[k] = str(d[k])
+    d["non_streaming"] = bool(d["non_streaming"])
+    d["max_new_tokens"] = int(d["max_new_tokens"])
+    return d
+
+
+def _have_parts(parts: tuple[str, ...]) -> None:
+    names = {name for name, _ in available_parts()}
+    missing = [p for p in parts if p not in names]
+    if missing:
+        pytest.skip(f"converter parts not available yet: {missing}")
+
+
+@functools.cache
+def synth_for(model: str, with_front_end: bool = False) -> Synthesizer:
+    parts = CORE_PARTS + (FRONT_END_PARTS if with_front_end else ())
+    _have_parts(parts)
+    return Synthesizer(bundle_for(model, "fp32", parts=parts))
+
+
+def injected_voice(synth: Synthesizer, d: dict) -> Voice:
+    icl = d["mode"] == "icl"
+    return Voice(xvector=d["xvector"].astype(np.float32), model_id=synth.model_id,
+                 ref_codes=d["ref_codes"].astype(np.int64) if icl else None, ref_text=d["ref_text"] if icl else None)
+
+
+def greedy(d: dict) -> GenerationSettings:
+    return GenerationSettings(greedy=True, max_frames=d["max_new_tokens"] - 1, non_streaming_text=d["non_streaming"])
+
+
+def run(synth: Synthesizer, d: dict, voice: Voice):
+    events = list(synth.synthesize(d["text"], voice, d["language"], greedy(d)))
+    frames = [e for e in events if hasattr(e, "index")]
+    result = events[-1]
+    assert [f.index for f in frames] == list(range(len(frames)))
+    return result
+
+
+def assert_codes(got: np.ndarray, ref: np.ndarray) -> None:
+    n = min(len(got), len(ref))
+    bad = np.argwhere(got[:n] != ref[:n])
+    first = f"first mismatch at frame {bad[0][0]} group {bad[0][1]}" if len(bad) else "common prefix identical"
+    assert got.shape == ref.shape and not len(bad), f"codes {got.shape} vs official {ref.shape}; {first}"
+
+
+# ------------------------------------------------------------------------------------------------ stages
+
+
+@pytest.mark.parametrize("path", CASES, ids=case_id)
+def test_token_ids(path):
+    d = load_case(path)
+    synth = synth_for(path.parent.name)
+    assert synth.tokenizer.target_ids(d["text"]) == d["input_ids"].tolist()
+    if d["mode"] == "icl":
+        assert synth.tokenizer.reference_ids(d["ref_text"]) == d["ref_ids"].tolist()
+
+
+@pytest.mark.parametrize("path", CASES, ids=case_id)
+def test_prefill_and_trailing_rows(path):
+    d = load_case(path)
+    synth = synth_for(path.parent.name)
+    prompt = synth.build_prompt(d["text"], injected_voice(synth, d), d["language"], d["non_streaming"])
+    assert prompt.prefill.shape == d["prefill"].shape
+    assert prompt.trailing.shape == d["trailing"].shape
+    np.testing.assert_allclose(prompt.prefill, d["prefill"], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(prompt.trailing, d["trailing"], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", CASES, ids=case_id)
+def test_first_step_logits(path):
+    """Raw talker logits of the first k steps, fed the official prefill and (teacher-forced) official codes."""
+    d = load_case(path)
+    synth = synth_for(path.parent.name)
+    talker, cp = synth.talker, synth.code_predictor
+    ref, codes, trailing = d["logits"], d["codes"], d["trailing"]
+    _, logits = talker.prefill(d["prefill"])
+    np.testing.assert_allclose(logits, ref[0], rtol=0, atol=1e-4)
+    tpad = synth.text_rows([synth.ids.tts_pad])[0]
+    for k in range(1, min(len(ref), len(codes) + 1)):
+        text_row = trailing[k - 1] if k - 1 < len(trailing) else tpad
+        _, logits = talker.step(cp.feedback(codes[k - 1]) + text_row)
+        np.testing.assert_allclose(logits, ref[k], rtol=0, atol=1e-4, err_msg=f"step {k}")
+
+
+@pytest.mark.parametrize("path", CASES, ids=case_id)
+def test_greedy_codes_and_wav_injected_voice(path):
+    d = load_case(path)
+    synth = synth_for(path.parent.name)
+    result = run(synth, d, injected_voice(synth, d))
+    assert_codes(result.codes, d["codes"])
+    assert result.ended_by == d["ended_by"]
+    assert result.audio.shape == d["wav"].shape
+    np.testing.assert_allclose(result.audio, d["wav"], rtol=0, atol=1e-3)
+
+
+@pytest.mark.parametrize("path", CASES, ids=case_id)
+def test_greedy_codes_and_wav_own_front_end(path):
+    """The whole product path: reference file -> our loader, mel, x-vector (and reference codes for ICL)."""
+    d = load_case(path)
+    synth = synth_for(path.parent.name, with_front_end=True)
+    voice = synth.create_voice(str(AUDIO / d["ref_audio"]), ref_text=d["ref_text"] if d["mode"] == "icl" else None)
+    np.testing.assert_allclose(voice.xvector, d["xvector"], rtol=0, atol=1e-4)
+    if d["mode"] == "icl":
+        np.testing.assert_array_equal(voice.ref_codes, d["ref_codes"])
+    result = run(synth, d, voice)
+    assert_codes(result.codes, d["codes"])
+    assert result.ended_by == d["ended_by"]
+    np.testing.assert_allclose(result.audio, d["wav"], rtol=0, atol=1e-3)
+
+
+@pytest.mark.parametrize("path", CASES, ids=case_id)
+def test_streaming_audio_equals_final_audio(path):
+    """stream_audio=True: the chunks played while generating add up to the official waveform."""
+    d = load_case(path)
+    synth = synth_for(path.parent.name)
+    settings = greedy(d)
+    settings.stream_audio = True
+    events = list(synth.synthesize(d["text"], injected_voice(synth, d), d["language"], settings))
+    chunks = [e for e in events if hasattr(e, "start_sample")]
+    result = events[-1]
+    assert_codes(result.codes, d["codes"])
+    played = np.concatenate([c.samples for c in chunks]) if chunks else np.zeros(0, np.float32)
+    assert [c.start_sample for c in chunks] == list(np.cumsum([0] + [len(c.samples) for c in chunks])[:-1])
+    np.testing.assert_allclose(result.audio[len(result.audio) - len(played):], played, rtol=0, atol=0)
+    np.testing.assert_allclose(result.audio, d["wav"], rtol=0, atol=1e-3)
