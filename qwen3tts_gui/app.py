@@ -19,6 +19,24 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def binding_problem() -> str | None:
+    """PySide6 6.12.0's abi3 wheels drop a reference to None on every void call under Python < 3.12, which
+    kills the process after a few thousand calls ("deallocating None"). Detect it before it bites."""
+    from PySide6.QtCore import QObject
+
+    probe = QObject()
+    before = sys.getrefcount(None)
+    for _ in range(50):
+        probe.setObjectName("probe")
+    if sys.getrefcount(None) < before - 25:
+        import PySide6
+
+        return (f"PySide6 {PySide6.__version__} is broken on Python {sys.version_info.major}."
+                f"{sys.version_info.minor} (it loses references to None and crashes); "
+                "install another version, e.g. pip install 'PySide6-Essentials<6.12'")
+    return None
+
+
 def load_style_sheet() -> str:
     from .paths import resource
 
@@ -42,13 +60,18 @@ def main(argv: list[str] | None = None) -> int:
     from .settings import Settings
 
     log_path = setup_logging()
+    problem = binding_problem()
+    if problem:
+        log.error(problem)
+        print(f"qwen3tts-gui: {problem}", file=sys.stderr)
+        return 1
     QCoreApplication.setOrganizationName(APP_NAME)
     QCoreApplication.setApplicationName(APP_ID)
     app = QApplication.instance() or QApplication([sys.argv[0], *[a for a in argv if a.startswith("-platform")]])
     app.setApplicationDisplayName(APP_NAME)
     app.setStyle("Fusion")
     app.setStyleSheet(load_style_sheet())
-    icon = resource("qwen3tts-studio.svg")
+    icon = resource("icon.svg")
     if icon:
         app.setWindowIcon(QIcon(str(icon)))
 

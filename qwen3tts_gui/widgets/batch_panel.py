@@ -213,6 +213,7 @@ class BatchPanel(QWidget):
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
         self.model.rowsInserted.connect(lambda *_: self._update_buttons())
         self.model.rowsRemoved.connect(lambda *_: self._update_buttons())
+        self.model.dataChanged.connect(lambda *_: self._update_buttons())
         QShortcut(QKeySequence.StandardKey.Paste, self.table, activated=self.paste_lines)
         QShortcut(QKeySequence.StandardKey.Delete, self.table, activated=self.remove_selected)
 
@@ -263,6 +264,7 @@ class BatchPanel(QWidget):
         self.run_btn.setObjectName("PrimaryButton")
         self.run_btn.clicked.connect(self.run_all)
         self.retry_btn = QPushButton("Retry failed")
+        self.retry_btn.setToolTip("Run again the lines that failed, were cancelled or were edited")
         self.retry_btn.clicked.connect(self.retry_failed)
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.clicked.connect(self.cancel)
@@ -353,11 +355,12 @@ class BatchPanel(QWidget):
             self._show_folder()
 
     # --- running -----------------------------------------------------------------------------------------
-    def run_all(self) -> None:
-        self.start([line.key for line in self.model.lines])
+    def run_all(self) -> bool:
+        return self.start([line.key for line in self.model.lines])
 
-    def retry_failed(self) -> None:
-        self.start([line.key for line in self.model.lines if line.state in ("failed", "cancelled")])
+    def retry_failed(self) -> bool:
+        # also lines edited since (they are "ready" again): fixing a failed line and retrying should run it
+        return self.start([line.key for line in self.model.lines if line.state != "done"])
 
     def start(self, keys: list[int]) -> bool:
         if not keys or self.running or not self.ctx.can_start(self):
@@ -507,7 +510,9 @@ class BatchPanel(QWidget):
             b.setEnabled(selected and not running)
         can_run = has_rows and not running and self.ctx.synth is not None and not self.ctx.busy
         self.run_btn.setEnabled(can_run)
-        self.retry_btn.setEnabled(can_run and any(ln.state in ("failed", "cancelled") for ln in self.model.lines))
+        states = {ln.state for ln in self.model.lines}
+        self.retry_btn.setEnabled(can_run and bool(states & {"failed", "cancelled"}
+                                                   or ("done" in states and "ready" in states)))
         self.cancel_btn.setEnabled(running)
 
 

@@ -23,7 +23,7 @@ from ..engine_adapter import GenerationSettings
 from ..settings import Settings
 
 # Used only where a bundle leaves a value unset (the official generation_config values).
-FALLBACK = GenerationSettings(temperature=0.9, top_k=50, top_p=1.0, repetition_penalty=1.05, max_frames=2048)
+FALLBACK = GenerationSettings(temperature=0.9, top_k=50, top_p=1.0, repetition_penalty=1.05)
 MAX_SEED = 2**31 - 1
 
 
@@ -75,8 +75,11 @@ class GenerationSettingsBox(QWidget):
         form.addRow("Top-p", self.top_p)
         self.repetition_penalty = QDoubleSpinBox(minimum=1.0, maximum=2.0, singleStep=0.01, decimals=2)
         form.addRow("Repetition penalty", self.repetition_penalty)
-        self.max_frames = QSpinBox(minimum=1, maximum=32768, singleStep=64)
+        self.max_frames = QSpinBox(minimum=0, maximum=32768, singleStep=64)
         self.max_frames.setSuffix(" frames")
+        self.max_frames.setSpecialValueText("Automatic (from the text)")
+        self.max_frames.setToolTip("The most frames (80 ms each) one take may have; Automatic lets the engine "
+                                   "pick a limit from the length of the text")
         self.max_seconds = QLabel()
         self.max_frames.valueChanged.connect(self._show_seconds)
         length_row = QHBoxLayout()
@@ -113,7 +116,7 @@ class GenerationSettingsBox(QWidget):
 
     def _show_seconds(self, frames: int) -> None:
         s = frames * 0.08
-        self.max_seconds.setText(f"≈ {int(s // 60)}:{s % 60:04.1f}")
+        self.max_seconds.setText(f"≈ {int(s // 60)}:{s % 60:04.1f}" if frames else "")
 
     def load_defaults(self, defaults: GenerationSettings) -> None:
         self.defaults = defaults
@@ -122,7 +125,7 @@ class GenerationSettingsBox(QWidget):
         self.top_k.setValue(int(_value(defaults, "top_k")))
         self.top_p.setValue(float(_value(defaults, "top_p")))
         self.repetition_penalty.setValue(float(_value(defaults, "repetition_penalty")))
-        self.max_frames.setValue(int(_value(defaults, "max_frames")))
+        self.max_frames.setValue(int(defaults.max_frames or 0))
         self._show_seconds(self.max_frames.value())
 
     def generation_settings(self) -> GenerationSettings:
@@ -137,6 +140,6 @@ class GenerationSettingsBox(QWidget):
             top_k=self.top_k.value(),
             top_p=self.top_p.value(),
             repetition_penalty=self.repetition_penalty.value(),
-            max_frames=self.max_frames.value(),
+            max_frames=self.max_frames.value() or None,
             stream_audio=self.stream_audio.isChecked(),
         )

@@ -1,0 +1,282 @@
+"""Test doubles for the GUI: a Synthesizer that honours the engine contract, a sound device, and dialogs.
+
+FakeSynthesizer follows engine/synthesizer.py's CONTRACT: languages, model_id, default_settings,
+create_voice(audio, ref_text, name, language) -> Voice, synthesize(...) validating eagerly and returning a
+generator of FrameEvent (one per frame, after a sleep that stands in for compute), AudioChunk (with
+settings.stream_audio) and a final SynthesisResult; closing the generator cancels it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from engine import (
+    AudioChunk,
+    AudioError,
+    FrameEvent,
+    GenerationSettings,
+    SynthesisResult,
+    TextError,
+    Voice,
+    VoiceError,
+)
+from qwen3tts_gui.audio_io import AudioUnavailable
+
+SR = 24000
+SPF = 1920
+LANGUAGES = ["auto", "chinese", "english", "french", "german", "italian", "japanese", "korean", "portuguese",
+             "russian", "spanish"]
+
+
+class FakeSynthesizer:
+    def __init__(self, frame_delay: float = 0.005, frames_per_char: float = 0.5, model_id: str = "fake-model",
+                 chunk_every: int = 4, fail_at_frame: int | None = None, xvector_size: int = 32):
+        self.frame_delay = frame_delay
+        self.frames_per_char = frames_per_char
+        self._model_id = model_id
+        self.chunk_every = chunk_every
+        self.fail_at_frame = fail_at_frame  # raise a RuntimeError there (a bug, not bad input)
+        self.xvector_size = xvector_size
+        self.produced = 0  # frames produced over the object's life
+        self.closed_at: list[int] = []  # self.produced when each generator was closed or finished
+        self.calls: list[dict] = []
+        self.voices_created = 0
+
+    # --- contract properties ---
+    @property
+    def languages(self) -> list[str]:
+        return list(LANGUAGES)
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def default_settings(self) -> GenerationSettings:
+        return GenerationSettings(greedy=False, temperature=0.9, top_k=50, top_p=1.0, repetition_penalty=1.05,
+                                  subtalker_temperature=0.9, subtalker_top_k=50, subtalker_top_p=1.0)
+
+    # --- voices ---
+    def create_voice(self, audio, ref_text: str | None = None, name: str = "", language: str = "auto") -> Voice:
+        language = self._check_language(language)
+        if isinstance(audio, tuple):
+            samples, sr = audio
+            samples = np.asarray(samples, np.float32)
+        else:
+            try:
+                samples, sr = sf.read(str(audio), dtype="float32", always_2d=True)
+            except Exception as e:
+                raise AudioError(f"cannot read {Path(audio).name}: {e}") from None
+            name = name or Path(audio).stem
+        mono = samples.mean(axis=1) if samples.ndim == 2 else samples
+        if len(mono) < 0.5 * sr:
+            raise AudioError("the reference is shorter than 0.5 s")
+        if np.max(np.abs(mono)) < 1e-4:
+            raise AudioError("the reference is silent")
+        self.voices_created += 1
+        rng = np.random.default_rng(len(mono))
+        frames = -(-len(mono) * SR // sr // SPF)
+        return Voice(
+            xvector=rng.standard_normal(self.xvector_size).astype(np.float32),
+            model_id=self.model_id,
+            ref_codes=rng.integers(0, 2048, (frames, 16)) if ref_text else None,
+            ref_text=ref_text,
+            language=language,
+            name=name,
+            ref_audio=mono[:: max(1, sr // SR)].astype(np.float32),
+        )
+
+    def _check_language(self, language: str | None) -> str:
+        lang = (language or "auto").strip().lower()
+        if lang not in LANGUAGES:
+            raise TextError(f"unknown language {language!r}; choose one of {', '.join(LANGUAGES)}")
+        return lang
+
+    # --- synthesis ---
+    def synthesize(self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None):
+        settings = settings or GenerationSettings()
+        language = self._check_language(language)
+        if not text.strip():
+            raise TextError("the text is empty; type something to speak")
+        if voice.model_id != self.model_id:
+            raise VoiceError("this voice was made with a different model; create it again from its reference audio")
+        est = max(1, int(round(len(text) * self.frames_per_char)))
+        max_frames = settings.max_frames or max(3 * est, 125)
+        frames = min(est, max_frames)
+        seed = settings.seed if settings.seed is not None else secrets.randbits(32)
+        self.calls.append(dict(text=text, voice=voice.name, language=language, settings=settings, seed=seed))
+        return self._run(frames, est, max_frames, "eos" if est <= max_frames else "cap", seed, settings.stream_audio)
+
+    def _run(self, n: int, est: int, max_frames: int, ended_by: str, seed: int, stream: bool):
+        rng = np.random.default_rng(seed)
+        t0 = time.perf_counter()
+        codes = np.zeros((n, 16), np.int64)
+        audio = np.zeros(n * SPF, np.float32)
+        emitted = 0
+        try:
+            for k in range(n):
+                t = time.perf_counter()
+                time.sleep(self.frame_delay)  # stands in for one talker + code-predictor step
+                if self.fail_at_frame is not None and k == self.fail_at_frame:
+                    raise RuntimeError("simulated engine bug")
+                codes[k] = rng.integers(0, 2048, 16)
+                ph = np.arange(k * SPF, (k + 1) * SPF) / SR
+                audio[k * SPF : (k + 1) * SPF] = 0.3 * np.sin(2 * np.pi * (180 + codes[k, 0] % 200) * ph)
+                self.produced += 1
+                now = time.perf_counter()
+                yield FrameEvent(index=k, codes=codes[k].copy(), elapsed=now - t0, frame_seconds=now - t,
+                                 max_frames=max_frames, estimated_frames=max(est, k + 1))
+                if stream and ((k + 1) % self.chunk_every == 0 or k == n - 1):
+                    end = (k + 1) * SPF
+                    yield AudioChunk(samples=audio[emitted:end].copy(), start_sample=emitted)
+                    emitted = end
+            total = time.perf_counter() - t0
+            yield SynthesisResult(audio=audio, codes=codes, ended_by=ended_by, seed=seed,
+                                  timings={"total": total, "rtf": total / max(n * 0.08, 1e-9)})
+        finally:
+            self.closed_at.append(self.produced)
+
+
+# ------------------------------------------------------------------------------------------------ audio
+
+
+def speech_like(seconds: float, sr: int, lead: float = 0.6, tail: float = 0.6, amp: float = 0.4) -> np.ndarray:
+    """Silence, a warbling tone with a syllable-like envelope, silence."""
+    t = np.arange(int(seconds * sr)) / sr
+    env = (t > lead) & (t < seconds - tail)
+    tone = amp * np.sin(2 * np.pi * (160 + 40 * np.sin(2 * np.pi * 3 * t)) * t) * (0.6 + 0.4 * np.sin(2 * np.pi * 4 * t))
+    noise = 0.001 * np.random.default_rng(0).standard_normal(len(t))
+    return (tone * env + noise).astype(np.float32)
+
+
+class FakeStream:
+    """Calls the callback from its own thread, like PortAudio does, in blocks paced by `speed`."""
+
+    def __init__(self, backend: FakeAudioBackend, kind: str, samplerate: int, callback, block: int):
+        self.backend, self.kind, self.samplerate, self.callback, self.block = backend, kind, samplerate, callback, block
+        self._run = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pos = 0
+
+    def start(self) -> None:
+        self._run.set()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        pause = self.block / self.samplerate / self.backend.speed
+        while self._run.is_set():
+            if self.kind == "output":
+                buf = np.zeros(self.block, np.float32)
+                more = self.callback(buf)
+                self.backend.played.append(buf)
+                if not more:
+                    self.backend.output_finished += 1
+                    return
+            else:
+                src = self.backend.input_signal(self.samplerate)
+                block = src[self._pos : self._pos + self.block]
+                if len(block) < self.block:
+                    block = np.concatenate([block, np.zeros(self.block - len(block), np.float32)])
+                self._pos += self.block
+                self.callback(block.astype(np.float32))
+            time.sleep(pause)
+
+    def stop(self) -> None:
+        self._run.clear()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(2)
+
+    def close(self) -> None:
+        self.stop()
+
+
+@dataclass
+class FakeAudioBackend:
+    has_output: bool = True
+    has_input: bool = True
+    refuse_input: bool = False  # what a refused microphone permission looks like
+    input_rate: int = 48000
+    speed: float = 4.0  # faster than real time keeps tests short
+    played: list = field(default_factory=list)
+    output_finished: int = 0
+    streams: list = field(default_factory=list)
+
+    def output_problem(self) -> str | None:
+        return None if self.has_output else "No audio output device was found"
+
+    def input_problem(self) -> str | None:
+        return None if self.has_input else "No microphone (audio input device) was found"
+
+    def input_samplerate(self) -> int:
+        return self.input_rate
+
+    def input_signal(self, sr: int) -> np.ndarray:
+        if not hasattr(self, "_signal") or self._signal[0] != sr:
+            self._signal = (sr, speech_like(4.0, sr))
+        return self._signal[1]
+
+    def open_output(self, samplerate: int, fill) -> FakeStream:
+        if not self.has_output:
+            raise AudioUnavailable(self.output_problem())
+        s = FakeStream(self, "output", samplerate, fill, 1024)
+        self.streams.append(s)
+        return s
+
+    def open_input(self, samplerate: int, consume) -> FakeStream:
+        if not self.has_input:
+            raise AudioUnavailable(self.input_problem())
+        if self.refuse_input:
+            raise AudioUnavailable("Cannot open the microphone: permission denied")
+        s = FakeStream(self, "input", samplerate, consume, 960)
+        self.streams.append(s)
+        return s
+
+    def played_samples(self) -> np.ndarray:
+        return np.concatenate(self.played) if self.played else np.zeros(0, np.float32)
+
+
+# ------------------------------------------------------------------------------------------------ dialogs
+
+
+class FakeDialogs:
+    """Answers the app's questions from scripted values and records every message it shows."""
+
+    def __init__(self) -> None:
+        self.errors: list[tuple[str, str]] = []
+        self.infos: list[tuple[str, str]] = []
+        self.questions: list[tuple[str, str]] = []
+        self.answer = True
+        self.files: list[str] = []  # answers for open_file / save_file, in order
+        self.dirs: list[str] = []
+        self.texts: list[str | None] = []
+
+    def error(self, parent, title: str, text: str) -> None:
+        self.errors.append((title, text))
+
+    def info(self, parent, title: str, text: str) -> None:
+        self.infos.append((title, text))
+
+    def question(self, parent, title: str, text: str) -> bool:
+        self.questions.append((title, text))
+        return self.answer
+
+    def open_file(self, parent, caption, folder, filters) -> str:
+        return self.files.pop(0) if self.files else ""
+
+    def save_file(self, parent, caption, path, filters) -> str:
+        self.last_save_suggestion = path
+        return self.files.pop(0) if self.files else ""
+
+    def open_dir(self, parent, caption, folder) -> str:
+        return self.dirs.pop(0) if self.dirs else ""
+
+    def get_text(self, parent, title, label, text="") -> str | None:
+        return self.texts.pop(0) if self.texts else None

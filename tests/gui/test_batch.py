@@ -1,0 +1,122 @@
+"""Batch panel: lines in, numbered files out, a bad line does not stop the others, retry, import, close."""
+
+from __future__ import annotations
+
+import numpy as np
+import soundfile as sf
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+
+from qwen3tts_gui.batch import MERGED_NAME
+from qwen3tts_gui.widgets.batch_panel import LANGUAGE
+
+from .fakes import FakeSynthesizer
+
+
+def _run(qtbot, panel, start):
+    assert start()
+    qtbot.waitUntil(lambda: not panel.running, timeout=20000)
+
+
+def test_batch_with_bad_lines(qtbot, make_window, settings, dialogs, tmp_path, fake_synth):
+    window = make_window()
+    panel = window.batch
+    settings.batch_dir = str(tmp_path / "out")
+    panel._show_folder()
+    panel.merge.setChecked(True)
+    panel.gap.setValue(250)
+    panel.add_rows([("First line.", "", "auto"), ("Second line is bad.", "", "klingon"),
+                    ("Third line.", "Test voice", "english"), ("Fourth line.", "Nobody", "auto")])
+    _run(qtbot, panel, panel.run_all)
+    states = [ln.state for ln in panel.model.lines]
+    assert states == ["done", "failed", "done", "failed"]
+    assert panel.model.lines[1].error.startswith("unknown language 'klingon'")
+    assert "Nobody" in panel.model.lines[3].error
+    out = tmp_path / "out"
+    first, third = out / "001 - First line.wav", out / "003 - Third line.wav"
+    a, sr = sf.read(first, dtype="float32")
+    c, _ = sf.read(third, dtype="float32")
+    assert sr == 24000 and len(a) == panel.model.lines[0].duration * 24000
+    merged, _ = sf.read(out / MERGED_NAME, dtype="float32")
+    assert len(merged) == len(a) + len(c) + 6000
+    assert np.all(merged[len(a) : len(a) + 6000] == 0)
+    assert "2 failed" in panel.progress.format()
+    assert not dialogs.errors  # line failures are shown in the table, not as message boxes
+
+    # fix the bad line and retry only the failed ones
+    assert panel.model.setData(panel.model.index(1, LANGUAGE), "english")
+    calls_before = len(fake_synth.calls)
+    _run(qtbot, panel, panel.retry_failed)
+    assert [ln.state for ln in panel.model.lines] == ["done", "done", "done", "failed"]
+    assert len(fake_synth.calls) == calls_before + 1  # line 4 fails before reaching the engine
+    assert (out / "002 - Second line is bad.wav").is_file()
+
+
+def test_batch_cancel_and_progress(qtbot, make_window, settings, tmp_path):
+    synth = FakeSynthesizer(frame_delay=0.02)
+    window = make_window(synth=synth)
+    panel = window.batch
+    settings.batch_dir = str(tmp_path / "out")
+    panel.add_rows([(f"Line number {i} with some words in it.", "", "auto") for i in range(5)])
+    assert panel.run_all()
+    assert not window.generate_btn.isEnabled()  # one engine job at a time
+    qtbot.waitUntil(lambda: "left" in panel.progress.format(), timeout=10000)  # time left, once it can tell
+    running = next(i for i, ln in enumerate(panel.model.lines) if ln.state == "running")
+    assert 0 < running < 4
+    qtbot.waitUntil(lambda: panel.model.lines[running].frames > 3, timeout=5000)
+    assert "Generating" in panel.model.lines[running].status_text()
+    panel.cancel()
+    qtbot.waitUntil(lambda: not panel.running, timeout=5000)
+    states = [ln.state for ln in panel.model.lines]
+    assert states == ["done"] * running + ["cancelled"] * (5 - running)
+    assert panel.retry_btn.isEnabled()
+    assert window.generate_btn.isEnabled()
+
+
+def test_closing_mid_batch_asks_first(qtbot, make_window, settings, dialogs, tmp_path):
+    synth = FakeSynthesizer(frame_delay=0.02)
+    window = make_window(synth=synth)
+    panel = window.batch
+    settings.batch_dir = str(tmp_path / "out")
+    panel.add_rows([("A fairly long line of text to keep the batch busy.", "", "auto")] * 3)
+    assert panel.run_all()
+    dialogs.answer = False
+    window.close()
+    assert dialogs.questions[-1][0] == "Batch running"
+    assert window.isVisible() and panel.running
+    dialogs.answer = True
+    window.close()
+    assert not window.isVisible() and not panel.running or panel.worker.isFinished()
+
+
+def test_import_paste_reorder_remove(qtbot, make_window, dialogs, tmp_path):
+    window = make_window()
+    panel = window.batch
+    txt = tmp_path / "lines.txt"
+    txt.write_text("One.\n\nTwo.\nThree.\n", encoding="utf-8")
+    csv = tmp_path / "lines.csv"
+    csv.write_text("language,text,voice\nenglish,\"Four, with a comma.\",Test voice\nfrench,Cinq.,\n",
+                   encoding="utf-8")
+    assert panel.import_path(txt) and panel.import_path(csv)
+    texts = [ln.text for ln in panel.model.lines]
+    assert texts == ["One.", "Two.", "Three.", "Four, with a comma.", "Cinq."]
+    assert (panel.model.lines[3].voice, panel.model.lines[3].language) == ("Test voice", "english")
+    QGuiApplication.clipboard().setText("Six.\nSeven.\tTest voice\tgerman\n")
+    panel.paste_lines()
+    assert [ln.text for ln in panel.model.lines[-2:]] == ["Six.", "Seven."]
+    assert panel.model.lines[-1].language == "german"
+    panel.table.selectRow(0)
+    panel.move_selected(1)
+    assert [ln.text for ln in panel.model.lines[:2]] == ["Two.", "One."]
+    panel.table.selectRow(1)
+    panel.remove_selected()
+    assert "One." not in [ln.text for ln in panel.model.lines]
+    assert panel.model.data(panel.model.index(0, 0), Qt.ItemDataRole.DisplayRole) == "1"
+    # bad import files: a message, nothing added
+    binary = tmp_path / "data.txt"
+    binary.write_bytes(b"\x00\x01\x02\xff\xfe")
+    count = panel.model.rowCount()
+    assert not panel.import_path(binary)
+    assert not panel.import_path(tmp_path / "missing.csv")
+    assert panel.model.rowCount() == count
+    assert [t for t, _ in dialogs.errors] == ["Cannot import", "Cannot import"]
