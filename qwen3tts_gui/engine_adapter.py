@@ -2,7 +2,7 @@
 
 Only the engine's public API is used: the `engine` package exports, engine.audio (load_audio,
 read_audio_file, save_audio), engine.demo.make_demo_bundle and engine.convert.convert_checkpoint.
-The optional modules are imported on first use so the app starts even in a partial engine build.
+Modules beyond the package exports are imported on first use, so the app starts quickly.
 """
 
 from __future__ import annotations
@@ -96,10 +96,8 @@ def open_synthesizer(bundle_dir: Path, threads: int = 2) -> SynthesizerLike:
 
 def read_audio_file(path: str | Path) -> tuple[np.ndarray, int]:
     """Samples (n, channels) float32 at the file's own rate."""
-    try:
-        from engine.audio import read_audio_file as _read
-    except ModuleNotFoundError:  # engine.audio not landed yet: same behaviour via soundfile
-        _read = _read_with_soundfile
+    from engine.audio import read_audio_file as _read
+
     return _read(path)
 
 
@@ -112,10 +110,8 @@ def load_audio(src: AudioSource) -> np.ndarray:
 
 def save_audio(path: str | Path, samples: np.ndarray, sr: int = SAMPLE_RATE) -> None:
     """Atomic write; the format follows the suffix (.wav .flac .ogg)."""
-    try:
-        from engine.audio import save_audio as _save
-    except ModuleNotFoundError:  # engine.audio not landed yet
-        _save = _save_with_soundfile
+    from engine.audio import save_audio as _save
+
     _save(path, samples, sr)
 
 
@@ -133,37 +129,3 @@ def make_demo_bundle(dest: Path, progress: Progress | None = None) -> Path:
 
     return _make(dest, progress=progress)
 
-
-# --- Stand-ins used only while engine.audio is missing from the build -------------------------------------
-
-
-def _read_with_soundfile(path: str | Path) -> tuple[np.ndarray, int]:
-    import soundfile as sf
-
-    try:
-        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
-    except Exception as e:  # soundfile raises LibsndfileError, RuntimeError, TypeError...
-        raise AudioError(f"{Path(path).name} is not a readable audio file ({e})") from None
-    if len(data) == 0:
-        raise AudioError(f"{Path(path).name} contains no audio")
-    return data, int(sr)
-
-
-def _save_with_soundfile(path: str | Path, samples: np.ndarray, sr: int = SAMPLE_RATE) -> None:
-    import os
-    import tempfile
-
-    import soundfile as sf
-
-    path = Path(path)
-    fmt = {".wav": "WAV", ".flac": "FLAC", ".ogg": "OGG"}.get(path.suffix.lower())
-    if fmt is None:
-        raise AudioError(f"cannot write {path.suffix or 'files without a suffix'}; use .wav, .flac or .ogg")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        sf.write(tmp, np.asarray(samples, np.float32), sr, format=fmt)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

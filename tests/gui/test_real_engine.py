@@ -1,0 +1,111 @@
+"""End to end with the real engine on a demo bundle: voice from a file, generate, tokens, save, batch, cancel.
+
+Frame counts are kept small (the demo model speaks noise and never needs to be long).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import soundfile as sf
+
+from qwen3tts_gui.engine_adapter import Voice, open_synthesizer
+from qwen3tts_gui.paths import models_dir
+
+from .fakes import speech_like
+
+
+def _real_window(make_window, demo_bundle):
+    return make_window(model=False, voice=False, open_synth=open_synthesizer)
+
+
+def _open(qtbot, window, path):
+    with qtbot.waitSignal(window.ctx.model_changed, timeout=60000):
+        assert window.open_model(path)
+    qtbot.waitUntil(lambda: window._model_worker is None, timeout=60000)
+
+
+def test_real_voice_generate_save(qtbot, make_window, demo_bundle, dialogs, tmp_path):
+    window = _real_window(make_window, demo_bundle)
+    # from the welcome view: "Try the demo model" makes a real demo bundle and opens it
+    assert window.stack.currentWidget() is window.welcome
+    window.welcome.demo_btn.click()
+    qtbot.waitUntil(lambda: window.ctx.synth is not None, timeout=120000)
+    qtbot.waitUntil(lambda: window._model_worker is None and window._long_worker is None, timeout=60000)
+    assert window.ctx.model_path == models_dir() / "demo"
+    assert window.stack.currentWidget() is window.tabs
+    synth = window.ctx.synth
+    assert window.lang_combo.count() == len(synth.languages) and window.lang_combo.itemData(0) == "auto"
+
+    # a voice from a FLAC file, trimmed, with a transcript (ICL)
+    ref = tmp_path / "speaker.flac"
+    sf.write(ref, speech_like(4.0, 44100), 44100)
+    panel = window.voice_panel
+    assert panel.load_reference_file(ref)
+    panel.trim_silence()
+    panel.transcript.setPlainText("Hello there.")
+    panel.create_voice()
+    qtbot.waitUntil(lambda: window.ctx.busy is None, timeout=60000)
+    assert not dialogs.errors, dialogs.errors
+    entry = panel.selected_entry()
+    assert entry is not None and entry.icl and entry.model_id == synth.model_id
+    assert Voice.load(entry.path, model_id=synth.model_id).ref_codes.shape[1] == 16
+
+    # generate with streaming audio and a small frame cap
+    box = window.settings_box
+    box.seed_random.setChecked(False)
+    box.seed.setValue(7)
+    box.max_frames.setValue(12)
+    box.stream_audio.setChecked(True)
+    window.text_edit.setPlainText("Hello world.")
+    frames, chunks = [], []
+    assert window.generate()
+    worker = window.synth_worker
+    worker.frame.connect(lambda ev: frames.append(ev.index))
+    worker.chunk.connect(lambda ch: chunks.append((ch.start_sample, len(ch.samples))))
+    qtbot.waitUntil(lambda: window.synth_worker is None, timeout=120000)
+    assert not dialogs.errors, dialogs.errors
+    take = window.output.current
+    assert take is not None and take.seed == 7
+    n = len(take.result.codes)
+    assert 1 <= n <= 12
+    assert frames == list(range(n))
+    np.testing.assert_array_equal(window.progress.tokens.codes(), take.result.codes)
+    starts = [s for s, _ in chunks]
+    assert starts == sorted(starts) and sum(k for _, k in chunks) == len(take.audio)
+
+    out = tmp_path / "real.wav"
+    dialogs.files.append(str(out))
+    window.output.save_take(take)
+    data, sr = sf.read(out, dtype="float32")
+    assert sr == 24000 and len(data) == len(take.audio) > 0
+
+
+def test_real_batch_and_cancel(qtbot, make_window, demo_bundle, dialogs, settings, tmp_path):
+    window = _real_window(make_window, demo_bundle)
+    _open(qtbot, window, demo_bundle)
+    synth = window.ctx.synth
+    window.ctx.library.add(synth.create_voice((speech_like(3.0, 24000), 24000), name="Noise"))
+    window.voice_panel.refresh()
+    window.settings_box.max_frames.setValue(6)
+    settings.batch_dir = str(tmp_path / "batch")
+    panel = window.batch
+    panel.add_rows([("First.", "", "auto"), ("Bad language.", "", "klingon"), ("Third.", "Noise", "english")])
+    assert panel.run_all()
+    qtbot.waitUntil(lambda: not panel.running, timeout=120000)
+    assert [ln.state for ln in panel.model.lines] == ["done", "failed", "done"]
+    assert "klingon" in panel.model.lines[1].error
+    for name in ("001 - First.wav", "003 - Third.wav"):
+        assert sf.info(str(tmp_path / "batch" / name)).samplerate == 24000
+
+    # cancel a long generation after two frames
+    window.settings_box.max_frames.setValue(200)
+    window.text_edit.setPlainText("A long text. " * 20)
+    seen = []
+    assert window.generate()
+    worker = window.synth_worker
+    worker.frame.connect(lambda ev: seen.append(ev.index))
+    qtbot.waitUntil(lambda: len(seen) >= 2, timeout=60000)
+    with qtbot.waitSignal(worker.finished, timeout=30000):
+        window.cancel_generation()
+    assert len(seen) < 200 and window.output.current is None
+    assert "Cancelled" in window.progress.bar.format()
