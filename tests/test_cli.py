@@ -31,7 +31,7 @@ def bundle() -> Path:
         pytest.skip(f"converter parts missing: {sorted(set(ALL_PARTS) - have)}")
     if not REF.is_file():
         pytest.skip("reference audio fixtures missing")
-    return bundle_for(models[0], "fp32").path
+    return bundle_for(models[0], "fp32")
 
 
 def run_cli(capsys, *args: str) -> tuple[int, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engine.bundle import Bundle
 from engine.errors import TextError
 from engine.text import TextTokenizer, clean_text, split_pattern_for
 from tests.bundles import MODELS, OUTPUTS, bundle_for, fixture_models
@@ -25,7 +26,7 @@ def test_ids_identical_to_official_processor(model):
 
 @pytest.mark.parametrize("model", fixture_models() or [pytest.param("none", marks=pytest.mark.skip("no fixtures"))])
 def test_templates_and_bundle_ids(model):
-    bundle = bundle_for(model, "fp32", parts=["text"])
+    bundle = Bundle.open(bundle_for(model, "fp32", parts=["text"]))
     info = bundle.part("text")
     tok = TextTokenizer(bundle)
     im_start, im_end, nl = info["im_start_token_id"], info["im_end_token_id"], info["newline_id"]

@@ -1,0 +1,128 @@
+"""Synthesizer API: events, cancel, seeds, settings, validation (the GUI's contract)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.errors import EngineError, TextError, VoiceError
+from engine.synthesizer import Synthesizer, estimate_seconds
+from engine.types import AudioChunk, FrameEvent, GenerationSettings, SynthesisResult
+from engine.voice import Voice
+from tests.bundles import bundle_for, fixture_models
+
+AUDIO = Path(__file__).resolve().parent / "fixtures" / "audio"
+
+
+@pytest.fixture(scope="module")
+def synth() -> Synthesizer:
+    models = fixture_models()
+    if not models:
+        pytest.skip("fixture models are not generated yet")
+    return Synthesizer(bundle_for(models[0], "fp32", parts=["text", "talker", "codec_decoder"]))
+
+
+@pytest.fixture(scope="module")
+def voice(synth) -> Voice:
+    rng = np.random.default_rng(0)
+    return Voice(xvector=rng.standard_normal(synth.hidden_size).astype(np.float32), model_id=synth.model_id)
+
+
+def codes_of(synth, voice, settings, text="Hello world, how are you?") -> np.ndarray:
+    return list(synth.synthesize(text, voice, "english", settings))[-1].codes
+
+
+def test_contract_properties(synth):
+    assert synth.languages[0] == "auto" and "english" in synth.languages
+    assert not any("dialect" in lang for lang in synth.languages)
+    assert synth.model_id
+    d = synth.default_settings
+    gc = synth.bundle.generation_config
+    assert d.temperature == gc["temperature"] and d.top_k == gc["top_k"] and d.greedy == (not gc["do_sample"])
+
+
+def test_events_in_order_then_one_result(synth, voice):
+    events = list(synth.synthesize("Hello world.", voice, "english",
+                                   GenerationSettings(seed=1, max_frames=8, stream_audio=True)))
+    frames = [e for e in events if isinstance(e, FrameEvent)]
+    chunks = [e for e in events if isinstance(e, AudioChunk)]
+    result = events[-1]
+    assert isinstance(result, SynthesisResult)
+    assert sum(isinstance(e, SynthesisResult) for e in events) == 1
+    assert [f.index for f in frames] == list(range(len(result.codes)))
+    assert all(f.max_frames == 8 and f.estimated_frames >= 1 and f.codes.shape == (16,) for f in frames)
+    assert np.array_equal(np.stack([f.codes for f in frames]), result.codes)
+    assert sum(len(c.samples) for c in chunks) == len(result.audio) == len(result.codes) * 1920
+    assert result.seed == 1 and result.timings["frames"] == len(result.codes)
+
+
+def test_same_seed_same_output_different_seed_different_output(synth, voice):
+    a = codes_of(synth, voice, GenerationSettings(seed=5, max_frames=12))
+    b = codes_of(synth, voice, GenerationSettings(seed=5, max_frames=12))
+    c = codes_of(synth, voice, GenerationSettings(seed=6, max_frames=12))
+    assert np.array_equal(a, b)
+    assert not (a.shape == c.shape and np.array_equal(a, c))
+
+
+def test_cancel_by_closing_the_generator(synth, voice):
+    gen = synth.synthesize("Hello world, how are you?", voice, "english", GenerationSettings(greedy=True, max_frames=30))
+    first = next(gen)
+    assert isinstance(first, FrameEvent)
+    next(gen)
+    gen.close()
+    # the next synthesis starts from scratch and matches a fresh greedy run
+    g1 = codes_of(synth, voice, GenerationSettings(greedy=True, max_frames=5))
+    g2 = codes_of(synth, voice, GenerationSettings(greedy=True, max_frames=5))
+    assert np.array_equal(g1, g2)
+    assert np.array_equal(g1[0], first.codes)
+
+
+def test_max_frames_is_an_upper_bound(synth, voice):
+    r = list(synth.synthesize("Hello world, how are you today? " * 3, voice, "english",
+                              GenerationSettings(seed=0, max_frames=3)))[-1]
+    assert len(r.codes) <= 3
+
+
+@pytest.mark.parametrize("text,language,error", [
+    ("", "english", TextError), ("  \n ", "english", TextError), ("Hi.", "klingon", TextError),
+])
+def test_bad_text_and_language(synth, voice, text, language, error):
+    with pytest.raises(error):
+        synth.synthesize(text, voice, language)
+
+
+def test_text_too_long_for_the_cap(synth, voice):
+    with pytest.raises(TextError, match="too long"):
+        synth.synthesize("This sentence is quite long. " * 400, voice, "english")
+    with pytest.raises(TextError):
+        synth.synthesize("Hi.", voice, "english", GenerationSettings(max_frames=0))
+
+
+def test_voice_checks(synth, voice, tmp_path):
+    foreign = Voice(xvector=voice.xvector, model_id="another-model")
+    with pytest.raises(VoiceError, match="different model"):
+        synth.synthesize("Hi there.", foreign, "english")
+    wrong_width = Voice(xvector=np.zeros(synth.hidden_size + 1, np.float32), model_id=synth.model_id)
+    with pytest.raises(VoiceError):
+        synth.synthesize("Hi there.", wrong_width, "english")
+    bad_codes = Voice(xvector=voice.xvector, model_id=synth.model_id, ref_codes=np.full((3, 16), 10**6),
+                      ref_text="hello")
+    with pytest.raises(VoiceError):
+        synth.synthesize("Hi there.", bad_codes, "english")
+    # voice files round-trip and keep the model id
+    path = voice.save(tmp_path / "v.qvoice")
+    back = Voice.load(path, model_id=synth.model_id)
+    assert np.array_equal(back.xvector, voice.xvector)
+    with pytest.raises(VoiceError):
+        Voice.load(path, model_id="another-model")
+
+
+def test_errors_are_engine_errors():
+    assert issubclass(TextError, EngineError) and issubclass(VoiceError, EngineError)
+
+
+def test_estimate_seconds_scales_with_text():
+    assert estimate_seconds("你好，世界。" * 10) > estimate_seconds("你好，世界。")
+    assert 1.0 < estimate_seconds("The quick brown fox jumps over the lazy dog.") < 6.0
