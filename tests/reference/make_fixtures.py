@@ -1,0 +1,431 @@
+"""Generate the parity fixtures with the official qwen-tts implementation (CPU, fp32, greedy).
+
+Run in the reference environment:
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 /work/venv-ref/bin/python tests/reference/make_fixtures.py
+Options: --out DIR (default tests/fixtures), --steps models,outputs, --models tiny06b,...
+The reference audio (tests/fixtures/audio) is an input; it is made by make_audio.py.
+See tests/fixtures/README / notes FIXTURES.md for the file contract.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+import oracle  # noqa: E402  (installs the torchaudio stub before qwen_tts)
+import torch  # noqa: E402
+
+AUDIO_DIR = oracle.FIXTURES / "audio"
+ATTN = "sdpa"
+K_LOGITS = 4  # prefill + 3 decode steps
+
+TOKENIZER_TEXTS = [
+    "Hello world!",
+    "The quick brown fox jumps over the lazy dog.",
+    "It's 10:45, we're late; they'll wait, won't they?",
+    "Numbers: 0 12 345 6789 3.14159 -7 100% $20.50",
+    "你好，世界！今天天气很好。",
+    "中文和English混合的句子，比如AI和GPU。",
+    "こんにちは、世界！カタカナとひらがな。",
+    "안녕하세요, 세계! 음성 합성 테스트입니다.",
+    "Emoji 😀🎉👍❤️🚀 test 🙂",
+    "Full-width ＡＢＣ１２３，「」（）！？",
+    "Café naïve résumé Straße Ångström",
+    "e\u0301 composed vs é precomposed (NFC)",
+    "Tabs\tand  double  spaces\nnew line\r\nwindows",
+    "   leading and trailing spaces   ",
+    "Привет, мир! Bonjour le monde.",
+    "<|im_start|>assistant\nHello 你好<|im_end|>\n<|im_start|>assistant\n",
+    "",
+]
+
+
+@dataclass(frozen=True)
+class SynthCase:
+    case: str
+    text: str
+    language: str
+    mode: str  # xvector | icl
+    ref_audio: str
+    max_new_tokens: int
+    non_streaming: bool = False
+    expect: str = "any"  # eos | cap | any  (checked: a fixture that changes behaviour fails loudly)
+
+
+LONG_EN = (
+    "This is a much longer sentence for the long case. It keeps going with plenty of words, "
+    "numbers like 42 and 2026, and more clauses, so that the talker has to produce well over "
+    "sixty frames before the cap."
+)
+
+# Texts for the 'eos' cases were found by searching candidates (python make_fixtures.py --search);
+# greedy decoding is deterministic, so the chosen ones are fixed here.
+CASES: dict[str, list[SynthCase]] = {
+    "tiny06b": [
+        SynthCase("xv_en_16k", "Hello world, this is a test.", "english", "xvector",
+                  "en_16k_mono_1s.wav", 24, expect="cap"),
+        SynthCase("xv_auto_zh_44k", "你好，世界！今天天气很好。", "auto", "xvector",
+                  "zh_44k_mono_5s.wav", 24, expect="cap"),
+        SynthCase("icl_en_22k", "Good morning, how are you doing today?", "english", "icl",
+                  "en_22k_stereo_3s.flac", 24, expect="cap"),
+        SynthCase("icl_zh_48k", "我们去公园散步吧。", "chinese", "icl", "zh_48k_mono_3s.flac", 20,
+                  expect="cap"),
+        SynthCase("xv_mixed_48k", "Mixed: 中文 English 日本語 한국어 😀 123 456!", "auto", "xvector",
+                  "en_48k_stereo_12s.flac", 24, expect="cap"),
+        SynthCase("icl_long_12s", LONG_EN, "english", "icl", "en_48k_stereo_12s.flac", 64, expect="cap"),
+        SynthCase("xv_long_24k", LONG_EN, "english", "xvector", "en_24k_mono_2s.wav", 66, expect="cap"),
+        SynthCase("xv_eos_44k", "Hello world.", "english", "xvector", "en_44k_stereo_2s.flac", 60,
+                  expect="eos"),
+        SynthCase("icl_eos_22k", "Good morning, how are you doing today?", "auto", "icl",
+                  "en_22k_stereo_3s.flac", 60, expect="eos"),
+        SynthCase("xv_nonstream_16k", "안녕하세요, 세계! 123", "korean", "xvector", "zh_16k_stereo_4s.wav", 20,
+                  non_streaming=True, expect="cap"),
+        SynthCase("icl_nonstream_48k", "The quick brown fox.", "english", "icl", "zh_48k_mono_3s.flac", 20,
+                  non_streaming=True, expect="cap"),
+        SynthCase("icl_auto_16k", "English text with a Chinese reference.", "auto", "icl",
+                  "zh_16k_stereo_4s.wav", 20, expect="cap"),
+    ],
+    "tiny17b": [
+        SynthCase("xv_en_22k", "Hello world, this is a test.", "english", "xvector",
+                  "en_22k_stereo_3s.flac", 20, expect="cap"),
+        SynthCase("icl_zh_44k", "你好，世界！今天天气很好。", "chinese", "icl", "zh_44k_mono_5s.wav", 20,
+                  expect="cap"),
+        SynthCase("xv_mixed_auto_48k", "Mixed: 中文 English 한국어 😀 123!", "auto", "xvector",
+                  "zh_48k_mono_3s.flac", 20, expect="cap"),
+        SynthCase("xv_eos_16k", "Hello world.", "english", "xvector", "en_16k_mono_1s.wav", 60,
+                  expect="eos"),
+        SynthCase("icl_nonstream_24k", "Speech synthesis test.", "english", "icl", "en_24k_mono_2s.wav", 16,
+                  non_streaming=True, expect="cap"),
+    ],
+    "tinyodd": [
+        SynthCase("xv_en_44k", "Hello world, this is a test.", "english", "xvector",
+                  "en_44k_stereo_2s.flac", 20, expect="cap"),
+        SynthCase("icl_long_12s", LONG_EN, "english", "icl", "en_48k_stereo_12s.flac", 64, expect="cap"),
+        SynthCase("xv_auto_zh_16k", "你好，世界！😀 123", "auto", "xvector", "zh_16k_stereo_4s.wav", 20,
+                  expect="cap"),
+        SynthCase("icl_eos_16k", "Hello world.", "english", "icl", "en_16k_mono_1s.wav", 60, expect="eos"),
+        SynthCase("xv_nonstream_22k", "The quick brown fox.", "auto", "xvector", "en_22k_stereo_3s.flac", 16,
+                  non_streaming=True, expect="cap"),
+    ],
+}
+
+EOS_CANDIDATES = [
+    "Hello world.", "Good morning, how are you doing today?", "你好，世界！", "Numbers 123 and emoji 😀",
+    "今天天气很好，我们去公园散步吧。", "안녕하세요", "The quick brown fox.", "Speech synthesis test.",
+    "Thank you very much.", "See you tomorrow!", "谢谢你。", "What time is it now?",
+]
+
+DECODER_T = {"tiny06b": [20, 100, 400], "tiny17b": [20, 100, 400], "tinyodd": [5, 20, 100, 400]}
+
+GEN = dict(do_sample=False, subtalker_dosample=False, repetition_penalty=1.05, top_k=50, top_p=1.0,
+           temperature=0.9, subtalker_top_k=50, subtalker_top_p=1.0, subtalker_temperature=0.9)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def save_npz(path: Path, **arrays: Any) -> None:
+    """np.savez_compressed, atomically; strings become 0-d unicode arrays."""
+    conv = {}
+    for k, v in arrays.items():
+        if isinstance(v, str):
+            v = np.array(v)
+        elif isinstance(v, (bool, int, float)):
+            v = np.array(v)
+        conv[k] = v
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez_compressed(tmp, **conv)
+    os.replace(tmp, path)
+
+
+def stem(name: str) -> str:
+    return Path(name).stem + "_" + Path(name).suffix.lstrip(".")
+
+
+def audio_index() -> list[dict]:
+    return json.loads((AUDIO_DIR / "index.json").read_text(encoding="utf-8"))
+
+
+def transcript(audio_file: str) -> str:
+    for e in audio_index():
+        if e["file"] == audio_file:
+            return e["transcript"]
+    raise KeyError(audio_file)
+
+
+class Runner:
+    def __init__(self, out: Path, name: str):
+        self.name = name
+        self.mdir = out / "models" / name
+        self.odir = out / "outputs" / name
+        self.odir.mkdir(parents=True, exist_ok=True)
+        self.tts = oracle.load_official(self.mdir, attn=ATTN)
+        self.model = self.tts.model
+        self.cfg = self.model.config
+        self.entries: list[dict] = []
+        self._prompts: dict = {}
+
+    # -- speech tokenizer decoder ----------------------------------------------------------
+    def decoder_cases(self) -> None:
+        cb = self.cfg.talker_config.vocab_size - 1024
+        g = np.random.default_rng(oracle.SPECS[self.name].seed + 7)
+        st = self.model.speech_tokenizer
+        for t in DECODER_T[self.name]:
+            codes = g.integers(0, cb, size=(t, 16), dtype=np.int64)
+            wavs, sr = st.decode([{"audio_codes": torch.from_numpy(codes)}])
+            wav = np.asarray(wavs[0], dtype=np.float32)
+            assert sr == 24000 and wav.shape == (t * 1920,), (sr, wav.shape)
+            f = f"decoder_T{t}.npz"
+            save_npz(self.odir / f, codes=codes, wav=wav)
+            self.entries.append(dict(kind="decoder", model=self.name, file=f"outputs/{self.name}/{f}",
+                                     frames=t, samples=int(wav.shape[0]),
+                                     window=int(st.model.config.decoder_config.sliding_window),
+                                     chunked=t > 300))
+
+    # -- speaker encoder + Mimi encoder per reference audio ----------------------------------
+    def audio_cases(self, common: Path) -> None:
+        for e in audio_index():
+            path = str(AUDIO_DIR / e["file"])
+            # x-vector path exactly as create_voice_clone_prompt: load, mono, resample, mel, encoder
+            wav, sr = self.tts._normalize_audio_inputs([path])[0]
+            import librosa
+
+            a24 = wav if sr == 24000 else librosa.resample(y=wav.astype(np.float32), orig_sr=int(sr),
+                                                           target_sr=24000)
+            with oracle.SpeakerCapture(self.model) as cap:
+                xvec = self.model.extract_speaker_embedding(audio=a24, sr=24000)
+            mel = cap.mels[0]
+            xvec = xvec.detach().float().numpy()
+            # codec path exactly as Qwen3TTSTokenizer.encode on a file path
+            enc_audio = self.model.speech_tokenizer.load_audio(path, target_sr=24000)
+            assert np.array_equal(enc_audio, np.asarray(a24, dtype=np.float32)), "resample paths differ"
+            codes = self.model.speech_tokenizer.encode(path).audio_codes[0].numpy().astype(np.int64)
+            s = stem(e["file"])
+            cfile = common / f"audio_{s}.npz"
+            a24 = np.asarray(a24, dtype=np.float32)
+            if cfile.exists():
+                old = np.load(cfile)
+                assert np.array_equal(old["audio24k"], a24) and np.array_equal(old["mel"], mel), s
+            else:
+                save_npz(cfile, audio24k=a24, mel=mel, audio=e["file"], sample_rate=e["sample_rate"])
+            save_npz(self.odir / f"speaker_{s}.npz", xvector=xvec, audio=e["file"],
+                     common=f"outputs/common/audio_{s}.npz")
+            save_npz(self.odir / f"encoder_{s}.npz", codes=codes, audio=e["file"],
+                     common=f"outputs/common/audio_{s}.npz")
+            n = len(a24)
+            self.entries.append(dict(kind="speaker", model=self.name, file=f"outputs/{self.name}/speaker_{s}.npz",
+                                     audio=e["file"], common=f"outputs/common/audio_{s}.npz",
+                                     samples24k=n, mel_frames=int(mel.shape[0]), dim=int(xvec.shape[0])))
+            self.entries.append(dict(kind="encoder", model=self.name, file=f"outputs/{self.name}/encoder_{s}.npz",
+                                     audio=e["file"], common=f"outputs/common/audio_{s}.npz",
+                                     samples24k=n, frames=int(codes.shape[0]),
+                                     frames_25hz=int(-(-n // 960))))
+
+    # -- tokenizer ------------------------------------------------------------------------------
+    def tokenizer_case(self) -> None:
+        tok = self.tts.processor
+        ids = np.empty(len(TOKENIZER_TEXTS), dtype=object)
+        for i, t in enumerate(TOKENIZER_TEXTS):
+            ids[i] = np.asarray(tok(text=t)["input_ids"][0], dtype=np.int64)
+        save_npz(self.odir / "tokenizer.npz", texts=np.array(TOKENIZER_TEXTS), ids=ids)
+        self.entries.append(dict(kind="tokenizer", model=self.name, file=f"outputs/{self.name}/tokenizer.npz",
+                                 count=len(TOKENIZER_TEXTS), allow_pickle=True))
+
+    # -- synthesis ------------------------------------------------------------------------------
+    def prompt(self, ref_audio: str, mode: str):
+        key = (ref_audio, mode)
+        if key not in self._prompts:
+            items = self.tts.create_voice_clone_prompt(
+                ref_audio=str(AUDIO_DIR / ref_audio),
+                ref_text=transcript(ref_audio) if mode == "icl" else None,
+                x_vector_only_mode=(mode == "xvector"),
+            )
+            self._prompts[key] = items
+        return self._prompts[key]
+
+    def run_synth(self, c: SynthCase) -> dict:
+        items = self.prompt(c.ref_audio, c.mode)
+        got: dict = {}
+        model = self.model
+        orig_gen = model.generate
+        orig_tgen = model.talker.generate
+
+        def gen_wrap(*a: Any, **kw: Any):
+            got["input_ids"] = kw["input_ids"][0][0].numpy().copy()
+            ref_ids = kw.get("ref_ids")
+            got["ref_ids"] = None if not ref_ids or ref_ids[0] is None else ref_ids[0][0].numpy().copy()
+            got["gen_kwargs"] = {k: kw[k] for k in ("max_new_tokens", "do_sample", "subtalker_dosample",
+                                                    "repetition_penalty", "top_k", "top_p", "temperature")}
+            res = orig_gen(*a, **kw)
+            got["codes"] = res[0][0].numpy().astype(np.int64).copy()
+            return res
+
+        def tgen_wrap(*a: Any, **kw: Any):
+            res = orig_tgen(*a, **kw)
+            got["sampled"] = res.sequences[0].numpy().astype(np.int64).copy()
+            return res
+
+        model.generate = gen_wrap
+        model.talker.generate = tgen_wrap
+        try:
+            with oracle.TalkerCapture(model, k_logits=K_LOGITS) as cap:
+                wavs, sr = self.tts.generate_voice_clone(
+                    text=c.text, language=c.language, voice_clone_prompt=items,
+                    non_streaming_mode=c.non_streaming, max_new_tokens=c.max_new_tokens, **GEN)
+        finally:
+            del model.generate
+            del model.talker.generate
+        codes = got["codes"]
+        eos = self.cfg.talker_config.codec_eos_token_id
+        ended_by = "eos" if int(got["sampled"][-1]) == eos else "cap"
+        if ended_by == "cap":
+            assert codes.shape[0] == c.max_new_tokens - 1, (codes.shape, c)
+        return dict(got=got, cap=cap, wav=np.asarray(wavs[0], dtype=np.float32), sr=sr, ended_by=ended_by,
+                    items=items)
+
+    def synth_cases(self) -> None:
+        for c in CASES[self.name]:
+            r = self.run_synth(c)
+            got, cap, items = r["got"], r["cap"], r["items"]
+            if c.expect != "any" and r["ended_by"] != c.expect:
+                raise SystemExit(f"{self.name}/{c.case}: ended by {r['ended_by']}, expected {c.expect}")
+            if len(cap.logits) < 3:
+                raise SystemExit(f"{self.name}/{c.case}: only {len(cap.logits)} logits rows")
+            it = items[0]
+            arrays = dict(
+                text=c.text, language=c.language, mode=c.mode, ref_audio=c.ref_audio,
+                ref_text=transcript(c.ref_audio) if c.mode == "icl" else "",
+                non_streaming=bool(c.non_streaming), max_new_tokens=int(c.max_new_tokens),
+                input_ids=got["input_ids"].astype(np.int64),
+                xvector=it.ref_spk_embedding.detach().float().numpy(),
+                prefill=cap.prefill.astype(np.float32), trailing=cap.trailing.astype(np.float32),
+                logits=np.stack(cap.logits).astype(np.float32), codes=got["codes"],
+                sampled=got["sampled"], wav=r["wav"], ended_by=r["ended_by"],
+            )
+            if c.mode == "icl":
+                arrays["ref_ids"] = got["ref_ids"].astype(np.int64)
+                arrays["ref_codes"] = it.ref_code.numpy().astype(np.int64)
+            f = f"synth_{c.case}.npz"
+            save_npz(self.odir / f, **arrays)
+            e = dict(kind="synth", model=self.name, file=f"outputs/{self.name}/{f}", **asdict(c))
+            e.pop("expect")
+            e.update(ended_by=r["ended_by"], frames=int(got["codes"].shape[0]),
+                     prefill_rows=int(cap.prefill.shape[0]), trailing_rows=int(cap.trailing.shape[0]),
+                     logits_rows=len(cap.logits), samples=int(r["wav"].shape[0]),
+                     ref_frames=int(it.ref_code.shape[0]) if c.mode == "icl" else 0,
+                     gen=dict(got["gen_kwargs"], **{k: GEN[k] for k in GEN}), attn=ATTN)
+            self.entries.append(e)
+            print(f"  {self.name}/{c.case}: {e['frames']} frames, {r['ended_by']}, prefill {e['prefill_rows']}",
+                  flush=True)
+
+    def search_eos(self, c: SynthCase) -> None:
+        for t in EOS_CANDIDATES:
+            r = self.run_synth(SynthCase(c.case, t, c.language, c.mode, c.ref_audio, c.max_new_tokens,
+                                         c.non_streaming))
+            print(f"  {c.case} {t!r}: {r['got']['codes'].shape[0]} frames, {r['ended_by']}", flush=True)
+
+
+def model_summary(name: str, mdir: Path) -> dict:
+    cfg = json.loads((mdir / "config.json").read_text())
+    st = json.loads((mdir / "speech_tokenizer" / "config.json").read_text())
+    tc, cp = cfg["talker_config"], cfg["talker_config"]["code_predictor_config"]
+    dec, enc = st["decoder_config"], st["encoder_config"]
+    return dict(
+        model=name, path=f"models/{name}", tts_model_size=cfg["tts_model_size"],
+        talker=dict(hidden=tc["hidden_size"], layers=tc["num_hidden_layers"], heads=tc["num_attention_heads"],
+                    kv_heads=tc["num_key_value_heads"], head_dim=tc["head_dim"], vocab=tc["vocab_size"],
+                    text_vocab=tc["text_vocab_size"], text_hidden=tc["text_hidden_size"],
+                    mrope_section=tc["rope_scaling"]["mrope_section"]),
+        code_predictor=dict(hidden=cp["hidden_size"], layers=cp["num_hidden_layers"],
+                            heads=cp["num_attention_heads"], kv_heads=cp["num_key_value_heads"],
+                            head_dim=cp["head_dim"], vocab=cp["vocab_size"]),
+        codebook_size=dec["codebook_size"], num_code_groups=tc["num_code_groups"],
+        decoder=dict(hidden=dec["hidden_size"], layers=dec["num_hidden_layers"], heads=dec["num_attention_heads"],
+                     head_dim=dec["head_dim"], sliding_window=dec["sliding_window"], latent=dec["latent_dim"],
+                     decoder_dim=dec["decoder_dim"], codebook_dim=dec["codebook_dim"]),
+        encoder=dict(hidden=enc["hidden_size"], layers=enc["num_hidden_layers"], filters=enc["num_filters"],
+                     sliding_window=enc["sliding_window"], codebook_dim=enc["codebook_dim"],
+                     num_quantizers=enc["num_quantizers"]),
+        speaker_dim=cfg["speaker_encoder_config"]["enc_dim"],
+        special=dict(im_start=cfg["im_start_token_id"], im_end=cfg["im_end_token_id"],
+                     tts_pad=cfg["tts_pad_token_id"], tts_bos=cfg["tts_bos_token_id"],
+                     tts_eos=cfg["tts_eos_token_id"], codec_eos=tc["codec_eos_token_id"],
+                     codec_pad=tc["codec_pad_id"], codec_bos=tc["codec_bos_id"]),
+        weights_dtype="bfloat16 (model.safetensors), float32 (speech_tokenizer)",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, default=oracle.FIXTURES)
+    ap.add_argument("--steps", default="models,outputs")
+    ap.add_argument("--models", default=",".join(oracle.SPECS))
+    ap.add_argument("--search", action="store_true", help="try EOS_CANDIDATES for every 'eos' case")
+    args = ap.parse_args(argv)
+    steps = args.steps.split(",")
+    names = args.models.split(",")
+    out: Path = args.out
+    t0 = time.time()
+    if "models" in steps:
+        for name in names:
+            model, st, tok, fb = oracle.build_models(oracle.SPECS[name])
+            assert not fb, f"parameters without an init rule: {fb}"
+            oracle.save_hub(model, st, tok, out / "models" / name)
+            print(f"model {name} written ({time.time() - t0:.1f}s)", flush=True)
+    if args.search:
+        for name in names:
+            r = Runner(out, name)
+            for c in CASES[name]:
+                if c.expect == "eos":
+                    r.search_eos(c)
+        return 0
+    if "outputs" in steps:
+        common = out / "outputs" / "common"
+        common.mkdir(parents=True, exist_ok=True)
+        for f in common.glob("*.npz"):
+            f.unlink()
+        entries: list[dict] = []
+        models: list[dict] = []
+        for name in names:
+            r = Runner(out, name)
+            for f in r.odir.glob("*.npz"):
+                f.unlink()
+            r.decoder_cases()
+            r.audio_cases(common)
+            r.tokenizer_case()
+            r.synth_cases()
+            entries += r.entries
+            models.append(model_summary(name, r.mdir))
+            print(f"outputs {name} done ({time.time() - t0:.1f}s)", flush=True)
+        probe = oracle.mimi_transformer_mask_probe(r.model.speech_tokenizer.model, 300)
+        import transformers
+
+        meta = dict(
+            generator="tests/reference/make_fixtures.py",
+            versions=dict(torch=torch.__version__, transformers=transformers.__version__,
+                          qwen_tts=_qwen_tts_version(), numpy=np.__version__),
+            device="cpu", dtype="float32", attn_implementation=ATTN, torch_threads=torch.get_num_threads(),
+            mimi_encoder_mask_probe=probe,
+        )
+        oracle._write_json(out / "cases.json", dict(meta=meta, models=models, entries=entries))
+    print(f"done in {time.time() - t0:.1f}s", flush=True)
+    return 0
+
+
+def _qwen_tts_version() -> str:
+    from importlib.metadata import version
+
+    return version("qwen-tts")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
