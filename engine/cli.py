@@ -107,6 +107,9 @@ def _voice_for(synth, args: argparse.Namespace):
         return voice
     if args.ref is None:
         raise UsageError("give the voice to clone: --ref REFERENCE_AUDIO or --voice VOICE_FILE")
+    if args.ref_text is None and not args.x_vector_only:
+        raise UsageError("in-context cloning needs the reference transcript: add --ref-text TEXT, "
+                         "or --x-vector-only to clone from the voice timbre alone")
     ref_text = None if args.x_vector_only else args.ref_text
     return synth.create_voice(str(args.ref), ref_text=ref_text)
 

@@ -111,6 +111,7 @@ def _bad_inputs(tmp: Path, bundle: Path) -> dict[str, list[str]]:
         "corrupt reference": ["--ref", str(corrupt), "--x-vector-only"],
         "missing reference": ["--ref", str(tmp / "nope.wav"), "--x-vector-only"],
         "empty reference text": ["--ref", str(REF), "--ref-text", "  "],
+        "ICL without reference text": ["--ref", str(REF)],
         "voice of another model": ["--voice", str(foreign)],
         "voice and ref": ["--voice", str(foreign), *ref],
         "zero max frames": ["--max-frames", "0", *ref],
