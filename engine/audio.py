@@ -9,6 +9,7 @@ mel_spectrogram reproduces qwen_tts mel_spectrogram(..., n_fft=1024, num_mels=12
 from __future__ import annotations
 
 import errno
+import io
 import math
 import os
 import tempfile
@@ -183,27 +184,35 @@ def save_audio(path: str | os.PathLike, samples: np.ndarray, sr: int = SAMPLE_RA
         raise AudioError(f"cannot save {path.name}: folder {parent} does not exist")
     if path.is_dir():
         raise AudioError(f"cannot save {path}: it is a folder")
+    buf = io.BytesIO()  # encode in memory first: file-system errors then surface as plain OSErrors
+    try:
+        sf.write(buf, a, int(sr), subtype=subtype, format=fmt)
+    except (sf.LibsndfileError, sf.SoundFileRuntimeError, RuntimeError, ValueError, TypeError) as e:
+        raise AudioError(f"cannot save {path.name}: encoding {fmt} failed ({e})") from None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
     except OSError as e:
         raise AudioError(f"cannot save {path.name}: {_os_reason(e)}") from None
     try:
-        with os.fdopen(fd, "r+b") as f:
-            sf.write(f, a, int(sr), subtype=subtype, format=fmt)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            _write_all(fd, buf.getbuffer())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except OSError as e:
         _unlink(tmp)
         raise AudioError(f"cannot save {path.name}: {_os_reason(e)}") from None
-    except (sf.LibsndfileError, sf.SoundFileRuntimeError, RuntimeError, ValueError, TypeError, AssertionError) as e:
-        # soundfile reports short writes (e.g. a full disk) as a failed assertion or a libsndfile error
-        _unlink(tmp)
-        raise AudioError(f"cannot save {path.name}: writing failed (disk full or not writable?) {e}".rstrip()) from None
     except BaseException:
         _unlink(tmp)
         raise
     return path
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]
 
 
 def _os_reason(e: OSError) -> str:
