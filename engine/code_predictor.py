@@ -14,22 +14,24 @@ import numpy as np
 
 from .bundle import Bundle
 from .errors import BundleError, EngineError
-from .talker import RopeTable, as_rows, check_ids
+from .talker import RopeTable, as_rows, check_ids, net_precision
 
 Choose = Callable[[np.ndarray, int], int]
 
 
 class CodePredictor:
-    def __init__(self, bundle: Bundle, threads: int = 2):
+    def __init__(self, bundle: Bundle, threads: int = 2, *, compact_weights: bool = True):
         meta = bundle.part("talker")
         spec = meta["code_predictor"]
         self.groups = int(meta["num_code_groups"])  # 16: code 0 from the talker + 15 from here
         self.codebook_size = int(meta["codebook_size"])
         self.hidden_size = int(meta["talker"]["hidden"])  # inputs and the feedback are talker width
         self.layers = int(spec["layers"])
-        self.net = bundle.net(meta["cp_graph"], threads)
-        self._codec = bundle.table(meta["tables"]["codec"])
-        self._cp = bundle.table(meta["tables"]["cp_codec"])  # (groups-1, codebook, talker hidden)
+        self.net = bundle.net(meta["cp_graph"], threads, net_precision(bundle, meta, compact_weights))
+        # plain ndarray views of the memory-mapped tables (memmap indexing is slow)
+        self._codec = np.asarray(bundle.table(meta["tables"]["codec"]))
+        self._cp = np.asarray(bundle.table(meta["tables"]["cp_codec"]))  # (groups-1, codebook, talker hidden)
+        self._cp_flat = self._cp.reshape(-1, self._cp.shape[-1])  # row (g-1)*codebook + code
         rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]), initial=self.groups)
         # positions are the same every frame: keep their cos/sin rows as ready ncnn Mats
         self._cos = [ncnn.Mat(np.ascontiguousarray(rope.cos[p:p + 1])).clone() for p in range(self.groups)]
@@ -37,6 +39,7 @@ class CodePredictor:
         self._cache_in = [f"{kv}_in_{i}" for i in range(self.layers) for kv in ("k", "v")]
         self._cache_out = [f"{kv}_out_{i}" for i in range(self.layers) for kv in ("k", "v")]
         self._heads = [f"logits_{g}" for g in range(self.groups - 1)]
+        self._offsets = np.arange(self.groups - 1, dtype=np.int64) * self.codebook_size
 
     def predict(self, past_hidden: np.ndarray, c0: int, choose: Choose) -> np.ndarray:
         """Codes 1..15 of the frame whose code 0 is c0; choose(logits, group) picks each code."""
@@ -69,9 +72,10 @@ class CodePredictor:
             raise EngineError(f"codes must have shape (frames, {self.groups}), got {codes.shape}")
         check_ids(codes[:, 0], self._codec.shape[0], "code 0")
         check_ids(codes[:, 1:], self.codebook_size, "code")
+        rows = as_rows(self._cp_flat, codes[:, 1:] + self._offsets)  # (T, groups-1, H)
         acc = as_rows(self._codec, codes[:, 0])
-        for g in range(1, self.groups):  # sequential fp32 sum in group order, like the official sum
-            acc += as_rows(self._cp[g - 1], codes[:, g])
+        for g in range(self.groups - 1):  # sequential fp32 sum in group order, like the official sum
+            acc += rows[:, g]
         return acc
 
     def _run(self, x: np.ndarray, pos: int, caches: list, head: str | None) -> tuple[list, np.ndarray | None]:

@@ -6,6 +6,8 @@ ncnn's SDPA appends the new rows. Positions and RoPE rows are tracked here.
 
 from __future__ import annotations
 
+import platform
+
 import ncnn
 import numpy as np
 
@@ -13,6 +15,22 @@ from .bundle import Bundle
 from .errors import BundleError, EngineError
 
 MASKED = np.float32(-1e9)  # additive mask value for future positions (exp underflows to exactly 0)
+
+
+X86 = platform.machine().lower() in ("x86_64", "amd64", "x86", "i386", "i686")
+
+
+def net_precision(bundle: Bundle, meta: dict, compact_weights: bool = True) -> str:
+    """ncnn options for the talker/code-predictor graphs.
+
+    fp32 bundles may hold fp16-stored (lossless) weights: on x86 ncnn then keeps them fp16 in memory and still
+    computes in fp32 (it never converts activations to fp16 there); elsewhere, or with compact_weights=False,
+    they are widened to fp32 at load."""
+    if bundle.precision != "fp32":
+        return bundle.precision
+    if compact_weights and X86 and int(meta.get("fp16_weight_layers", 0)) > 0:
+        return "fp16"
+    return "fp32"
 
 
 def inv_freq(head_dim: int, theta: float) -> np.ndarray:
@@ -61,14 +79,14 @@ def check_ids(ids: np.ndarray, limit: int, what: str) -> None:
 class Talker:
     """Talker stack with KV cache. prefill() starts a new sequence at position 0; step() continues it."""
 
-    def __init__(self, bundle: Bundle, threads: int = 2):
+    def __init__(self, bundle: Bundle, threads: int = 2, *, compact_weights: bool = True):
         meta = bundle.part("talker")
         spec = meta["talker"]
         self.hidden_size = int(spec["hidden"])
         self.vocab_size = int(meta["vocab_size"])
         self.layers = int(spec["layers"])
-        self.net = bundle.net(meta["talker_graph"], threads)
-        self._codec = bundle.table(meta["tables"]["codec"])
+        self.net = bundle.net(meta["talker_graph"], threads, net_precision(bundle, meta, compact_weights))
+        self._codec = np.asarray(bundle.table(meta["tables"]["codec"]))  # plain view of the mmap: fast indexing
         self._rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]))
         self._cache_in = [f"{kv}_in_{i}" for i in range(self.layers) for kv in ("k", "v")]
         self._cache_out = [f"{kv}_out_{i}" for i in range(self.layers) for kv in ("k", "v")]

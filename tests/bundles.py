@@ -45,7 +45,7 @@ def _tmp_root() -> Path:
     return _root[0]
 
 
-def _convert_parts(src: Path, dest: Path, precision: str, parts: tuple[str, ...]) -> Path:
+def convert_parts(src: Path, dest: Path, precision: str, parts: tuple[str, ...]) -> Path:
     known = [name for name, _ in PARTS]
     unknown = [p for p in parts if p not in known]
     if unknown:
@@ -78,5 +78,5 @@ def bundle_for(model: str, precision: str = "fp32", parts: Iterable[str] | None 
         if key_parts is None:
             _built[key] = convert_checkpoint(src, dest, precision=precision, overwrite=True)
         else:
-            _built[key] = _convert_parts(src, dest, precision, key_parts)
+            _built[key] = convert_parts(src, dest, precision, key_parts)
     return _built[key]

@@ -220,3 +220,32 @@ def test_bad_input_raises_engine_error():
         cp.feedback([0] + [cp.codebook_size] * (cp.groups - 1))
     with pytest.raises(EngineError):
         cp.predict(np.zeros(cp.hidden_size, np.float32), 0, lambda lg, g: cp.codebook_size)
+
+
+def test_fp32_bundle_of_bf16_checkpoint_keeps_exact_weights(tmp_path):
+    """bf16 checkpoints (the real form) get fp16-stored weights in an fp32 bundle: lossless, so the compact run
+    equals the run with the weights widened to fp32 at load."""
+    demo = pytest.importorskip("engine.demo")
+    from tests.bundles import convert_parts
+
+    ckpt = demo.write_random_checkpoint(tmp_path / "ckpt", "demo", seed=1, dtype="bf16")
+    bundle = Bundle.open(convert_parts(ckpt, tmp_path / "bundle", "fp32", ("talker",)))
+    meta = bundle.part("talker")
+    assert meta["fp16_weight_layers"] > 0 and meta["fp32_weight_layers"] == 0
+    rng = np.random.default_rng(5)
+    results = []
+    for compact in (True, False):
+        talker = Talker(bundle, THREADS, compact_weights=compact)
+        cp = CodePredictor(bundle, THREADS, compact_weights=compact)
+        rows = rng.standard_normal((7, talker.hidden_size)).astype(np.float32) if not results else results[0][0]
+        h, lg = talker.prefill(rows[:5])
+        outs = [lg]
+        for r in rows[5:]:
+            h, lg = talker.step(r)
+            outs.append(lg)
+        cp_logits: list[np.ndarray] = []
+        cp.predict(h, 3, lambda x, g, _o=cp_logits: (_o.append(x), int(np.argmax(x)))[1])
+        results.append((rows, outs, cp_logits))
+    (_, a, ca), (_, b, cb) = results
+    assert max(rel_err(x, y) for x, y in zip(a, b, strict=True)) <= 1e-5
+    assert max(rel_err(x, y) for x, y in zip(ca, cb, strict=True)) <= 1e-5

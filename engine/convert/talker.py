@@ -15,6 +15,12 @@ Tables: talker_codec_embedding (V, H); cp_codec_embedding (G-1, codebook, H) (ta
 One decode row stays 1-D through the whole stack so every Linear runs ncnn's GEMV kernel; a prefill is 2-D
 (GEMM kernel). Squeeze(h) after the attention reshape turns a 1-row matrix back into a vector.
 q/k/v and gate/up are fused into one InnerProduct each (same rows, so the same dot products).
+
+Weight storage: fp16 bundles store every Linear weight as fp16. fp32 bundles store a Linear weight as fp16 when
+that is lossless for it (every value of fp16 normal magnitude converts exactly; values below 2^-14 move by at most
+2^-25): true for bf16 checkpoints, the form the real ones ship in. On x86, ncnn's fp16 weight storage keeps all
+activations in fp32 and accumulates in fp32, so such a bundle computes with the checkpoint's exact weights at half
+the memory traffic. Other Linears of an fp32 bundle stay fp32 and carry featmask "no fp16 storage" (param 31).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from .checkpoint import Checkpoint
 TALKER_GRAPH = "talker"
 CP_GRAPH = "code_predictor"
 FP16_MAX = 65504.0
+FP16_MIN_NORMAL = 2.0**-14
+FEATMASK_NO_FP16 = 1 << 1  # ncnn per-layer featmask bit: no fp16 storage/packing for this layer
 
 
 @dataclass(frozen=True)
@@ -85,11 +93,21 @@ class StackSpec:
         }
 
 
+def fp16_lossless(w: np.ndarray) -> bool:
+    """Every value of fp16 normal magnitude converts exactly (smaller ones move by at most 2^-25)."""
+    if not np.isfinite(w).all() or float(np.max(np.abs(w), initial=0.0)) >= FP16_MAX:
+        return False
+    back = w.astype(np.float16).astype(np.float32)
+    return bool(np.all((back == w) | (np.abs(w) < FP16_MIN_NORMAL)))
+
+
 class _Builder:
     """Adds layers of one stack to a Graph, reading weights from the checkpoint."""
 
-    def __init__(self, g: Graph, ckpt: Checkpoint, fp16: bool):
-        self.g, self.ckpt, self.fp16 = g, ckpt, fp16
+    def __init__(self, g: Graph, ckpt: Checkpoint, precision: str):
+        self.g, self.ckpt, self.precision = g, ckpt, precision
+        self.fp16_layers = 0
+        self.fp32_layers = 0
 
     def w(self, name: str) -> np.ndarray:
         return self.ckpt.main.get(name)
@@ -102,7 +120,14 @@ class _Builder:
         """InnerProduct over the row-concatenation of `weights` (PyTorch [out, in] layout)."""
         w = np.concatenate(weights, axis=0) if len(weights) > 1 else weights[0]
         params: dict[int, Any] = {0: int(w.shape[0]), 1: 0, 2: int(w.size)}
-        ws = [tagged(w, fp16=self.fp16)]
+        fp16 = self.precision == "fp16" or (self.precision == "fp32" and fp16_lossless(w))
+        if fp16:
+            self.fp16_layers += 1
+        else:
+            self.fp32_layers += 1
+            if self.precision == "fp32":
+                params[31] = FEATMASK_NO_FP16  # ncnn would round this layer's weights if fp16 storage is on
+        ws = [tagged(w, fp16=fp16)]
         if biases is not None and any(b is not None for b in biases):
             full = [b if b is not None else np.zeros(wi.shape[0], np.float32) for b, wi in zip(biases, weights, strict=True)]
             params[1] = 1
@@ -197,26 +222,26 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     groups = int(cfg.get("num_code_groups", 16))
     vocab = int(cfg["vocab_size"])
     codebook = int(cp_cfg["vocab_size"])
-    fp16 = options.precision == "fp16"
     small_tables = options.precision in ("fp16", "bf16")
 
     # talker stack + codec head
     options.report(0.0, "talker layers")
     g = Graph()
     _declare_inputs(g, t.layers, mask=True)
-    b = _Builder(g, ckpt, fp16)
+    b = _Builder(g, ckpt, options.precision)
     hidden = b.stack("in0", "talker.model.", t, "mask", "t")
     hidden = g.layer("Noop", [hidden], name="hidden")
     g.output(hidden)
     b.linear(hidden, [ckpt.main.get("talker.codec_head.weight")], name="logits")
     writer.add_graph(TALKER_GRAPH, g)
+    fp16_layers, fp32_layers = b.fp16_layers, b.fp32_layers
     del g, b
 
     # code predictor: projection, stack, 15 heads
     options.report(0.6, "code predictor layers")
     g = Graph()
     _declare_inputs(g, c.layers, mask=False)
-    b = _Builder(g, ckpt, fp16)
+    b = _Builder(g, ckpt, options.precision)
     x = "in0"
     proj = "talker.code_predictor.small_to_mtp_projection."
     has_proj = (proj + "weight") in ckpt.main
@@ -228,6 +253,7 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     for gi in range(groups - 1):
         b.linear(hidden, [b.w(f"talker.code_predictor.lm_head.{gi}.weight")], name=f"logits_{gi}")
     writer.add_graph(CP_GRAPH, g)
+    fp16_layers, fp32_layers = fp16_layers + b.fp16_layers, fp32_layers + b.fp32_layers
     del g, b
 
     options.report(0.9, "codec embedding tables")
@@ -253,5 +279,8 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
             "cache_in": ["k_in_{i}", "v_in_{i}"], "cache_out": ["k_out_{i}", "v_out_{i}"],
         },
         "codec_eos_token_id": cfg.get("codec_eos_token_id"),
+        # Linear weights stored fp16 / fp32 (see the module docstring); the runtime picks ncnn options from these
+        "fp16_weight_layers": fp16_layers,
+        "fp32_weight_layers": fp32_layers,
     })
     options.report(1.0, "done")
