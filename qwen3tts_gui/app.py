@@ -41,7 +41,10 @@ def load_style_sheet() -> str:
     from .paths import resource
 
     path = resource("style.qss")
-    return path.read_text(encoding="utf-8") if path else ""
+    if path is None:
+        return ""
+    # Style sheet urls are relative to the working directory; point them at the resources folder instead.
+    return path.read_text(encoding="utf-8").replace("@RESOURCES@", path.parent.as_posix())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -60,7 +60,7 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.ctx = ctx
         self.setWindowTitle(APP_NAME)
-        self.resize(1280, 820)
+        self.resize(1280, 860)
         self.setMinimumSize(960, 640)
         self.synth_worker: SynthesisWorker | None = None
         self._model_worker: CallWorker | None = None
@@ -85,7 +85,7 @@ class MainWindow(QMainWindow):
         self.text_edit = QPlainTextEdit()
         self.text_edit.setObjectName("TextEdit")
         self.text_edit.setPlaceholderText("Type what the voice should say…  (Ctrl+Enter generates)")
-        self.text_edit.setMinimumHeight(90)
+        self.text_edit.setMinimumHeight(72)
         self.lang_combo = QComboBox()
         self.lang_combo.setMinimumWidth(140)
         self.lang_combo.currentIndexChanged.connect(self._language_changed)
@@ -136,14 +136,15 @@ class MainWindow(QMainWindow):
         left_scroll.setWidget(left)
         left_scroll.setWidgetResizable(True)
         left_scroll.setFrameShape(QFrame.Shape.NoFrame)
-        left_scroll.setMinimumWidth(330)
+        left_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        left_scroll.setMinimumWidth(340)
 
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(10, 12, 14, 12)
         rl.setSpacing(8)
         rl.addWidget(_section("Text"))
-        rl.addWidget(self.text_edit, 2)
+        rl.addWidget(self.text_edit, 1)
         row = QHBoxLayout()
         row.setSpacing(8)
         row.addWidget(QLabel("Language"))
@@ -155,16 +156,23 @@ class MainWindow(QMainWindow):
         rl.addLayout(row)
         rl.addWidget(self.settings_box)
         rl.addWidget(_section("Progress"))
-        rl.addWidget(self.progress, 2)
+        rl.addWidget(self.progress, 1)
         rl.addWidget(_section("Output"))
-        rl.addWidget(self.output, 4)
+        rl.addWidget(self.output, 1)
+
+        right_scroll = QScrollArea()  # only scrolls on small screens; never lets panels overlap
+        right_scroll.setWidget(right)
+        right_scroll.setWidgetResizable(True)
+        right_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        right_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(left_scroll)
-        self.splitter.addWidget(right)
+        self.splitter.addWidget(right_scroll)
         self.splitter.setStretchFactor(0, 2)
         self.splitter.setStretchFactor(1, 5)
-        self.splitter.setSizes([380, 900])
+        self.splitter.setSizes([400, 880])
+        self.splitter.setChildrenCollapsible(False)
         return self.splitter
 
     def _build_menus(self) -> None:

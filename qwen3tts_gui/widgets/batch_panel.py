@@ -174,6 +174,29 @@ class _ComboDelegate(QStyledItemDelegate):
         model.setData(index, editor.currentData(), Qt.ItemDataRole.EditRole)
 
 
+class _StatusDelegate(QStyledItemDelegate):
+    """The status text, with a thin progress line under it while the line is being generated."""
+
+    def __init__(self, model: BatchModel, parent=None):
+        super().__init__(parent)
+        self.model = model
+
+    def paint(self, painter, option, index):
+        super().paint(painter, option, index)
+        line = self.model.lines[index.row()]
+        if line.state != "running" or not line.estimated:
+            return
+        r = option.rect.adjusted(6, 0, -8, -4)
+        fraction = min(1.0, line.frames / max(line.estimated, 1))
+        painter.save()
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QColor("#e4e6f0"))
+        painter.drawRoundedRect(r.x(), r.bottom() - 3, r.width(), 4, 2, 2)
+        painter.setBrush(QColor("#4f46e5"))
+        painter.drawRoundedRect(r.x(), r.bottom() - 3, int(r.width() * fraction), 4, 2, 2)
+        painter.restore()
+
+
 class BatchPanel(QWidget):
     running_changed = Signal(bool)
 
@@ -202,8 +225,9 @@ class BatchPanel(QWidget):
         head.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         head.setSectionResizeMode(TEXT, QHeaderView.ResizeMode.Stretch)
         head.setStretchLastSection(False)
-        for col, width in ((0, 36), (VOICE, 130), (LANGUAGE, 100), (STATUS, 150), (DURATION, 70), (OUTPUT, 200)):
+        for col, width in ((0, 36), (VOICE, 130), (LANGUAGE, 100), (STATUS, 160), (DURATION, 84), (OUTPUT, 250)):
             self.table.setColumnWidth(col, width)
+        self.table.setItemDelegateForColumn(STATUS, _StatusDelegate(self.model, self))
         self.table.setItemDelegateForColumn(
             VOICE, _ComboDelegate(lambda: [("(selected voice)", "")] + [(n, n) for n in self.voice_names()], self)
         )

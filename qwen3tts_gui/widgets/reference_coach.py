@@ -28,6 +28,7 @@ class ReferenceCoach(QWidget):
         while self._layout.count():
             item = self._layout.takeAt(0)
             if item.widget():
+                item.widget().hide()  # deleteLater alone leaves it painted until the next event loop turn
                 item.widget().deleteLater()
         for note in notes:
             mark, color = _MARK.get(note.level, _MARK["warn"])

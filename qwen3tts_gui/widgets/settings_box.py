@@ -8,8 +8,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QDoubleSpinBox,
-    QFormLayout,
     QFrame,
+    QGridLayout,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -47,10 +47,10 @@ class GenerationSettingsBox(QWidget):
 
         self.body = QFrame()
         self.body.setObjectName("SettingsBody")
-        form = QFormLayout(self.body)
-        form.setContentsMargins(12, 8, 12, 8)
-        form.setHorizontalSpacing(14)
-        form.setVerticalSpacing(6)
+        grid = QGridLayout(self.body)
+        grid.setContentsMargins(14, 10, 14, 10)
+        grid.setHorizontalSpacing(12)
+        grid.setVerticalSpacing(6)
 
         self.seed = QSpinBox(minimum=0, maximum=MAX_SEED)
         self.seed.setValue(settings.seed)
@@ -62,38 +62,53 @@ class GenerationSettingsBox(QWidget):
         seed_row = QHBoxLayout()
         seed_row.addWidget(self.seed, 1)
         seed_row.addWidget(self.seed_random)
-        form.addRow("Seed", seed_row)
-
-        self.greedy = QCheckBox("Greedy (always the most likely token; no randomness)")
-        self.greedy.toggled.connect(self._greedy_toggled)
-        form.addRow("Sampling", self.greedy)
         self.temperature = QDoubleSpinBox(minimum=0.05, maximum=2.0, singleStep=0.05, decimals=2)
-        form.addRow("Temperature", self.temperature)
         self.top_k = QSpinBox(minimum=1, maximum=2048)
-        form.addRow("Top-k", self.top_k)
         self.top_p = QDoubleSpinBox(minimum=0.05, maximum=1.0, singleStep=0.05, decimals=2)
-        form.addRow("Top-p", self.top_p)
         self.repetition_penalty = QDoubleSpinBox(minimum=1.0, maximum=2.0, singleStep=0.01, decimals=2)
-        form.addRow("Repetition penalty", self.repetition_penalty)
         self.max_frames = QSpinBox(minimum=0, maximum=32768, singleStep=64)
         self.max_frames.setSuffix(" frames")
-        self.max_frames.setSpecialValueText("Automatic (from the text)")
+        self.max_frames.setSpecialValueText("Automatic")
         self.max_frames.setToolTip("The most frames (80 ms each) one take may have; Automatic lets the engine "
                                    "pick a limit from the length of the text")
         self.max_seconds = QLabel()
+        self.max_seconds.setObjectName("Muted")
         self.max_frames.valueChanged.connect(self._show_seconds)
         length_row = QHBoxLayout()
         length_row.addWidget(self.max_frames, 1)
         length_row.addWidget(self.max_seconds)
-        form.addRow("Maximum length", length_row)
-        self.stream_audio = QCheckBox("Decode audio while generating (play before it is done)")
+        self.greedy = QCheckBox("Greedy (no randomness)")
+        self.greedy.setToolTip("Always take the most likely token: the same text and voice give the same take")
+        self.greedy.toggled.connect(self._greedy_toggled)
+        self.stream_audio = QCheckBox("Decode while generating")
+        self.stream_audio.setToolTip("Make audio as the frames arrive, so playback can start before the end")
         self.stream_audio.setChecked(settings.stream_audio)
         self.stream_audio.toggled.connect(lambda on: setattr(self.settings, "stream_audio", on))
-        form.addRow("", self.stream_audio)
         reset = QPushButton("Model defaults")
         reset.setToolTip("Reset every value to the model's generation_config.json")
         reset.clicked.connect(lambda: self.load_defaults(self.defaults))
-        form.addRow("", reset)
+
+        rows = [
+            ("Seed", seed_row, "Temperature", self.temperature),
+            ("Top-k", self.top_k, "Top-p", self.top_p),
+            ("Repetition penalty", self.repetition_penalty, "Maximum length", length_row),
+        ]
+        for r, (l1, w1, l2, w2) in enumerate(rows):
+            for c, (label, field) in enumerate(((l1, w1), (l2, w2))):
+                grid.addWidget(QLabel(label), r, 2 * c)
+                if isinstance(field, QHBoxLayout):
+                    grid.addLayout(field, r, 2 * c + 1)
+                else:
+                    grid.addWidget(field, r, 2 * c + 1)
+        flags = QHBoxLayout()
+        flags.addWidget(self.greedy)
+        flags.addSpacing(16)
+        flags.addWidget(self.stream_audio)
+        flags.addStretch(1)
+        flags.addWidget(reset)
+        grid.addLayout(flags, len(rows), 0, 1, 4)
+        grid.setColumnStretch(1, 1)
+        grid.setColumnStretch(3, 1)
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)

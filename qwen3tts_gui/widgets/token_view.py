@@ -36,7 +36,7 @@ class _Canvas(QWidget):
         super().__init__(view)
         self.view = view
         self.setMouseTracking(True)
-        self.setMinimumHeight(ROWS * 5)
+        self.setMinimumHeight(ROWS * 6)
 
     def sizeHint(self) -> QSize:
         return QSize(400, ROWS * 7)

@@ -70,8 +70,8 @@ class VoicePanel(QWidget):
         new_row.addWidget(self.new_file_btn)
         new_row.addWidget(self.record_btn)
 
-        self.play_voice_btn = QPushButton("▶")
-        self.play_voice_btn.setToolTip("Play the selected voice's reference")
+        self.play_voice_btn = QPushButton("▶ Play")
+        self.play_voice_btn.setToolTip("Play the selected voice's reference recording")
         self.play_voice_btn.clicked.connect(self.play_selected)
         self.rename_btn = QPushButton("Rename…")
         self.rename_btn.clicked.connect(self.rename_selected)
@@ -83,9 +83,10 @@ class VoicePanel(QWidget):
         self.export_btn.clicked.connect(self.export_selected)
         lib_row = QGridLayout()
         lib_row.setSpacing(4)
-        for i, b in enumerate([self.play_voice_btn, self.rename_btn, self.delete_btn, self.import_btn,
-                               self.export_btn]):
+        for i, b in enumerate([self.play_voice_btn, self.rename_btn, self.delete_btn]):
             lib_row.addWidget(b, 0, i)
+        lib_row.addWidget(self.import_btn, 1, 0, 1, 1)
+        lib_row.addWidget(self.export_btn, 1, 1, 1, 1)
         self.details = QLabel("")
         self.details.setObjectName("Muted")
         self.details.setWordWrap(True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -29,7 +29,7 @@ class WaveformView(QWidget):
         self._selection: tuple[int, int] | None = None
         self._drag_from: int | None = None
         self._cursor = -1
-        self._peaks: tuple[int, int, np.ndarray, np.ndarray] | None = None
+        self._peaks: tuple[int, int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.setMinimumHeight(70)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setMouseTracking(False)
@@ -141,10 +141,11 @@ class WaveformView(QWidget):
             self.update()
 
     # --- painting -----------------------------------------------------------------------------------------
-    def _column_peaks(self, width: int) -> tuple[np.ndarray, np.ndarray]:
+    def _column_peaks(self, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per pixel column: min, max and RMS (drawn darker inside the peaks, as audio editors do)."""
         key = (width, self._len)
         if self._peaks is not None and self._peaks[:2] == key:
-            return self._peaks[2], self._peaks[3]
+            return self._peaks[2], self._peaks[3], self._peaks[4]
         cols = max(1, int(np.ceil(self._len / self._span() * width)))
         data = self._data[: self._len]
         per = int(np.ceil(self._len / cols)) if self._len else 1
@@ -152,13 +153,13 @@ class WaveformView(QWidget):
         padded[: len(data)] = data
         blocks = padded.reshape(cols, per)
         lo, hi = blocks.min(axis=1), blocks.max(axis=1)
-        self._peaks = (width, self._len, lo, hi)
-        return lo, hi
+        rms = np.sqrt(np.mean(blocks.astype(np.float64) ** 2, axis=1)).astype(np.float32)
+        self._peaks = (width, self._len, lo, hi, rms)
+        return lo, hi, rms
 
     def paintEvent(self, event: QPaintEvent) -> None:
         p = QPainter(self)
         w, h = self.width(), self.height()
-        pal = self.palette()
         p.fillRect(self.rect(), QColor("#1e2430"))
         mid = h / 2
         if not self._len:
@@ -169,24 +170,32 @@ class WaveformView(QWidget):
         if self._selection:
             x0, x1 = (self._sample_to_x(s) for s in self._selection)
             p.fillRect(QRectF(x0, 0, max(1.0, x1 - x0), h), QColor(90, 150, 255, 70))
-        lo, hi = self._column_peaks(w)
-        p.setPen(QPen(QColor("#4fb3ff"), 1))
-        scale = (h / 2 - 4)
-        for x in range(len(lo)):
-            y0 = mid - float(hi[x]) * scale
-            y1 = mid - float(lo[x]) * scale
-            p.drawLine(QPointF(x + 0.5, y0), QPointF(x + 0.5, max(y1, y0 + 1)))
+        lo, hi, rms = self._column_peaks(w)
+        scale = h / 2 - 4
+        xs = np.arange(len(lo)) + 0.5
+        top = mid - hi * scale
+        bottom = np.maximum(mid - lo * scale, top + 1)
+        p.setPen(QPen(QColor("#7cc4ff"), 1))
+        p.drawLines([QLineF(x, a, x, b) for x, a, b in zip(xs.tolist(), top.tolist(), bottom.tolist(), strict=True)])
+        r = np.minimum(rms, np.maximum(hi, -lo)) * scale
+        p.setPen(QPen(QColor("#2a8bd8"), 1))
+        p.drawLines([QLineF(x, mid - d, x, mid + d) for x, d in zip(xs.tolist(), r.tolist(), strict=True) if d >= 0.5])
         p.setPen(QPen(QColor(255, 255, 255, 40), 1))
         p.drawLine(0, int(mid), w, int(mid))
         if 0 <= self._cursor <= self._span():
             x = self._sample_to_x(self._cursor)
             p.setPen(QPen(QColor("#ffcc4d"), 2))
             p.drawLine(QPointF(x, 0), QPointF(x, h))
-        p.setPen(QColor("#c9d1e0"))
         label = _fmt(self._len / self._sr)
         if self._selection:
             a, b = self._selection
             label = f"selected {_fmt(a / self._sr)} – {_fmt(b / self._sr)} ({(b - a) / self._sr:.1f} s) of {label}"
-        p.drawText(QRectF(6, h - 20, w - 12, 18), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, label)
-        del pal
+        # a dark pill keeps the time readable over loud audio
+        text_w = p.fontMetrics().horizontalAdvance(label) + 12
+        pill = QRectF(w - text_w - 6, h - 22, text_w, 18)
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(QColor(20, 24, 32, 190))
+        p.drawRoundedRect(pill, 6, 6)
+        p.setPen(QColor("#e3e8f2"))
+        p.drawText(pill, Qt.AlignmentFlag.AlignCenter, label)
         p.end()

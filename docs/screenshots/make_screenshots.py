@@ -1,0 +1,186 @@
+"""Screenshots for the README from the real app with a demo bundle: main.png, progress.png, batch.png.
+
+Run under Xvfb (a real X11 window; see shared platform notes for the xcb libraries):
+    Xvfb :99 -screen 0 1600x1000x24 &
+    DISPLAY=:99 QT_QPA_PLATFORM=xcb python docs/screenshots/make_screenshots.py [--model BUNDLE] [--out DIR]
+Settings, voices and the demo bundle live in a temporary folder; the user's own are never touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from PySide6.QtCore import QEventLoop, QSettings  # noqa: E402
+from PySide6.QtGui import QIcon  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from qwen3tts_gui.app import load_style_sheet  # noqa: E402
+from qwen3tts_gui.context import AppContext, Dialogs  # noqa: E402
+from qwen3tts_gui.engine_adapter import make_demo_bundle, open_synthesizer  # noqa: E402
+from qwen3tts_gui.main_window import MainWindow  # noqa: E402
+from qwen3tts_gui.paths import resource  # noqa: E402
+from qwen3tts_gui.settings import Settings  # noqa: E402
+from qwen3tts_gui.voices import VoiceLibrary  # noqa: E402
+
+
+class QuietDevice:
+    """Reports a microphone and speakers so the window looks as it does on a desktop; plays nothing."""
+
+    def output_problem(self):
+        return None
+
+    def input_problem(self):
+        return None
+
+    def input_samplerate(self):
+        return 48000
+
+    def open_output(self, samplerate, fill):
+        raise RuntimeError("not used for screenshots")
+
+    open_input = open_output
+
+
+def voice_like(seconds: float, sr: int, pitch: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * sr)) / sr
+    syll = 0.3 + 0.7 * np.clip(np.sin(2 * np.pi * 3.1 * t + rng.uniform(0, 6)), 0, None) ** 0.7
+    gate = (t > 0.45) & (t < seconds - 0.5)
+    f0 = pitch * (1 + 0.08 * np.sin(2 * np.pi * 0.7 * t))
+    phase = 2 * np.pi * np.cumsum(f0) / sr
+    tone = sum(np.sin(k * phase) / k for k in range(1, 6))
+    return (0.25 * tone * syll * gate + 0.002 * rng.standard_normal(len(t))).astype(np.float32)
+
+
+def wait_until(app: QApplication, cond, timeout: float = 300.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise TimeoutError("the app did not get there in time")
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        time.sleep(0.01)
+
+
+def settle(app: QApplication, seconds: float = 0.4) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        time.sleep(0.01)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", type=Path, help="bundle to use (default: a fresh demo bundle)")
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="qwen3tts-shots-"))
+    model = args.model or make_demo_bundle(tmp / "models" / "demo")
+
+    app = QApplication([sys.argv[0]])
+    app.setApplicationDisplayName("Qwen3-TTS Studio")
+    app.setStyle("Fusion")
+    app.setStyleSheet(load_style_sheet())
+    icon = resource("icon.svg")
+    if icon:
+        app.setWindowIcon(QIcon(str(icon)))
+    settings = Settings(QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat))
+    settings.output_dir = str(tmp / "out")
+    settings.batch_dir = str(tmp / "out" / "Chapter 1")
+    ctx = AppContext(settings, QuietDevice(), Dialogs(), open_synth=open_synthesizer,
+                     library=VoiceLibrary(tmp / "voices"))
+    window = MainWindow(ctx)
+    window.resize(1280, 860)
+    window.move(40, 30)
+    window.show()
+    window.open_model(model)
+    wait_until(app, lambda: ctx.synth is not None and window._model_worker is None)
+    synth = ctx.synth
+
+    for name, pitch, text, lang in [
+        ("Anna, calm", 210.0, "It was a bright cold day in April.", "english"),
+        ("Ben, narrator", 120.0, None, "english"),
+        ("Chen", 180.0, "今天天气很好。", "chinese"),
+    ]:
+        voice = synth.create_voice((voice_like(5.5, 24000, pitch, int(pitch)), 24000), ref_text=text, name=name,
+                                   language=lang)
+        ctx.library.add(voice)
+    window.voice_panel.refresh()
+    window.voice_panel.list.setCurrentRow(0)
+
+    # A reference being prepared in the new-voice editor (waveform with a trim, coach notes).
+    ref = voice_like(7.2, 48000, 150.0, 3)
+    window.voice_panel._set_reference(ref.reshape(-1, 1), 48000, None)
+    window.voice_panel.trim_silence()
+    window.voice_panel.name_edit.setText("Dana, warm")
+    window.voice_panel.transcript.setPlainText("The quick brown fox jumps over the lazy dog.")
+
+    text = ("Welcome to Qwen3-TTS Studio. Type any text, pick a voice, and press Generate: "
+            "the speech is made right here on your computer.")
+    window.text_edit.setPlainText(text)
+    box = window.settings_box
+    box.seed_random.setChecked(False)
+    box.stream_audio.setChecked(True)
+    for seed in (1234, 2025):
+        box.seed.setValue(seed)
+        box.max_frames.setValue(90)
+        assert window.generate()
+        wait_until(app, lambda: window.synth_worker is None)
+    settle(app)
+    args.out.mkdir(parents=True, exist_ok=True)
+    window.grab().save(str(args.out / "main.png"))
+
+    # Mid-generation: progress, live tokens, settings open.
+    window.voice_panel.discard_reference()
+    box.toggle.setChecked(True)
+    box.max_frames.setValue(400)
+    box.seed.setValue(99)
+    window.text_edit.setPlainText(text + " The codec tokens appear frame by frame while it works.")
+    for seed in range(99, 120):  # random weights may stop early: find a take that runs long enough
+        box.seed.setValue(seed)
+        assert window.generate()
+        wait_until(app, lambda: window.progress.frames >= 70 or window.synth_worker is None)
+        if window.synth_worker is not None:
+            break
+    settle(app, 0.2)
+    window.grab().save(str(args.out / "progress.png"))
+    window.cancel_generation()
+    wait_until(app, lambda: window.synth_worker is None)
+    box.toggle.setChecked(False)
+
+    # Batch: a few lines done, one failed (unknown language), one running, the rest waiting.
+    window.tabs.setCurrentIndex(1)
+    box.max_frames.setValue(40)
+    lines = [
+        ("Chapter one. The lighthouse.", "Ben, narrator", "english"),
+        ("The keeper climbed the stairs every evening at dusk.", "Ben, narrator", "english"),
+        ("\u201cIs anyone there?\u201d she called into the fog.", "Anna, calm", "english"),
+        ("Nobody answered.", "Ben, narrator", "klingon"),
+        ("远处传来了钟声。", "Chen", "chinese"),
+        ("She lit the lamp and waited.", "Anna, calm", "english"),
+        ("Morning came slowly over the water.", "Ben, narrator", "english"),
+        ("End of chapter one.", "Ben, narrator", "english"),
+    ]
+    window.batch.add_rows(lines)
+    window.batch.merge.setChecked(True)
+    assert window.batch.run_all()
+    wait_until(app, lambda: window.batch.model.lines[5].state == "running" and window.batch.model.lines[5].frames > 12)
+    settle(app, 0.2)
+    window.grab().save(str(args.out / "batch.png"))
+    window.batch.cancel()
+    wait_until(app, lambda: not window.batch.running)
+    window.close()
+    print(f"wrote {', '.join(str(args.out / n) for n in ('main.png', 'progress.png', 'batch.png'))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
