@@ -11,7 +11,7 @@ mkdir -p .test-results
 rm -f .test-results/*.xml
 
 if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
-.venv/bin/pip install -q -e '.[test]'
+.venv/bin/pip install -q -e '.[test,package]'
 .venv/bin/ruff check .
 
 status=0
