@@ -37,6 +37,12 @@ def binding_problem() -> str | None:
     return None
 
 
+def configure_runtime() -> None:
+    """Hand the GIL to the GUI thread sooner: the engine worker is Python + numpy between ncnn calls, and with
+    the default 5 ms switch interval every GUI event could wait up to 5 ms (or longer) for the interpreter."""
+    sys.setswitchinterval(0.002)
+
+
 def load_style_sheet() -> str:
     from .paths import resource
 
@@ -63,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     from .settings import Settings
 
     log_path = setup_logging()
+    configure_runtime()
     problem = binding_problem()
     if problem:
         log.error(problem)

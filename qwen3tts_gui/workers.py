@@ -134,6 +134,10 @@ class SynthesisWorker(Worker):
                 close()
 
 
+class _LineProblem(Exception):
+    """A line that cannot run at all (its voice is missing...): reported as that line's failure."""
+
+
 @dataclass
 class BatchJob:
     key: int  # the line's id in the batch table (stable across reordering)
@@ -170,13 +174,13 @@ class BatchWorker(Worker):
             self.line_started.emit(job.key)
             try:
                 if job.problem:
-                    raise ValueError(job.problem)
+                    raise _LineProblem(job.problem)
                 audio = self._run_line(job)
                 job.out_path.parent.mkdir(parents=True, exist_ok=True)
                 save_audio(job.out_path, audio, SAMPLE_RATE)
             except Cancelled:
                 raise
-            except ValueError as e:
+            except _LineProblem as e:
                 failed += 1
                 self.line_failed.emit(job.key, str(e))
                 continue

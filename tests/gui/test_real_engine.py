@@ -109,3 +109,33 @@ def test_real_batch_and_cancel(qtbot, make_window, demo_bundle, dialogs, setting
         window.cancel_generation()
     assert len(seen) < 200 and window.output.current is None
     assert "Cancelled" in window.progress.bar.format()
+
+
+def test_entry_point_opens_a_model(demo_bundle, tmp_path):
+    """`python -m qwen3tts_gui --model BUNDLE` starts, opens the bundle and keeps running (then we stop it)."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", HOME=str(tmp_path))
+    for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[var] = str(tmp_path / var.lower())
+    log = tmp_path / "xdg_state_home" / "Qwen3-TTS Studio" / "log" / "qwen3tts-gui.log"
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "qwen3tts_gui", "--model", str(demo_bundle)], cwd=root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None:
+            if log.is_file() and "opened model" in log.read_text():
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        assert "opened model" in log.read_text()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    settings = tmp_path / "xdg_config_home" / "Qwen3-TTS Studio" / "qwen3tts-studio.conf"
+    assert str(demo_bundle) in settings.read_text()  # remembered for next time
