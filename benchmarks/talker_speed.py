@@ -3,16 +3,20 @@
     flock /tmp/fullsize.lock /work/venv/bin/python benchmarks/talker_speed.py [--checkpoint DIR] [--work DIR]
         [--frames 40] [--threads 2] [--precisions fp32,fp16,bf16] [--preset 0.6b]
 
-Without --checkpoint a random checkpoint of the preset is written once into --work (engine.demo). Each precision
-is converted once (talker part only) into --work and reused. Prints ms per talker step, per code-predictor frame
-(15 codes), per feedback sum and per whole frame, and for fp16/bf16 the logit error against fp32 on the same
-teacher-forced sequence (codes from the fp32 greedy run).
+Without --checkpoint a random checkpoint of the preset is written once into --work (engine.demo; bf16 weights like
+the real checkpoints). Each precision is converted once (talker part only) into --work and reused. Prints ms per
+talker step, per code-predictor frame (15 codes), per feedback sum and per whole frame, and for every other variant
+the logit error against fp32 on the same teacher-forced sequence (codes from the fp32 greedy run).
+Variant "fp32-wide" is the fp32 bundle with its (lossless) fp16-stored weights widened to fp32 at load.
+Note: on a loaded machine ncnn's OpenMP threads spin at barriers and 2 threads can be far slower than 1; the load
+average is printed with the results.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import resource
 import sys
 import time
@@ -50,11 +54,11 @@ def talker_bundle(ckpt_dir: Path, dest: Path, precision: str) -> Path:
     return dest
 
 
-def run(bundle: Bundle, threads: int, frames: int, forced: np.ndarray | None):
+def run(bundle: Bundle, threads: int, frames: int, forced: np.ndarray | None, compact: bool = True):
     """Greedy loop (or teacher-forced on `forced` codes). Returns timings, codes and all logits."""
     t0 = time.perf_counter()
-    talker = Talker(bundle, threads)
-    cp = CodePredictor(bundle, threads)
+    talker = Talker(bundle, threads, compact_weights=compact)
+    cp = CodePredictor(bundle, threads, compact_weights=compact)
     load_s = time.perf_counter() - t0
     cb = cp.codebook_size
     text = talker.codec_rows(np.arange(12) + cb) * 0.5  # deterministic stand-in prompt rows
@@ -98,7 +102,7 @@ def main() -> None:
     ap.add_argument("--preset", default="0.6b")
     ap.add_argument("--frames", type=int, default=40)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--precisions", default="fp32,fp16,bf16")
+    ap.add_argument("--precisions", default="fp32,fp32-wide,fp16,bf16")
     args = ap.parse_args()
 
     ckpt_dir = args.checkpoint
@@ -118,13 +122,14 @@ def main() -> None:
     ref = None
     rows = []
     for prec in precisions:
-        bdir = talker_bundle(ckpt_dir, args.work / f"talker-{args.preset}-{prec}", prec)
+        base = prec.split("-")[0]
+        bdir = talker_bundle(ckpt_dir, args.work / f"talker-{args.preset}-{base}", base)
         bundle = Bundle.open(bdir)
-        r = run(bundle, args.threads, args.frames, ref["codes"] if ref is not None else None)
+        r = run(bundle, args.threads, args.frames, ref["codes"] if ref is not None else None, prec != "fp32-wide")
         skip = min(3, args.frames - 1)  # warm-up frames
         step, cp, fb = (r[k][skip:].mean() * 1000 for k in ("step", "cp", "fb"))
         frame = step + cp + fb
-        line = (f"{prec}: talker step {step:6.1f} ms | code predictor {cp:6.1f} ms/frame | feedback {fb:5.2f} ms | "
+        line = (f"{prec:9s}: talker step {step:6.1f} ms | code predictor {cp:6.1f} ms/frame | feedback {fb:5.2f} ms | "
                 f"frame {frame:6.1f} ms ({OFFICIAL_MS_PER_FRAME / frame:.2f}x official {OFFICIAL_MS_PER_FRAME:.0f}) | "
                 f"load {r['load_s']:.1f} s")
         if ref is None and prec == "fp32":
@@ -139,8 +144,9 @@ def main() -> None:
         rows.append(line)
         del r, bundle
         gc.collect()
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
-          f"{args.frames} frames, {args.threads} threads, preset {args.preset}")
+          f"{args.frames} frames, {args.threads} threads, preset {args.preset}; load average {load}")
 
 
 if __name__ == "__main__":

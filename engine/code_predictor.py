@@ -48,10 +48,10 @@ class CodePredictor:
             raise EngineError(f"code predictor needs a ({self.hidden_size},) hidden state")
         check_ids(np.asarray([c0]), self._codec.shape[0], "code 0")
         codes = np.empty(self.groups - 1, dtype=np.int64)
-        caches, _ = self._run(past_hidden, 0, [], None)
+        caches, _ = self._run(past_hidden, 0, [], None, True)
         x = as_rows(self._codec, int(c0))
         for g in range(1, self.groups):
-            caches, logits = self._run(x, g, caches, self._heads[g - 1])
+            caches, logits = self._run(x, g, caches, self._heads[g - 1], g < self.groups - 1)
             code = int(choose(logits, g))
             if not 0 <= code < self.codebook_size:
                 raise EngineError(f"code predictor choice {code} for group {g} is out of range")
@@ -78,7 +78,8 @@ class CodePredictor:
             acc += rows[:, g]
         return acc
 
-    def _run(self, x: np.ndarray, pos: int, caches: list, head: str | None) -> tuple[list, np.ndarray | None]:
+    def _run(self, x: np.ndarray, pos: int, caches: list, head: str | None,
+             keep_cache: bool) -> tuple[list, np.ndarray | None]:
         ex = self.net.create_extractor()
         ex.input("in0", ncnn.Mat(np.ascontiguousarray(x, dtype=np.float32)).clone())
         ex.input("cos", self._cos[pos])
@@ -92,7 +93,7 @@ class CodePredictor:
                 raise BundleError(f"code predictor graph failed (ncnn error {ret})")
             logits = np.array(mat, dtype=np.float32)
         out = []
-        for name in self._cache_out:
+        for name in self._cache_out if keep_cache else ():
             ret, mat = ex.extract(name, 1)
             if ret != 0:
                 raise BundleError(f"code predictor graph failed to produce {name} (ncnn error {ret})")

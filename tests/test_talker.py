@@ -27,14 +27,16 @@ def _cases() -> list[tuple[str, str]]:
 
 
 CASES = _cases()
-_engines: dict[tuple[str, str], tuple[Talker, CodePredictor, Bundle]] = {}
+_engines: dict[tuple[str, str, bool], tuple[Talker, CodePredictor, Bundle]] = {}
 
 
-def engines(model: str, precision: str = "fp32") -> tuple[Talker, CodePredictor, Bundle]:
-    key = (model, precision)
+def engines(model: str, precision: str = "fp32", compact: bool = True) -> tuple[Talker, CodePredictor, Bundle]:
+    """compact=False widens fp16-stored weights of an fp32 bundle to fp32 at load (the non-x86 path)."""
+    key = (model, precision, compact)
     if key not in _engines:
         bundle = Bundle.open(bundle_for(model, precision, parts=PART))
-        _engines[key] = (Talker(bundle, THREADS), CodePredictor(bundle, THREADS), bundle)
+        _engines[key] = (Talker(bundle, THREADS, compact_weights=compact),
+                         CodePredictor(bundle, THREADS, compact_weights=compact), bundle)
     return _engines[key]
 
 
@@ -81,9 +83,10 @@ def argmax_choose(logits: np.ndarray, _group: int) -> int:
     return int(np.argmax(logits))  # first index on ties, like torch.argmax
 
 
-def teacher_forced_run(model: str, case: dict[str, np.ndarray], precision: str = "fp32") -> dict:
+def teacher_forced_run(model: str, case: dict[str, np.ndarray], precision: str = "fp32",
+                       compact: bool = True) -> dict:
     """Greedy decoding fed with the recorded frames (a mismatch cannot cascade). Returns per-frame results."""
-    talker, cp, bundle = engines(model, precision)
+    talker, cp, bundle = engines(model, precision, compact)
     cfg = bundle.config["talker_config"]
     eos, vocab = int(cfg["codec_eos_token_id"]), int(cfg["vocab_size"])
     penalty = float(bundle.generation_config.get("repetition_penalty", 1.05))
@@ -126,16 +129,19 @@ def test_first_step_logits(model, name):
     assert err <= TOL
 
 
+@pytest.mark.parametrize("compact", [True, False], ids=["compact", "wide"])
 @pytest.mark.parametrize("model,name", CASES)
-def test_greedy_codes_match_official(model, name):
+def test_greedy_codes_match_official(model, name, compact):
     case = load_case(model, name)
-    r = teacher_forced_run(model, case)
+    r = teacher_forced_run(model, case, compact=compact)
     want = case["codes"]
     for k, ref in enumerate(case["logits"]):  # later recorded steps (teacher-forced inputs are the official ones)
         if k < len(r["raw_logits"]):
             assert rel_err(r["raw_logits"][k], ref) <= TOL, f"logits of step {k}"
     bad = np.argwhere(r["codes"] != want)
     assert not len(bad), f"{len(bad)} of {want.size} codes differ; first at (frame, group) {tuple(bad[0])}"
+    if "sampled" in case:  # every sampled code 0, including the final EOS / the dropped one at the cap
+        assert r["end_token"] == int(case["sampled"][-1])
     ended_by = str(case["ended_by"])
     if ended_by == "eos":
         assert r["end_token"] == r["eos"], "the official run stopped on EOS after the last frame"
