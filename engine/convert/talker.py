@@ -39,6 +39,7 @@ CP_GRAPH = "code_predictor"
 FP16_MAX = 65504.0
 FP16_MIN_NORMAL = 2.0**-14
 FEATMASK_NO_FP16 = 1 << 1  # ncnn per-layer featmask bit: no fp16 storage/packing for this layer
+FEATMASK_ONE_THREAD = 1 << 7  # ncnn per-layer featmask bit: run this layer on one thread
 
 
 @dataclass(frozen=True)
@@ -134,27 +135,33 @@ class _Builder:
             ws.append(raw(np.concatenate(full)))
         return self.g.layer("InnerProduct", [x], params=params, weights=ws, name=name)
 
+    def op(self, type: str, inputs: list[str], outputs: Any = 1, params: dict[int, Any] | None = None,
+           weights: list = (), name: str | None = None) -> Any:
+        """A layer other than a Linear: tiny work per decode step, so it runs on one thread (no OpenMP fork and
+        barrier per layer; those dominate such layers and stall badly on a busy machine)."""
+        params = dict(params or {})
+        params[31] = FEATMASK_ONE_THREAD
+        return self.g.layer(type, inputs, outputs=outputs, params=params, weights=weights, name=name)
+
     def rmsnorm(self, x: str, weight: np.ndarray, eps: float, name: str | None = None) -> str:
-        return self.g.layer("RMSNorm", [x], params={0: int(weight.size), 1: float(eps), 2: 1},
-                            weights=[raw(weight)], name=name)
+        return self.op("RMSNorm", [x], params={0: int(weight.size), 1: float(eps), 2: 1},
+                       weights=[raw(weight)], name=name)
 
     def bias(self, name: str) -> np.ndarray | None:
         return self.w(name) if self.has(name) else None
 
     def heads(self, t: str, s: StackSpec, n: int, norm: np.ndarray | None) -> str:
         """(n*hd,) or (L, n*hd) -> per-head RMSNorm -> ncnn Mat w=hd, h=L, c=n -> RoPE (if normed: q and k)."""
-        g = self.g
-        t = g.layer("Reshape", [t], params={0: s.head_dim, 1: n, 2: -1})
+        t = self.op("Reshape", [t], params={0: s.head_dim, 1: n, 2: -1})
         if norm is not None:
             t = self.rmsnorm(t, norm, s.eps)
-        t = g.layer("Permute", [t], params={0: 2})
+        t = self.op("Permute", [t], params={0: 2})
         if norm is not None:
-            t = g.layer("RotaryEmbed", [t, "cos", "sin"], params={0: 0})
+            t = self.op("RotaryEmbed", [t, "cos", "sin"], params={0: 0})
         return t
 
     def stack(self, x: str, prefix: str, s: StackSpec, mask: str | None, tag: str) -> str:
         """Decoder layers `prefix`layers.{i}.* on residual stream x; returns the final-normed output."""
-        g = self.g
         qd, kd = s.heads * s.head_dim, s.kv_heads * s.head_dim
         for i in range(s.layers):
             p = f"{prefix}layers.{i}."
@@ -165,32 +172,31 @@ class _Builder:
                 [self.w(a + "q_proj.weight"), self.w(a + "k_proj.weight"), self.w(a + "v_proj.weight")],
                 [self.bias(a + "q_proj.bias"), self.bias(a + "k_proj.bias"), self.bias(a + "v_proj.bias")],
             )
-            q, k, v = g.layer("Slice", [qkv], outputs=3, params={0: [qd, kd, kd], 1: -1})
-
+            q, k, v = self.op("Slice", [qkv], outputs=3, params={0: [qd, kd, kd], 1: -1})
             q = self.heads(q, s, s.heads, self.w(a + "q_norm.weight"))
             k = self.heads(k, s, s.kv_heads, self.w(a + "k_norm.weight"))
             v = self.heads(v, s, s.kv_heads, None)
             ins = [q, k, v] + ([mask] if mask else []) + [f"k_in_{i}", f"v_in_{i}"]
-            att, _, _ = g.layer(
+            att, _, _ = self.g.layer(  # multi-threaded: its work grows with the context
                 "SDPA", ins, outputs=[f"{tag}_att_{i}", f"k_out_{i}", f"v_out_{i}"],
                 params={5: 1 if mask else 0, 6: float(s.head_dim ** -0.5), 7: 1},
             )
-            g.output(f"k_out_{i}")
-            g.output(f"v_out_{i}")
-            att = g.layer("Permute", [att], params={0: 2})  # (L, n, hd)
-            att = g.layer("Reshape", [att], params={0: qd, 1: -1})
-            att = g.layer("Squeeze", [att], params={1: 1})  # one row -> vector (GEMV kernel)
+            self.g.output(f"k_out_{i}")
+            self.g.output(f"v_out_{i}")
+            att = self.op("Permute", [att], params={0: 2})  # (L, n, hd)
+            att = self.op("Reshape", [att], params={0: qd, 1: -1})
+            att = self.op("Squeeze", [att], params={1: 1})  # one row -> vector (GEMV kernel)
             o = self.linear(att, [self.w(a + "o_proj.weight")], [self.bias(a + "o_proj.bias")])
-            x = g.layer("BinaryOp", [x, o], params={0: 0})
+            x = self.op("BinaryOp", [x, o], params={0: 0})
 
             m = f"{p}mlp."
             h = self.rmsnorm(x, self.w(p + "post_attention_layernorm.weight"), s.eps)
             gu = self.linear(h, [self.w(m + "gate_proj.weight"), self.w(m + "up_proj.weight")])
-            gate, up = g.layer("Slice", [gu], outputs=2, params={0: [s.intermediate, s.intermediate], 1: -1})
-            gate = g.layer("Swish", [gate])
-            y = g.layer("BinaryOp", [gate, up], params={0: 2})
+            gate, up = self.op("Slice", [gu], outputs=2, params={0: [s.intermediate, s.intermediate], 1: -1})
+            gate = self.op("Swish", [gate])
+            y = self.op("BinaryOp", [gate, up], params={0: 2})
             y = self.linear(y, [self.w(m + "down_proj.weight")])
-            x = g.layer("BinaryOp", [x, y], params={0: 0})
+            x = self.op("BinaryOp", [x, y], params={0: 0})
         return self.rmsnorm(x, self.w(prefix + "norm.weight"), s.eps)
 
 
