@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from .audio_io import AudioBackend, Player, Recorder
 from .engine_adapter import SynthesizerLike, SynthFactory, open_synthesizer
-from .paths import voices_dir
+from .paths import models_dir, voices_dir
 from .settings import Settings
 from .voices import VoiceLibrary
 
@@ -68,6 +68,15 @@ class AppContext(QObject):
         self.synth: SynthesizerLike | None = None
         self.model_path: Path | None = None
         self.busy: str | None = None  # what the engine is doing now ("generating", "running the batch"...)
+
+    def models_folder(self) -> Path:
+        """Where imported checkpoints and the demo model are converted to."""
+        return Path(self.settings.models_dir) if self.settings.models_dir else models_dir()
+
+    def set_voices_folder(self, folder: Path) -> None:
+        self.settings.voices_dir = str(folder)
+        self.library = VoiceLibrary(folder)
+        self.voices_changed.emit()
 
     def new_recorder(self) -> Recorder:
         return Recorder(self.audio, self)

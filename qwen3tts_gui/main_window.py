@@ -36,9 +36,10 @@ from .engine_adapter import (
     convert_checkpoint,
     make_demo_bundle,
 )
-from .paths import models_dir, unique_path
+from .paths import unique_path
 from .takes import Take
 from .widgets.batch_panel import BatchPanel
+from .widgets.folders_dialog import FoldersDialog
 from .widgets.output_panel import OutputPanel
 from .widgets.progress_panel import ProgressPanel
 from .widgets.settings_box import GenerationSettingsBox
@@ -191,6 +192,7 @@ class MainWindow(QMainWindow):
         file_menu.insertAction(self.recent_menu.menuAction(), self.demo_action)
         file_menu.addSeparator()
         file_menu.addAction(self.save_action)
+        file_menu.addAction("&Folders…", self.edit_folders)
         file_menu.addSeparator()
         file_menu.addAction(quit_action)
         self.recent_menu.aboutToShow.connect(self._fill_recent)
@@ -233,7 +235,7 @@ class MainWindow(QMainWindow):
 
     # --- model -------------------------------------------------------------------------------------------
     def choose_model(self) -> None:
-        start = self.ctx.settings.model_path or str(models_dir())
+        start = self.ctx.settings.model_path or str(self.ctx.models_folder())
         folder = self.ctx.dialogs.open_dir(self, "Open model bundle folder", start)
         if folder:
             self.open_model(Path(folder))
@@ -267,7 +269,7 @@ class MainWindow(QMainWindow):
 
     def _model_failed(self, path: Path, message: str) -> None:
         self.statusBar().clearMessage()
-        if path.name == DEMO_NAME and path.parent == models_dir() and not self._demo_retried:
+        if path.name == DEMO_NAME and path.parent == self.ctx.models_folder() and not self._demo_retried:
             self._demo_retried = True  # a demo bundle from an older build: make a fresh one
             shutil.rmtree(path, ignore_errors=True)
             self._build_demo(path)
@@ -289,8 +291,10 @@ class MainWindow(QMainWindow):
             path = self.ctx.model_path
             self.model_label.setText(f"Model: {path.name if path else '?'}")
             self.model_label.setToolTip(str(path))
+            self.setWindowTitle(f"{path.name if path else 'model'} — {APP_NAME}")
         else:
             self.model_label.setText("No model")
+            self.setWindowTitle(APP_NAME)
         self._update_actions()
 
     def import_checkpoint(self) -> None:
@@ -302,14 +306,14 @@ class MainWindow(QMainWindow):
             return
         src = Path(folder)
         self.ctx.settings.last_checkpoint_dir = str(src.parent)
-        dest = unique_path(models_dir() / src.name)
+        dest = unique_path(self.ctx.models_folder() / src.name)
         self.run_long_job(
             lambda progress, cancel: convert_checkpoint(src, dest, progress=progress, cancel=cancel),
             "converting the checkpoint", f"Converting {src.name}…", cancellable=True,
         )
 
     def use_demo_model(self) -> None:
-        dest = models_dir() / DEMO_NAME
+        dest = self.ctx.models_folder() / DEMO_NAME
         if (dest / "manifest.json").is_file():
             self.open_model(dest)
         else:
@@ -454,6 +458,9 @@ class MainWindow(QMainWindow):
             a.setEnabled(not busy)
         name = self.voice_panel.selected_name()
         self.voice_label.setText(f"Voice: {name}" if name else "No voice selected")
+
+    def edit_folders(self) -> None:
+        FoldersDialog(self.ctx, self).exec()
 
     # --- misc --------------------------------------------------------------------------------------------
     def _open_log_folder(self) -> None:

@@ -68,6 +68,7 @@ class Settings:
     recent_models = Option("model/recent", [])
     last_checkpoint_dir = Option("model/last_checkpoint_dir", "")
     # folders the user may change
+    models_dir = Option("folders/models", "")
     output_dir = Option("folders/output", "")
     voices_dir = Option("folders/voices", "")
     last_reference_dir = Option("folders/last_reference", "")

@@ -36,6 +36,18 @@ class Take:
         seed = "greedy" if self.settings.greedy else f"seed {self.seed}"
         return f"#{self.number}  {self.result.seconds:.1f} s · {self.voice_name} · {seed}\n“{short}”"
 
+    def details(self) -> str:
+        """Everything that made this take (shown as the take's tooltip)."""
+        s = self.settings
+        sampling = "greedy" if s.greedy else (
+            f"temperature {s.temperature}, top-k {s.top_k}, top-p {s.top_p}"
+        )
+        cap = f"{s.max_frames} frames" if s.max_frames else "automatic"
+        return (f"{self.text}\n\nVoice: {self.voice_name} · language: {self.language}\n"
+                f"Seed {self.seed} · {sampling} · repetition penalty {s.repetition_penalty}\n"
+                f"Maximum length {cap} · {len(self.result.codes)} frames, ended by {self.result.ended_by} · "
+                f"made at {self.created}")
+
     def file_stem(self) -> str:
         return readable_name(self.text)
 

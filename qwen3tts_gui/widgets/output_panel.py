@@ -121,6 +121,7 @@ class OutputPanel(QWidget):
     def add_take(self, take: Take) -> None:
         self.takes.append(take)
         item = QListWidgetItem(take.label())
+        item.setToolTip(take.details())
         item.setData(Qt.ItemDataRole.UserRole, take.number)
         self.history.insertItem(0, item)
         self.history.setCurrentRow(0)
@@ -189,7 +190,7 @@ class OutputPanel(QWidget):
         if not playing:
             self.wave.set_position(-1)
         no_output = self.ctx.player.problem()
-        self.play_btn.setToolTip(no_output or "Play / stop (Space)")
+        self.play_btn.setToolTip(no_output or "Play / stop")
         has_take = self.current is not None
         self.save_btn.setEnabled(has_take)
         self.regen_btn.setEnabled(has_take)

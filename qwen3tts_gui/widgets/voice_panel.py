@@ -168,6 +168,7 @@ class VoicePanel(QWidget):
         lay.addLayout(new_row)
         lay.addWidget(self.editor)
 
+        self.setAcceptDrops(True)
         ctx.model_changed.connect(self._model_changed)
         ctx.busy_changed.connect(lambda _: self._update_buttons())
         ctx.voices_changed.connect(self.refresh)
@@ -214,12 +215,49 @@ class VoicePanel(QWidget):
         if entry is None:
             self.ctx.dialogs.error(self, "No voice", "Create a voice first: record one or open an audio file.")
             return None
-        model_id = self.ctx.synth.model_id if self.ctx.synth is not None else None
         try:
-            return self.ctx.library.load(entry.path, model_id=model_id)
+            voice = self.ctx.library.load(entry.path)
         except VoiceError as e:
             self.ctx.dialogs.error(self, "Cannot use this voice", user_message(e))
             return None
+        synth = self.ctx.synth
+        if synth is not None and voice.model_id != synth.model_id:
+            self._offer_recreate(entry, voice)
+            return None
+        return voice
+
+    def _offer_recreate(self, entry: VoiceEntry, voice: Voice) -> None:
+        """A voice from another model cannot be used as is, but its saved reference can make it again."""
+        if voice.ref_audio is None or len(voice.ref_audio) == 0:
+            self.ctx.dialogs.error(self, "Cannot use this voice",
+                                   f"“{entry.name}” was made with a different model and has no reference audio "
+                                   "to make it again; create a new voice from a recording.")
+            return
+        if not self.ctx.dialogs.question(
+            self, "Voice from another model",
+            f"“{entry.name}” was made with a different model. Make it again for this model from its saved "
+            "reference recording? (Then press Generate again.)",
+        ) or not self.ctx.can_start(self):
+            return
+        synth = self.ctx.synth
+        worker = CallWorker(lambda: synth.create_voice((voice.ref_audio, 24000), ref_text=voice.ref_text,
+                                                       name=voice.name or entry.name, language=voice.language),
+                            "making the voice again", self)
+        worker.done.connect(lambda new: self._voice_recreated(entry.path, new))
+        worker.failed.connect(self._voice_failed)
+        worker.finished.connect(self._worker_finished)
+        self._worker = worker
+        self.ctx.set_busy("making the voice again")
+        self.details.setText(f"Making “{entry.name}” again for this model…")
+        worker.start()
+
+    def _voice_recreated(self, path: Path, voice: Voice) -> None:
+        try:
+            voice.save(path)  # same file, same name: it simply works with the new model now
+        except OSError as e:
+            self.ctx.dialogs.error(self, "Cannot save the voice", user_message(e, "saving the voice"))
+            return
+        self.refresh(select=path)
 
     def voice_names(self) -> list[str]:
         return [self.list.item(i).data(Qt.ItemDataRole.UserRole).name for i in range(self.list.count())]
@@ -462,6 +500,25 @@ class VoicePanel(QWidget):
     def _voice_failed(self, message: str) -> None:
         self.create_status.setText("")
         self.ctx.dialogs.error(self, "Cannot create the voice", message)
+
+    # --- drag and drop: an audio file starts a new voice, a .qvoice file is imported -------------------
+    def dragEnterEvent(self, event) -> None:
+        if any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        paths = [Path(u.toLocalFile()) for u in event.mimeData().urls() if u.isLocalFile()]
+        if not paths:
+            return
+        event.acceptProposedAction()
+        path = paths[0]
+        if path.suffix.lower() == SUFFIX:
+            try:
+                self.refresh(select=self.ctx.library.import_file(path))
+            except (VoiceError, OSError) as e:
+                self.ctx.dialogs.error(self, "Cannot import voice", user_message(e, "importing the voice"))
+        elif not self.recorder.recording:
+            self.load_reference_file(path)
 
     # --- state -------------------------------------------------------------------------------------------
     def _model_changed(self) -> None:

@@ -147,14 +147,78 @@ def test_library_rename_delete_export_import(qtbot, make_window, dialogs, tmp_pa
     _no_traceback(dialogs)
 
 
-def test_voice_from_another_model_is_refused(qtbot, make_window, dialogs, fake_synth, tmp_path):
+def test_voice_from_another_model_is_made_again(qtbot, make_window, dialogs, fake_synth, tmp_path):
     window = make_window()
-    foreign = fake_synth.create_voice((speech_like(4.0, 24000), 24000), name="Foreign")
+    panel = window.voice_panel
+    foreign = fake_synth.create_voice((speech_like(4.0, 24000), 24000), ref_text="Hi there.", name="Foreign")
     foreign.model_id = "another-model"
-    window.ctx.library.add(foreign)
-    window.voice_panel.refresh()
-    names = window.voice_panel.voice_names()
-    window.voice_panel.list.setCurrentRow(names.index("Foreign"))
+    path = window.ctx.library.add(foreign)
+    bare = fake_synth.create_voice((speech_like(4.0, 24000), 24000), name="No reference")
+    bare.model_id, bare.ref_audio = "another-model", None
+    window.ctx.library.add(bare)
+    panel.refresh()
     window.text_edit.setPlainText("Hello")
+
+    panel.list.setCurrentRow(panel.voice_names().index("No reference"))
     assert not window.generate()
     assert "different model" in dialogs.errors[-1][1]
+
+    panel.list.setCurrentRow(panel.voice_names().index("Foreign"))
+    dialogs.answer = False
+    assert not window.generate()
+    assert dialogs.questions[-1][0] == "Voice from another model"
+    dialogs.answer = True
+    assert not window.generate()  # makes the voice again first
+    qtbot.waitUntil(lambda: window.ctx.busy is None, timeout=5000)
+    remade = Voice.load(path)
+    assert remade.model_id == fake_synth.model_id and remade.name == "Foreign" and remade.ref_text == "Hi there."
+    assert panel.selected_entry().path == path
+    assert window.generate()
+    qtbot.waitUntil(lambda: window.synth_worker is None, timeout=10000)
+    assert window.output.current is not None
+
+
+class _Drop:
+    def __init__(self, path):
+        from PySide6.QtCore import QMimeData, QUrl
+
+        self._mime = QMimeData()
+        self._mime.setUrls([QUrl.fromLocalFile(str(path))])
+        self.accepted = False
+
+    def mimeData(self):
+        return self._mime
+
+    def acceptProposedAction(self):
+        self.accepted = True
+
+
+def test_drop_audio_and_voice_files(qtbot, make_window, dialogs, tmp_path, fake_synth):
+    window = make_window(voice=False)
+    panel = window.voice_panel
+    wav = tmp_path / "dropped voice.wav"
+    sf.write(wav, speech_like(4.0, 22050), 22050)
+    event = _Drop(wav)
+    panel.dragEnterEvent(event)
+    assert event.accepted
+    panel.dropEvent(_Drop(wav))
+    assert panel._ref is not None and panel.name_edit.text() == "dropped voice"
+    exported = tmp_path / "shared.qvoice"
+    fake_synth.create_voice((speech_like(4.0, 24000), 24000), name="Shared").save(exported)
+    panel.dropEvent(_Drop(exported))
+    assert panel.voice_names() == ["Shared"]
+    assert not dialogs.errors
+
+
+def test_changing_the_voices_folder(qtbot, make_window, dialogs, tmp_path, settings):
+    from qwen3tts_gui.widgets.folders_dialog import FoldersDialog
+
+    window = make_window()
+    assert window.voice_panel.list.count() == 1
+    dialog = FoldersDialog(window.ctx, window)
+    dialog.voices.setText(str(tmp_path / "other voices"))
+    dialog.models.setText(str(tmp_path / "models"))
+    dialog.accept()
+    assert window.voice_panel.list.count() == 0
+    assert settings.voices_dir == str(tmp_path / "other voices")
+    assert window.ctx.models_folder() == tmp_path / "models"
