@@ -209,7 +209,8 @@ class TinySpec:
     # constants found once by calibration (see make_fixtures.py --calibrate); fixed for determinism
     out_gain: float = 1.0  # decoder final conv gain
     enc_cb_std: float = 1.0  # Mimi codebook std (matches projected-latent scale)
-    eos_gain: float = 1.5  # talker codec_head EOS row multiplier
+    eos_gain: float = 1.25  # talker codec_head EOS row multiplier
+    st_seed_offset: int = 1  # speech tokenizer seed = seed + this
     extra: dict = field(default_factory=dict)
 
 
@@ -236,7 +237,7 @@ SPECS: dict[str, TinySpec] = {
         d_hidden=32, d_inter=64, d_layers=2, d_heads=4, d_head_dim=16, d_window=72, d_latent=32,
         d_dim=64, d_codebook_dim=32,
         e_filters=4, e_hidden=32, e_inter=64, e_layers=2, e_heads=2, e_head_dim=16, e_window=250,
-        e_codebook_dim=16, out_gain=0.11, enc_cb_std=0.43,
+        e_codebook_dim=16, out_gain=0.11, enc_cb_std=0.43, st_seed_offset=3,
     ),
     # awkward: GQA 3 everywhere, head_dim != hidden/heads, CP narrower with odd sizes, decoder
     # sliding window (8) far shorter than the test sequences, small Mimi window (64 @ 25 Hz).
@@ -249,7 +250,7 @@ SPECS: dict[str, TinySpec] = {
         d_hidden=24, d_inter=40, d_layers=3, d_heads=3, d_head_dim=10, d_window=8, d_latent=24,
         d_dim=48, d_codebook_dim=24,
         e_filters=4, e_hidden=32, e_inter=48, e_layers=1, e_heads=2, e_head_dim=12, e_window=64,
-        e_codebook_dim=8, out_gain=0.10, enc_cb_std=0.34,
+        e_codebook_dim=8, out_gain=0.10, enc_cb_std=0.34, eos_gain=1.1,
     ),
 }
 
@@ -434,7 +435,7 @@ def build_models(spec: TinySpec):
 
     st_cfg = make_speech_tokenizer_config(spec)
     st = Qwen3TTSTokenizerV2Model(st_cfg).float().eval()
-    fb += randomise(st, spec.seed + 1, enc_cb_std=spec.enc_cb_std)
+    fb += randomise(st, spec.seed + spec.st_seed_offset, enc_cb_std=spec.enc_cb_std)
     with torch.no_grad():
         # keep vocoder activations moderate: damp residual branches (variance would grow ~2x per unit,
         # and SnakeBeta's sin() of huge arguments amplifies rounding), then set the output level

@@ -1,0 +1,35 @@
+"""Live oracle tier: regenerate the fixtures with the official qwen-tts (venv with the `reference` extra)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "reference: needs torch and the official qwen-tts package (live oracle tier)")
+
+
+@pytest.fixture(scope="session")
+def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Run tests/reference/make_fixtures.py into a temp dir (fresh process, offline, CPU)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("qwen_tts")
+    out = tmp_path_factory.mktemp("fixtures")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    t0 = time.time()
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "reference" / "make_fixtures.py"), "--out", str(out)],
+        env=env, capture_output=True, text=True, timeout=1200,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"make_fixtures.py failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    print(f"\nregenerated fixtures in {time.time() - t0:.1f}s")
+    return out
