@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
 
-    from PySide6.QtCore import QCoreApplication
+    from PySide6.QtCore import QCoreApplication, QTimer
     from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
@@ -97,6 +98,13 @@ def main(argv: list[str] | None = None) -> int:
         ctx.dialogs.error(window, APP_NAME, user_message(value, "handling that"))
 
     sys.excepthook = excepthook
+    # SIGTERM/SIGINT (logout, Ctrl+C in a terminal) close the window normally: settings saved, workers stopped.
+    # Python only sees signals when it runs, so a slow timer gives it the chance.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: QTimer.singleShot(0, window.close))
+    ticker = QTimer()
+    ticker.start(250)
+    ticker.timeout.connect(lambda: None)
     window.show()
     log.info("started; log file %s", log_path)
     model = args.model or (Path(settings.model_path) if settings.model_path else None)

@@ -33,6 +33,7 @@ class AudioStream(Protocol):
 
 class AudioBackend(Protocol):
     def output_problem(self) -> str | None: ...
+    def output_rate(self, wanted: int) -> int: ...
     def input_problem(self) -> str | None: ...
     def input_samplerate(self) -> int: ...
     def open_output(self, samplerate: int, fill: Fill) -> AudioStream: ...
@@ -78,6 +79,16 @@ class SoundDeviceBackend:
     def input_samplerate(self) -> int:
         dev = self._device("input")
         return int(dev["default_samplerate"]) if dev else 48000
+
+    def output_rate(self, wanted: int) -> int:
+        """wanted if the output device takes it, else its own rate (e.g. WASAPI shared mode is fixed-rate)."""
+        sd = self._sd
+        try:
+            sd.check_output_settings(samplerate=wanted, channels=1, dtype="float32")
+            return wanted
+        except Exception:
+            dev = self._device("output")
+            return int(dev["default_samplerate"]) if dev else wanted
 
     def open_output(self, samplerate: int, fill: Fill) -> AudioStream:
         sd = self._sd
@@ -150,6 +161,8 @@ class Player(QObject):
         self._ended = False
         self._stream: AudioStream | None = None
         self._samplerate = 24000
+        self._device_rate = 24000
+        self._resampler = None  # soxr.ResampleStream when the device cannot play the sound's own rate
         self.owner: object | None = None  # who started the current sound (lets views show their own state)
         self._timer = QTimer(self)
         self._timer.setInterval(30)
@@ -166,13 +179,22 @@ class Player(QObject):
              owner: object | None = None) -> bool:
         """Start playing; with complete=False more samples may follow via append(). False if no device."""
         self.stop()
-        with self._lock:
-            self._buf.set(samples, complete)
-            self._pos = max(0, min(start, self._buf.length))
-            self._ended = False
-        self._samplerate = samplerate
         try:
-            self._stream = self.backend.open_output(samplerate, self._fill)
+            self._device_rate = int(self.backend.output_rate(samplerate))
+        except Exception:
+            self._device_rate = samplerate
+        self._samplerate = samplerate
+        self._resampler = None
+        if self._device_rate != samplerate:
+            import soxr
+
+            self._resampler = soxr.ResampleStream(samplerate, self._device_rate, 1, dtype="float32")
+        with self._lock:
+            self._buf.set(self._convert(samples, complete), complete)
+            self._pos = max(0, min(self._to_device(start), self._buf.length))
+            self._ended = False
+        try:
+            self._stream = self.backend.open_output(self._device_rate, self._fill)
             self._stream.start()
         except AudioUnavailable as e:
             self._stream = None
@@ -189,13 +211,25 @@ class Player(QObject):
         return True
 
     def append(self, samples: np.ndarray, complete: bool = False) -> None:
+        samples = self._convert(samples, complete)
         with self._lock:
             self._buf.append(samples)
             self._buf.complete = self._buf.complete or complete
 
     def mark_complete(self) -> None:
+        tail = self._convert(np.zeros(0, np.float32), True)
         with self._lock:
+            self._buf.append(tail)
             self._buf.complete = True
+
+    def _convert(self, samples: np.ndarray, last: bool) -> np.ndarray:
+        samples = np.asarray(samples, np.float32).reshape(-1)
+        if self._resampler is None:
+            return samples
+        return self._resampler.resample_chunk(samples, last=last)
+
+    def _to_device(self, sample: int) -> int:
+        return int(round(sample * self._device_rate / self._samplerate))
 
     def stop(self) -> None:
         stream, self._stream = self._stream, None
@@ -225,7 +259,7 @@ class Player(QObject):
     def _poll(self) -> None:
         with self._lock:
             pos, ended = self._pos, self._ended
-        self.position.emit(pos)
+        self.position.emit(int(pos * self._samplerate / self._device_rate))  # in the sound's own samples
         if ended:
             self.stop()
 

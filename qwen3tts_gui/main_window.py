@@ -263,6 +263,7 @@ class MainWindow(QMainWindow):
 
     def _model_loaded(self, path: Path, synth) -> None:
         self.ctx.settings.remember_model(str(path))
+        self.ctx.settings.sync()  # remembered even if the app is killed later
         self.ctx.set_model(synth, path)
         self.statusBar().showMessage(f"Model {path.name} is ready", 5000)
         log.info("opened model %s", path)
@@ -487,8 +488,9 @@ class MainWindow(QMainWindow):
             if worker is not None:
                 worker.cancel()
                 worker.wait(30000)
-        if self._model_worker is not None:
-            self._model_worker.wait(30000)
+        for waiting in (self._model_worker, self.voice_panel._worker):
+            if waiting is not None:  # a QThread must not be destroyed while it runs
+                waiting.wait(60000)
         if self.voice_panel.recorder.recording:
             self.voice_panel.recorder.stop()
         self.ctx.player.stop()

@@ -31,6 +31,7 @@ class OutputPanel(QWidget):
         self.takes: list[Take] = []
         self.current: Take | None = None
         self.streaming = False
+        self._adding = False
 
         self.wave = WaveformView(placeholder="The generated speech appears here")
         self.play_btn = QPushButton("▶  Play")
@@ -124,7 +125,11 @@ class OutputPanel(QWidget):
         item.setToolTip(take.details())
         item.setData(Qt.ItemDataRole.UserRole, take.number)
         self.history.insertItem(0, item)
-        self.history.setCurrentRow(0)
+        self._adding = True  # a stream still playing goes on playing into its finished take
+        try:
+            self.history.setCurrentRow(0)
+        finally:
+            self._adding = False
 
     def _row_changed(self, row: int) -> None:
         if row < 0:
@@ -133,6 +138,8 @@ class OutputPanel(QWidget):
         take = next((t for t in self.takes if t.number == number), None)
         if take is None or take is self.current:
             return
+        if self.ctx.player.owner is self and not self._adding:
+            self.ctx.player.stop()  # the cursor would run over the wrong take otherwise
         self.current = take
         self.wave.set_audio(take.audio, SAMPLE_RATE)
         settings = "greedy" if take.settings.greedy else f"seed {take.seed}"

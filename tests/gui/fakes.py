@@ -204,6 +204,7 @@ class FakeAudioBackend:
     has_input: bool = True
     refuse_input: bool = False  # what a refused microphone permission looks like
     input_rate: int = 48000
+    device_output_rate: int | None = None  # a device that only plays this rate (None: any rate)
     speed: float = 4.0  # faster than real time keeps tests short
     played: list = field(default_factory=list)
     output_finished: int = 0
@@ -218,6 +219,9 @@ class FakeAudioBackend:
     def input_samplerate(self) -> int:
         return self.input_rate
 
+    def output_rate(self, wanted: int) -> int:
+        return self.device_output_rate or wanted
+
     def input_signal(self, sr: int) -> np.ndarray:
         if not hasattr(self, "_signal") or self._signal[0] != sr:
             self._signal = (sr, speech_like(4.0, sr))
@@ -226,6 +230,9 @@ class FakeAudioBackend:
     def open_output(self, samplerate: int, fill) -> FakeStream:
         if not self.has_output:
             raise AudioUnavailable(self.output_problem())
+        if self.device_output_rate and samplerate != self.device_output_rate:
+            raise AudioUnavailable(f"Cannot open the audio output: invalid sample rate {samplerate}")
+        self.opened_rates = [*getattr(self, "opened_rates", []), samplerate]
         s = FakeStream(self, "output", samplerate, fill, 1024)
         self.streams.append(s)
         return s

@@ -182,3 +182,20 @@ def test_unexpected_exception_is_caught_and_logged(qtbot, make_window, dialogs, 
     assert "Unexpected error" in text and "simulated engine bug" in text and "Traceback" not in text
     assert "Traceback" in log_path.read_text()
     assert synth.closed_at  # the generator was closed
+
+
+def test_playback_on_a_device_that_needs_another_rate(qtbot, make_window):
+    from .fakes import FakeAudioBackend
+
+    backend = FakeAudioBackend(device_output_rate=48000, speed=8.0)
+    window = make_window(backend=backend)
+    window.text_edit.setPlainText("Resample me.")
+    assert window.generate()
+    qtbot.waitUntil(lambda: window.synth_worker is None, timeout=10000)
+    take = window.output.current
+    window.output.toggle_play()
+    qtbot.waitUntil(lambda: backend.output_finished >= 1, timeout=20000)
+    assert backend.opened_rates == [48000]
+    played = backend.played_samples()
+    nz = np.flatnonzero(np.abs(played) > 1e-4)
+    assert abs((nz[-1] - nz[0]) - 2 * len(take.audio)) < 0.01 * len(take.audio)  # same sound at twice the rate
