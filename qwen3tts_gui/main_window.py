@@ -87,6 +87,7 @@ class MainWindow(QMainWindow):
         self.text_edit.setObjectName("TextEdit")
         self.text_edit.setPlaceholderText("Type what the voice should say…  (Ctrl+Enter generates)")
         self.text_edit.setMinimumHeight(72)
+        self.text_edit.setMaximumHeight(150)  # long texts scroll; the rest of the height goes to the results
         self.lang_combo = QComboBox()
         self.lang_combo.setMinimumWidth(140)
         self.lang_combo.currentIndexChanged.connect(self._language_changed)
@@ -157,9 +158,9 @@ class MainWindow(QMainWindow):
         rl.addLayout(row)
         rl.addWidget(self.settings_box)
         rl.addWidget(_section("Progress"))
-        rl.addWidget(self.progress, 1)
+        rl.addWidget(self.progress, 2)
         rl.addWidget(_section("Output"))
-        rl.addWidget(self.output, 1)
+        rl.addWidget(self.output, 2)
 
         right_scroll = QScrollArea()  # only scrolls on small screens; never lets panels overlap
         right_scroll.setWidget(right)
