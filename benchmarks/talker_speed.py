@@ -9,7 +9,8 @@ talker step, per code-predictor frame (15 codes), per feedback sum and per whole
 the logit error against fp32 on the same teacher-forced sequence (codes from the fp32 greedy run).
 Variant "fp32-wide" is the fp32 bundle with its (lossless) fp16-stored weights widened to fp32 at load.
 Note: on a loaded machine ncnn's OpenMP threads spin at barriers and 2 threads can be far slower than 1; the load
-average is printed with the results.
+average is printed with the results. With --threads 1 the CPU time per frame is printed too (compute time without
+the waits for other processes; memory-bandwidth contention still counts).
 """
 
 from __future__ import annotations
@@ -66,8 +67,9 @@ def run(bundle: Bundle, threads: int, frames: int, forced: np.ndarray | None, co
     hidden, logits = talker.prefill(text)
     codes = np.zeros((frames, cp.groups), np.int64)
     t_logits, c_logits = [], []
-    t_step, t_cp, t_fb = [], [], []
+    t_step, t_cp, t_fb, cpu = [], [], [], []
     for f in range(frames):
+        c_start = time.thread_time()
         t_logits.append(logits[:cb].copy())
         c0 = int(forced[f, 0]) if forced is not None else int(np.argmax(logits[:cb]))
         frame_logits = []
@@ -87,7 +89,9 @@ def run(bundle: Bundle, threads: int, frames: int, forced: np.ndarray | None, co
         t = time.perf_counter()
         hidden, logits = talker.step(row)
         t_step.append(time.perf_counter() - t)
-    return dict(load_s=load_s, step=np.array(t_step), cp=np.array(t_cp), fb=np.array(t_fb), codes=codes,
+        cpu.append(time.thread_time() - c_start)
+    return dict(load_s=load_s, step=np.array(t_step), cp=np.array(t_cp), fb=np.array(t_fb), cpu=np.array(cpu),
+                codes=codes,
                 t_logits=np.stack(t_logits), c_logits=np.stack(c_logits))
 
 
@@ -129,9 +133,12 @@ def main() -> None:
         skip = min(3, args.frames - 1)  # warm-up frames
         step, cp, fb = (r[k][skip:].mean() * 1000 for k in ("step", "cp", "fb"))
         frame = step + cp + fb
+        best = float(np.min((r["step"] + r["cp"] + r["fb"])[skip:]) * 1000)  # least disturbed frame
         line = (f"{prec:9s}: talker step {step:6.1f} ms | code predictor {cp:6.1f} ms/frame | feedback {fb:5.2f} ms | "
-                f"frame {frame:6.1f} ms ({OFFICIAL_MS_PER_FRAME / frame:.2f}x official {OFFICIAL_MS_PER_FRAME:.0f}) | "
-                f"load {r['load_s']:.1f} s")
+                f"frame mean {frame:6.1f} ms, best {best:6.1f} ms ({OFFICIAL_MS_PER_FRAME / frame:.2f}x / "
+                f"{OFFICIAL_MS_PER_FRAME / best:.2f}x official {OFFICIAL_MS_PER_FRAME:.0f}) | load {r['load_s']:.1f} s")
+        if args.threads == 1:  # CPU time of the calling thread = compute time without waits for other processes
+            line += f"\n      CPU time per frame {r['cpu'][skip:].mean() * 1000:6.1f} ms (1 thread)"
         if ref is None and prec == "fp32":
             ref = r
         elif ref is not None:
