@@ -30,6 +30,7 @@ from ..context import AppContext
 from ..engine_adapter import GenerationSettings, Voice
 from ..paths import output_dir
 from ..workers import BatchJob, BatchWorker
+from .throttle import Throttle
 from .voice_panel import language_title
 
 COLUMNS = ["#", "Text", "Voice", "Language", "Status", "Duration", "Output file"]
@@ -212,7 +213,8 @@ class BatchPanel(QWidget):
         self._done_chars = 0
         self._total_chars = 0
         self._run_keys: list[int] = []
-
+        self._current: BatchLine | None = None
+        self._progress_soon = Throttle(100, self._show_progress, self)  # frames can outpace repaints
         self.model = BatchModel(self)
         self.table = QTableView()
         self.table.setObjectName("BatchTable")
@@ -460,10 +462,17 @@ class BatchPanel(QWidget):
         line = self.model.line(key)
         if line:
             line.frames, line.estimated = frames, estimated
-            self.model.changed(key)
+            self._current = line
+            self._progress_soon.ping()
+
+    def _show_progress(self) -> None:
+        line = self._current
+        if line is not None and line.state == "running":
+            self.model.changed(line.key)
             self._update_overall(line)
 
     def _finish_line(self, key: int) -> None:
+        self._current = None
         line = self.model.line(key)
         if line:
             self._done_chars += len(line.text)

@@ -7,6 +7,7 @@ from collections import deque
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from ..engine_adapter import FrameEvent, SynthesisResult
+from .throttle import Throttle
 from .token_view import TokenView
 
 FRAME_SECONDS = 0.08
@@ -50,9 +51,13 @@ class ProgressPanel(QWidget):
         lay.addWidget(self.tokens, 1)
         self._recent: deque[float] = deque(maxlen=10)
         self.frames = 0
+        self._last: FrameEvent | None = None
+        # Frames may come faster than it is worth repainting: numbers and tokens refresh at most ~20 times/s.
+        self._throttle = Throttle(50, self._refresh, self)
 
     def begin(self) -> None:
         self.frames = 0
+        self._last = None
         self._recent.clear()
         self.tokens.clear()
         self.bar.setRange(0, 0)  # busy indicator until the first frame (prefill)
@@ -63,6 +68,14 @@ class ProgressPanel(QWidget):
     def on_frame(self, ev: FrameEvent) -> None:
         self.frames = ev.index + 1
         self._recent.append(ev.frame_seconds)
+        self._last = ev
+        self.tokens.add_frame(ev.codes, update=False)
+        self._throttle.ping()
+
+    def _refresh(self) -> None:
+        ev = self._last
+        if ev is None:
+            return
         estimate = max(ev.estimated_frames, self.frames)
         total = min(estimate, ev.max_frames) if ev.max_frames else estimate
         total = max(total, self.frames)
@@ -74,9 +87,11 @@ class ProgressPanel(QWidget):
         self.ms_per_frame.setText(f"{1000 * sum(self._recent) / len(self._recent):.0f} ms")
         self.rtf.setText(f"{ev.elapsed / audio_s:.2f}")
         self.audio_len.setText(f"{audio_s:.1f} s")
-        self.tokens.add_frame(ev.codes)
+        self.tokens.refresh()
 
     def finish(self, result: SynthesisResult, wall_seconds: float) -> None:
+        self._throttle.flush()
+        self._last = None
         frames = len(result.codes)
         self.bar.setRange(0, max(frames, 1))
         self.bar.setValue(frames)
@@ -93,6 +108,8 @@ class ProgressPanel(QWidget):
             self.tokens.set_codes(result.codes)
 
     def stop(self, text: str) -> None:
+        self._throttle.flush()
+        self._last = None
         self.bar.setRange(0, 1)
         self.bar.setValue(0)
         self.bar.setFormat(text)

@@ -57,10 +57,13 @@ class TokenView(QWidget):
         self._image = QImage(256, ROWS, QImage.Format.Format_RGB32)
         self._image.fill(QColor("#1e2430"))
         self._frames = 0
+        self._following = True
         self._canvas = _Canvas(self)
         self._bar = QScrollBar(Qt.Orientation.Horizontal, self)
         self._bar.setRange(0, 0)
         self._bar.valueChanged.connect(self._canvas.update)
+        # follow new frames unless the user scrolled back (range growth alone does not change the value)
+        self._bar.valueChanged.connect(lambda v: setattr(self, "_following", v >= self._bar.maximum()))
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
@@ -77,6 +80,7 @@ class TokenView(QWidget):
 
     def clear(self) -> None:
         self._frames = 0
+        self._following = True
         self._image.fill(QColor("#1e2430"))
         self._update_bar(follow=True)
         self._canvas.update()
@@ -86,18 +90,25 @@ class TokenView(QWidget):
         for row in np.asarray(codes).reshape(-1, ROWS):
             self.add_frame(row)
 
-    def add_frame(self, codes: np.ndarray) -> None:
+    def add_frame(self, codes: np.ndarray, update: bool = True) -> None:
+        """Add one frame; with update=False the caller repaints later with refresh() (cheap per frame)."""
         codes = np.asarray(codes, np.int64).reshape(ROWS)
         if self._frames >= len(self._codes):
             self._grow()
         self._codes[self._frames] = codes
-        colors = PALETTE[np.clip(codes, 0, len(PALETTE) - 1)]
-        for r in range(ROWS):
-            self._image.setPixel(self._frames, r, int(colors[r]))
-        follow = self._bar.value() >= self._bar.maximum()
+        self._pixels()[:, self._frames] = PALETTE[np.clip(codes, 0, len(PALETTE) - 1)]
         self._frames += 1
-        self._update_bar(follow)
+        if update:
+            self.refresh()
+
+    def refresh(self) -> None:
+        self._update_bar(self._following)
         self._canvas.update()
+
+    def _pixels(self) -> np.ndarray:
+        """The image's memory as a (16, capacity) uint32 array (one pixel per token)."""
+        width = self._image.width()
+        return np.frombuffer(self._image.bits(), np.uint32).reshape(ROWS, self._image.bytesPerLine() // 4)[:, :width]
 
     def _grow(self) -> None:
         n = len(self._codes) * 2
@@ -123,7 +134,7 @@ class TokenView(QWidget):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        self._update_bar(follow=self._bar.value() >= self._bar.maximum())
+        self._update_bar(follow=self._following)
 
     def first_visible(self) -> int:
         return self._bar.value()

@@ -8,6 +8,7 @@ from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPaintEvent, QP
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from ..coach import to_mono
+from .throttle import Throttle
 
 _BACKGROUND = 0xFF1E2430  # xRGB
 _CENTER = 0xFF3A404B
@@ -36,6 +37,7 @@ class WaveformView(QWidget):
         self._cursor = -1
         self._peaks: tuple[int, int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._image: tuple[tuple[int, int, int, int], QImage] | None = None
+        self._repaint_soon = Throttle(66, self.update, self)  # audio streaming in: ~15 repaints/s at most
         self.setMinimumHeight(70)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setMouseTracking(False)
@@ -88,7 +90,7 @@ class WaveformView(QWidget):
         self._len = need
         self._expected = max(self._expected, need)
         self._peaks = None
-        self.update()
+        self._repaint_soon.ping()
 
     def set_position(self, sample: int) -> None:
         self._cursor = sample

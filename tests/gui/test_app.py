@@ -211,3 +211,11 @@ def test_token_view_scrolls_with_new_frames(qtbot):
     assert view.first_visible() == 400 - visible  # following the newest frame
     np.testing.assert_array_equal(view.codes(), codes)
     view.grab()  # paints without error
+    view._bar.setValue(10)  # the user scrolls back: new frames must not pull the view away
+    for row in codes[:5]:
+        view.add_frame(row, update=False)
+    view.refresh()
+    assert view.first_visible() == 10
+    view._bar.setValue(view._bar.maximum())  # back at the end: follows again
+    view.add_frame(codes[0])
+    assert view.first_visible() == view.frames - visible
