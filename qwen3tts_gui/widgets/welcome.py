@@ -11,7 +11,8 @@ It needs a <b>model</b> first: a folder converted from the Qwen3-TTS 12 Hz check
 <ol>
 <li><b>Already have a converted model?</b> Open its folder (it contains <tt>manifest.json</tt>).</li>
 <li><b>Downloaded the checkpoint?</b> Get <i>Qwen3-TTS-12Hz-0.6B-Base</i> (or 1.7B-Base) from the
-Qwen page on Hugging Face, e.g. with <tt>huggingface-cli download Qwen/Qwen3-TTS-12Hz-0.6B-Base</tt>,
+Qwen page on Hugging Face, e.g. with
+<span style="white-space:nowrap"><tt>huggingface-cli download Qwen/Qwen3-TTS-12Hz-0.6B-Base</tt></span>,
 then import its folder here; it is converted once (a few minutes).</li>
 <li><b>Just looking?</b> The demo model is tiny and made of random numbers: it speaks noise, but shows
 every part of the app within seconds.</li>

@@ -23,9 +23,16 @@ from .fakes import FakeAudioBackend, FakeDialogs, FakeSynthesizer, speech_like  
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if HERE in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.gui)
+    from qwen3tts_gui.app import binding_problem
+
+    gui_items = [item for item in items if HERE in Path(str(item.fspath)).parents]
+    problem = binding_problem() if gui_items else None
+    for item in gui_items:
+        item.add_marker(pytest.mark.gui)
+        # A broken Qt binding aborts the whole pytest process after a few thousand calls: run only the test
+        # that names the problem (it fails), skip the rest instead of crashing every other suite.
+        if problem and item.name != "test_qt_binding_keeps_none_alive":
+            item.add_marker(pytest.mark.skip(reason=problem))
 
 
 @pytest.fixture(autouse=True)
