@@ -12,7 +12,9 @@ minus the interval is the longest time the GUI could not react. Figures are prin
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -89,10 +91,12 @@ def main() -> int:
     ap.add_argument("--interval-ms", type=int, default=5)
     ap.add_argument("--no-stream", action="store_true", help="do not decode audio while generating")
     ap.add_argument("--tries", type=int, default=6, help="seeds to try to get a run that reaches --frames")
+    ap.add_argument("--repeat", type=int, default=3, help="runs at the chosen seed (a shared machine is noisy)")
     ap.add_argument("--verbose", action="store_true", help="list every long gap")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="qwen3tts-gui-stall-"))
+    atexit.register(shutil.rmtree, tmp, True)
     model = args.model or make_demo_bundle(tmp / "demo")
     configure_runtime()  # exactly what the app's main() does
     app = QApplication([sys.argv[0]])
@@ -127,8 +131,7 @@ def main() -> int:
     idle = heartbeat(app, args.interval_ms, 2.0)
     print(f"idle baseline (2 s): max gap {idle.max():.1f} ms, p99 {np.percentile(idle, 99):.1f} ms")
 
-    best = None
-    for seed in range(args.tries):
+    def run(seed: int) -> tuple[int, float, np.ndarray]:
         box.seed.setValue(seed)
         ticks: list[int] = []
         clock = QElapsedTimer()
@@ -136,33 +139,38 @@ def main() -> int:
         beat = QTimer()
         beat.setTimerType(Qt.TimerType.PreciseTimer)
         beat.setInterval(args.interval_ms)
-        beat.timeout.connect(lambda ticks=ticks, clock=clock: ticks.append(clock.nsecsElapsed()))
+        beat.timeout.connect(lambda: ticks.append(clock.nsecsElapsed()))
         beat.start()
         started = time.perf_counter()
         if not window.generate():
-            return 1
+            raise SystemExit(1)
         pump(app, lambda: window.synth_worker is None, 3600)
         beat.stop()
         wall = time.perf_counter() - started
         take = window.output.current
         frames = len(take.result.codes) if take is not None else window.progress.frames
         gaps = np.diff(np.array(ticks, np.int64)) / 1e6 if len(ticks) > 1 else np.zeros(1)
+        print(f"seed {seed}: {frames} frames in {wall:.2f} s ({1000 * wall / max(frames, 1):.1f} ms/frame), "
+              f"heartbeat gaps: median {np.median(gaps):.1f} ms, p99 {np.percentile(gaps, 99):.1f} ms, "
+              f"max {gaps.max():.1f} ms -> longest stall {gaps.max() - args.interval_ms:.1f} ms; "
+              f"gaps > 50 ms: {int((gaps > 50).sum())}, > 100 ms: {int((gaps > 100).sum())}")
         if args.verbose:
             at = np.array(ticks[1:], np.int64) / 1e9
             for i in np.flatnonzero(gaps > 4 * args.interval_ms):
                 print(f"    gap {gaps[i]:.1f} ms ending {at[i]:.3f} s after Generate")
-        stall = float(gaps.max()) - args.interval_ms
-        print(f"seed {seed}: {frames} frames in {wall:.2f} s ({1000 * wall / max(frames, 1):.1f} ms/frame), "
-              f"heartbeat gaps: median {np.median(gaps):.1f} ms, p99 {np.percentile(gaps, 99):.1f} ms, "
-              f"max {gaps.max():.1f} ms -> longest stall {stall:.1f} ms; "
-              f"gaps > 50 ms: {int((gaps > 50).sum())}, > 100 ms: {int((gaps > 100).sum())}")
-        if best is None or frames > best[0]:
-            best = (frames, stall)
+        return frames, float(gaps.max()) - args.interval_ms, gaps
+
+    # Find a seed whose take reaches --frames (random weights may stop early), then repeat it.
+    seed, frames = 0, 0
+    for seed in range(args.tries):
+        frames, stall, _ = run(seed)
         if frames >= args.frames:
             break
+    stalls = [stall] + [run(seed)[1] for _ in range(args.repeat - 1)]
     window.close()
-    frames, stall = best
-    print(f"RESULT: longest GUI-thread stall during a {frames}-frame generation: {stall:.1f} ms")
+    print(f"RESULT: longest GUI-thread stall during a {frames}-frame generation, {len(stalls)} runs: "
+          f"median {np.median(stalls):.1f} ms, worst {max(stalls):.1f} ms "
+          f"(idle baseline on this machine: worst gap {idle.max() - args.interval_ms:.1f} ms)")
     return 0
 
 

@@ -9,6 +9,8 @@ Settings, voices and the demo bundle live in a temporary folder; the user's own 
 from __future__ import annotations
 
 import argparse
+import atexit
+import shutil
 import sys
 import tempfile
 import time
@@ -83,6 +85,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="qwen3tts-shots-"))
+    atexit.register(shutil.rmtree, tmp, True)
     model = args.model or make_demo_bundle(tmp / "models" / "demo")
 
     app = QApplication([sys.argv[0]])
