@@ -229,77 +229,96 @@ def cmd_demo_model(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    """Speed of each stage on this machine. Figures only; nothing is asserted."""
     import resource
 
     import numpy as np
 
     from .synthesizer import Synthesizer
-    from .types import SAMPLE_RATE, AudioChunk, FrameEvent, GenerationSettings, SynthesisResult
+    from .types import (
+        SAMPLE_RATE,
+        SAMPLES_PER_FRAME,
+        AudioChunk,
+        FrameEvent,
+        GenerationSettings,
+        SynthesisResult,
+    )
     from .voice import Voice
 
     if args.frames < 2:
         raise UsageError("--frames must be at least 2")
+    out = print
     t0 = time.perf_counter()
     synth = Synthesizer(args.model, threads=args.threads)
-    load = time.perf_counter() - t0
-    # a reference-free voice: a fixed pseudo-random x-vector of the right width (the speaker encoder is
-    # timed separately below when the bundle has it)
+    out(f"bundle        {args.model} ({synth.bundle.precision}, {args.threads} threads)")
+    out(f"load          {time.perf_counter() - t0:.2f} s (talker + code predictor)")
+    # a fixed pseudo-random x-vector: the voice front end is timed on its own below
     rng = np.random.default_rng(0)
     voice = Voice(xvector=rng.standard_normal(synth.hidden_size).astype(np.float32), model_id=synth.model_id)
-    text = args.text
-    settings = GenerationSettings(seed=0, max_frames=args.frames, stream_audio=True)
+    settings = GenerationSettings(seed=0, max_frames=args.frames)
 
-    # end to end, streaming audio, EOS ignored so the frame count is exact
-    plan = synth._plan(text, voice, args.language, settings)
-    t_start = time.perf_counter()
-    first_audio = None
-    result = None
-    frame_times = []
-    for ev in synth._run(plan, ignore_eos=True):
+    # 1. generation only (EOS ignored so the frame count is exact)
+    plan = synth._plan(args.text, voice, args.language, settings)
+    frame_times, result = [], None
+    for ev in synth._run(plan, ignore_eos=True, decode=False):
         if isinstance(ev, FrameEvent):
             frame_times.append(ev.frame_seconds)
-        elif isinstance(ev, AudioChunk) and first_audio is None:
-            first_audio = time.perf_counter() - t_start
         elif isinstance(ev, SynthesisResult):
             result = ev
-    wall = time.perf_counter() - t_start
     assert result is not None
-    n = max(result.codes.shape[0], 1)
-    tm = result.timings
+    codes, tm = result.codes, result.timings
+    n = codes.shape[0]
+    steady = frame_times[2:] or frame_times
+    out(f"frames        {n} ({n / 12.5:.2f} s of audio)")
+    out(f"prefill       {tm['prefill'] * 1000:.1f} ms ({plan.prompt.prefill.shape[0]} rows)")
+    out(f"talker step   {tm['talker'] / n * 1000:.1f} ms/frame")
+    out(f"code pred.    {tm['code_predictor'] / n * 1000:.1f} ms/frame (15 steps)")
+    out(f"generation    {np.median(steady) * 1000:.1f} ms/frame median, {tm['total'] / n * 1000:.1f} ms/frame mean "
+        f"(RTF {tm['total'] / (n / 12.5):.3f} without audio)")
 
-    # the decoder alone on the same codes (one full decode, as the non-streaming path does)
-    t = time.perf_counter()
-    wav = synth.decode(result.codes)
-    dec = time.perf_counter() - t
-
-    lines = [
-        f"bundle        {args.model} ({synth.bundle.precision}, {args.threads} threads)",
-        f"load          {load:.2f} s",
-        f"frames        {result.codes.shape[0]} ({result.codes.shape[0] / 12.5:.2f} s of audio)",
-        f"prefill       {tm['prefill'] * 1000:.1f} ms ({plan.prompt.prefill.shape[0]} rows)",
-        f"talker step   {tm['talker'] / n * 1000:.1f} ms/frame",
-        f"code pred.    {tm['code_predictor'] / n * 1000:.1f} ms/frame (15 steps)",
-        f"decoder       {dec / n * 1000:.1f} ms/frame (full decode), streaming {tm['decode'] / n * 1000:.1f} ms/frame",
-        f"per frame     {np.median(frame_times[1:] or frame_times) * 1000:.1f} ms median (talker + code predictor)",
-        f"RTF           {wall / (len(result.audio) / SAMPLE_RATE):.3f} end to end (streaming decode)"
-        if len(result.audio) else "RTF           n/a",
-        f"first audio   {first_audio if first_audio is not None else float('nan'):.3f} s",
-    ]
+    # 2. decoder alone
     try:
-        audio = np.sin(np.arange(3 * SAMPLE_RATE) * 0.05).astype(np.float32) * 0.3
-        audio += rng.standard_normal(audio.shape).astype(np.float32) * 0.05
         t = time.perf_counter()
-        synth.speaker_encoder.xvector(audio)
-        lines.append(f"x-vector      {(time.perf_counter() - t) * 1000:.1f} ms (3 s reference)")
+        synth.decode(codes)
+        full = time.perf_counter() - t
+        stream = synth.decoder.stream()
         t = time.perf_counter()
-        synth.codec_encoder.encode(audio)
-        lines.append(f"ref encoder   {(time.perf_counter() - t) * 1000:.1f} ms (3 s reference)")
+        for frame in codes:
+            stream.push(frame[None])
+        stream.flush()
+        per_push = (time.perf_counter() - t) / n
+        out(f"decoder       {full / n * 1000:.1f} ms/frame whole, {per_push * 1000:.1f} ms/frame streaming (frame by frame)")
     except EngineError as e:
-        lines.append(f"voice front end not timed: {e}")
-    del wav
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    lines.append(f"peak RSS      {peak:.0f} MB")
-    print("\n".join(lines))
+        out(f"decoder       failed: {e}")
+        full = None
+
+    # 3. end to end with streaming audio: real-time factor and time to first audio
+    if full is not None:
+        plan = synth._plan(args.text, voice, args.language,
+                           GenerationSettings(seed=0, max_frames=args.frames, stream_audio=True))
+        t_start = time.perf_counter()
+        first, audio_samples = None, 0
+        for ev in synth._run(plan, ignore_eos=True):
+            if isinstance(ev, AudioChunk):
+                first = first if first is not None else time.perf_counter() - t_start
+                audio_samples += len(ev.samples)
+        wall = time.perf_counter() - t_start
+        seconds = audio_samples / SAMPLE_RATE or n * SAMPLES_PER_FRAME / SAMPLE_RATE
+        out(f"end to end    RTF {wall / seconds:.3f} ({wall:.2f} s for {seconds:.2f} s of audio, streaming decode)")
+        out(f"first audio   {first if first is not None else float('nan'):.3f} s after the call")
+
+    # 4. voice front end on a 3 s synthetic reference
+    ref = (np.sin(np.arange(3 * SAMPLE_RATE) * 0.05) * 0.3).astype(np.float32)
+    ref += (rng.standard_normal(ref.shape) * 0.05).astype(np.float32)
+    for label, fn in (("x-vector", lambda: synth.speaker_encoder.xvector(ref)),
+                      ("ref encoder", lambda: synth.codec_encoder.encode(ref))):
+        try:
+            t = time.perf_counter()
+            fn()
+            out(f"{label:13s} {(time.perf_counter() - t) * 1000:.1f} ms (3 s reference)")
+        except EngineError as e:
+            out(f"{label:13s} not timed: {e}")
+    out(f"peak RSS      {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     return 0
 
 

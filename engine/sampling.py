@@ -166,6 +166,33 @@ def multinomial(scores: np.ndarray, rng: np.random.Generator) -> int:
     return int(finite[min(i, finite.size - 1)])
 
 
+def sample(scores: np.ndarray, temperature: float, top_k: int, top_p: float, rng: np.random.Generator) -> int:
+    """warp() then multinomial(), fused: only the top-k candidates are touched after the k-th value is found.
+
+    Same kept set and same draw as the two-step reference (one rng.random() per call)."""
+    if temperature != 1.0:
+        scores = scores / np.float32(temperature)
+    n = scores.size
+    if 0 < top_k < n:
+        kth = np.partition(scores, n - top_k)[n - top_k]
+        idx = np.flatnonzero(scores >= kth)  # ties with the k-th value stay, as in HF
+    else:
+        idx = np.arange(n)
+    vals = scores[idx]
+    if top_p < 1.0:
+        keep = np.isfinite(top_p_filter(vals.copy(), top_p))
+        idx, vals = idx[keep], vals[keep]
+    finite = vals > -np.inf
+    if not finite.all():
+        idx, vals = idx[finite], vals[finite]
+    if idx.size == 0:
+        raise ValueError("every logit is masked")
+    x = vals.astype(np.float64)
+    cdf = np.cumsum(np.exp(x - x.max()))
+    i = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
+    return int(idx[min(i, idx.size - 1)])
+
+
 # ---------------------------------------------------------------------------------------------- sampler
 
 
@@ -192,15 +219,15 @@ class Sampler:
         scores = self.talker_scores(logits, history, step)
         if not c.do_sample:
             return int(np.argmax(scores))
-        return multinomial(warp(scores, c.temperature, c.top_k, c.top_p), self.rng)
+        return sample(scores, c.temperature, c.top_k, c.top_p, self.rng)
 
     def subtalker_choose(self, logits: np.ndarray, group: int) -> int:
         """Code `group` (1..15) from the code predictor's logits."""
         c = self.config
-        scores = np.array(logits, dtype=np.float32, copy=True).reshape(-1)
+        scores = np.asarray(logits, dtype=np.float32).reshape(-1)
         if not c.sub_do_sample:
             return int(np.argmax(scores))
-        return multinomial(warp(scores, c.sub_temperature, c.sub_top_k, c.sub_top_p), self.rng)
+        return sample(scores, c.sub_temperature, c.sub_top_k, c.sub_top_p, self.rng)
 
 
 def with_greedy(config: SamplingConfig) -> SamplingConfig:

@@ -157,3 +157,17 @@ def test_top_k_matches_sort_definition_on_random_scores(k):
     s = np.round(rng.standard_normal(300), 1).astype(np.float32)  # many ties
     kth = np.sort(s)[::-1][k - 1]
     assert kept(top_k_filter(s.copy(), k)) == set(np.flatnonzero(s >= kth).tolist())
+
+
+@pytest.mark.parametrize("temperature,top_k,top_p", [(0.9, 50, 1.0), (0.7, 5, 0.8), (1.0, 0, 0.9), (1.2, 3000, 1.0)])
+def test_fused_sampling_equals_warp_then_multinomial(temperature, top_k, top_p):
+    from engine.sampling import sample, warp
+
+    logits = np.round(np.random.default_rng(top_k).standard_normal(VOCAB) * 2, 1).astype(np.float32)
+    logits[2048:] = -np.inf
+    logits[EOS] = 1.0
+    a = np.random.Generator(np.random.PCG64(9))
+    b = np.random.Generator(np.random.PCG64(9))
+    for _ in range(200):
+        assert sample(logits, temperature, top_k, top_p, a) == multinomial(warp(logits.copy(), temperature, top_k,
+                                                                                 top_p), b)
