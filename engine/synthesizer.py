@@ -158,6 +158,9 @@ class Synthesizer:
         """x-vector from the reference; with ref_text also its codec frames for in-context cloning (ICL)."""
         from .audio import load_audio
 
+        kind = self.bundle.part("text").get("tts_model_type", "base")
+        if kind != "base":
+            raise VoiceError(f"this model is a {kind} model; voice cloning needs a Base model")
         language = self.check_language(language)
         if ref_text is not None:
             ref_text = clean_text(ref_text, "reference text")
