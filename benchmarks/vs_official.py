@@ -1,0 +1,332 @@
+"""Speed and greedy parity of our engine against the official qwen-tts, on one full-size random 0.6B checkpoint.
+
+    flock /tmp/fullsize.lock python benchmarks/vs_official.py [--ckpt DIR] [--frames 50] [--threads 2]
+                                                              [--precision fp32 [fp16 ...]] [--skip-ours]
+
+Both sides run in their own subprocess (official: the reference environment with torch + qwen-tts; ours: the
+runtime environment, ncnn + numpy), on the same checkpoint, text, reference audio (x-vector clone), greedy
+decoding (argmax for the talker and the code predictor; repetition penalty 1.05 from generation_config.json, as
+the official greedy run applies it) and the same number of frames, on the same number of threads. Neither side
+may stop early: ours masks EOS (bench mode), and the official talker's EOS row of codec_head is zeroed in memory
+so EOS can never be the argmax (the file is untouched). Prints both sets of figures, the ratios, and whether the
+greedy codes are identical frame for frame.
+
+Missing pieces are made on first use and cached: the checkpoint (benchmarks/make_checkpoint.py, 0.6b, seed 0)
+and our bundle per precision (<ckpt>.bundle-<precision>, via `qwen3tts convert`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import wave
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CKPT = Path(os.environ.get("QWEN3TTS_BENCH_DIR", "/tmp/qwen3tts-bench")) / "random-0.6b"
+REF_PYTHON = os.environ.get("QWEN3TTS_REF_PYTHON", "/work/venv-ref/bin/python")
+OUR_PYTHON = os.environ.get("QWEN3TTS_PYTHON", "/work/venv/bin/python")
+TEXT = ("The quick brown fox jumps over the lazy dog, and then it runs back home across the wide green field "
+        "before the evening rain begins to fall.")
+FRAME_SECONDS = 0.08
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+
+def write_reference(path: Path, seconds: float = 4.0, seed: int = 0) -> None:
+    """A deterministic speech-like reference: voiced harmonics with a wandering pitch, plus a little noise."""
+    import numpy as np
+
+    sr = 24000
+    t = np.arange(int(seconds * sr)) / sr
+    rng = np.random.default_rng(seed)
+    f0 = 140 + 30 * np.sin(2 * np.pi * 0.7 * t) + 15 * np.sin(2 * np.pi * 2.3 * t)
+    phase = 2 * np.pi * np.cumsum(f0) / sr
+    voiced = sum(np.sin(k * phase) / k for k in range(1, 12))
+    env = 0.5 + 0.5 * np.sin(2 * np.pi * 3.1 * t) ** 2
+    y = 0.25 * voiced * env + 0.01 * rng.standard_normal(t.size)
+    pcm = np.clip(np.round(y / np.abs(y).max() * 0.6 * 32767), -32768, 32767).astype("<i2")
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(sr)
+        w.writeframes(pcm.tobytes())
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_worker(python: str, args: list[str]) -> dict:
+    cmd = [python, str(Path(__file__).resolve()), *args]
+    print("$", " ".join(cmd), file=sys.stderr, flush=True)
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        return {"error": f"exit code {proc.returncode}; see the messages above"}
+    return json.loads(lines[-1])
+
+
+# ------------------------------------------------------------------------------------------------ workers
+
+
+def official_worker(a: argparse.Namespace) -> dict:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import _official  # noqa: F401  (torchaudio stub before qwen_tts)
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(a.threads)
+    from qwen_tts import Qwen3TTSModel
+
+    t0 = time.perf_counter()
+    tts = Qwen3TTSModel.from_pretrained(str(a.ckpt), dtype=torch.float32, attn_implementation=a.attn,
+                                        local_files_only=True)
+    load = time.perf_counter() - t0
+    model = tts.model
+    talker = model.talker
+    eos = model.config.talker_config.codec_eos_token_id
+    with torch.no_grad():
+        talker.codec_head.weight[eos].zero_()  # EOS never wins: exactly the requested number of frames
+
+    t0 = time.perf_counter()
+    items = tts.create_voice_clone_prompt(ref_audio=str(a.ref), x_vector_only_mode=True)
+    voice_s = time.perf_counter() - t0
+
+    backbone: list[float] = []
+    cp: list[float] = []
+    stamps: dict[str, float] = {}
+
+    def pre(_m, _a):
+        stamps["bb"] = time.perf_counter()
+
+    def post(_m, _a, _o):
+        backbone.append(time.perf_counter() - stamps["bb"])
+
+    h1 = talker.model.register_forward_pre_hook(pre)
+    h2 = talker.model.register_forward_hook(post)
+    head: list[float] = []
+    h3 = talker.codec_head.register_forward_pre_hook(lambda _m, _a: stamps.__setitem__("hd", time.perf_counter()))
+    h4 = talker.codec_head.register_forward_hook(lambda _m, _a, _o: head.append(time.perf_counter() - stamps["hd"]))
+    cp_generate = talker.code_predictor.generate
+
+    def timed_cp(*args, **kw):
+        t = time.perf_counter()
+        out = cp_generate(*args, **kw)
+        cp.append(time.perf_counter() - t)
+        return out
+
+    talker.code_predictor.generate = timed_cp
+    st_decode = model.speech_tokenizer.decode
+    captured: dict = {}
+
+    def timed_decode(encoded):
+        captured["codes"] = encoded[0]["audio_codes"].detach().cpu().numpy().copy()
+        t = time.perf_counter()
+        out = st_decode(encoded)
+        captured["decode"] = time.perf_counter() - t
+        return out
+
+    model.speech_tokenizer.decode = timed_decode
+    t0 = time.perf_counter()
+    wavs, sr = tts.generate_voice_clone(
+        text=a.text, language="English", voice_clone_prompt=items, do_sample=False, subtalker_dosample=False,
+        max_new_tokens=a.frames + 1)  # max_new_tokens = N + 1 gives N frames
+    total = time.perf_counter() - t0
+    for h in (h1, h2, h3, h4):
+        h.remove()
+    codes = captured["codes"]
+    np.save(a.out / "official_codes.npy", codes.astype(np.int64))
+    n = codes.shape[0]
+    decode = captured["decode"]
+    generate = total - decode
+    prefill = backbone[0] + head[0]
+    steps = [b + h for b, h in zip(backbone[1:], head[1:], strict=False)]
+    return {
+        "side": "official", "frames": int(n), "threads": a.threads, "load_s": load, "voice_s": voice_s,
+        "prefill_ms": prefill * 1000,
+        "talker_ms": sum(steps[:n]) / n * 1000,
+        "code_predictor_ms": sum(cp[:n]) / n * 1000,
+        "per_frame_ms": generate / n * 1000,
+        "overhead_ms": (generate - prefill - sum(steps) - sum(cp)) / n * 1000,
+        "decoder_ms": decode / n * 1000,
+        "generate_s": generate, "decode_s": decode,
+        "rtf": total / (n * FRAME_SECONDS),
+        "peak_rss_mb": peak_rss_mb(),
+        "audio_samples": int(len(wavs[0])),
+    }
+
+
+def our_worker(a: argparse.Namespace) -> dict:
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+
+    from engine.synthesizer import Synthesizer
+    from engine.types import FrameEvent, GenerationSettings, SynthesisResult
+
+    t0 = time.perf_counter()
+    synth = Synthesizer(a.bundle, threads=a.threads)
+    load = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    voice = synth.create_voice(str(a.ref))
+    voice_s = time.perf_counter() - t0
+    # the bench path: greedy, EOS masked so the frame count is exact, codes only (decoded below, in one go,
+    # as the official non-streaming path does)
+    plan = synth._plan(a.text, voice, "english", GenerationSettings(greedy=True, seed=0, max_frames=a.frames))
+    frame_s: list[float] = []
+    result = None
+    t0 = time.perf_counter()
+    for ev in synth._run(plan, ignore_eos=True, decode=False):
+        if isinstance(ev, FrameEvent):
+            frame_s.append(ev.frame_seconds)
+        elif isinstance(ev, SynthesisResult):
+            result = ev
+    generate = time.perf_counter() - t0
+    assert result is not None
+    codes = np.asarray(result.codes, np.int64)
+    np.save(a.out / f"ours_{synth.bundle.precision}_codes.npy", codes)
+    t0 = time.perf_counter()
+    wav = synth.decode(codes)
+    decode = time.perf_counter() - t0
+    n = codes.shape[0]
+    tm = result.timings
+    return {
+        "side": f"ours {synth.bundle.precision}", "frames": int(n), "threads": a.threads, "load_s": load,
+        "voice_s": voice_s, "prefill_ms": tm.get("prefill", float("nan")) * 1000,
+        "talker_ms": tm.get("talker", float("nan")) / n * 1000,
+        "code_predictor_ms": tm.get("code_predictor", float("nan")) / n * 1000,
+        "per_frame_ms": generate / n * 1000,
+        "overhead_ms": (generate - tm.get("prefill", 0) - tm.get("talker", 0) - tm.get("code_predictor", 0)) / n * 1000,
+        "decoder_ms": decode / n * 1000,
+        "generate_s": generate, "decode_s": decode,
+        "rtf": (generate + decode) / (n * FRAME_SECONDS),
+        "peak_rss_mb": peak_rss_mb(),
+        "audio_samples": int(len(wav)),
+    }
+
+
+# ------------------------------------------------------------------------------------------------ driver
+
+ROWS = [
+    ("load_s", "load", "s"), ("voice_s", "x-vector prompt", "s"), ("prefill_ms", "prefill", "ms"),
+    ("talker_ms", "talker step", "ms/frame"), ("code_predictor_ms", "code predictor (15)", "ms/frame"),
+    ("overhead_ms", "other per frame", "ms/frame"), ("per_frame_ms", "per frame total", "ms/frame"),
+    ("decoder_ms", "decoder", "ms/frame"), ("rtf", "RTF (generate+decode)", ""), ("peak_rss_mb", "peak RSS", "MB"),
+]
+
+
+def report(results: list[dict], out: Path) -> None:
+    import numpy as np
+
+    ok = [r for r in results if "error" not in r]
+    head = f"{'':26}" + "".join(f"{r['side']:>16}" for r in ok)
+    official = next((r for r in ok if r["side"] == "official"), None)
+    ours = [r for r in ok if r["side"] != "official"]
+    if official:
+        head += "".join(f"{'x (' + r['side'][5:] + ')':>12}" for r in ours)
+    print(head)
+    for key, label, unit in ROWS:
+        line = f"{label + (' [' + unit + ']' if unit else ''):26}"
+        line += "".join(f"{r[key]:16.3f}" if key == "rtf" else f"{r[key]:16.1f}" for r in ok)
+        if official:
+            for r in ours:
+                ratio = official[key] / r[key] if r[key] else float("nan")
+                line += f"{ratio:12.2f}" if key not in ("peak_rss_mb",) else f"{ratio:12.2f}"
+        print(line)
+    frames = {r["frames"] for r in ok}
+    print(f"frames: {sorted(frames)}; ratio column = official / ours (above 1: ours is faster or smaller)")
+    for r in results:
+        if "error" in r:
+            print(f"{r.get('side', '?')}: not measured ({r['error']})")
+    ref = out / "official_codes.npy"
+    if ref.exists():
+        a = np.load(ref)
+        for f in sorted(out.glob("ours_*_codes.npy")):
+            b = np.load(f)
+            n = min(len(a), len(b))
+            same = np.all(a[:n] == b[:n], axis=1)
+            first = int(np.argmin(same)) if not same.all() else None
+            verdict = ("IDENTICAL" if first is None and len(a) == len(b) else
+                       f"differ from frame {first}" if first is not None else f"lengths differ {len(a)} vs {len(b)}")
+            print(f"greedy codes, official vs {f.stem[5:-6]}: {verdict} ({int(same.sum())}/{n} frames equal, "
+                  f"code-0 equal {int((a[:n, 0] == b[:n, 0]).sum())}/{n})")
+
+
+def ensure_checkpoint(ckpt: Path) -> None:
+    if (ckpt / "model.safetensors").is_file():
+        return
+    subprocess.run([OUR_PYTHON, str(ROOT / "benchmarks" / "make_checkpoint.py"), str(ckpt), "--preset", "0.6b"],
+                   check=True, cwd=ROOT)
+
+
+def ensure_bundle(ckpt: Path, precision: str) -> Path:
+    bundle = ckpt.with_name(f"{ckpt.name}.bundle-{precision}")
+    if not (bundle / "manifest.json").is_file():
+        subprocess.run([OUR_PYTHON, "-m", "engine", "convert", str(ckpt), str(bundle), "--precision", precision,
+                        "--force"], check=True, cwd=ROOT)
+    return bundle
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ckpt", type=Path, default=DEFAULT_CKPT)
+    ap.add_argument("--frames", type=int, default=50)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--text", default=TEXT)
+    ap.add_argument("--precision", nargs="+", default=["fp32"], choices=["fp32", "fp16", "bf16"])
+    ap.add_argument("--attn", default="sdpa", help="official attention implementation (sdpa or eager)")
+    ap.add_argument("--skip-ours", action="store_true")
+    ap.add_argument("--skip-official", action="store_true")
+    ap.add_argument("--worker", choices=["official", "ours"], help=argparse.SUPPRESS)
+    ap.add_argument("--bundle", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--ref", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.frames < 50:
+        print("vs_official: use at least 50 frames", file=sys.stderr)
+    if a.worker:
+        res = official_worker(a) if a.worker == "official" else our_worker(a)
+        print(json.dumps(res))
+        return 0
+
+    ensure_checkpoint(a.ckpt)
+    out = a.ckpt.with_name(f"{a.ckpt.name}.vs_official")
+    out.mkdir(parents=True, exist_ok=True)
+    for f in out.glob("*_codes.npy"):
+        f.unlink()
+    ref = out / "reference_24k.wav"
+    write_reference(ref)
+    common = ["--ckpt", str(a.ckpt), "--frames", str(a.frames), "--threads", str(a.threads), "--text", a.text,
+              "--ref", str(ref), "--out", str(out)]
+    results = []
+    if not a.skip_official:
+        results.append(run_worker(REF_PYTHON, ["--worker", "official", "--attn", a.attn, *common]))
+        results[-1].setdefault("side", "official")
+    if not a.skip_ours:
+        for prec in a.precision:
+            try:
+                bundle = ensure_bundle(a.ckpt, prec)
+            except subprocess.CalledProcessError as e:
+                results.append({"side": f"ours {prec}", "error": f"conversion failed ({e.returncode})"})
+                continue
+            results.append(run_worker(OUR_PYTHON, ["--worker", "ours", "--bundle", str(bundle), *common]))
+            results[-1].setdefault("side", f"ours {prec}")
+    print()
+    cfg = json.loads((a.ckpt / "config.json").read_text())
+    tc = cfg["talker_config"]
+    print(f"checkpoint {a.ckpt} ({cfg.get('tts_model_size')}, talker {tc['num_hidden_layers']}x{tc['hidden_size']}), "
+          f"{a.frames} frames, {a.threads} threads, greedy, text "
+          f"{len(a.text)} chars, x-vector clone of a 4 s reference")
+    report(results, out)
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    return 0 if all("error" not in r for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
