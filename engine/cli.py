@@ -257,6 +257,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     voice = Voice(xvector=rng.standard_normal(synth.hidden_size).astype(np.float32), model_id=synth.model_id)
     settings = GenerationSettings(seed=0, max_frames=args.frames)
 
+    # warm-up: the first calls page the weights in and let ncnn pick its kernels
+    t = time.perf_counter()
+    for _ in synth._run(synth._plan(args.text, voice, args.language, GenerationSettings(seed=0, max_frames=3)),
+                        ignore_eos=True, decode=False):
+        pass
+    out(f"warm-up       {time.perf_counter() - t:.2f} s (3 frames)")
+
     # 1. generation only (EOS ignored so the frame count is exact)
     plan = synth._plan(args.text, voice, args.language, settings)
     frame_times, result = [], None
