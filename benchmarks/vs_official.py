@@ -214,7 +214,7 @@ def our_worker(a: argparse.Namespace) -> dict:
 # ------------------------------------------------------------------------------------------------ driver
 
 ROWS = [
-    ("load_s", "load", "s"), ("voice_s", "x-vector prompt", "s"), ("prefill_ms", "prefill", "ms"),
+    ("load_s", "load", "s"), ("voice_s", "voice prompt (x-vector)", "s"), ("prefill_ms", "prefill", "ms"),
     ("talker_ms", "talker step", "ms/frame"), ("code_predictor_ms", "code predictor (15)", "ms/frame"),
     ("overhead_ms", "other per frame", "ms/frame"), ("per_frame_ms", "per frame total", "ms/frame"),
     ("decoder_ms", "decoder", "ms/frame"), ("rtf", "RTF (generate+decode)", ""), ("peak_rss_mb", "peak RSS", "MB"),
@@ -225,19 +225,19 @@ def report(results: list[dict], out: Path) -> None:
     import numpy as np
 
     ok = [r for r in results if "error" not in r]
-    head = f"{'':26}" + "".join(f"{r['side']:>16}" for r in ok)
+    head = f"{'':32}" + "".join(f"{r['side']:>16}" for r in ok)
     official = next((r for r in ok if r["side"] == "official"), None)
     ours = [r for r in ok if r["side"] != "official"]
     if official:
         head += "".join(f"{'x (' + r['side'][5:] + ')':>12}" for r in ours)
     print(head)
     for key, label, unit in ROWS:
-        line = f"{label + (' [' + unit + ']' if unit else ''):26}"
+        line = f"{label + (' [' + unit + ']' if unit else ''):32}"
         line += "".join(f"{r[key]:16.3f}" if key == "rtf" else f"{r[key]:16.1f}" for r in ok)
         if official:
             for r in ours:
                 ratio = official[key] / r[key] if r[key] else float("nan")
-                line += f"{ratio:12.2f}" if key not in ("peak_rss_mb",) else f"{ratio:12.2f}"
+                line += f"{ratio:12.2f}"
         print(line)
     frames = {r["frames"] for r in ok}
     print(f"frames: {sorted(frames)}; ratio column = official / ours (above 1: ours is faster or smaller)")
