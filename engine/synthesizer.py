@@ -9,7 +9,8 @@ CONTRACT (stable; the GUI depends on it):
         audio: a path (any format soundfile reads) or (samples ndarray, sample_rate)
     synth.synthesize(text, voice, language="auto", settings=None) -> Iterator[SynthesisEvent]
         yields FrameEvent per frame (and AudioChunk when settings.stream_audio), then one SynthesisResult.
-        Cancel by closing the generator (gen.close()) between frames.
+        Cancel by closing the generator (gen.close()) between frames. One synthesis at a time per Synthesizer:
+        starting another abandons the first (its next step raises Cancelled).
     synth.decode(codes) -> float32 audio (codes: (T, 16) ints)
 Bad input raises engine.errors.EngineError subclasses with a one-line message.
 
@@ -28,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .bundle import Bundle
-from .errors import TextError, VoiceError
+from .errors import Cancelled, TextError, VoiceError
 from .prompt import Prompt, PromptIds, build_prompt
 from .sampling import Sampler, SamplingConfig, resolve, settings_from_generation_config
 from .text import TextTokenizer, clean_text
@@ -96,6 +97,7 @@ class Synthesizer:
         self._decoder = None
         self._speaker = None
         self._encoder = None
+        self._active: object | None = None
         self.load_seconds = time.perf_counter() - t0
 
     # ------------------------------------------------------------------------------------------ properties
@@ -274,6 +276,8 @@ class Synthesizer:
     def _run(self, plan: _Plan, ignore_eos: bool = False, decode: bool = True) -> Iterator[SynthesisEvent]:
         """The frame loop (protocol §4.6). ignore_eos: benchmarks that need an exact frame count;
         decode=False: codes only (the result has no audio)."""
+        token = object()
+        self._active = token  # the talker's KV cache serves one synthesis at a time
         t_start = time.perf_counter()
         timings = {"load": self.load_seconds, "prefill": 0.0, "talker": 0.0, "code_predictor": 0.0, "decode": 0.0}
         eos = self.ids.codec_eos
@@ -334,6 +338,8 @@ class Synthesizer:
                     chunks.append(chunk)
                     yield AudioChunk(samples=chunk, start_sample=emitted)
                     emitted += len(chunk)
+            if self._active is not token:
+                raise Cancelled("another synthesis started on this model; this one was abandoned")
             t_frame = time.perf_counter()
             x = cp.feedback(frame) + prompt.text_row(k)
             hidden, logits = talker.step(x)

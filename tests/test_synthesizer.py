@@ -126,3 +126,15 @@ def test_errors_are_engine_errors():
 def test_estimate_seconds_scales_with_text():
     assert estimate_seconds("你好，世界。" * 10) > estimate_seconds("你好，世界。")
     assert 1.0 < estimate_seconds("The quick brown fox jumps over the lazy dog.") < 6.0
+
+
+def test_a_second_synthesis_abandons_the_first(synth, voice):
+    from engine.errors import Cancelled
+
+    first = synth.synthesize("Hello world, how are you?", voice, "english", GenerationSettings(seed=2, max_frames=20))
+    next(first)
+    second = list(synth.synthesize("Hi.", voice, "english", GenerationSettings(greedy=True, max_frames=4)))
+    assert isinstance(second[-1], SynthesisResult)
+    with pytest.raises(Cancelled):
+        for _ in first:
+            pass
