@@ -84,6 +84,9 @@ def _save_npy_atomic(path: Path, array) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             np.save(f, array, allow_pickle=False)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a saved result is an ordinary file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
