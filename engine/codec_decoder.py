@@ -124,14 +124,14 @@ class _Run:
         self.pos = 0
         kv_shape = (dec._kv_heads, dec._past, dec._head_dim)
         self.kv = [np.zeros(kv_shape, np.float32) for _ in range(2 * dec._layers)]
-        self.conv = [np.zeros((s["channels"], s["width"]), np.float32) for s in dec._states]
+        self.conv = [np.zeros((s["channels"], 1, s["width"]), np.float32) for s in dec._states]
 
     def step(self, latent: np.ndarray) -> np.ndarray:
         dec = self.dec
         n = latent.shape[0]
         cos, sin = dec._rope(self.pos, n)
         feeds = {
-            "latent": np.ascontiguousarray(latent.T),
+            "latent": np.ascontiguousarray(latent.T)[:, None, :],  # (c, h=1, w=T)
             "cos": cos,
             "sin": sin,
             "mask": dec._mask(self.pos, n),

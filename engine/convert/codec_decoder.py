@@ -54,16 +54,18 @@ class _Builder:
     def tw(self, arr: np.ndarray):
         return tagged(arr, fp16=self.fp16)
 
-    # -- time axis helpers (blobs are (w=time, h=channels) unless noted) -----------------------------
+    # -- time axis helpers ----------------------------------------------------------------------------
+    # Convolution blobs are 3-D (c=channels, h=1, w=time): ncnn's 2-D Convolution/Deconvolution kernels are
+    # several times faster than its 1-D ones (measured: k7 conv 3x, transposed conv 12x).
 
     def _with_state(self, x: str, channels: int, width: int) -> str:
         """Prepend the previous `width` input columns (a graph input) and export the new tail."""
         i = len(self.states)
         name = f"state{i}"
         self.states.append({"name": name, "channels": int(channels), "width": int(width)})
-        s_in = self.g.input(name)
-        cat = self.g.layer("Concat", [s_in, x], params={0: 1})
-        tail = self.g.layer("Crop", [cat], params={9: [-width], 10: [CROP_TO_END], 11: [1]}, name=f"{name}_out")
+        s_in = self.g.input(name)  # (c=channels, h=1, w=width)
+        cat = self.g.layer("Concat", [s_in, x], params={0: 2})
+        tail = self.g.layer("Crop", [cat], params={9: [-width], 10: [CROP_TO_END], 11: [2]}, name=f"{name}_out")
         self.g.output(tail)
         self.outputs.append(tail)
         return cat
@@ -77,11 +79,16 @@ class _Builder:
         ctx = (k - 1) * dilation
         if ctx > 0:
             x = self._with_state(x, cin, ctx)
-        params = {0: cout, 1: k, 2: dilation, 3: 1, 4: 0, 15: 0, 5: 1, 6: int(weight.size)}
+        params = {0: cout, 1: k, 11: 1, 2: dilation, 12: 1, 3: 1, 13: 1, 5: 1, 6: int(weight.size)}
         if depthwise:
             params[7] = cout
-            return self.g.layer("ConvolutionDepthWise1D", [x], params=params, weights=[self.tw(weight), raw(bias)])
-        return self.g.layer("Convolution1D", [x], params=params, weights=[self.tw(weight), raw(bias)])
+            return self.g.layer("ConvolutionDepthWise", [x], params=params, weights=[self.tw(weight), raw(bias)])
+        return self.g.layer("Convolution", [x], params=params, weights=[self.tw(weight), raw(bias)])
+
+    def pointwise(self, x: str, weight: np.ndarray, bias: np.ndarray) -> str:
+        """A Linear over channels as a 1x1 convolution (faster than InnerProduct on many rows)."""
+        params = {0: int(weight.shape[0]), 1: 1, 5: 1, 6: int(weight.size)}
+        return self.g.layer("Convolution", [x], params=params, weights=[self.tw(weight), raw(bias)])
 
     def causal_trans_conv(self, x: str, prefix: str) -> str:
         """ConvTranspose1d then drop the last k-s outputs; earlier inputs overlapping a block come from state."""
@@ -92,9 +99,10 @@ class _Builder:
         ctx = -(-k // stride) - 1  # earlier input frames that reach this block's outputs
         if ctx > 0:
             x = self._with_state(x, cin, ctx)
-        params = {0: cout, 1: k, 2: 1, 3: stride, 4: ctx * stride, 15: k - stride, 5: 1, 6: int(weight.size)}
+        params = {0: cout, 1: k, 11: 1, 2: 1, 12: 1, 3: stride, 13: 1, 4: ctx * stride, 15: k - stride,
+                  14: 0, 16: 0, 5: 1, 6: int(weight.size)}
         w_ncnn = np.ascontiguousarray(weight.transpose(1, 0, 2))  # ncnn wants (out, in, k)
-        return self.g.layer("Deconvolution1D", [x], params=params, weights=[self.tw(w_ncnn), raw(bias)])
+        return self.g.layer("Deconvolution", [x], params=params, weights=[self.tw(w_ncnn), raw(bias)])
 
     def snake(self, x: str, prefix: str) -> str:
         """SnakeBeta: x + 1/(exp(beta)+1e-9) * sin(x*exp(alpha))^2, exponentials folded here."""
@@ -113,8 +121,15 @@ class _Builder:
         ws = [self.tw(weight)] + ([raw(bias)] if bias is not None else [])
         return self.g.layer("InnerProduct", [x], params=params, weights=ws)
 
-    def transpose2d(self, x: str) -> str:
+    def to_rows(self, x: str, channels: int) -> str:
+        """(c=C, h=1, w=T) -> (w=C, h=T)."""
+        x = self.g.layer("Reshape", [x], params={0: -1, 1: channels})
         return self.g.layer("Permute", [x], params={0: 1})
+
+    def to_channels(self, x: str, channels: int) -> str:
+        """(w=C, h=T) -> (c=C, h=1, w=T)."""
+        x = self.g.layer("Permute", [x], params={0: 1})
+        return self.g.layer("Reshape", [x], params={0: -1, 1: 1, 2: channels})
 
     def add(self, a: str, b: str) -> str:
         return self.g.layer("BinaryOp", [a, b], params={0: 0})
@@ -176,15 +191,16 @@ class _Builder:
     def convnext(self, x: str, prefix: str) -> str:
         """dwconv k7 (causal) -> LayerNorm(1e-6) -> Linear 4C -> GELU(erf) -> Linear (gamma folded) -> + x."""
         y = self.causal_conv(x, prefix + ".dwconv.conv", depthwise=True)
-        y = self.transpose2d(y)  # (w=C, h=T)
         c = self.w(prefix + ".norm.weight").shape[0]
+        y = self.to_rows(y, c)  # LayerNorm normalises along w
         y = self.g.layer("LayerNorm", [y], params={0: c, 1: 1e-6, 2: 1},
                          weights=[raw(self.w(prefix + ".norm.weight")), raw(self.w(prefix + ".norm.bias"))])
-        y = self.linear(y, self.w(prefix + ".pwconv1.weight"), self.w(prefix + ".pwconv1.bias"))
+        y = self.to_channels(y, c)
+        y = self.pointwise(y, self.w(prefix + ".pwconv1.weight"), self.w(prefix + ".pwconv1.bias"))
         y = self.g.layer("GELU", [y], params={0: 0})
         gamma = self.w(prefix + ".gamma")
-        y = self.linear(y, self.w(prefix + ".pwconv2.weight") * gamma[:, None], self.w(prefix + ".pwconv2.bias") * gamma)
-        y = self.transpose2d(y)
+        y = self.pointwise(y, self.w(prefix + ".pwconv2.weight") * gamma[:, None],
+                           self.w(prefix + ".pwconv2.bias") * gamma)
         return self.add(x, y)
 
 
@@ -238,20 +254,21 @@ def build_graph(ckpt: Checkpoint, fp16: bool) -> tuple[Graph, dict[str, Any]]:
     b.past = max(1, int(window) - 1) if window else 325
 
     g = b.g
-    x = g.input("latent")  # (w=T, h=codebook_dim)
+    x = g.input("latent")  # (c=codebook_dim, h=1, w=T)
     cos = g.input("cos")  # (w=head_dim/2, h=T)
     sin = g.input("sin")
     mask = g.input("mask")  # (w=P+T, h=T) additive
 
     x = b.causal_conv(x, "pre_conv.conv")
-    x = b.transpose2d(x)  # (w=latent, h=T)
+    latent_dim = int(_cfg(dc, "latent_dim"))
+    x = b.to_rows(x, latent_dim)  # (w=latent, h=T)
     x = b.linear(x, b.w("pre_transformer.input_proj.weight"), b.w("pre_transformer.input_proj.bias"))
     for layer in range(n_layers):
         x = b.attention_layer(x, layer, dc, cos, sin, mask)
     x = g.layer("RMSNorm", [x], params={0: b.hidden, 1: float(_cfg(dc, "rms_norm_eps")), 2: 1},
                 weights=[raw(b.w("pre_transformer.norm.weight"))])
     x = b.linear(x, b.w("pre_transformer.output_proj.weight"), b.w("pre_transformer.output_proj.bias"))
-    x = b.transpose2d(x)  # (w=T, h=latent)
+    x = b.to_channels(x, latent_dim)
 
     for i in range(len(upsampling_ratios)):
         x = b.causal_trans_conv(x, f"upsample.{i}.0.conv")
