@@ -2,6 +2,7 @@
 
     flock /tmp/fullsize.lock /work/venv-ref/bin/python benchmarks/codec_encoder_official.py WORK_DIR
         [--seconds 3,10,30] [--threads 2] [--repeat 2]
+    ... codec_encoder_official.py WORK_DIR --serve [--threads N]   (used by codec_encoder_speed.py --compare)
 
 Builds the Mimi encoder with the real 12 Hz shapes (protocol digest §1.6) and non-degenerate random weights
 (tests/reference/oracle.randomise; codebook scale matched to the projected latents), saves it as
@@ -9,6 +10,8 @@ WORK_DIR/speech_tokenizer/{config.json,model.safetensors} (encoder tensors only)
 (MimiModel.encode, first encoder_valid_num_quantizers codes, as Qwen3TTSTokenizerV2Model.encode) on speech
 audio of each length. Writes WORK_DIR/official.npz: audio_<s>, codes_<s>, time_<s> (best of --repeat, seconds).
 benchmarks/codec_encoder_speed.py then runs the ncnn encoder on the same weights and inputs.
+--serve loads the saved encoder and answers lines "SECONDS" on stdin with one JSON line {"wall", "cpu"} (one
+encode of official.npz's audio_<SECONDS>), so a driver can alternate it with the ncnn encoder on a busy machine.
 """
 
 from __future__ import annotations
@@ -81,6 +84,37 @@ def build(work: Path, attn: str) -> Qwen3TTSTokenizerV2Encoder:
     return enc
 
 
+def load(work: Path, attn: str) -> Qwen3TTSTokenizerV2Encoder:
+    from safetensors.torch import load_file
+
+    config = json.loads((work / "speech_tokenizer" / "config.json").read_text(encoding="utf-8"))
+    cfg = MimiConfig(**{k: v for k, v in config["encoder_config"].items() if k != "model_type"})
+    cfg._attn_implementation = attn
+    enc = Qwen3TTSTokenizerV2Encoder(cfg).float().eval()
+    state = {k[len("encoder."):]: v for k, v in load_file(str(work / "speech_tokenizer" / "model.safetensors")).items()}
+    enc.load_state_dict(state, strict=True)
+    for m in enc.modules():  # cached codebook rows were computed from the random init
+        if hasattr(m, "_embed"):
+            m._embed = None
+    return enc
+
+
+def serve(work: Path, attn: str) -> None:
+    enc = load(work, attn)
+    ref = np.load(work / "official.npz")
+    print("ready", flush=True)
+    for line in sys.stdin:
+        key = line.strip()
+        audio = torch.from_numpy(ref[f"audio_{key}"])[None, None]
+        w, c = time.perf_counter(), time.process_time()
+        with torch.inference_mode():
+            codes = enc.encode(audio, return_dict=True).audio_codes
+        wall, cpu = time.perf_counter() - w, time.process_time() - c
+        codes = codes[0, :VALID_QUANTIZERS, : -(-audio.shape[-1] // 1920)].T.numpy()
+        same = bool(np.array_equal(codes, ref[f"codes_{key}"]))  # the reloaded encoder is the one that made them
+        print(json.dumps({"wall": wall, "cpu": cpu, "same": same}), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("work", type=Path)
@@ -88,8 +122,12 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--attn", default="sdpa", choices=["sdpa", "eager"])
+    ap.add_argument("--serve", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.serve:
+        serve(args.work, args.attn)
+        return
     t0 = time.perf_counter()
     enc = build(args.work, args.attn)
     print(f"built full-size encoder in {time.perf_counter() - t0:.1f} s "

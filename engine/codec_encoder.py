@@ -20,7 +20,7 @@ from .bundle import Bundle
 from .errors import AudioError, BundleError
 
 PART = "codec_encoder"
-DEFAULT_CHUNK_FRAMES = 128  # 25 Hz frames of audio per convolution pass (5.12 s)
+DEFAULT_CHUNK_FRAMES = 64  # 25 Hz frames of audio per convolution pass (2.56 s): bounds memory, ~6% overlap
 _CDIST_MM_THRESHOLD = 25  # torch.cdist uses the matrix-multiply form when either side has more rows
 
 
@@ -35,18 +35,18 @@ class CodecEncoder:
         self.context = math.ceil(int(info["receptive_field"]) / self.hop)  # frames of left context per chunk
         self.chunk = max(1, int(chunk_frames))
         self.window = info.get("sliding_window")
+        self._allocators: tuple[ncnn.PoolAllocator, ncnn.PoolAllocator] | None = None
         self.semantic_levels = int(info["semantic_levels"])
         self.conv_net = bundle.net(info["conv_net"], threads)
         self.tf_net = bundle.net(info["tf_net"], threads)
+        self.rvq_net = bundle.net(info["rvq_net"], threads, precision="fp32")
         books = np.asarray(bundle.table(info["codebooks"]), dtype=np.float32)
         if books.ndim != 3 or books.shape[1] != int(info["codebook_size"]):
             raise BundleError(f"model bundle {bundle.path}: codebook table has shape {books.shape}")
         self.books = books
-        # right-hand side of torch's cdist matmul form: [c, 1, |c|^2] per codebook row
+        # right-hand side of torch's cdist matmul form: [c, 1, |c|^2] per codebook row, (levels, size, dim + 2)
         norms = np.sum(books * books, axis=-1, keepdims=True, dtype=np.float32)
-        self.books_aug = np.ascontiguousarray(
-            np.concatenate([books, np.ones_like(norms), norms], axis=-1).transpose(0, 2, 1)
-        )  # (levels, dim + 2, size)
+        self.books_aug = np.ascontiguousarray(np.concatenate([books, np.ones_like(norms), norms], axis=-1))
         inv_freq = _inv_freq(self.head_dim, float(info["rope_theta"]))
         self.inv_freq = inv_freq
 
@@ -57,12 +57,21 @@ class CodecEncoder:
     def encode(self, audio24k: np.ndarray) -> np.ndarray:
         """Codes (T, levels) int64 with T = ceil(len(audio) / 1920)."""
         audio = _check_audio(audio24k)
-        latent = self._conv_stack(audio)  # (T25, hidden)
-        sem, ac = self._transformer(latent)
-        codes = np.empty((sem.shape[0], self.books.shape[0]), dtype=np.int64)
-        ns = self.semantic_levels
-        codes[:, :ns] = self._rvq(sem, 0, ns)
-        codes[:, ns:] = self._rvq(ac, ns, self.books.shape[0])
+        # per-call pools: the nets' own pools would keep the largest blobs of every call alive afterwards
+        self._allocators = (ncnn.PoolAllocator(), ncnn.PoolAllocator())
+        for a in self._allocators:
+            a.set_size_compare_ratio(0.0)  # reuse any large-enough free block: chunk sizes vary slightly
+        try:
+            latent = self._conv_stack(audio)  # (T25, hidden)
+            sem, ac = self._transformer(latent)
+            codes = np.empty((sem.shape[0], self.books.shape[0]), dtype=np.int64)
+            ns = self.semantic_levels
+            codes[:, :ns] = self._rvq(sem, 0, ns)
+            codes[:, ns:] = self._rvq(ac, ns, self.books.shape[0])
+        finally:
+            for a in self._allocators:
+                a.clear()
+            self._allocators = None
         return codes
 
     # -- stages ---------------------------------------------------------------------------------------------
@@ -71,25 +80,35 @@ class CodecEncoder:
         n, hop = len(audio), self.hop
         frames = -(-n // hop)
         out = np.empty((frames, self.hidden), dtype=np.float32)
-        for start in range(0, frames, self.chunk):
-            end = min(frames, start + self.chunk)
+        span = self.chunk + self.context  # input frames per pass: the same for every pass but the last,
+        start = 0  # so the pool allocator can reuse the first pass's buffers
+        while start < frames:
             first = max(0, start - self.context)
-            # non-final chunks are whole frames long, so every strided conv sees a multiple of its stride
+            end = min(frames, first + span)
+            # non-final passes are whole frames long, so every strided conv sees a multiple of its stride
             y = self._run_conv(audio[first * hop:min(n, end * hop)])
             if y.shape != (self.hidden, end - first):
                 raise BundleError(f"speech encoder convolution gave shape {y.shape}, expected "
                                   f"{(self.hidden, end - first)}")
             out[start:end] = y[:, start - first:].T
+            start = end
         return out
 
+    def _extractor(self, net: ncnn.Net) -> ncnn.Extractor:
+        ex = net.create_extractor()
+        if self._allocators is not None:
+            ex.set_blob_allocator(self._allocators[0])
+            ex.set_workspace_allocator(self._allocators[1])
+        return ex
+
     def _run_conv(self, samples: np.ndarray) -> np.ndarray:
-        x = np.ascontiguousarray(samples, dtype=np.float32).reshape(1, -1)
-        ex = self.conv_net.create_extractor()
+        x = np.ascontiguousarray(samples, dtype=np.float32).reshape(1, 1, -1)
+        ex = self._extractor(self.conv_net)
         ex.input("in0", ncnn.Mat(x).clone())
         ret, mat = ex.extract("out0")
         if ret != 0:
             raise BundleError(f"speech encoder convolution failed (ncnn error {ret})")
-        return np.array(mat)
+        return np.array(mat).reshape(self.hidden, -1)
 
     def _transformer(self, latent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         t = latent.shape[0]
@@ -98,7 +117,7 @@ class CodecEncoder:
         cos = np.cos(freqs.astype(np.float64)).astype(np.float32)
         sin = np.sin(freqs.astype(np.float64)).astype(np.float32)
         mask = causal_mask(t, self.window)
-        ex = self.tf_net.create_extractor()
+        ex = self._extractor(self.tf_net)
         feeds = {"in0": np.ascontiguousarray(latent), "mask": mask, "cos": cos, "sin": sin}
         for name, arr in feeds.items():
             ex.input(name, ncnn.Mat(arr).clone())
@@ -127,11 +146,22 @@ class CodecEncoder:
             # torch _euclidean_dist: [-2x, |x|^2, 1] @ [c, 1, |c|^2]^T, clamp at 0, sqrt
             xn = np.sum(x * x, axis=-1, keepdims=True, dtype=np.float32)
             xa = np.concatenate([x * np.float32(-2), xn, np.ones_like(xn)], axis=-1)
-            d2 = xa @ self.books_aug[level]
+            d2 = self._matmul_t(xa, self.books_aug[level])
         else:
             diff = x[:, None, :] - book[None, :, :]
             d2 = np.sum(diff * diff, axis=-1, dtype=np.float32)
         return np.sqrt(np.maximum(d2, np.float32(0)))
+
+
+    def _matmul_t(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """a @ b.T in fp32 on ncnn."""
+        ex = self._extractor(self.rvq_net)
+        ex.input("x", ncnn.Mat(np.ascontiguousarray(a, dtype=np.float32)).clone())
+        ex.input("b", ncnn.Mat(b).clone())
+        ret, mat = ex.extract("out0")
+        if ret != 0:
+            raise BundleError(f"speech encoder codebook search failed (ncnn error {ret})")
+        return np.array(mat).reshape(a.shape[0], b.shape[0])
 
 
 def causal_mask(t: int, window: int | None = None) -> np.ndarray:
