@@ -12,7 +12,6 @@ import errno
 import io
 import math
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ import soundfile as sf
 import soxr
 
 from .errors import AudioError
+from .fileio import write_atomic
 from .types import SAMPLE_RATE
 
 MIN_SECONDS = 0.5
@@ -190,29 +190,10 @@ def save_audio(path: str | os.PathLike, samples: np.ndarray, sr: int = SAMPLE_RA
     except (sf.LibsndfileError, sf.SoundFileRuntimeError, RuntimeError, ValueError, TypeError) as e:
         raise AudioError(f"cannot save {path.name}: encoding {fmt} failed ({e})") from None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+        write_atomic(path, buf.getbuffer())
     except OSError as e:
         raise AudioError(f"cannot save {path.name}: {_os_reason(e)}") from None
-    try:
-        try:
-            _write_all(fd, buf.getbuffer())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError as e:
-        _unlink(tmp)
-        raise AudioError(f"cannot save {path.name}: {_os_reason(e)}") from None
-    except BaseException:
-        _unlink(tmp)
-        raise
     return path
-
-
-def _write_all(fd: int, data: memoryview) -> None:
-    while data:
-        n = os.write(fd, data)
-        data = data[n:]
 
 
 def _os_reason(e: OSError) -> str:
@@ -221,13 +202,6 @@ def _os_reason(e: OSError) -> str:
     if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return "no permission to write there"
     return e.strerror or str(e)
-
-
-def _unlink(p: str) -> None:
-    try:
-        os.unlink(p)
-    except OSError:
-        pass
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -75,22 +75,15 @@ def _check_output(path: Path, suffixes: tuple[str, ...], what: str) -> None:
 
 
 def _save_npy_atomic(path: Path, array) -> None:
-    import os
-    import tempfile
+    import io
 
     import numpy as np
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, array, allow_pickle=False)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a saved result is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from .fileio import write_atomic
+
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    write_atomic(path, buf.getbuffer())
 
 
 def _voice_for(synth, args: argparse.Namespace):

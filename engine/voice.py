@@ -6,7 +6,6 @@ import datetime as _dt
 import io
 import json
 import os
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import VoiceError
+from .fileio import write_atomic
 
 VOICE_FORMAT = "qwen3tts-voice"
 VOICE_VERSION = 1
@@ -55,18 +55,14 @@ class Voice:
         if self.ref_audio is not None:
             arrays["ref_audio"] = np.asarray(self.ref_audio, np.float32)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
-                z.writestr("voice.json", json.dumps(meta, ensure_ascii=False, indent=1))
-                for name, arr in arrays.items():
-                    buf = io.BytesIO()
-                    np.save(buf, arr, allow_pickle=False)
-                    z.writestr(f"{name}.npy", buf.getvalue())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("voice.json", json.dumps(meta, ensure_ascii=False, indent=1))
+            for name, arr in arrays.items():
+                buf = io.BytesIO()
+                np.save(buf, arr, allow_pickle=False)
+                z.writestr(f"{name}.npy", buf.getvalue())
+        write_atomic(path, out.getbuffer())
         return path
 
     @classmethod

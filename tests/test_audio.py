@@ -16,6 +16,7 @@ import pytest
 import soundfile as sf
 
 from engine import audio as A
+from engine import fileio
 from engine.errors import AudioError, EngineError
 from tests.bundles import FIXTURES, OUTPUTS
 
@@ -289,7 +290,7 @@ def test_save_bad_requests(tmp_path):
 
 
 def _failing_write(errno_value: int):
-    real = A._write_all
+    real = fileio._write_all
 
     def write(fd, data):
         real(fd, data[: len(data) // 2])  # half the file reaches the disk, then the device fails
@@ -304,7 +305,7 @@ def test_save_is_atomic_when_writing_fails(tmp_path, monkeypatch, errno_value, m
     p = tmp_path / "keep.wav"
     A.save_audio(p, _tone(), subtype="FLOAT")
     before = p.read_bytes()
-    monkeypatch.setattr(A, "_write_all", _failing_write(errno_value))
+    monkeypatch.setattr(fileio, "_write_all", _failing_write(errno_value))
     with pytest.raises(AudioError, match=match):
         A.save_audio(p, _tone(48000) * 0.1)
     with pytest.raises(AudioError, match=match):
@@ -366,3 +367,13 @@ def test_mel_rejects_bad_input():
         A.mel_spectrogram(np.zeros((2, 24000), np.float32))
     with pytest.raises(AudioError):
         A.mel_spectrogram(np.zeros(100, np.float32))
+
+
+def test_saved_files_get_ordinary_permissions(tmp_path):
+    """mkstemp makes 0600 files; a saved take must follow the umask like any other file."""
+    old = os.umask(0o022)
+    try:
+        p = A.save_audio(tmp_path / "take.wav", _tone())
+    finally:
+        os.umask(old)
+    assert (p.stat().st_mode & 0o777) == 0o644

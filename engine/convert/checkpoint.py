@@ -91,6 +91,23 @@ class SafetensorsFile:
             arr = buf
         return np.array(arr.reshape(shape), dtype=dtype)
 
+    def get_rows(self, name: str, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) of a tensor as float32, reading only those bytes (for the 1.2 GB text table)."""
+        try:
+            st_dtype, shape, begin, _end = self._index[name]
+        except KeyError:
+            raise ConvertError(f"{self.path.name} has no tensor {name}; is this the right kind of checkpoint?") from None
+        if st_dtype not in ("F32", "F16", "BF16"):
+            return self.get(name)[start:stop]
+        dt = _DTYPES[st_dtype]
+        row = int(np.prod(shape[1:], dtype=np.int64))
+        start, stop = max(0, start), min(int(shape[0]), stop)
+        buf = np.frombuffer(self._mm, dtype=dt, count=(stop - start) * row,
+                            offset=self._base + begin + start * row * dt.itemsize)
+        if st_dtype == "BF16":
+            buf = (buf.astype(np.uint32) << 16).view(np.float32)
+        return buf.astype(np.float32).reshape((stop - start, *shape[1:]))
+
     def close(self) -> None:
         self._mm.close()
         self._file.close()

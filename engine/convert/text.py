@@ -62,19 +62,7 @@ def model_fingerprint(ckpt: Checkpoint) -> str:
 
 def _rows(ckpt: Checkpoint, name: str, start: int, stop: int) -> np.ndarray:
     """Rows [start, stop) of a 2-D tensor as float32 without reading the whole (1.2 GB) table."""
-    f = ckpt.main
-    index = getattr(f, "_index", None)
-    mm = getattr(f, "_mm", None)
-    if index is None or mm is None or index[name][0] not in ("F32", "BF16", "F16"):
-        return f.get(name)[start:stop]
-    st_dtype, shape, begin, _end = index[name]
-    item = {"F32": 4, "BF16": 2, "F16": 2}[st_dtype]
-    cols = int(shape[1])
-    raw = np.frombuffer(mm, dtype={"F32": "<f4", "BF16": "<u2", "F16": "<f2"}[st_dtype], count=(stop - start) * cols,
-                        offset=f._base + begin + start * cols * item)
-    if st_dtype == "BF16":
-        return (raw.astype(np.uint32) << 16).view(np.float32).reshape(stop - start, cols)
-    return raw.astype(np.float32).reshape(stop - start, cols)
+    return ckpt.main.get_rows(name, start, stop)
 
 
 def _get_optional(ckpt: Checkpoint, name: str) -> np.ndarray | None:
