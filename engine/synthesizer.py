@@ -94,7 +94,11 @@ class Synthesizer:
         self.talker = Talker(self.bundle, threads)
         self.code_predictor = CodePredictor(self.bundle, threads)
         self.codec_vocab = int(self.talker.vocab_size)
-        self._decoder = None
+        # Loaded now, not on first use: pyncnn can hold the GIL inside load_model, which would freeze a GUI
+        # thread for seconds in the middle of the first generation (measured 1.4-3 s at full size).
+        from .codec_decoder import CodecDecoder
+
+        self._decoder = CodecDecoder(self.bundle, threads)
         self._speaker = None
         self._encoder = None
         self._active: object | None = None

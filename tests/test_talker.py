@@ -231,7 +231,7 @@ def test_bad_input_raises_engine_error():
 def test_fp32_bundle_of_bf16_checkpoint_keeps_exact_weights(tmp_path):
     """bf16 checkpoints (the real form) get fp16-stored weights in an fp32 bundle: lossless, so the compact run
     equals the run with the weights widened to fp32 at load."""
-    demo = pytest.importorskip("engine.demo")
+    from engine import demo
     from tests.bundles import convert_parts
 
     ckpt = demo.write_random_checkpoint(tmp_path / "ckpt", "demo", seed=1, dtype="bf16")

@@ -105,7 +105,6 @@ def make_window(qtbot, tmp_path, settings, audio, dialogs, fake_synth):
 @pytest.fixture(scope="session")
 def demo_bundle(tmp_path_factory):
     """A real demo bundle (tiny random weights) made by the engine, once per session."""
-    pytest.importorskip("engine.demo", reason="engine.demo has not landed yet")
     from qwen3tts_gui.engine_adapter import make_demo_bundle
 
     return make_demo_bundle(tmp_path_factory.mktemp("demo") / "demo")
