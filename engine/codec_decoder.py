@@ -32,11 +32,13 @@ class CodesError(EngineError):
 class CodecDecoder:
     """The speech-tokenizer decoder of a bundle. Not thread-safe: use one instance per thread."""
 
-    def __init__(self, bundle: Bundle, threads: int = 2):
+    def __init__(self, bundle: Bundle, threads: int = 2, precision: str | None = None):
+        """precision: ncnn storage override ("fp32" runs a bf16 bundle, whose weights are fp32 on disk, exactly);
+        None = the bundle's own."""
         info = bundle.part("codec_decoder")
         self.info = info
         self.threads = threads
-        self._net = bundle.net(info["graph"], threads)
+        self._net = bundle.net(info["graph"], threads, precision=precision)
         self._table = bundle.table(info["table"])
         self.num_quantizers = int(info["num_quantizers"])
         self.codebook_sizes = np.asarray(info["codebook_sizes"], dtype=np.int64)
