@@ -112,7 +112,8 @@ def serve(work: Path, attn: str) -> None:
         wall, cpu = time.perf_counter() - w, time.process_time() - c
         codes = codes[0, :VALID_QUANTIZERS, : -(-audio.shape[-1] // 1920)].T.numpy()
         same = bool(np.array_equal(codes, ref[f"codes_{key}"]))  # the reloaded encoder is the one that made them
-        print(json.dumps({"wall": wall, "cpu": cpu, "same": same}), flush=True)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # process peak so far (MB)
+        print(json.dumps({"wall": wall, "cpu": cpu, "same": same, "peak_mb": peak}), flush=True)
 
 
 def main() -> None:

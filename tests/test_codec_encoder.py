@@ -129,11 +129,25 @@ def test_bad_audio(bad, msg):
         encoder(model).encode(bad)
 
 
-@pytest.mark.parametrize("precision", ["fp16", "bf16"])
 @pytest.mark.parametrize("model", MODELS)
-def test_lower_precision_runs(model, precision):
-    """fp16/bf16 weights or activations are lossy (no parity claim); the semantic codes mostly agree."""
+def test_bf16_bundle_encodes_exactly(model):
+    """bf16 bundles keep fp32 weights, and the encoder runs them in fp32: the official codes exactly."""
+    enc = encoder(model, "bf16")
+    assert enc.precision == "fp32"
+    for m, name in CASES:
+        if m == model:
+            audio, want = load_case(model, name)
+            assert np.array_equal(enc.encode(audio), want), name
+
+
+@pytest.mark.parametrize("bundle_precision,run_precision", [("fp16", None), ("bf16", "bf16")])
+@pytest.mark.parametrize("model", MODELS)
+def test_lossy_precision_runs(model, bundle_precision, run_precision):
+    """fp16 weights / bf16 activations are lossy (no parity claim); the semantic codes mostly agree."""
     audio, want = longest_case(model)
-    got = encoder(model, precision).encode(audio)
+    bundle = Bundle.open(bundle_for(model, bundle_precision, parts=PART))
+    enc = CodecEncoder(bundle, threads=THREADS, precision=run_precision)
+    assert enc.precision == bundle_precision
+    got = enc.encode(audio)
     assert got.shape == want.shape
     assert np.mean(got[:, 0] == want[:, 0]) > 0.9
