@@ -36,6 +36,10 @@ class CodecDecoder:
         """precision: ncnn storage override ("fp32" runs a bf16 bundle, whose weights are fp32 on disk, exactly);
         None = the bundle's own."""
         info = bundle.part("codec_decoder")
+        if precision is None and bundle.precision == "bf16":
+            # bf16 arithmetic is slower than fp32 for the decoder's convolutions here and costs ~10 dB of SNR;
+            # a bf16 bundle stores fp32 weights, so decoding it in fp32 is exact.
+            precision = "fp32"
         self.info = info
         self.threads = threads
         self._net = bundle.net(info["graph"], threads, precision=precision)
