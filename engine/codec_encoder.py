@@ -5,8 +5,10 @@ a causal transformer at 25 Hz, a stride-2 downsample and split residual vector q
 
 Any length works and memory stays bounded: the convolution stack, which dominates both time and memory, runs
 over chunks of the input with enough left context to cover its receptive field, so every kept output frame
-is computed from exactly the samples the full-length pass would use. The transformer runs once over the whole
-25 Hz sequence (full causal attention, as the official encoder does).
+is computed from exactly the samples the full-length pass would use. The transformer (full causal attention
+at 25 Hz, as the official encoder does) runs in blocks of rows that attend to a KV cache of all earlier rows,
+so its memory is linear too; only its attention time grows with the square of the length (small: ~2% of
+the encoder's time at 30 s).
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from .bundle import Bundle
 from .errors import AudioError, BundleError
 
 PART = "codec_encoder"
+DEFAULT_BLOCK_FRAMES = 256  # 25 Hz rows per transformer pass (10.24 s); longer inputs continue from a KV cache
 DEFAULT_CHUNK_FRAMES = 64  # 25 Hz frames of audio per convolution pass (2.56 s): bounds memory, ~6% overlap
 _CDIST_MM_THRESHOLD = 25  # torch.cdist uses the matrix-multiply form when either side has more rows
 
 
 class CodecEncoder:
     def __init__(self, bundle: Bundle, threads: int = 2, chunk_frames: int = DEFAULT_CHUNK_FRAMES,
-                 precision: str | None = None):
+                 precision: str | None = None, block_frames: int = DEFAULT_BLOCK_FRAMES):
         info = bundle.part(PART)
         self.precision = precision or encoder_precision(bundle)
         self.info = info
@@ -41,6 +44,11 @@ class CodecEncoder:
         self.semantic_levels = int(info["semantic_levels"])
         self.conv_net = bundle.net(info["conv_net"], threads, self.precision)
         self.tf_net = bundle.net(info["tf_net"], threads, self.precision)
+        self.down_net = bundle.net(info["down_net"], threads, self.precision)
+        self.block = max(1, int(block_frames))
+        layers = int(info["layers"])
+        self._cache_in = [f"{kv}_in_{i}" for i in range(layers) for kv in ("k", "v")]
+        self._cache_out = [f"{kv}_out_{i}" for i in range(layers) for kv in ("k", "v")]
         self.rvq_net = bundle.net(info["rvq_net"], threads, precision="fp32")
         books = np.asarray(bundle.table(info["codebooks"]), dtype=np.float32)
         if books.ndim != 3 or books.shape[1] != int(info["codebook_size"]):
@@ -114,20 +122,44 @@ class CodecEncoder:
 
     def _transformer(self, latent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         t = latent.shape[0]
-        pos = np.arange(t, dtype=np.float32)
-        freqs = pos[:, None] * self.inv_freq[None, :]  # float32 product, as torch's (dim/2 x 1) @ (1 x T)
-        cos = np.cos(freqs.astype(np.float64)).astype(np.float32)
-        sin = np.sin(freqs.astype(np.float64)).astype(np.float32)
-        mask = causal_mask(t, self.window)
-        ex = self._extractor(self.tf_net)
-        feeds = {"in0": np.ascontiguousarray(latent), "mask": mask, "cos": cos, "sin": sin}
-        for name, arr in feeds.items():
-            ex.input(name, ncnn.Mat(arr).clone())
+        hidden = np.empty_like(latent)
+        caches: list[ncnn.Mat] = []  # per-layer K/V of rows 0..start-1, opaque (fed back as extracted)
+        try:
+            for start in range(0, t, self.block):
+                end = min(t, start + self.block)
+                pos = np.arange(start, end, dtype=np.float32)
+                freqs = pos[:, None] * self.inv_freq[None, :]  # float32 product, as torch's (d/2 x 1) @ (1 x T)
+                feeds = {
+                    "in0": np.ascontiguousarray(latent[start:end]),
+                    "mask": causal_mask(end - start, end, self.window),
+                    "cos": np.cos(freqs.astype(np.float64)).astype(np.float32),
+                    "sin": np.sin(freqs.astype(np.float64)).astype(np.float32),
+                }
+                ex = self._extractor(self.tf_net)
+                for name, arr in feeds.items():
+                    ex.input(name, ncnn.Mat(arr).clone())
+                for name, mat in zip(self._cache_in, caches, strict=False):
+                    ex.input(name, mat)
+                ret, mat = ex.extract("out0")
+                if ret != 0:
+                    raise BundleError(f"speech encoder transformer failed (ncnn error {ret})")
+                hidden[start:end] = np.array(mat, dtype=np.float32).reshape(end - start, -1)
+                if end < t:
+                    caches = []
+                    for name in self._cache_out:
+                        ret, mat = ex.extract(name, 1)
+                        if ret != 0:
+                            raise BundleError(f"speech encoder transformer failed to give {name} (ncnn error {ret})")
+                        caches.append(mat)
+        finally:
+            caches.clear()  # before the per-call pool that holds them is cleared
+        ex = self._extractor(self.down_net)
+        ex.input("in0", ncnn.Mat(hidden).clone())
         outs = []
         for name in ("sem", "ac"):
             ret, mat = ex.extract(name)
             if ret != 0:
-                raise BundleError(f"speech encoder transformer failed (ncnn error {ret})")
+                raise BundleError(f"speech encoder downsample failed (ncnn error {ret})")
             outs.append(np.array(mat, dtype=np.float32).reshape(-(-t // self.stride), -1))
         return outs[0], outs[1]
 
@@ -175,10 +207,11 @@ def encoder_precision(bundle: Bundle) -> str:
     return "fp32" if bundle.runtime_precision == "bf16" else bundle.runtime_precision
 
 
-def causal_mask(t: int, window: int | None = None) -> np.ndarray:
-    """Additive (t, t) mask: query i sees keys j <= i (and i - j < window when a window is given)."""
-    i = np.arange(t)[:, None]
-    j = np.arange(t)[None, :]
+def causal_mask(queries: int, keys: int, window: int | None = None) -> np.ndarray:
+    """Additive (queries, keys) mask for the last `queries` of `keys` positions: query i (position
+    keys - queries + i) sees keys j <= its position (and position - j < window when a window is given)."""
+    i = np.arange(keys - queries, keys)[:, None]
+    j = np.arange(keys)[None, :]
     visible = j <= i
     if window is not None:
         visible &= (i - j) < window

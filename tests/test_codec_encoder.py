@@ -75,10 +75,12 @@ def test_codes_match_official(model, name):
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_chunked_convolution_is_exact(model):
-    """Tiny conv chunks (much shorter than the left context) give the official codes too."""
+def test_chunks_and_blocks_are_exact(model):
+    """Tiny conv chunks (much shorter than the left context) and transformer blocks of a few rows continuing
+    from the KV cache give the official codes too."""
     audio, want = longest_case(model)
-    enc = CodecEncoder(Bundle.open(bundle_for(model, "fp32", parts=PART)), threads=THREADS, chunk_frames=3)
+    bundle = Bundle.open(bundle_for(model, "fp32", parts=PART))
+    enc = CodecEncoder(bundle, threads=THREADS, chunk_frames=3, block_frames=7)
     assert np.array_equal(enc.encode(audio), want)
 
 
@@ -110,11 +112,13 @@ def test_frame_count(n):
 
 
 def test_mask():
-    m = causal_mask(4)
+    m = causal_mask(4, 4)
     assert np.array_equal(np.isfinite(m), np.tril(np.ones((4, 4), bool)))
     assert np.all(m[np.isfinite(m)] == 0)
-    w = causal_mask(5, window=2)
+    w = causal_mask(5, 5, window=2)
     assert np.array_equal(np.isfinite(w)[4], [False, False, False, True, True])
+    b = causal_mask(2, 5)  # the last two of five positions
+    assert np.array_equal(np.isfinite(b), [[True] * 4 + [False], [True] * 5])
 
 
 @pytest.mark.parametrize("bad,msg", [

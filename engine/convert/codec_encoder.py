@@ -1,14 +1,18 @@
-"""Speech-tokenizer encoder (the HF Mimi encoder inside the 12 Hz tokenizer) -> two ncnn graphs + codebooks.
+"""Speech-tokenizer encoder (the HF Mimi encoder inside the 12 Hz tokenizer) -> four ncnn graphs + codebooks.
 
 Graphs (all sizes from speech_tokenizer/config.json "encoder_config"):
   codec_encoder_conv  in0 audio (1, 1, L) -> out0 (hidden, 1, ceil(L / hop)) at 25 Hz. The causal SEANet stack.
       Every conv pads `k_eff - stride` zeros on the left and `stride - 1` zeros on the right. Mimi's "extra
       padding" (right zeros up to the next multiple of the stride) only ever reaches into those zeros and the
       conv drops the unused tail, so one static graph is exact for every input length.
-  codec_encoder_tf    in0 latent (T25, hidden), mask (T25, T25), cos/sin (T25, head_dim/2)
-      -> sem, ac (T12, codebook_dim): transformer, stride-2 downsample (replicate padding, same static-pad
-      argument), then the semantic and acoustic input_proj. The nearest-codebook search runs on the host in
-      fp32 (engine/codec_encoder.py) with torch.cdist's arithmetic; its one matrix product per level runs in
+  codec_encoder_tf    in0 latent rows (B, hidden) of one block, mask (B, past + B), cos/sin (B, head_dim/2),
+      k_in_<i>/v_in_<i> (KV cache of the earlier rows, opaque) -> out0 (B, hidden), k_out_<i>/v_out_<i>.
+      The transformer runs block by block so memory stays linear in the length (the mask and the attention
+      scores are B x past, not T x T); a block attends to every earlier row, exactly like one full pass.
+  codec_encoder_down  in0 (T25, hidden) -> sem, ac (T12, codebook_dim): stride-2 downsample (replicate
+      padding, same static-pad argument), then the semantic and acoustic input_proj.
+      The nearest-codebook search runs on the host in fp32 (engine/codec_encoder.py) with torch.cdist's
+      arithmetic; its one matrix product per level runs in
   codec_encoder_rvq   x (T, dim + 2), b (size, dim + 2) -> out0 (T, size) = x @ b^T, always fp32 (a Gemm
       with no weights: numpy's BLAS threads spin and stall on a busy machine).
 Table codec_encoder_codebooks (levels, codebook_size, codebook_dim) float32 = embed_sum / clamp(usage, 1e-5)
@@ -36,6 +40,7 @@ from .checkpoint import Checkpoint
 PART = "codec_encoder"
 CONV_NET = "codec_encoder_conv"
 TF_NET = "codec_encoder_tf"
+DOWN_NET = "codec_encoder_down"
 RVQ_NET = "codec_encoder_rvq"
 CODEBOOKS = "codec_encoder_codebooks"
 PREFIX = "encoder."
@@ -239,33 +244,37 @@ def build_conv_graph(b: _Builder, s: EncoderSpec) -> tuple[Graph, int]:
     return g, reach
 
 
-def build_tf_graph(b: _Builder, s: EncoderSpec) -> tuple[Graph, dict[str, Any]]:
-    """MimiTransformerModel (no final norm) + downsample + the two RVQ input projections."""
+def _one_thread(g: Graph):
+    def op(type: str, inputs: list[str], params: dict[int, Any], weights=(), name: str | None = None) -> str:
+        """A cheap elementwise/layout layer: one thread (an OpenMP barrier per layer costs more than the work
+        at 25 Hz lengths and stalls badly on a busy machine)."""
+        return g.layer(type, inputs, params={**params, 31: FEATMASK_ONE_THREAD}, weights=weights, name=name)
+    return op
+
+
+def build_tf_graph(b: _Builder, s: EncoderSpec) -> Graph:
+    """MimiTransformerModel (no final norm) over one block of query rows, with a KV cache of earlier rows."""
     g = Graph()
-    x = g.input("in0")  # (T25, hidden)
-    mask = g.input("mask")  # (T25, T25) additive
-    cos = g.input("cos")  # (T25, head_dim/2)
+    op = _one_thread(g)
+    x = g.input("in0")  # (B, hidden) rows at positions past .. past + B - 1
+    mask = g.input("mask")  # (B, past + B) additive
+    cos = g.input("cos")  # (B, head_dim/2)
     sin = g.input("sin")
     H, nh, nkv, hd = s.hidden, s.heads, s.kv_heads, s.head_dim
     tf = "encoder_transformer.layers"
-
-    def op(type: str, inputs: list[str], params: dict[int, Any], weights=()) -> str:
-        """A cheap elementwise/layout layer: one thread (an OpenMP barrier per layer costs more than the work
-        at 25 Hz lengths and stalls badly on a busy machine)."""
-        return g.layer(type, inputs, params={**params, 31: FEATMASK_ONE_THREAD}, weights=weights)
 
     def norm(x: str, name: str) -> str:
         return op("LayerNorm", [x], params={0: H, 1: s.norm_eps, 2: 1},
                   weights=[raw(b.get(f"{name}.weight", (H,))), raw(b.get(f"{name}.bias", (H,)))])
 
     def scale(x: str, name: str) -> str:
-        # a (1, H) row broadcasts over the T rows; a 1-D blob would be ambiguous when T == H
+        # a (1, H) row broadcasts over the B rows; a 1-D blob would be ambiguous when B == H
         sc = op("MemoryData", [], params={0: H, 1: 1}, weights=[raw(b.get(name, (H,)).reshape(1, H))])
         return op("BinaryOp", [x, sc], params={0: 2})
 
     def heads(x: str, n: int) -> str:
-        x = op("Reshape", [x], params={0: hd, 1: n, 2: -1})  # (T, n, hd)
-        return op("Permute", [x], params={0: 2})  # (n, T, hd)
+        x = op("Reshape", [x], params={0: hd, 1: n, 2: -1})  # (B, n, hd)
+        return op("Permute", [x], params={0: 2})  # (n, B, hd)
 
     for i in range(s.layers):
         p = f"{tf}.{i}"
@@ -275,8 +284,12 @@ def build_tf_graph(b: _Builder, s: EncoderSpec) -> tuple[Graph, dict[str, Any]]:
         v = heads(b.linear(g, h, f"{p}.self_attn.v_proj", H, nkv * hd), nkv)
         q = op("RotaryEmbed", [q, cos, sin], params={0: 0})
         k = op("RotaryEmbed", [k, cos, sin], params={0: 0})
-        a = g.layer("SDPA", [q, k, v, mask], params={5: 1, 6: 1.0 / math.sqrt(hd)})
-        a = op("Permute", [a], params={0: 2})  # (T, nh, hd)
+        a, _, _ = g.layer("SDPA", [q, k, v, mask, g.input(f"k_in_{i}"), g.input(f"v_in_{i}")],
+                          outputs=[f"att_{i}", f"k_out_{i}", f"v_out_{i}"],
+                          params={5: 1, 6: 1.0 / math.sqrt(hd), 7: 1})
+        g.output(f"k_out_{i}")
+        g.output(f"v_out_{i}")
+        a = op("Permute", [a], params={0: 2})  # (B, nh, hd)
         a = op("Reshape", [a], params={0: nh * hd, 1: -1})
         a = b.linear(g, a, f"{p}.self_attn.o_proj", nh * hd, H)
         x = op("BinaryOp", [x, scale(a, f"{p}.self_attn_layer_scale.scale")], params={0: 0})
@@ -285,8 +298,17 @@ def build_tf_graph(b: _Builder, s: EncoderSpec) -> tuple[Graph, dict[str, Any]]:
         h = op("GELU", [h], params={0: 0})
         h = b.linear(g, h, f"{p}.mlp.fc2", s.intermediate, H)
         x = op("BinaryOp", [x, scale(h, f"{p}.mlp_layer_scale.scale")], params={0: 0})
+    op("Noop", [x], params={}, name="out0")
+    return g
 
-    # downsample 25 -> 12.5 Hz: causal conv with replicate padding (left k - 2, right "extra" <= 1)
+
+def build_down_graph(b: _Builder, s: EncoderSpec) -> tuple[Graph, dict[str, int]]:
+    """Downsample 25 -> 12.5 Hz (causal conv, replicate padding: left k - 2, right "extra" <= 1) and the two
+    RVQ input projections, over the whole sequence."""
+    g = Graph()
+    op = _one_thread(g)
+    H = s.hidden
+    x = g.input("in0")  # (T25, H)
     k_down = b.ckpt.speech.shape(PREFIX + "downsample.conv.weight")[-1]
     x = op("Permute", [x], params={0: 1})  # (H, T25)
     x = op("Reshape", [x], params={0: -1, 1: 1, 2: H})  # (H, 1, T25)
@@ -340,8 +362,9 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     conv_graph, reach = build_conv_graph(b, spec)
     writer.add_graph(CONV_NET, conv_graph)
     options.report(0.4, "transformer")
-    tf_graph, dims = build_tf_graph(b, spec)
-    writer.add_graph(TF_NET, tf_graph)
+    writer.add_graph(TF_NET, build_tf_graph(b, spec))
+    down_graph, dims = build_down_graph(b, spec)
+    writer.add_graph(DOWN_NET, down_graph)
     options.report(0.8, "codebooks")
     books = codebooks(b, spec)
     if books.shape[2] != dims["sem"] or books.shape[2] != dims["ac"]:
@@ -351,6 +374,8 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     writer.set_part(PART, {
         "conv_net": CONV_NET,
         "tf_net": TF_NET,
+        "down_net": DOWN_NET,
+        "layers": spec.layers,
         "rvq_net": RVQ_NET,
         "codebooks": CODEBOOKS,
         "hidden": spec.hidden,
