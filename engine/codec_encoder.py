@@ -9,7 +9,7 @@ is computed from exactly the samples the full-length pass would use. The transfo
 at 25 Hz, as the official encoder does) runs in blocks of rows that attend to a KV cache of all earlier rows,
 so its memory is linear too (the KV cache, ~0.8 MB per second of audio at full size); only its attention
 time grows with the square of the length, which stays small next to the convolutions (full size, 2 threads:
-~0.3 s of encoding per second of audio at 30 s, ~0.37 s at 5 minutes).
+2.8 s for 30 s of audio; per second of audio, 5 minutes take ~20% longer than 30 s).
 """
 
 from __future__ import annotations
