@@ -25,6 +25,7 @@ the memory traffic. Other Linears of an fp32 bundle stay fp32 and carry featmask
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,10 +161,13 @@ class _Builder:
             t = self.op("RotaryEmbed", [t, "cos", "sin"], params={0: 0})
         return t
 
-    def stack(self, x: str, prefix: str, s: StackSpec, mask: str | None, tag: str) -> str:
+    def stack(self, x: str, prefix: str, s: StackSpec, mask: str | None, tag: str,
+              progress: Callable[[float], None] | None = None) -> str:
         """Decoder layers `prefix`layers.{i}.* on residual stream x; returns the final-normed output."""
         qd, kd = s.heads * s.head_dim, s.kv_heads * s.head_dim
         for i in range(s.layers):
+            if progress is not None:
+                progress(i / s.layers)
             p = f"{prefix}layers.{i}."
             a = f"{p}self_attn."
             h = self.rmsnorm(x, self.w(p + "input_layernorm.weight"), s.eps)
@@ -235,7 +239,8 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     g = Graph()
     _declare_inputs(g, t.layers, mask=True)
     b = _Builder(g, ckpt, options.precision)
-    hidden = b.stack("in0", "talker.model.", t, "mask", "t")
+    hidden = b.stack("in0", "talker.model.", t, "mask", "t",
+                     lambda f: options.report(0.6 * f, f"talker layers ({round(f * t.layers)}/{t.layers})"))
     hidden = g.layer("Noop", [hidden], name="hidden")
     g.output(hidden)
     b.linear(hidden, [ckpt.main.get("talker.codec_head.weight")], name="logits")
@@ -255,7 +260,8 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
         x = b.linear(x, [b.w(proj + "weight")], [b.bias(proj + "bias")])
     elif t.hidden != c.hidden:
         raise ConvertError("checkpoint has no small_to_mtp_projection although talker and code predictor widths differ")
-    hidden = b.stack(x, "talker.code_predictor.model.", c, None, "c")
+    hidden = b.stack(x, "talker.code_predictor.model.", c, None, "c",
+                     lambda f: options.report(0.6 + 0.3 * f, "code predictor layers"))
     for gi in range(groups - 1):
         b.linear(hidden, [b.w(f"talker.code_predictor.lm_head.{gi}.weight")], name=f"logits_{gi}")
     writer.add_graph(CP_GRAPH, g)
