@@ -126,10 +126,6 @@ class Synthesizer:
 
     @property
     def decoder(self):
-        if self._decoder is None:
-            from .codec_decoder import CodecDecoder
-
-            self._decoder = CodecDecoder(self.bundle, self.threads)
         return self._decoder
 
     @property
