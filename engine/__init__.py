@@ -5,11 +5,17 @@ Public API (the GUI and CLI use only these names):
 
 from .bundle import Bundle
 from .errors import AudioError, BundleError, Cancelled, ConvertError, EngineError, TextError, VoiceError
+from .fileio import read_text_file
+from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text
 from .synthesizer import Synthesizer
 from .types import SAMPLE_RATE, AudioChunk, FrameEvent, GenerationSettings, SynthesisEvent, SynthesisResult
 from .voice import Voice
 
 __all__ = [
+    "DEFAULT_MAX_CHARS",
+    "TextChunk",
+    "read_text_file",
+    "split_text",
     "SAMPLE_RATE",
     "AudioChunk",
     "AudioError",

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from .errors import EngineError
+from .splitter import DEFAULT_MAX_CHARS
 
 EXIT_USAGE = 2
 
@@ -325,6 +326,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _text_of(args: argparse.Namespace) -> str:
+    """The text of --text or --text-file (exactly one of them)."""
+    from .fileio import read_text_file
+
+    if (args.text is None) == (args.text_file is None):
+        raise UsageError("Give the text with either --text or --text-file.")
+    return args.text if args.text is not None else read_text_file(args.text_file)
+
+
+def cmd_split(args: argparse.Namespace) -> int:
+    """The chunks a long synthesis would speak, one per line on stdout (nothing else there)."""
+    from .splitter import split_text
+    from .text import clean_text
+
+    text = clean_text(_text_of(args))
+    for chunk in split_text(text, max_chars=args.max_chars, language=args.language):
+        sys.stdout.write(chunk.text + "\n")
+    sys.stdout.flush()
+    return 0
+
+
 def cmd_voice_create(args: argparse.Namespace) -> int:
     from .synthesizer import Synthesizer
 
@@ -394,6 +416,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--text", default="The quick brown fox jumps over the lazy dog, and then it runs far away.")
     b.add_argument("--language", default="english")
     b.set_defaults(func=cmd_bench)
+
+    sp = sub.add_parser("split", help="show how a long text is cut into chunks (one per line)")
+    sp.add_argument("--text")
+    sp.add_argument("--text-file", type=Path, help="a UTF-8 text file instead of --text")
+    sp.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS,
+                    help=f"longest chunk in characters (default {DEFAULT_MAX_CHARS})")
+    sp.add_argument("--language", default="auto", help="auto or a language the model speaks (sentence rules)")
+    sp.set_defaults(func=cmd_split)
 
     v = sub.add_parser("voice", help="manage voice files")
     vsub = v.add_subparsers(dest="voice_command", required=True, metavar="ACTION")
