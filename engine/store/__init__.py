@@ -1,0 +1,30 @@
+"""The model store: the Qwen3-TTS catalogue, downloads through huggingface_hub, installed bundles by name.
+
+Qt-free; the CLI (`qwen3tts models ...`) and the app's Models dialog and welcome screen use these names only.
+"""
+
+from .catalogue import CATALOGUE, DEFAULT_PRECISION, CatalogueEntry, find_entry
+from .hub import DownloadProgress, HubError, endpoint_url, format_bytes, format_duration
+from .installer import PendingDownload, discard_download, install, pending_downloads
+from .store import ENV_DIR, InstalledModel, ModelStore, StoreError, default_models_dir
+
+__all__ = [
+    "CATALOGUE",
+    "DEFAULT_PRECISION",
+    "ENV_DIR",
+    "CatalogueEntry",
+    "DownloadProgress",
+    "HubError",
+    "InstalledModel",
+    "ModelStore",
+    "PendingDownload",
+    "StoreError",
+    "default_models_dir",
+    "discard_download",
+    "endpoint_url",
+    "find_entry",
+    "format_bytes",
+    "format_duration",
+    "install",
+    "pending_downloads",
+]

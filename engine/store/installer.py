@@ -1,0 +1,232 @@
+"""Install a model: list the repository, check the disk, download (resumable), verify, convert, move into place.
+
+Nothing appears under the store's model names until the bundle is complete: the checkpoint is fetched into
+`.downloads/<name>/` (kept across cancels and restarts so the next attempt resumes), converted into
+`.installing-<name>-<pid>/`, and renamed into place at the end; the raw checkpoint is then removed unless the
+caller keeps it.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .catalogue import CATALOGUE, DEFAULT_PRECISION, find_entry
+from .hub import (
+    DownloadProgress,
+    HubError,
+    RemoteRepo,
+    bytes_present,
+    endpoint_url,
+    fetch_repo,
+    format_bytes,
+    repo_listing,
+)
+from .store import SOURCE, InstalledModel, ModelStore, StoreError, check_name
+
+Progress = Callable[[float, str], None]
+DOWNLOAD_SHARE = 0.85  # of the overall progress bar; conversion takes the rest
+PENDING = "pending.json"
+MARGIN = 50_000_000  # bytes kept free beyond the estimate (manifest, temporary files, the rest of the system)
+
+
+@dataclass(frozen=True)
+class PendingDownload:
+    """A download that was started and not finished (cancelled, interrupted, the app closed)."""
+
+    name: str
+    repo_id: str
+    revision: str
+    precision: str
+    total_bytes: int
+    done_bytes: int
+    folder: Path
+
+
+def free_bytes(folder: Path) -> int:
+    """Free space on the disk that holds folder (its nearest existing parent)."""
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return shutil.disk_usage(probe).free
+
+
+def estimated_bundle_bytes(repo: RemoteRepo, precision: str, repo_id: str) -> int:
+    """Converted size: the catalogue's figure, else the download size times the 0.6B-Base ratio."""
+    entry = find_entry(repo_id)
+    if entry is not None and entry.bundle_size(precision) is not None:
+        return int(entry.bundle_size(precision))
+    ref = CATALOGUE[0]
+    ratio = ref.bundle_bytes.get(precision, max(ref.bundle_bytes.values())) / ref.download_bytes
+    return int(repo.size * ratio)
+
+
+def repo_for(source: str) -> str:
+    """A repository id from a catalogue name or a repository id."""
+    entry = find_entry(source)
+    if entry is not None:
+        return entry.repo_id
+    if "/" not in source:
+        names = ", ".join(e.name for e in CATALOGUE)
+        raise StoreError(f"{source!r} is neither a repository id (OWNER/NAME) nor a catalogue model ({names}).")
+    return source
+
+
+def pending_downloads(store: ModelStore) -> list[PendingDownload]:
+    out = []
+    root = store.downloads_dir()
+    if not root.is_dir():
+        return out
+    for d in sorted(root.iterdir()):
+        try:
+            info = json.loads((d / PENDING).read_text(encoding="utf-8"))
+            files = info.pop("files")
+            repo = RemoteRepo(info["repo_id"], info["revision"], tuple(_remote_file(f) for f in files))
+            out.append(PendingDownload(info["name"], repo.repo_id, repo.revision, info["precision"], repo.size,
+                                       bytes_present(repo, d), d))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def _remote_file(d: dict):
+    from .hub import RemoteFile
+
+    return RemoteFile(d["path"], int(d["size"]), d.get("sha256"), d.get("git_sha1"))
+
+
+def discard_download(store: ModelStore, name: str) -> bool:
+    folder = store.downloads_dir() / check_name(name)
+    if not folder.is_dir():
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return True
+
+
+def install(
+    source: str,
+    name: str | None = None,
+    precision: str = DEFAULT_PRECISION,
+    store: ModelStore | None = None,
+    endpoint: str | None = None,
+    token: str | None = None,
+    keep_checkpoint: bool = False,
+    progress: Progress | None = None,
+    on_download: Callable[[DownloadProgress], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> InstalledModel:
+    """Download `source` (catalogue name or repository id) and install it as `name`; returns the model."""
+    from ..bundle import PRECISIONS
+    from ..convert import convert_checkpoint
+    from ..convert.checkpoint import REQUIRED_FILES
+
+    store = store or ModelStore()
+    if precision not in PRECISIONS:
+        raise StoreError(f"Unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}.")
+    repo_id = repo_for(source)
+    name = check_name(name or repo_id.rstrip("/").split("/")[-1])
+    if store.get(name) is not None:
+        raise StoreError(f"A model called {name!r} is already installed; remove it first or choose another --name.")
+    report = progress or (lambda _f, _m: None)
+    endpoint = endpoint_url(endpoint)
+
+    report(0.0, f"asking {endpoint} for {repo_id}")
+    repo = repo_listing(repo_id, endpoint=endpoint, token=token)
+    have = {f.path for f in repo.files}
+    missing = [f for f in REQUIRED_FILES if f not in have]
+    if missing:
+        raise HubError(f"{repo_id} is not a Qwen3-TTS 12 Hz checkpoint: it has no {', '.join(missing)}.")
+
+    raw = store.downloads_dir() / name
+    _claim_download_folder(raw, repo, name, precision)
+    to_fetch = repo.size - bytes_present(repo, raw)
+    bundle = estimated_bundle_bytes(repo, precision, repo_id)
+    need = to_fetch + bundle + MARGIN
+    free = free_bytes(store.root)
+    if free < need:
+        raise StoreError(
+            f"Not enough free space in {store.root}: {name} needs {format_bytes(need)} "
+            f"({format_bytes(to_fetch)} to download, about {format_bytes(bundle)} converted), "
+            f"{format_bytes(free)} is free."
+        )
+
+    def download_progress(p: DownloadProgress) -> None:
+        if on_download is not None:
+            on_download(p)
+        report(DOWNLOAD_SHARE * p.done / max(p.total, 1), p.describe())
+
+    try:
+        fetch_repo(repo, raw, endpoint=endpoint, token=token, progress=download_progress, cancel=cancel)
+    except OSError as e:
+        raise _disk_error(e, store.root, "downloading") from None
+
+    work = store.root / f".installing-{name}-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    try:
+        bundle_dir = convert_checkpoint(
+            raw, work / name, precision=precision, cancel=cancel,
+            progress=lambda f, m: report(DOWNLOAD_SHARE + (1 - DOWNLOAD_SHARE) * f, m),
+        )
+        source_info = {"repo_id": repo_id, "revision": repo.revision, "endpoint": endpoint, "precision": precision}
+        (bundle_dir / SOURCE).write_text(json.dumps(source_info, indent=1), encoding="utf-8")
+        final = store.root / name
+        if final.exists():
+            raise StoreError(f"{final} appeared while converting; {name} was not installed.")
+        os.replace(bundle_dir, final)
+    except OSError as e:
+        raise _disk_error(e, store.root, "converting") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    if keep_checkpoint:
+        kept = store.root / "checkpoints" / name
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        (raw / PENDING).unlink(missing_ok=True)
+        shutil.rmtree(kept, ignore_errors=True)
+        os.replace(raw, kept)
+    else:
+        shutil.rmtree(raw, ignore_errors=True)
+    _remove_if_empty(store.downloads_dir())
+    report(1.0, f"installed {name}")
+    model = store.get(name)
+    assert model is not None
+    return model
+
+
+def _claim_download_folder(raw: Path, repo: RemoteRepo, name: str, precision: str) -> None:
+    """Reuse partial files only if they belong to this very commit of this repository."""
+    from ..fileio import write_atomic
+
+    try:
+        old = json.loads((raw / PENDING).read_text(encoding="utf-8"))
+        same = old.get("repo_id") == repo.repo_id and old.get("revision") == repo.revision
+    except (OSError, ValueError, AttributeError):
+        same = False
+    if raw.exists() and not same:
+        shutil.rmtree(raw, ignore_errors=True)
+    raw.mkdir(parents=True, exist_ok=True)
+    info = {"name": name, "repo_id": repo.repo_id, "revision": repo.revision, "precision": precision,
+            "files": [asdict(f) for f in repo.files]}
+    write_atomic(raw / PENDING, json.dumps(info, indent=1).encode("utf-8"))
+
+
+def _disk_error(e: OSError, root: Path, doing: str) -> Exception:
+    if e.errno == errno.ENOSPC:
+        return StoreError(f"The disk holding {root} is full ({doing}); free some space and try again: "
+                          "the download resumes where it stopped.")
+    return StoreError(f"Cannot write in {root} while {doing}: {e.strerror or e}.")
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
+

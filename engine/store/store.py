@@ -1,0 +1,169 @@
+"""Installed models: bundles in one folder (the model store), listed, resolved by name, removed, moved.
+
+The folder is QWEN3TTS_MODELS_DIR when set, else the folder the app last moved the store to (a one-line
+pointer file in the user config folder), else `<user data folder>/models` (platformdirs). Each installed model
+is a bundle folder named after the model; `source.json` beside its manifest records where it came from.
+Folders whose name starts with a dot are work in progress (downloads, conversions) and never listed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from ..errors import EngineError
+
+APP_NAME = "Qwen3-TTS Studio"  # the platformdirs name the app uses for all its folders
+ENV_DIR = "QWEN3TTS_MODELS_DIR"
+SOURCE = "source.json"
+DOWNLOADS = ".downloads"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._ -]{0,99}$")
+
+
+class StoreError(EngineError):
+    """A model-store problem: unknown name, bad name, a folder that cannot be used."""
+
+
+def _pointer_file() -> Path:
+    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "models-folder.txt"
+
+
+def default_models_dir() -> Path:
+    """Where installed models live (see the module docstring for the order)."""
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return Path(env).expanduser()
+    try:
+        moved = _pointer_file().read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        moved = ""
+    if moved:
+        return Path(moved)
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "models"
+
+
+def check_name(name: str) -> str:
+    """An installed model's name doubles as its folder name: keep it plain."""
+    if not _NAME.match(name) or name.endswith((".", " ")):
+        raise StoreError(f"{name!r} cannot be a model name; use letters, digits, '.', '-', '_' or spaces "
+                         "(at most 100, not starting with a dot).")
+    return name
+
+
+@dataclass(frozen=True)
+class InstalledModel:
+    name: str
+    path: Path
+    precision: str
+    repo_id: str  # "" when imported from a local checkpoint
+    disk_bytes: int
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+class ModelStore:
+    def __init__(self, root: str | os.PathLike | None = None):
+        self.root = Path(root) if root is not None else default_models_dir()
+
+    def path_of(self, name: str) -> Path:
+        return self.root / check_name(name)
+
+    def downloads_dir(self) -> Path:
+        return self.root / DOWNLOADS
+
+    def installed(self) -> list[InstalledModel]:
+        if not self.root.is_dir():
+            return []
+        out = []
+        for d in sorted(self.root.iterdir(), key=lambda p: p.name.lower()):
+            if d.name.startswith(".") or not (d / "manifest.json").is_file():
+                continue
+            out.append(self._describe(d))
+        return out
+
+    def _describe(self, d: Path) -> InstalledModel:
+        try:
+            manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            manifest = {}
+        try:
+            source = json.loads((d / SOURCE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            source = {}
+        precision = manifest.get("precision", "?") if isinstance(manifest, dict) else "?"
+        repo = source.get("repo_id", "") if isinstance(source, dict) else ""
+        return InstalledModel(d.name, d, str(precision), str(repo), folder_bytes(d))
+
+    def get(self, name: str) -> InstalledModel | None:
+        d = self.root / name
+        if not _NAME.match(name) or not (d / "manifest.json").is_file():
+            return None
+        return self._describe(d)
+
+    def remove(self, name: str) -> Path:
+        model = self.get(name)
+        if model is None:
+            raise StoreError(f"No installed model is called {name!r} (see 'qwen3tts models list').")
+        # rename first, so a half-deleted folder is never taken for a model
+        doomed = self.root / f".removing-{name}"
+        shutil.rmtree(doomed, ignore_errors=True)
+        os.replace(model.path, doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+        return model.path
+
+    def resolve(self, value: str | os.PathLike) -> Path:
+        """A --model value: an existing folder as given, else the installed model of that name."""
+        path = Path(value)
+        if path.is_dir():
+            return path
+        text = str(value)
+        if _NAME.match(text) and (self.root / text / "manifest.json").is_file():
+            return self.root / text
+        if os.sep in text or (os.altsep and os.altsep in text) or path.exists():
+            return path  # a path: Bundle.open says what is wrong with it
+        names = ", ".join(m.name for m in self.installed()) or "none yet"
+        raise StoreError(f"No model bundle at {text!r} and no installed model of that name "
+                         f"(installed: {names}).")
+
+    def move_to(self, new_root: str | os.PathLike, remember: bool = True) -> Path:
+        """Move every installed model (and unfinished downloads) to new_root; the app finds them there next time."""
+        new_root = Path(new_root).expanduser()
+        if new_root.resolve() == self.root.resolve():
+            return new_root
+        new_root.mkdir(parents=True, exist_ok=True)
+        clashes = [d.name for d in self.root.iterdir() if (new_root / d.name).exists()] if self.root.is_dir() else []
+        if clashes:
+            raise StoreError(f"{new_root} already has {', '.join(sorted(clashes))}; choose an empty folder.")
+        if self.root.is_dir():
+            need = folder_bytes(self.root)
+            if not _same_device(self.root, new_root) and shutil.disk_usage(new_root).free < need:
+                raise StoreError(f"Not enough free space in {new_root}: the models take {need / 1e9:.1f} GB.")
+            for d in sorted(self.root.iterdir()):
+                shutil.move(str(d), str(new_root / d.name))  # a rename on one disk, copy + delete across disks
+        self.root = new_root
+        if remember:
+            remember_models_dir(new_root)
+        return new_root
+
+
+def remember_models_dir(folder: Path) -> None:
+    from ..fileio import write_atomic
+
+    pointer = _pointer_file()
+    pointer.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(pointer, (str(folder) + "\n").encode("utf-8"))
+
+
+def _same_device(a: Path, b: Path) -> bool:
+    try:
+        return a.stat().st_dev == b.stat().st_dev
+    except OSError:
+        return False

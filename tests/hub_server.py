@@ -1,0 +1,179 @@
+"""A local stand-in for the Hugging Face hub on 127.0.0.1, serving the two endpoints huggingface_hub 2.x uses
+to list and fetch a model repository:
+
+    GET  /api/models/OWNER/NAME[/revision/REV]?blobs=True   -> {"id", "sha", "siblings": [{rfilename, size,
+                                                               blobId, lfs: {size, sha256, pointerSize}}]}
+    GET|HEAD /OWNER/NAME/resolve/REV/PATH                    -> the file (Range requests answered with 206)
+
+Errors carry the headers huggingface_hub turns into its exceptions (X-Error-Code RepoNotFound / GatedRepo,
+X-Error-Message for a refused token). Faults for tests: drop a connection after N bytes of a file (once),
+serve different bytes than the listing promises, require a token. Every request is recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+LFS_SUFFIXES = (".safetensors",)
+
+
+@dataclass
+class Repo:
+    files: dict[str, bytes]
+    sha: str = "0123456789abcdef0123456789abcdef01234567"
+    token: str | None = None  # required bearer token (a gated repository) when set
+    served: dict[str, bytes] = field(default_factory=dict)  # bytes actually sent instead of files[path]
+
+    @classmethod
+    def from_folder(cls, folder: Path, **kw) -> Repo:
+        files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+        return cls(files, **kw)
+
+    def listing(self, repo_id: str) -> dict:
+        siblings = []
+        for path, data in self.files.items():
+            s = {"rfilename": path, "size": len(data),
+                 "blobId": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()}
+            if path.endswith(LFS_SUFFIXES):
+                s["lfs"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "pointerSize": 134}
+            siblings.append(s)
+        return {"id": repo_id, "modelId": repo_id, "sha": self.sha, "private": False, "siblings": siblings}
+
+
+class HubServer:
+    """`with HubServer({"Qwen/x": Repo(...)}) as hub: hub.url` — serves until the block ends."""
+
+    def __init__(self, repos: dict[str, Repo]):
+        self.repos = repos
+        self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Range header)
+        self.drop_after: dict[str, int] = {}  # path -> bytes sent before the connection is cut (once)
+        self.lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._server.handle_error = lambda request, address: None  # a client that hung up is not news
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> HubServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+    def file_requests(self, path: str) -> list[tuple[str, str, str | None]]:
+        return [r for r in self.requests if r[1].split("?")[0].endswith("/" + path)]
+
+    def _handler(self):
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def do_HEAD(self) -> None:
+                self._serve(head=True)
+
+            def do_GET(self) -> None:
+                self._serve(head=False)
+
+            def _serve(self, head: bool) -> None:
+                with hub.lock:
+                    hub.requests.append((self.command, self.path, self.headers.get("Range")))
+                path = self.path.split("?")[0]
+                m = re.fullmatch(r"/api/models/([^/]+/[^/]+)(?:/revision/([^/]+))?", path)
+                if m:
+                    repo = self._repo(m.group(1))
+                    if repo is not None:
+                        self._send(200, json.dumps(repo.listing(m.group(1))).encode(), "application/json", head)
+                    return
+                m = re.fullmatch(r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
+                if m:
+                    repo = self._repo(m.group(1))
+                    if repo is None:
+                        return
+                    rel = m.group(3)
+                    if rel not in repo.files:
+                        self._error(404, "EntryNotFound", "Entry not found")
+                        return
+                    self._file(repo, rel, head)
+                    return
+                self._error(404, None, "Not found")
+
+            def _repo(self, repo_id: str) -> Repo | None:
+                repo = hub.repos.get(repo_id)
+                if repo is None:
+                    self._error(404, "RepoNotFound", "Repository not found")
+                    return None
+                if repo.token is not None:
+                    auth = self.headers.get("Authorization")
+                    if auth is None:
+                        self._error(401, "GatedRepo", "Access to this repository is restricted")
+                        return None
+                    if auth != f"Bearer {repo.token}":
+                        self._error(401, None, "Invalid credentials in Authorization header")
+                        return None
+                return repo
+
+            def _file(self, repo: Repo, rel: str, head: bool) -> None:
+                data = repo.served.get(rel, repo.files[rel])
+                start = 0
+                rng = self.headers.get("Range")
+                if rng:
+                    start = int(re.fullmatch(r"bytes=(\d+)-\d*", rng).group(1))
+                body = data[start:]
+                self.send_response(206 if rng else 200)
+                self.send_header("Content-Length", str(len(body)))
+                if rng:
+                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+                self.send_header("ETag", f'"{hashlib.sha256(repo.files[rel]).hexdigest()}"')
+                self.send_header("X-Repo-Commit", repo.sha)
+                self.send_header("Accept-Ranges", "bytes")
+                self.end_headers()
+                if head:
+                    return
+                with hub.lock:
+                    cut = hub.drop_after.pop(rel, None)
+                if cut is not None:
+                    self.wfile.write(body[:cut])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(2)  # the peer sees the body end early
+                    return
+                self.wfile.write(body)
+
+            def _send(self, code: int, body: bytes, ctype: str, head: bool) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if not head:
+                    self.wfile.write(body)
+
+            def _error(self, code: int, error_code: str | None, message: str) -> None:
+                body = json.dumps({"error": message}).encode()
+                self.send_response(code)
+                if error_code:
+                    self.send_header("X-Error-Code", error_code)
+                self.send_header("X-Error-Message", message)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+        return Handler
