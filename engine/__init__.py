@@ -6,6 +6,19 @@ Public API (the GUI and CLI use only these names):
 from .bundle import Bundle
 from .errors import AudioError, BundleError, Cancelled, ConvertError, EngineError, TextError, VoiceError
 from .fileio import read_text_file
+from .joining import JoinSettings
+from .longform import (
+    ChunkAudio,
+    ChunkFrame,
+    ChunkRetry,
+    ChunkSkipped,
+    ChunkStarted,
+    LongResult,
+    LongTextOptions,
+    split_for_synthesis,
+    synthesize_long,
+)
+from .runaway import GuardSettings
 from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text
 from .synthesizer import Synthesizer
 from .types import SAMPLE_RATE, AudioChunk, FrameEvent, GenerationSettings, SynthesisEvent, SynthesisResult
@@ -13,9 +26,20 @@ from .voice import Voice
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
+    "ChunkAudio",
+    "ChunkFrame",
+    "ChunkRetry",
+    "ChunkSkipped",
+    "ChunkStarted",
+    "GuardSettings",
+    "JoinSettings",
+    "LongResult",
+    "LongTextOptions",
     "TextChunk",
     "read_text_file",
+    "split_for_synthesis",
     "split_text",
+    "synthesize_long",
     "SAMPLE_RATE",
     "AudioChunk",
     "AudioError",

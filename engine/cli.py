@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 from .errors import EngineError
+from .joining import JoinSettings
+from .runaway import GuardSettings
 from .splitter import DEFAULT_MAX_CHARS
 
 EXIT_USAGE = 2
@@ -124,7 +126,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
         raise UsageError("--max-frames must be at least 1")
     if args.threads < 1:
         raise UsageError("--threads must be at least 1")
-    clean_text(args.text)
+    text = clean_text(_text_of(args))
+    long_text = _long_text_options(args, text)  # None: one synthesis
     synth = Synthesizer(args.model, threads=args.threads)
     synth.check_language(args.language)  # cheap checks before the reference is processed
     voice = _voice_for(synth, args)
@@ -134,7 +137,9 @@ def cmd_synth(args: argparse.Namespace) -> int:
         non_streaming_text=args.non_streaming_text,
     )
     _check_settings(settings)
-    events = synth.synthesize(args.text, voice, language=args.language, settings=settings)
+    if long_text is not None:
+        return _synth_long(args, synth, voice, settings, text, long_text)
+    events = synth.synthesize(text, voice, language=args.language, settings=settings)
     bar = ProgressBar("synth")
     result = None
     for ev in events:
@@ -164,6 +169,88 @@ def cmd_synth(args: argparse.Namespace) -> int:
         f"seed {result.seed}, {t.get('total', 0.0):.1f} s, RTF {t.get('rtf', 0.0):.2f})"
     )
     return 0
+
+
+def _long_text_options(args: argparse.Namespace, text: str):
+    """Options for a text that needs several chunks (or --chunks-dir); None when one synthesis speaks it."""
+    from .joining import JoinSettings
+    from .longform import LongTextOptions, split_for_synthesis
+    from .runaway import GuardSettings
+
+    options = LongTextOptions(
+        max_chars=args.max_chars,
+        join=JoinSettings(sentence_pause=args.sentence_pause, paragraph_pause=args.paragraph_pause),
+        guard=GuardSettings(retries=args.retries),
+    )
+    options.join.check()
+    options.guard.check()
+    chunks = split_for_synthesis(text, args.language, args.max_chars)
+    if len(chunks) <= 1 and args.chunks_dir is None:
+        return None
+    if args.codes_out is not None:
+        raise UsageError(f"--codes-out keeps the codes of one synthesis; this text is {len(chunks)} chunks "
+                         "(--chunks-dir keeps each chunk's audio).")
+    if args.chunks_dir is not None:
+        d = args.chunks_dir
+        if d.exists() and (not d.is_dir() or any(d.iterdir())):
+            raise UsageError(f"--chunks-dir {d} must be a new or empty folder; nothing in it is overwritten.")
+        if not (d.parent if str(d.parent) else Path(".")).is_dir():
+            raise UsageError(f"Cannot make --chunks-dir {d}: its parent folder does not exist.")
+    return options
+
+
+def _synth_long(args: argparse.Namespace, synth, voice, settings, text: str, options) -> int:
+    """Chunk by chunk into one file (streamed: one chunk in memory at a time), with pauses and fades."""
+    from .audio import save_audio
+    from .audio_writer import AudioFileWriter
+    from .fileio import write_atomic
+    from .longform import ChunkAudio, ChunkFrame, ChunkRetry, ChunkSkipped, LongResult, synthesize_long
+
+    events = synthesize_long(synth, text, voice, language=args.language, settings=settings, options=options)
+    bar = ProgressBar("synth")
+    subtype = "PCM_16" if args.pcm16 else _float_subtype(args.output)
+    result = None
+    made = 0
+    if args.chunks_dir is not None:
+        args.chunks_dir.mkdir(exist_ok=True)
+    with AudioFileWriter(args.output, subtype=subtype) as writer:
+        try:
+            for ev in events:
+                if isinstance(ev, ChunkFrame):
+                    f = ev.frame
+                    within = min((f.index + 1) / max(f.estimated_frames, f.index + 1), 0.99)
+                    bar.update((ev.chunk + within) / ev.chunks,
+                               f"chunk {ev.chunk + 1} of {ev.chunks}, frame {f.index + 1}")
+                elif isinstance(ev, ChunkAudio):
+                    writer.write(ev.samples)
+                    made += 1
+                    if args.chunks_dir is not None:
+                        save_audio(args.chunks_dir / f"{ev.chunk + 1:04d}.wav", ev.result.audio,
+                                   subtype=subtype)
+                elif isinstance(ev, ChunkRetry):
+                    bar.done(f"Chunk {ev.chunk + 1} of {ev.chunks}: {ev.reason}; trying again with seed {ev.seed}.")
+                elif isinstance(ev, ChunkSkipped):
+                    bar.done(ev.message)
+                elif isinstance(ev, LongResult):
+                    result = ev
+        finally:
+            events.close()
+        if made == 0:
+            raise UsageError("No chunk of the text could be generated; nothing was written.")
+    assert result is not None
+    if args.chunks_dir is not None:
+        listing = "".join(f"{i + 1:04d}\t{c}\n" for i, c in enumerate(_chunk_texts(text, args.language, options)))
+        write_atomic(args.chunks_dir / "chunks.tsv", listing.encode())
+    t = result.timings
+    bar.done(f"wrote {args.output} ({result.seconds:.2f} s, {made} of {result.chunks} chunks, seed {result.seed}, "
+             f"{t.get('total', 0.0):.1f} s, RTF {t.get('rtf', 0.0):.2f})")
+    return 1 if result.skipped else 0
+
+
+def _chunk_texts(text: str, language: str, options) -> list[str]:
+    from .longform import split_for_synthesis
+
+    return [c.text for c in split_for_synthesis(text, language, options.max_chars)]
 
 
 def _float_subtype(path: Path) -> str | None:
@@ -439,7 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("synth", help="speak text in a cloned voice")
     s.add_argument("--model", type=Path, required=True, help="bundle folder")
-    s.add_argument("--text", required=True)
+    s.add_argument("--text")
+    s.add_argument("--text-file", type=Path, help="a UTF-8 text file (any length) instead of --text")
     s.add_argument("-o", "--output", type=Path, required=True, help="output audio file (.wav, .flac, .ogg)")
     s.add_argument("--ref", type=Path, help="reference audio of the voice to clone")
     s.add_argument("--ref-text", help="transcript of the reference (enables in-context cloning)")
@@ -457,6 +545,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--codes-out", type=Path, help="also write the generated codes (frames x 16) as .npy")
     s.add_argument("--pcm16", action="store_true", help="write 16-bit PCM instead of float (WAV)")
     s.add_argument("--threads", type=int, default=2)
+    lt = s.add_argument_group("long text (split into chunks of whole sentences, joined into one file)")
+    lt.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS,
+                    help=f"longest chunk in characters (default {DEFAULT_MAX_CHARS})")
+    lt.add_argument("--sentence-pause", type=float, default=JoinSettings.sentence_pause,
+                    help=f"seconds between chunks of a paragraph (default {JoinSettings.sentence_pause})")
+    lt.add_argument("--paragraph-pause", type=float, default=JoinSettings.paragraph_pause,
+                    help=f"seconds after a paragraph (default {JoinSettings.paragraph_pause})")
+    lt.add_argument("--retries", type=int, default=GuardSettings.retries,
+                    help="new seeds for a chunk that runs away, loops or goes silent "
+                         f"(default {GuardSettings.retries})")
+    lt.add_argument("--chunks-dir", type=Path, help="also keep each chunk's audio here (a new or empty folder)")
     s.set_defaults(func=cmd_synth)
 
     d = sub.add_parser("decode", help="decode codec ids (frames x 16 .npy) to 24 kHz audio")

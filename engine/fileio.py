@@ -19,7 +19,7 @@ def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
     try:
         try:
             _write_all(fd, memoryview(data))
-            os.fchmod(fd, 0o666 & ~_umask())
+            os.fchmod(fd, file_mode())
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -36,6 +36,11 @@ def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
 def _write_all(fd: int, data: memoryview) -> None:
     while data:
         data = data[os.write(fd, data):]
+
+
+def file_mode() -> int:
+    """The permissions an ordinary new file gets (0o666 less the umask)."""
+    return 0o666 & ~_umask()
 
 
 def _umask() -> int:

@@ -1,0 +1,401 @@
+"""Long synthesis: joining (length, fades, no clicks), the streamed writer, the runaway guard, chunk retries and
+skips (on a scripted synthesizer, so runaways happen exactly when the test says), and a long text end to end on
+the demo model through `qwen3tts synth --text-file`."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from engine.audio_writer import AudioFileWriter
+from engine.cli import main
+from engine.errors import AudioError, Cancelled, TextError
+from engine.joining import JoinSettings, fade_edges, joined_piece, pause_samples, seconds_to_samples
+from engine.longform import (
+    ChunkAudio,
+    ChunkFrame,
+    ChunkRetry,
+    ChunkSkipped,
+    ChunkStarted,
+    LongResult,
+    LongTextOptions,
+    split_for_synthesis,
+    synthesize_long,
+)
+from engine.runaway import GuardSettings, RunawayGuard
+from engine.types import FrameEvent, GenerationSettings, SynthesisResult
+from engine.voice import Voice
+
+SR = 24000
+SPF = 1920
+
+# ------------------------------------------------------------------------------------------------ joining
+
+
+def test_fade_is_a_symmetric_raised_cosine_that_leaves_the_middle_alone():
+    audio = np.ones(1000, np.float32)
+    out = fade_edges(audio, 100)
+    assert np.array_equal(out[100:900], audio[100:900])
+    assert np.allclose(out[:100], out[::-1][:100])
+    assert np.all(np.diff(out[:100]) > 0) and 0 < out[0] < 0.001 and out[99] > 0.999
+    assert np.array_equal(audio, np.ones(1000, np.float32))  # the input is not changed
+
+
+def test_fade_of_audio_shorter_than_two_fades_is_shortened():
+    out = fade_edges(np.ones(10, np.float32), 100)
+    assert out.shape == (10,) and out[0] < out[4] and np.allclose(out, out[::-1])
+
+
+@pytest.mark.parametrize("sentence_pause,paragraph_pause", [(0.35, 0.9), (0.0, 0.0), (0.1, 2.0)])
+def test_joined_length_is_chunks_plus_pauses_and_seams_do_not_click(sentence_pause, paragraph_pause):
+    join = JoinSettings(sentence_pause=sentence_pause, paragraph_pause=paragraph_pause, fade=0.012)
+    # the worst case for a click: chunks that start and end at full scale (DC), with opposite signs
+    chunks = [np.full(5000, 0.9, np.float32), np.full(7000, -0.9, np.float32), np.full(3000, 0.9, np.float32)]
+    after_paragraph = [False, False, True]
+    pieces = [joined_piece(c, pause_samples(p, join) if i else 0, join)
+              for i, (c, p) in enumerate(zip(chunks, after_paragraph, strict=True))]
+    joined = np.concatenate(pieces)
+    pauses = pause_samples(False, join) + pause_samples(True, join)
+    assert len(joined) == sum(len(c) for c in chunks) + pauses
+    # a raised cosine over n samples rises at most pi/(2n) per sample; a hard cut would jump by 1.8 here
+    n = seconds_to_samples(join.fade)
+    bound = 0.9 * np.sin(np.pi / (2 * n)) * 2
+    assert np.abs(np.diff(joined)).max() <= bound
+    assert np.abs(np.diff(np.concatenate([[0.0], joined, [0.0]]))).max() <= bound  # starts and ends quietly
+
+
+def test_pauses_are_silence_of_the_configured_length():
+    join = JoinSettings(sentence_pause=0.25, paragraph_pause=1.0)
+    piece = joined_piece(np.full(2000, 0.5, np.float32), pause_samples(True, join), join)
+    assert np.array_equal(piece[:SR], np.zeros(SR, np.float32)) and piece[SR] != 0
+    assert pause_samples(False, join) == SR // 4
+
+
+@pytest.mark.parametrize("bad", [dict(sentence_pause=-1.0), dict(paragraph_pause=11.0), dict(fade=1.0)])
+def test_bad_join_settings_are_refused(bad):
+    with pytest.raises(TextError, match="must be between 0 and"):
+        JoinSettings(**bad).check()
+
+
+# ------------------------------------------------------------------------------------------------ writer
+
+
+@pytest.mark.parametrize("suffix,subtype", [(".wav", "FLOAT"), (".flac", None), (".wav", "PCM_16")])
+def test_writer_streams_pieces_into_one_file(tmp_path, suffix, subtype):
+    path = tmp_path / f"long{suffix}"
+    rng = np.random.default_rng(0)
+    pieces = [(0.5 * rng.standard_normal(n)).clip(-1, 1).astype(np.float32) for n in (100, 5000, 1)]
+    with AudioFileWriter(path, subtype=subtype) as w:
+        for p in pieces:
+            w.write(p)
+        assert not path.exists()  # only a complete recording takes the name
+    data, sr = sf.read(path, dtype="float32")
+    expected = np.concatenate(pieces)
+    assert sr == SR and data.shape == expected.shape
+    step = 1.0 / 32768 if subtype == "PCM_16" or suffix == ".flac" else 0.0  # 16-bit quantisation
+    assert np.abs(data - expected).max() <= step
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o666 & ~_umask()
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_writer_failure_leaves_the_existing_file_untouched(tmp_path):
+    path = tmp_path / "take.wav"
+    path.write_bytes(b"the user's earlier take")
+    with pytest.raises(RuntimeError), AudioFileWriter(path) as w:
+        w.write(np.zeros(100, np.float32))
+        raise RuntimeError("cancelled half way")
+    assert path.read_bytes() == b"the user's earlier take"
+    assert [p.name for p in tmp_path.iterdir()] == ["take.wav"]
+
+
+def test_writer_refuses_bad_names_and_samples(tmp_path):
+    with pytest.raises(AudioError, match="use a .wav, .flac or .ogg"):
+        AudioFileWriter(tmp_path / "x.mp3")
+    with pytest.raises(AudioError, match="does not exist"):
+        AudioFileWriter(tmp_path / "missing" / "x.wav")
+    with AudioFileWriter(tmp_path / "x.wav") as w, pytest.raises(AudioError, match="NaN"):
+        w.write(np.array([0.0, np.nan], np.float32))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# ------------------------------------------------------------------------------------------------ guard
+
+
+def _feed(guard: RunawayGuard, codes) -> int | None:
+    """The frame (1-based) at which the guard fires, or None."""
+    for i, c in enumerate(codes):
+        if guard.push(c):
+            return i + 1
+    return None
+
+
+@pytest.mark.parametrize("period", [1, 2, 5, 12])
+def test_guard_catches_a_loop_exactly_when_it_has_lasted_loop_seconds(period):
+    s = GuardSettings()
+    rng = np.random.default_rng(period)
+    speech = list(rng.integers(0, 2048, 30))
+    cycle = list(rng.choice(2048, period, replace=False) + 5000)  # never seen in the speech part
+    codes = speech + cycle * (200 // period)
+    fired = _feed(RunawayGuard(100, s), codes)
+    # a constant code is also "at most 2 distinct codes": that fires one frame sooner, when the window holds
+    # the last speech code and loop_frames - 1 constant ones
+    assert fired == 30 + s.loop_frames - (1 if period == 1 else 0)
+
+
+def test_guard_ignores_a_loop_longer_than_its_longest_period():
+    s = GuardSettings(max_period=12, max_distinct=2)
+    cycle = list(range(13))
+    assert _feed(RunawayGuard(100, s), cycle * 20) is None
+
+
+def test_guard_catches_silence_that_wavers_between_two_codes():
+    s = GuardSettings()
+    rng = np.random.default_rng(1)
+    speech = list(rng.integers(0, 2048, 40))
+    silence = list(rng.choice([7, 9], 300))  # not periodic, but only two values
+    assert _feed(RunawayGuard(100, s), speech + silence) == 40 + s.loop_frames
+
+
+def test_guard_leaves_speech_like_codes_alone():
+    # speech changes c0 nearly every frame; repeats of a code a few frames apart are fine
+    rng = np.random.default_rng(2)
+    codes = np.repeat(rng.integers(0, 2048, 4000), rng.integers(1, 4, 4000))
+    assert _feed(RunawayGuard(10**6, GuardSettings()), codes) is None
+
+
+def test_guard_frame_limit_grows_with_the_estimate():
+    s = GuardSettings(length_factor=3.0, min_extra_seconds=6.0)
+    assert RunawayGuard(10, s).frame_limit == 10 + 75
+    assert RunawayGuard(100, s).frame_limit == 300
+    assert "ran past 24.0 s for about 8.0 s" in RunawayGuard(100, s).too_long()
+
+
+# ------------------------------------------------------------------------------------------------ scripted synthesizer
+
+
+class ScriptedSynth:
+    """Follows the Synthesizer contract used by synthesize_long (check_language, check_voice, synthesize ->
+    FrameEvents then a SynthesisResult, validation before the first event, close() cancels). What each chunk
+    does is scripted per (text, attempt): "ok", "loop", "long" (never stops), "empty" or "bad" (raises)."""
+
+    languages = ["auto", "english"]
+    model_id = "scripted"
+
+    def __init__(self, script: dict[str, list[str]], frames: int = 6):
+        self.script = script
+        self.frames = frames
+        self.calls: list[tuple[str, GenerationSettings]] = []
+        self.open_generators = 0
+
+    def check_language(self, language):
+        if language not in self.languages:
+            raise TextError(f"Unknown language {language!r}.")
+        return language
+
+    def check_voice(self, voice):
+        pass
+
+    def synthesize(self, text, voice, language="auto", settings=None):
+        attempt = sum(1 for t, _ in self.calls if t == text)
+        self.calls.append((text, settings))
+        plan = self.script.get(text, ["ok"])
+        what = plan[min(attempt, len(plan) - 1)]
+        if what == "bad":
+            raise TextError("The text produced no speakable tokens.")
+        return self._run(what, settings)
+
+    def _run(self, what, settings):
+        self.open_generators += 1
+        try:
+            n = {"ok": self.frames, "empty": 0}.get(what, settings.max_frames)
+            codes = np.zeros((n, 16), np.int64)
+            for k in range(n):
+                codes[k, 0] = 42 if what == "loop" else 100 + (k * 37) % 1000
+                yield FrameEvent(k, codes[k], 0.0, 0.0, settings.max_frames, self.frames)
+            audio = np.full(n * SPF, 0.5, np.float32) * (1 + len(self.calls) % 3)
+            yield SynthesisResult(audio, codes, "eos" if what in ("ok", "empty") else "cap", settings.seed)
+        finally:
+            self.open_generators -= 1
+
+
+VOICE = Voice(xvector=np.zeros(4, np.float32), model_id="scripted")
+TEXT = "First one here. Second one here.\n\nThird one here. Fourth one here."
+CHUNKS = ["First one here.", "Second one here.", "Third one here.", "Fourth one here."]
+OPTIONS = LongTextOptions(max_chars=20, guard=GuardSettings(retries=2, loop_seconds=1.0))
+
+
+def run_long(synth, text=TEXT, options=OPTIONS, settings=None):
+    return list(synthesize_long(synth, text, VOICE, "english", settings or GenerationSettings(seed=10), options))
+
+
+def test_chunks_come_in_order_with_their_pauses():
+    assert [c.text for c in split_for_synthesis(TEXT, "english", 20)] == CHUNKS
+    synth = ScriptedSynth({})
+    events = run_long(synth)
+    audio = [e for e in events if isinstance(e, ChunkAudio)]
+    assert [e.text for e in audio] == CHUNKS and [e.chunk for e in audio] == [0, 1, 2, 3]
+    assert [e.text for e in events if isinstance(e, ChunkStarted)] == CHUNKS
+    join = OPTIONS.join
+    pauses = [0, pause_samples(False, join), pause_samples(True, join), pause_samples(False, join)]
+    for e, pause in zip(audio, pauses, strict=True):
+        assert len(e.samples) == pause + len(e.result.audio)
+        assert np.array_equal(e.samples, joined_piece(e.result.audio, pause, join))
+    starts = np.cumsum([0] + [len(e.samples) for e in audio])
+    assert [e.start_sample for e in audio] == list(starts[:-1])
+    result = events[-1]
+    assert isinstance(result, LongResult) and result.samples == starts[-1] and result.skipped == []
+    # same voice and settings for every chunk; chunk i's seed is base + i
+    assert [s.seed for _, s in synth.calls] == [10, 11, 12, 13]
+    frames = [e for e in events if isinstance(e, ChunkFrame)]
+    assert len(frames) == 4 * synth.frames and {e.chunk for e in frames} == {0, 1, 2, 3}
+
+
+def test_a_looping_chunk_is_retried_with_another_seed():
+    synth = ScriptedSynth({"Second one here.": ["loop", "ok"]})
+    events = run_long(synth)
+    retries = [e for e in events if isinstance(e, ChunkRetry)]
+    assert len(retries) == 1 and retries[0].chunk == 1 and "loop" in retries[0].reason
+    seeds = [s.seed for t, s in synth.calls if t == "Second one here."]
+    assert len(seeds) == 2 and seeds[0] == 11 and seeds[1] == retries[0].seed != 11
+    audio = [e for e in events if isinstance(e, ChunkAudio)]
+    assert [e.text for e in audio] == CHUNKS and audio[1].attempts == 2
+    # the loop was stopped as soon as the guard saw it, not at the frame cap
+    loop_frames = [e for e in events if isinstance(e, ChunkFrame) and e.chunk == 1 and e.attempt == 0]
+    assert len(loop_frames) == OPTIONS.guard.loop_frames
+    assert synth.open_generators == 0
+
+
+def test_a_chunk_that_always_runs_away_is_reported_and_the_others_are_kept():
+    synth = ScriptedSynth({"Second one here.": ["long"], "Third one here.": ["loop"]})
+    events = run_long(synth)
+    skipped = [e for e in events if isinstance(e, ChunkSkipped)]
+    assert [(e.chunk, e.attempts) for e in skipped] == [(1, 3), (2, 3)]
+    assert "ran past" in skipped[0].reason and "loop" in skipped[1].reason
+    assert skipped[0].message.startswith("Chunk 2 of 4 was left out: it ran past")
+    audio = [e for e in events if isinstance(e, ChunkAudio)]
+    assert [e.text for e in audio] == ["First one here.", "Fourth one here."]
+    # the paragraph ended inside the left-out chunks: the pause before the fourth is still a paragraph pause
+    assert len(audio[1].samples) - len(audio[1].result.audio) == pause_samples(True, OPTIONS.join)
+    assert events[-1].skipped == skipped
+
+
+def test_a_greedy_run_retries_by_sampling():
+    synth = ScriptedSynth({"First one here.": ["loop", "ok"]})
+    run_long(synth, settings=GenerationSettings(greedy=True, seed=5))
+    first = [s for t, s in synth.calls if t == "First one here."]
+    assert [s.greedy for s in first] == [True, False]
+    assert all(s.greedy for t, s in synth.calls if t != "First one here.")
+
+
+def test_a_cap_the_caller_set_is_not_a_runaway():
+    synth = ScriptedSynth({"First one here.": ["long"]})
+    events = run_long(synth, settings=GenerationSettings(seed=1, max_frames=4))
+    assert not [e for e in events if isinstance(e, (ChunkRetry, ChunkSkipped))]
+    assert [e.result.codes.shape[0] for e in events if isinstance(e, ChunkAudio)][0] == 4
+
+
+def test_a_chunk_the_model_refuses_is_skipped_without_retries():
+    synth = ScriptedSynth({"Third one here.": ["bad"]})
+    events = run_long(synth)
+    skipped = [e for e in events if isinstance(e, ChunkSkipped)]
+    assert [(e.chunk, e.attempts, e.reason) for e in skipped] == [(2, 1, "The text produced no speakable tokens")]
+
+
+def test_bad_input_is_refused_before_the_first_event():
+    synth = ScriptedSynth({})
+    with pytest.raises(TextError, match="empty"):
+        synthesize_long(synth, "  \n\n ", VOICE, "english")
+    with pytest.raises(TextError, match="Unknown language"):
+        synthesize_long(synth, TEXT, VOICE, "klingon")
+    with pytest.raises(TextError, match="retries"):
+        synthesize_long(synth, TEXT, VOICE, "english", options=LongTextOptions(guard=GuardSettings(retries=-1)))
+    assert synth.calls == []
+
+
+def test_closing_the_events_stops_the_chunk_in_progress():
+    synth = ScriptedSynth({})
+    events = synthesize_long(synth, TEXT, VOICE, "english", GenerationSettings(seed=1), OPTIONS)
+    for ev in events:
+        if isinstance(ev, ChunkFrame) and ev.chunk == 1:
+            break
+    events.close()
+    assert synth.open_generators == 0 and len(synth.calls) == 2
+
+
+def test_cancelled_by_another_synthesis_is_not_a_chunk_failure():
+    class Abandoned(ScriptedSynth):
+        def synthesize(self, text, voice, language="auto", settings=None):
+            raise Cancelled("another synthesis started on this model; this one was abandoned")
+
+    with pytest.raises(Cancelled):
+        run_long(Abandoned({}))
+
+
+# ------------------------------------------------------------------------------------------------ end to end
+
+ROOT = Path(__file__).resolve().parent.parent
+REF = ROOT / "tests" / "fixtures" / "audio" / "en_24k_mono_2s.wav"
+CHAPTER = "First one. Second\none.\n\nThird."
+
+
+@pytest.fixture(scope="module")
+def demo_bundle(tmp_path_factory) -> Path:
+    from engine.demo import make_demo_bundle
+
+    return make_demo_bundle(tmp_path_factory.mktemp("demo") / "bundle")
+
+
+def test_long_text_end_to_end_on_the_demo_model(demo_bundle, tmp_path, capsys):
+    """A chapter file -> split -> every chunk in the same voice -> one file of chunks + pauses. --max-frames keeps
+    each chunk short (the demo model speaks noise and stops at random), and a cap the caller set is kept."""
+    chapter = tmp_path / "chapter.txt"
+    chapter.write_text(CHAPTER, encoding="utf-8")
+    out, chunks_dir = tmp_path / "chapter.wav", tmp_path / "chunks"
+    assert main(["split", "--text-file", str(chapter), "--max-chars", "12"]) == 0
+    expected_chunks = capsys.readouterr().out.splitlines()
+    assert expected_chunks == ["First one.", "Second one.", "Third."]
+    code = main(["synth", "--model", str(demo_bundle), "--text-file", str(chapter), "-o", str(out),
+                 "--ref", str(REF), "--x-vector-only", "--max-chars", "12", "--max-frames", "3", "--seed", "7",
+                 "--chunks-dir", str(chunks_dir), "--sentence-pause", "0.2", "--paragraph-pause", "0.6"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    listing = (chunks_dir / "chunks.tsv").read_text(encoding="utf-8").splitlines()
+    assert [line.split("\t")[1] for line in listing] == expected_chunks
+    parts = [sf.read(chunks_dir / f"{i:04d}.wav", dtype="float32")[0] for i in range(1, 4)]
+    assert all(0 < len(p) <= 3 * SPF and len(p) % SPF == 0 for p in parts)
+    join = JoinSettings(sentence_pause=0.2, paragraph_pause=0.6)
+    after_paragraph = [False, False, True]
+    expected = np.concatenate([joined_piece(p, pause_samples(a, join) if i else 0, join)
+                               for i, (p, a) in enumerate(zip(parts, after_paragraph, strict=True))])
+    joined, sr = sf.read(out, dtype="float32")
+    assert sr == SR and len(joined) == sum(len(p) for p in parts) + SR // 5 + SR * 3 // 5
+    assert np.array_equal(joined, expected)
+    assert f"wrote {out}" in err and "3 of 3 chunks" in err
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--codes-out", "codes.npy"], "--codes-out keeps the codes of one synthesis"),
+    (["--chunks-dir", "full"], "must be a new or empty folder"),
+    (["--sentence-pause", "-1"], "sentence pause must be between 0 and 10"),
+    (["--retries", "99"], "retries must be between 0 and 20"),
+])
+def test_long_text_options_are_checked_before_any_work(tmp_path, capsys, monkeypatch, extra, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.wav").write_bytes(b"mine")
+    code = main(["synth", "--model", str(tmp_path / "no-model"), "--text", CHAPTER, "-o", "out.wav",
+                 "--ref", str(REF), "--x-vector-only", *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1
+    assert (tmp_path / "full" / "keep.wav").read_bytes() == b"mine"
+    assert not (tmp_path / "out.wav").exists()
