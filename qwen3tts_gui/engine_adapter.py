@@ -1,7 +1,8 @@
 """The one place the GUI touches the engine; every other GUI module imports engine names from here.
 
 Only the engine's public API is used: the `engine` package exports, engine.audio (load_audio,
-read_audio_file, save_audio), engine.demo.make_demo_bundle and engine.convert.convert_checkpoint.
+read_audio_file, save_audio), engine.demo.make_demo_bundle, engine.convert.convert_checkpoint and the model
+store (engine.store: catalogue, downloads, installed models).
 Modules beyond the package exports are imported on first use, so the app starts quickly.
 """
 
@@ -29,8 +30,20 @@ from engine import (
     Voice,
     VoiceError,
 )
+from engine.store import (
+    CATALOGUE,
+    DEFAULT_PRECISION,
+    ModelStore,
+    StoreError,
+    default_models_dir,
+    find_entry,
+    format_bytes,
+    pending_downloads,
+)
 
 __all__ = [
+    "CATALOGUE",
+    "DEFAULT_PRECISION",
     "SAMPLE_RATE",
     "AudioChunk",
     "AudioError",
@@ -40,7 +53,9 @@ __all__ = [
     "EngineError",
     "FrameEvent",
     "GenerationSettings",
+    "ModelStore",
     "Progress",
+    "StoreError",
     "SynthFactory",
     "SynthesisEvent",
     "SynthesisResult",
@@ -49,9 +64,15 @@ __all__ = [
     "Voice",
     "VoiceError",
     "convert_checkpoint",
+    "default_models_dir",
+    "find_entry",
+    "format_bytes",
+    "install_model",
     "load_audio",
     "make_demo_bundle",
     "open_synthesizer",
+    "pending_downloads",
+    "precisions",
     "read_audio_file",
     "save_audio",
 ]
@@ -129,3 +150,20 @@ def make_demo_bundle(dest: Path, progress: Progress | None = None) -> Path:
 
     return _make(dest, progress=progress)
 
+
+
+def install_model(source: str, models_dir: Path, precision: str, endpoint: str | None = None,
+                  token: str | None = None, progress: Progress | None = None,
+                  cancel: Callable[[], bool] | None = None) -> Path:
+    """Download a catalogue model or repository into the store folder and convert it; returns the bundle."""
+    from engine.store import ModelStore, install
+
+    model = install(source, precision=precision, store=ModelStore(models_dir), endpoint=endpoint or None,
+                    token=token or None, progress=progress, cancel=cancel)
+    return model.path
+
+
+def precisions() -> tuple[str, ...]:
+    from engine.bundle import PRECISIONS
+
+    return tuple(PRECISIONS)

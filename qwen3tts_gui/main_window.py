@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from . import APP_NAME, __version__
 from .context import AppContext
 from .diagnostics import current_log_file, log
+from .downloads import ModelDownloader
 from .engine_adapter import (
     FrameEvent,
     GenerationSettings,
@@ -40,6 +41,7 @@ from .paths import unique_path
 from .takes import Take
 from .widgets.batch_panel import BatchPanel
 from .widgets.folders_dialog import FoldersDialog
+from .widgets.models_dialog import ModelsDialog
 from .widgets.output_panel import OutputPanel
 from .widgets.progress_panel import ProgressPanel
 from .widgets.settings_box import GenerationSettingsBox
@@ -71,7 +73,10 @@ class MainWindow(QMainWindow):
         self._take_count = 0
         self._demo_retried = False
 
-        self.welcome = WelcomeView()
+        self.downloader = ModelDownloader(ctx, self)
+        self.downloader.installed.connect(self._model_downloaded)
+        self.downloader.failed.connect(lambda msg: self.ctx.dialogs.error(self, "Download failed", msg))
+        self.welcome = WelcomeView(self.downloader)
         self.welcome.open_model.connect(self.choose_model)
         self.welcome.import_checkpoint.connect(self.import_checkpoint)
         self.welcome.use_demo.connect(self.use_demo_model)
@@ -184,6 +189,7 @@ class MainWindow(QMainWindow):
                                    triggered=self.choose_model)
         self.import_action = QAction("&Import checkpoint…", self, triggered=self.import_checkpoint)
         self.demo_action = QAction("Use the &demo model", self, triggered=self.use_demo_model)
+        self.models_action = QAction("&Models…", self, triggered=self.show_models)
         self.recent_menu = file_menu.addMenu("Recent models")
         self.save_action = QAction("&Save take as…", self, shortcut=QKeySequence.StandardKey.Save,
                                    triggered=lambda: self.output.save_take(self.output.current))
@@ -191,6 +197,7 @@ class MainWindow(QMainWindow):
         file_menu.insertAction(self.recent_menu.menuAction(), self.open_action)
         file_menu.insertAction(self.recent_menu.menuAction(), self.import_action)
         file_menu.insertAction(self.recent_menu.menuAction(), self.demo_action)
+        file_menu.insertAction(self.recent_menu.menuAction(), self.models_action)
         file_menu.addSeparator()
         file_menu.addAction(self.save_action)
         file_menu.addAction("&Folders…", self.edit_folders)
@@ -298,6 +305,20 @@ class MainWindow(QMainWindow):
             self.model_label.setText("No model")
             self.setWindowTitle(APP_NAME)
         self._update_actions()
+
+    def show_models(self) -> ModelsDialog:
+        """Installed and downloadable models (the dialog is modal; a download goes on after it closes)."""
+        dialog = ModelsDialog(self.downloader, self)
+        dialog.open_model.connect(self.open_model)
+        dialog.import_checkpoint.connect(self.import_checkpoint)
+        dialog.open()
+        return dialog
+
+    def _model_downloaded(self, path: Path) -> None:
+        self.statusBar().showMessage(f"Installed {path.name}", 5000)
+        if self.ctx.busy or self._model_worker is not None:
+            return  # generating: the new model is in File > Models
+        self.open_model(path)
 
     def import_checkpoint(self) -> None:
         start = self.ctx.settings.last_checkpoint_dir or str(Path.home())
@@ -489,6 +510,8 @@ class MainWindow(QMainWindow):
             if worker is not None:
                 worker.cancel()
                 worker.wait(30000)
+        self.downloader.cancel()  # the partial files stay: the next Download resumes
+        self.downloader.wait()
         for waiting in (self._model_worker, self.voice_panel._worker):
             if waiting is not None:  # a QThread must not be destroyed while it runs
                 waiting.wait(60000)

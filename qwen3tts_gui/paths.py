@@ -18,7 +18,10 @@ def data_dir() -> Path:
 
 
 def models_dir() -> Path:
-    return data_dir() / "models"
+    """The model store's folder (QWEN3TTS_MODELS_DIR, where it was moved to, else <data>/models)."""
+    from .engine_adapter import default_models_dir
+
+    return default_models_dir()
 
 
 def voices_dir() -> Path:

@@ -67,6 +67,8 @@ class Settings:
     model_path = Option("model/path", "")
     recent_models = Option("model/recent", [])
     last_checkpoint_dir = Option("model/last_checkpoint_dir", "")
+    hub_endpoint = Option("model/hub_endpoint", "")  # a mirror; empty: HF_ENDPOINT, else huggingface.co
+    download_precision = Option("model/download_precision", "")  # empty: the store's default
     # folders the user may change
     models_dir = Option("folders/models", "")
     output_dir = Option("folders/output", "")

@@ -16,6 +16,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -53,6 +54,7 @@ class HubServer:
         self.repos = repos
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Range header)
         self.drop_after: dict[str, int] = {}  # path -> bytes sent before the connection is cut (once)
+        self.seconds_per_block = 0.0  # a slow line: this pause after every 64 KB of a file
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -154,7 +156,13 @@ class HubServer:
                     self.close_connection = True
                     self.connection.shutdown(2)  # the peer sees the body end early
                     return
-                self.wfile.write(body)
+                if hub.seconds_per_block <= 0:
+                    self.wfile.write(body)
+                    return
+                for at in range(0, len(body), 1 << 16):
+                    self.wfile.write(body[at:at + (1 << 16)])
+                    self.wfile.flush()
+                    time.sleep(hub.seconds_per_block)
 
             def _send(self, code: int, body: bytes, ctype: str, head: bool) -> None:
                 self.send_response(code)

@@ -5,15 +5,17 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from ..downloads import ModelDownloader
+from .download_panel import DownloadPanel
+
 TEXT = """
 <p>Qwen3-TTS Studio speaks any text in a voice you record or load, locally on this computer.
 It needs a <b>model</b> first: a folder converted from the Qwen3-TTS 12 Hz checkpoint.</p>
 <ol>
-<li><b>Already have a converted model?</b> Open its folder (it contains <tt>manifest.json</tt>).</li>
-<li><b>Downloaded the checkpoint?</b> Get <i>Qwen3-TTS-12Hz-0.6B-Base</i> (or 1.7B-Base) from the
-Qwen page on Hugging Face, e.g. with
-<span style="white-space:nowrap"><tt>huggingface-cli download Qwen/Qwen3-TTS-12Hz-0.6B-Base</tt></span>,
-then import its folder here; it is converted once (a few minutes).</li>
+<li><b>Download one below</b>: it is fetched from Hugging Face (or the mirror set in File &gt; Models),
+converted once, and opened. A download you cancel, or that the network interrupts, resumes where it stopped.</li>
+<li><b>Already have a converted model?</b> Open its folder (it contains <tt>manifest.json</tt>).
+<b>Downloaded the checkpoint yourself?</b> Import its folder.</li>
 <li><b>Just looking?</b> The demo model is tiny and made of random numbers: it speaks noise, but shows
 every part of the app within seconds.</li>
 </ol>
@@ -25,7 +27,7 @@ class WelcomeView(QWidget):
     import_checkpoint = Signal()
     use_demo = Signal()
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, downloader: ModelDownloader | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("Welcome")
         card = QFrame()
@@ -58,6 +60,13 @@ class WelcomeView(QWidget):
         inner.setSpacing(14)
         inner.addWidget(title)
         inner.addWidget(body)
+        self.download: DownloadPanel | None = None
+        if downloader is not None:
+            heading = QLabel("Download a model")
+            heading.setObjectName("SectionTitle")
+            self.download = DownloadPanel(downloader)
+            inner.addWidget(heading)
+            inner.addWidget(self.download)
         inner.addLayout(buttons)
         inner.addWidget(self.status)
         outer = QVBoxLayout(self)

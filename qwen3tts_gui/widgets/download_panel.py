@@ -1,0 +1,153 @@
+"""Pick a model from the catalogue (or type a repository id), see its sizes, download it, watch, cancel.
+
+Used on the welcome screen and in the Models dialog; the download itself belongs to the shared
+ModelDownloader, so closing the dialog does not stop it.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..downloads import ModelDownloader
+from ..engine_adapter import (
+    CATALOGUE,
+    DEFAULT_PRECISION,
+    ModelStore,
+    find_entry,
+    format_bytes,
+    pending_downloads,
+    precisions,
+)
+
+
+def entry_label(entry) -> str:
+    return f"{entry.size} {entry.kind} — {entry.abilities}"
+
+
+class DownloadPanel(QWidget):
+    installed = Signal(object)  # Path of the new bundle
+
+    def __init__(self, downloader: ModelDownloader, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.downloader = downloader
+        self.ctx = downloader.ctx
+        self.model_combo = QComboBox()
+        self.model_combo.setEditable(True)  # any repository id in the same layout (fine-tunes) works too
+        self.model_combo.setToolTip("A Qwen3-TTS model, or any repository id such as OWNER/NAME")
+        for e in CATALOGUE:
+            self.model_combo.addItem(entry_label(e), e.repo_id)
+        self.precision_combo = QComboBox()
+        for p in precisions():
+            self.precision_combo.addItem(p, p)
+        chosen = self.ctx.settings.download_precision or DEFAULT_PRECISION
+        self.precision_combo.setCurrentIndex(max(self.precision_combo.findData(chosen), 0))
+        self.precision_combo.setToolTip("fp16: half the disk of fp32 and the same output; see the README")
+        self.sizes = QLabel("")
+        self.sizes.setObjectName("Muted")
+        self.download_btn = QPushButton("Download")
+        self.download_btn.setObjectName("PrimaryButton")
+        self.download_btn.clicked.connect(self.start)
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.clicked.connect(self.downloader.cancel)
+        self.bar = QProgressBar()
+        self.bar.setRange(0, 1000)
+        self.status = QLabel("")
+        self.status.setObjectName("Muted")
+        self.status.setWordWrap(True)
+
+        row = QHBoxLayout()
+        row.addWidget(self.model_combo, 1)
+        row.addWidget(self.precision_combo)
+        row.addWidget(self.download_btn)
+        row.addWidget(self.cancel_btn)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addLayout(row)
+        lay.addWidget(self.sizes)
+        lay.addWidget(self.bar)
+        lay.addWidget(self.status)
+
+        self.model_combo.currentIndexChanged.connect(self.refresh)
+        self.model_combo.editTextChanged.connect(self.refresh)
+        self.precision_combo.currentIndexChanged.connect(self.refresh)
+        downloader.progress.connect(self._progress)
+        downloader.installed.connect(self._installed)
+        downloader.failed.connect(self._failed)
+        downloader.cancelled.connect(self._cancelled)
+        downloader.running_changed.connect(lambda _running: self.refresh())
+        self.refresh()
+
+    def source(self) -> str:
+        """The repository id to download (a catalogue choice, or what the user typed)."""
+        i = self.model_combo.currentIndex()
+        text = self.model_combo.currentText().strip()
+        if i >= 0 and text == self.model_combo.itemText(i):
+            return self.model_combo.itemData(i)
+        entry = find_entry(text)
+        return entry.repo_id if entry is not None else text
+
+    def precision(self) -> str:
+        return self.precision_combo.currentData()
+
+    def refresh(self) -> None:
+        running = self.downloader.running
+        source = self.source()
+        entry = find_entry(source)
+        if entry is not None:
+            converted = entry.bundle_size(self.precision())
+            on_disk = f"about {format_bytes(converted)} on disk" if converted else "on-disk size not known"
+            self.sizes.setText(f"{entry.repo_id}: {format_bytes(entry.download_bytes)} to download, {on_disk} "
+                               f"after conversion ({self.precision()})")
+        else:
+            self.sizes.setText(f"{source or 'OWNER/NAME'}: sizes are read from the repository when it starts")
+        pending = self.pending_for(source)
+        self.download_btn.setText("Resume download" if pending is not None and not running else "Download")
+        if pending is not None and not running:  # otherwise the last outcome (an error, "Installed") stays
+            self.status.setText(f"Unfinished download: {format_bytes(pending.done_bytes)} of "
+                                f"{format_bytes(pending.total_bytes)}; it resumes where it stopped.")
+        self.bar.setVisible(running or pending is not None)
+        if pending is not None and not running:
+            self.bar.setValue(int(850 * pending.done_bytes / max(pending.total_bytes, 1)))
+        self.download_btn.setEnabled(not running and bool(source))
+        self.cancel_btn.setEnabled(running)
+        for w in (self.model_combo, self.precision_combo):
+            w.setEnabled(not running)
+
+    def pending_for(self, repo_id: str):
+        for p in pending_downloads(ModelStore(self.ctx.models_folder())):
+            if p.repo_id == repo_id:
+                return p
+        return None
+
+    def start(self) -> None:
+        self.ctx.settings.download_precision = self.precision()
+        if self.downloader.start(self.source(), self.precision()):
+            self.status.setText("Starting…")
+            self.bar.setVisible(True)
+
+    def _progress(self, fraction: float, message: str) -> None:
+        self.bar.setValue(int(fraction * 1000))
+        self.status.setText(message[:1].upper() + message[1:])
+
+    def _installed(self, path) -> None:
+        self.status.setText(f"Installed {path.name}.")
+        self.installed.emit(path)
+
+    def _failed(self, message: str) -> None:
+        self.status.setText(message)
+
+    def _cancelled(self) -> None:
+        self.refresh()
+        if self.pending_for(self.downloader.source) is not None:
+            self.status.setText("Download paused. Download again to resume where it stopped.")
+        else:
+            self.status.setText("Cancelled.")

@@ -1,0 +1,184 @@
+"""Models: the installed models (open, set default, remove), where they live (move the folder), the catalogue
+to download from (hub or mirror address, token), and importing a local checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+)
+
+from ..downloads import ModelDownloader
+from ..engine_adapter import EngineError, ModelStore, format_bytes
+from .download_panel import DownloadPanel
+
+
+class ModelsDialog(QDialog):
+    open_model = Signal(object)  # Path
+    import_checkpoint = Signal()
+
+    def __init__(self, downloader: ModelDownloader, parent=None):
+        super().__init__(parent)
+        self.downloader = downloader
+        self.ctx = downloader.ctx
+        self.setWindowTitle("Models")
+        self.setMinimumWidth(760)
+
+        self.table = QTreeWidget()
+        self.table.setHeaderLabels(["Name", "Precision", "On disk", "From"])
+        self.table.setRootIsDecorated(False)
+        self.table.setColumnWidth(0, 280)
+        self.table.itemSelectionChanged.connect(self._update_buttons)
+        self.table.itemDoubleClicked.connect(lambda *_: self._open())
+        self.open_btn = QPushButton("Open")
+        self.open_btn.clicked.connect(self._open)
+        self.default_btn = QPushButton("Set as default")
+        self.default_btn.setToolTip("Opened when the app starts")
+        self.default_btn.clicked.connect(self._set_default)
+        self.remove_btn = QPushButton("Remove…")
+        self.remove_btn.clicked.connect(self._remove)
+        import_btn = QPushButton("Import checkpoint…")
+        import_btn.setToolTip("Convert a checkpoint folder you already have (config.json, model.safetensors, "
+                              "speech_tokenizer/)")
+        import_btn.clicked.connect(self._import)
+        row = QHBoxLayout()
+        for b in (self.open_btn, self.default_btn, self.remove_btn):
+            row.addWidget(b)
+        row.addStretch(1)
+        row.addWidget(import_btn)
+        self.folder_label = QLabel("")
+        self.folder_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.folder_label.setWordWrap(True)
+        move_btn = QPushButton("Move…")
+        move_btn.clicked.connect(self._move)
+        folder_row = QHBoxLayout()
+        folder_row.addWidget(self.folder_label, 1)
+        folder_row.addWidget(move_btn)
+        installed = QGroupBox("Installed")
+        il = QVBoxLayout(installed)
+        il.addLayout(folder_row)
+        il.addWidget(self.table)
+        il.addLayout(row)
+
+        self.panel = DownloadPanel(downloader)
+        self.panel.installed.connect(lambda _path: self.refresh())
+        self.endpoint = QLineEdit(self.ctx.settings.hub_endpoint)
+        self.endpoint.setPlaceholderText("https://huggingface.co (or HF_ENDPOINT)")
+        self.endpoint.setToolTip("A mirror of the Hugging Face hub, for networks that cannot reach it")
+        self.endpoint.editingFinished.connect(self._save_endpoint)
+        self.token = QLineEdit(downloader.token)
+        self.token.setEchoMode(QLineEdit.EchoMode.Password)
+        self.token.setPlaceholderText("only for gated or private repositories (HF_TOKEN also works)")
+        self.token.editingFinished.connect(lambda: setattr(downloader, "token", self.token.text().strip()))
+        form = QFormLayout()
+        form.addRow("Hub address", self.endpoint)
+        form.addRow("Token", self.token)
+        available = QGroupBox("Download")
+        al = QVBoxLayout(available)
+        al.addWidget(self.panel)
+        al.addLayout(form)
+
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        lay = QVBoxLayout(self)
+        lay.addWidget(installed, 1)
+        lay.addWidget(available)
+        lay.addWidget(buttons)
+        self.refresh()
+
+    def store(self) -> ModelStore:
+        return ModelStore(self.ctx.models_folder())
+
+    def refresh(self) -> None:
+        store = self.store()
+        models = store.installed()
+        self.folder_label.setText(f"Folder: {store.root}  ({format_bytes(sum(m.disk_bytes for m in models))} "
+                                  f"in {len(models)} models)")
+        default = self.ctx.settings.model_path
+        self.table.clear()
+        for m in models:
+            name = f"{m.name} (default)" if default and Path(default) == m.path else m.name
+            item = QTreeWidgetItem([name, m.precision, format_bytes(m.disk_bytes), m.repo_id or "imported"])
+            item.setData(0, Qt.ItemDataRole.UserRole, str(m.path))
+            self.table.addTopLevelItem(item)
+        self._update_buttons()
+        self.panel.refresh()
+
+    def selected(self) -> Path | None:
+        items = self.table.selectedItems()
+        return Path(items[0].data(0, Qt.ItemDataRole.UserRole)) if items else None
+
+    def _update_buttons(self) -> None:
+        chosen = self.selected() is not None
+        for b in (self.open_btn, self.default_btn, self.remove_btn):
+            b.setEnabled(chosen)
+
+    def _open(self) -> None:
+        path = self.selected()
+        if path is not None:
+            self.open_model.emit(path)
+            self.accept()
+
+    def _set_default(self) -> None:
+        path = self.selected()
+        if path is not None:
+            self.ctx.settings.model_path = str(path)
+            self.refresh()
+
+    def _remove(self) -> None:
+        path = self.selected()
+        if path is None:
+            return
+        if self.ctx.model_path is not None and Path(self.ctx.model_path) == path:
+            self.ctx.dialogs.error(self, "Model in use", f"{path.name} is open; open another model first.")
+            return
+        if not self.ctx.dialogs.question(self, "Remove model", f"Delete {path.name} ({path})? "
+                                         "Downloading it again takes a while."):
+            return
+        try:
+            self.store().remove(path.name)
+        except (EngineError, OSError) as e:
+            self.ctx.dialogs.error(self, "Cannot remove the model", str(e))
+        if self.ctx.settings.model_path and Path(self.ctx.settings.model_path) == path:
+            self.ctx.settings.forget_model(str(path))
+        self.refresh()
+
+    def _move(self) -> None:
+        if self.downloader.running:
+            self.ctx.dialogs.error(self, "Busy", "Wait until the download has finished, or cancel it.")
+            return
+        store = self.store()
+        folder = self.ctx.dialogs.open_dir(self, "Move the models to", str(store.root.parent))
+        if not folder:
+            return
+        try:
+            new_root = store.move_to(Path(folder))
+        except (EngineError, OSError) as e:
+            self.ctx.dialogs.error(self, "Cannot move the models", str(e))
+            return
+        old = str(self.ctx.models_folder())
+        self.ctx.settings.models_dir = str(new_root)
+        for key in ("model_path",):  # the default model moved with the folder
+            value = getattr(self.ctx.settings, key)
+            if value and value.startswith(old):
+                setattr(self.ctx.settings, key, str(new_root) + value[len(old):])
+        self.refresh()
+
+    def _import(self) -> None:
+        self.import_checkpoint.emit()
+        self.accept()
+
+    def _save_endpoint(self) -> None:
+        self.ctx.settings.hub_endpoint = self.endpoint.text().strip()
