@@ -3,11 +3,15 @@
 Public API (the GUI and CLI use only these names):
 """
 
-from .bundle import Bundle
-from .errors import AudioError, BundleError, Cancelled, ConvertError, EngineError, TextError, VoiceError
-from .fileio import read_text_file
-from .joining import JoinSettings
-from .longform import (
+from .cpu import configure_openmp
+
+configure_openmp()  # before anything imports ncnn (libgomp reads its environment once, at load)
+
+from .bundle import Bundle  # noqa: E402
+from .errors import AudioError, BundleError, Cancelled, ConvertError, EngineError, TextError, VoiceError  # noqa: E402
+from .fileio import read_text_file  # noqa: E402
+from .joining import JoinSettings  # noqa: E402
+from .longform import (  # noqa: E402
     ChunkAudio,
     ChunkFrame,
     ChunkRetry,
@@ -18,11 +22,11 @@ from .longform import (
     split_for_synthesis,
     synthesize_long,
 )
-from .runaway import GuardSettings
-from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text
-from .synthesizer import Synthesizer
-from .types import SAMPLE_RATE, AudioChunk, FrameEvent, GenerationSettings, SynthesisEvent, SynthesisResult
-from .voice import Voice
+from .runaway import GuardSettings  # noqa: E402
+from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
+from .synthesizer import Synthesizer  # noqa: E402
+from .types import SAMPLE_RATE, AudioChunk, FrameEvent, GenerationSettings, SynthesisEvent, SynthesisResult  # noqa: E402
+from .voice import Voice  # noqa: E402
 
 __all__ = [
     "DEFAULT_MAX_CHARS",

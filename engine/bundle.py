@@ -27,12 +27,13 @@ from .errors import BundleError
 FORMAT = "qwen3tts-bundle"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
-PRECISIONS = ("fp32", "fp16", "bf16")
+PRECISIONS = ("fp32", "fp16", "bf16", "q8")
+NCNN_PRECISIONS = ("fp32", "fp16", "bf16")  # ncnn option sets; q8 weights live in the graphs themselves
 
 
 def make_net_options(net: ncnn.Net, precision: str = "fp32", threads: int = 2) -> None:
     """Set every ncnn option we depend on; the pip wheel defaults to fp16 arithmetic, which breaks parity."""
-    if precision not in PRECISIONS:
+    if precision not in NCNN_PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}")
     opt = net.opt
     opt.num_threads = threads
@@ -145,8 +146,9 @@ class Bundle:
 
     @property
     def runtime_precision(self) -> str:
-        """fp16 bundles store fp16 weights; bf16 bundles store fp32 and let ncnn use bf16 storage."""
-        return self.precision
+        """fp16 bundles store fp16 weights; bf16 bundles store fp32 and let ncnn use bf16 storage; q8 bundles
+        carry their 8-bit weights inside the talker graphs and run everything else in fp32."""
+        return "fp32" if self.precision == "q8" else self.precision
 
 
 class BundleWriter:

@@ -10,12 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+from .cpu import physical_cores
 from .errors import EngineError
 from .joining import JoinSettings
 from .runaway import GuardSettings
 from .splitter import DEFAULT_MAX_CHARS
 
 EXIT_USAGE = 2
+THREADS_HELP = "CPU threads for the networks (default: the physical core count)"
 
 
 class UsageError(EngineError):
@@ -520,7 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("convert", help="convert a Hugging Face checkpoint folder into a model bundle")
     c.add_argument("src", type=Path, help="checkpoint folder (config.json, model.safetensors, speech_tokenizer/)")
     c.add_argument("dest", type=Path, help="bundle folder to create")
-    c.add_argument("--precision", choices=["fp32", "fp16", "bf16"], default="fp32")
+    c.add_argument("--precision", choices=["fp32", "fp16", "bf16", "q8"], default="fp32")
     c.add_argument("--force", action="store_true", help="replace an existing bundle at DEST")
     c.set_defaults(func=cmd_convert)
 
@@ -544,7 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--non-streaming-text", action="store_true", help="put the whole text in the prompt")
     s.add_argument("--codes-out", type=Path, help="also write the generated codes (frames x 16) as .npy")
     s.add_argument("--pcm16", action="store_true", help="write 16-bit PCM instead of float (WAV)")
-    s.add_argument("--threads", type=int, default=2)
+    s.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
     lt = s.add_argument_group("long text (split into chunks of whole sentences, joined into one file)")
     lt.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS,
                     help=f"longest chunk in characters (default {DEFAULT_MAX_CHARS})")
@@ -563,7 +565,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--codes", type=Path, required=True)
     d.add_argument("-o", "--output", type=Path, required=True)
     d.add_argument("--pcm16", action="store_true", help="write 16-bit PCM instead of float")
-    d.add_argument("--threads", type=int, default=2)
+    d.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
     d.set_defaults(func=cmd_decode)
 
     m = sub.add_parser("demo-model", help="write a tiny random-weight bundle (speaks noise; for trying the app)")
@@ -573,7 +575,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="measure speed: ms per frame, real-time factor, time to first audio")
     b.add_argument("--model", type=Path, required=True)
     b.add_argument("--frames", type=int, default=50)
-    b.add_argument("--threads", type=int, default=2)
+    b.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
     b.add_argument("--text", default="The quick brown fox jumps over the lazy dog, and then it runs far away.")
     b.add_argument("--language", default="english")
     b.set_defaults(func=cmd_bench)
@@ -595,7 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
     vc.add_argument("--name", default="")
     vc.add_argument("--language", default="auto")
     vc.add_argument("-o", "--output", type=Path, required=True)
-    vc.add_argument("--threads", type=int, default=2)
+    vc.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
     vc.set_defaults(func=cmd_voice_create)
 
     from .store.catalogue import DEFAULT_PRECISION

@@ -47,6 +47,16 @@ class Weight:
         return struct.pack("<I", 0) + arr.astype("<f4", copy=False).tobytes()
 
 
+@dataclass
+class Packed:
+    """A weight record the converter serialised itself (formats with their own layout, e.g. q8 blocks)."""
+
+    payload: bytes
+
+    def to_bytes(self) -> bytes:
+        return self.payload
+
+
 def tagged(arr: np.ndarray, fp16: bool = False) -> Weight:
     return Weight(np.asarray(arr, dtype=np.float32), tagged=True, fp16=fp16)
 
@@ -62,7 +72,7 @@ class _Layer:
     inputs: list[str]
     outputs: list[str]
     params: dict[int, ParamValue]
-    weights: list[Weight]
+    weights: list[Weight | Packed]
 
 
 def _format_value(v: ParamValue) -> str:
@@ -115,7 +125,7 @@ class Graph:
         inputs: Sequence[str],
         outputs: int | Sequence[str] = 1,
         params: dict[int, ParamValue] | None = None,
-        weights: Sequence[Weight] = (),
+        weights: Sequence[Weight | Packed] = (),
         name: str | None = None,
     ) -> str | list[str]:
         """Add a layer. Returns its output blob name (or the list of names when it has several)."""

@@ -79,12 +79,15 @@ class _Plan:
 
 
 class Synthesizer:
-    def __init__(self, bundle: str | Path | Bundle, threads: int = 2):
+    def __init__(self, bundle: str | Path | Bundle, threads: int | None = None):
+        """threads: CPU threads per network (default: the physical core count)."""
         from .code_predictor import CodePredictor
+        from .cpu import physical_cores
         from .talker import Talker
 
         t0 = time.perf_counter()
         self.bundle = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
+        threads = threads or physical_cores()
         self.threads = threads
         info = self.bundle.part("text")
         self.ids = PromptIds.from_part(info)

@@ -27,7 +27,7 @@ def net_precision(bundle: Bundle, meta: dict, compact_weights: bool = True) -> s
     computes in fp32 (it never converts activations to fp16 there); elsewhere, or with compact_weights=False,
     they are widened to fp32 at load."""
     if bundle.precision != "fp32":
-        return bundle.precision
+        return bundle.runtime_precision
     if compact_weights and X86 and int(meta.get("fp16_weight_layers", 0)) > 0:
         return "fp16"
     return "fp32"

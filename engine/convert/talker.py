@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConvertError
-from ..ncnn_graph import Graph, raw, tagged
+from ..ncnn_graph import Graph, Packed, raw, tagged
+from . import q8
 from .checkpoint import Checkpoint
 
 TALKER_GRAPH = "talker"
@@ -41,6 +42,7 @@ FP16_MAX = 65504.0
 FP16_MIN_NORMAL = 2.0**-14
 FEATMASK_NO_FP16 = 1 << 1  # ncnn per-layer featmask bit: no fp16 storage/packing for this layer
 FEATMASK_ONE_THREAD = 1 << 7  # ncnn per-layer featmask bit: run this layer on one thread
+Q8_BLOCK = 32  # values per scale in q8 Linears (measured against 64/128 in benchmarks/q8_accuracy.py)
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,7 @@ class _Builder:
         self.g, self.ckpt, self.precision = g, ckpt, precision
         self.fp16_layers = 0
         self.fp32_layers = 0
+        self.q8_layers = 0
 
     def w(self, name: str) -> np.ndarray:
         return self.ckpt.main.get(name)
@@ -119,8 +122,11 @@ class _Builder:
 
     def linear(self, x: str, weights: list[np.ndarray], biases: list[np.ndarray | None] | None = None,
                name: str | None = None) -> str:
-        """InnerProduct over the row-concatenation of `weights` (PyTorch [out, in] layout)."""
+        """InnerProduct over the row-concatenation of `weights` (PyTorch [out, in] layout); q8 bundles get a
+        block-quantised Gemm instead (q8_linear)."""
         w = np.concatenate(weights, axis=0) if len(weights) > 1 else weights[0]
+        if self.precision == "q8":
+            return self.q8_linear(x, w, biases, weights, name)
         params: dict[int, Any] = {0: int(w.shape[0]), 1: 0, 2: int(w.size)}
         fp16 = self.precision == "fp16" or (self.precision == "fp32" and fp16_lossless(w))
         if fp16:
@@ -135,6 +141,28 @@ class _Builder:
             params[1] = 1
             ws.append(raw(np.concatenate(full)))
         return self.g.layer("InnerProduct", [x], params=params, weights=ws, name=name)
+
+    def q8_linear(self, x: str, w: np.ndarray, biases: list[np.ndarray | None] | None, parts: list[np.ndarray],
+                  name: str | None) -> str:
+        """The one place q8 weights are emitted: Reshape to (K, rows) -> 8-bit block Gemm -> Squeeze(h).
+
+        The reshape keeps the Gemm's input unpacked 2-D (see q8.py); the squeeze gives a one-row input its 1-D
+        output back, as InnerProduct would, so the layers after it are the same for every precision. A 2-D input
+        of one row also comes out 1-D (InnerProduct keeps it (1, N)); ncnn's BinaryOp broadcasts the two alike,
+        and callers reshape extracted rows anyway."""
+        n, k = (int(d) for d in w.shape)
+        q, scales = q8.quantize(w, Q8_BLOCK)
+        params: dict[int, Any] = {2: 0, 3: 1, 4: 0, 5: 1, 6: 0, 7: 0, 8: n, 9: k, 18: q8.quantize_term(Q8_BLOCK)}
+        bias = None
+        if biases is not None and any(b is not None for b in biases):
+            bias = np.concatenate([b if b is not None else np.zeros(p.shape[0], np.float32)
+                                   for b, p in zip(biases, parts, strict=True)])
+            params.update({6: 1, 10: 4})  # constant C, one value per output column
+        self.q8_layers += 1
+        rows = self.op("Reshape", [x], params={0: k, 1: -1})
+        y = self.g.layer("Gemm", [rows], params=params, weights=[Packed(q8.record(q, scales, bias))],
+                         name=f"{name}_gemm" if name else None)
+        return self.op("Squeeze", [y], params={1: 1}, name=name)
 
     def op(self, type: str, inputs: list[str], outputs: Any = 1, params: dict[int, Any] | None = None,
            weights: list = (), name: str | None = None) -> Any:
@@ -232,7 +260,7 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     groups = int(cfg.get("num_code_groups", 16))
     vocab = int(cfg["vocab_size"])
     codebook = int(cp_cfg["vocab_size"])
-    small_tables = options.precision in ("fp16", "bf16")
+    small_tables = options.precision in ("fp16", "bf16", "q8")
 
     # talker stack + codec head
     options.report(0.0, "talker layers")
@@ -245,7 +273,7 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     g.output(hidden)
     b.linear(hidden, [ckpt.main.get("talker.codec_head.weight")], name="logits")
     writer.add_graph(TALKER_GRAPH, g)
-    fp16_layers, fp32_layers = b.fp16_layers, b.fp32_layers
+    fp16_layers, fp32_layers, q8_layers = b.fp16_layers, b.fp32_layers, b.q8_layers
     del g, b
 
     # code predictor: projection, stack, 15 heads
@@ -266,6 +294,7 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
         b.linear(hidden, [b.w(f"talker.code_predictor.lm_head.{gi}.weight")], name=f"logits_{gi}")
     writer.add_graph(CP_GRAPH, g)
     fp16_layers, fp32_layers = fp16_layers + b.fp16_layers, fp32_layers + b.fp32_layers
+    q8_layers += b.q8_layers
     del g, b
 
     options.report(0.9, "codec embedding tables")
@@ -294,5 +323,6 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
         # Linear weights stored fp16 / fp32 (see the module docstring); the runtime picks ncnn options from these
         "fp16_weight_layers": fp16_layers,
         "fp32_weight_layers": fp32_layers,
+        "q8_weight_layers": q8_layers,
     })
     options.report(1.0, "done")

@@ -1,0 +1,102 @@
+"""CPU facts and the OpenMP set-up that must happen before ncnn is first imported.
+
+The ncnn wheel runs its parallel loops on libgomp. By default libgomp's idle threads spin between parallel
+regions; a decode step opens hundreds of small regions, and when another program holds a core every region waits
+for a spinner the OS has descheduled: generation went from ~0.25 s to 5 s per frame at a load average of 4 on a
+2-core machine. Letting idle threads sleep (OMP_WAIT_POLICY=PASSIVE) removes the collapse; the small layers already
+run on one thread (featmask), so only the big matrix products pay a wake-up. Figures: README "Speed".
+A value the user set in the environment is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
+def configure_openmp() -> None:
+    """Set the OpenMP defaults unless the user chose otherwise. Effective only before ncnn is imported."""
+    for key, value in OPENMP_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+
+
+def openmp_settings() -> str:
+    """The OpenMP environment in effect, for benchmark headers."""
+    keys = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS")
+    return " ".join(f"{k}={os.environ[k]}" for k in keys if k in os.environ) or "libgomp defaults"
+
+
+def usable_cpus() -> int:
+    """Logical CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def physical_cores() -> int:
+    """Physical cores available to this process (SMT siblings counted once); the default thread count."""
+    logical = usable_cpus()
+    cores = None
+    if sys.platform.startswith("linux"):
+        cores = _linux_cores()
+    elif sys.platform == "darwin":
+        cores = _sysctl_int("hw.physicalcpu")
+    if not cores:
+        return max(1, logical)
+    return max(1, min(cores, logical))
+
+
+def _linux_cores() -> int | None:
+    try:
+        cpus = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        cpus = set(range(os.cpu_count() or 1))
+    groups = set()
+    for cpu in cpus:
+        f = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+        try:
+            groups.add(f.read_text().strip())
+        except OSError:
+            return None
+    return len(groups) or None
+
+
+def _sysctl_int(name: str) -> int | None:
+    try:
+        return int(subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, timeout=2).stdout)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+
+
+def cpu_model() -> str:
+    """The processor's marketing name, or the architecture when it cannot be read."""
+    if sys.platform.startswith("linux"):
+        try:
+            for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+        except OSError:
+            pass
+    elif sys.platform == "darwin":
+        try:
+            out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True,
+                                 timeout=2).stdout.strip()
+            if out:
+                return out
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def load_average() -> str:
+    """The 1/5/15-minute load averages, or a note where the OS has none (Windows)."""
+    try:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+    except (AttributeError, OSError):
+        return "n/a"
