@@ -86,6 +86,22 @@ def _row(parts: list[str]) -> tuple[str, str, str]:
 
 def read_lines_file(path: Path) -> list[tuple[str, str, str]]:
     """A .csv (columns) or any text file (one line each). Raises ValueError with a one-line reason."""
+    text = _read_text(path)
+    rows = parse_csv(text) if Path(path).suffix.lower() == ".csv" else parse_pasted(text)
+    if not rows:
+        raise ValueError(f"{Path(path).name} has no lines to speak")
+    return rows
+
+
+def read_long_text(path: Path) -> tuple[str, str, str]:
+    """The whole file as one item (a chapter: spoken in chunks, one output file)."""
+    text = _read_text(path).strip()
+    if not text:
+        raise ValueError(f"{Path(path).name} has no text to speak")
+    return text, "", "auto"
+
+
+def _read_text(path: Path) -> str:
     try:
         raw = Path(path).read_bytes()
     except OSError as e:
@@ -96,7 +112,4 @@ def read_lines_file(path: Path) -> list[tuple[str, str, str]]:
         raise ValueError(f"{Path(path).name} is not UTF-8 text") from None
     if "\x00" in text:
         raise ValueError(f"{Path(path).name} is not a text file")
-    rows = parse_csv(text) if Path(path).suffix.lower() == ".csv" else parse_pasted(text)
-    if not rows:
-        raise ValueError(f"{Path(path).name} has no lines to speak")
-    return rows
+    return text

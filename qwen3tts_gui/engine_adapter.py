@@ -20,15 +20,23 @@ from engine import (
     AudioError,
     BundleError,
     Cancelled,
+    ChunkAudio,
+    ChunkFrame,
+    ChunkRetry,
+    ChunkSkipped,
+    ChunkStarted,
     ConvertError,
     EngineError,
     FrameEvent,
     GenerationSettings,
+    LongResult,
     SynthesisEvent,
     SynthesisResult,
     TextError,
     Voice,
     VoiceError,
+    split_for_synthesis,
+    synthesize_long,
 )
 from engine.store import (
     CATALOGUE,
@@ -49,10 +57,16 @@ __all__ = [
     "AudioError",
     "BundleError",
     "Cancelled",
+    "ChunkAudio",
+    "ChunkFrame",
+    "ChunkRetry",
+    "ChunkSkipped",
+    "ChunkStarted",
     "ConvertError",
     "EngineError",
     "FrameEvent",
     "GenerationSettings",
+    "LongResult",
     "ModelStore",
     "Progress",
     "StoreError",
@@ -75,6 +89,8 @@ __all__ = [
     "precisions",
     "read_audio_file",
     "save_audio",
+    "split_for_synthesis",
+    "synthesize_long",
 ]
 
 Progress = Callable[[float, str], None]
@@ -100,6 +116,10 @@ class SynthesizerLike(Protocol):
     def synthesize(
         self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None
     ) -> Iterator[SynthesisEvent]: ...
+
+    def check_language(self, language: str | None) -> str: ...
+
+    def check_voice(self, voice: Voice) -> None: ...
 
 
 SynthFactory = Callable[[Path], SynthesizerLike]

@@ -37,6 +37,7 @@ from .engine_adapter import (
     convert_checkpoint,
     make_demo_bundle,
 )
+from .long_text import LongSynthesisWorker, needs_chunks
 from .paths import unique_path
 from .takes import Take
 from .widgets.batch_panel import BatchPanel
@@ -406,7 +407,13 @@ class MainWindow(QMainWindow):
                 return False
         language = language or self.lang_combo.currentData() or "auto"
         settings = settings or self.settings_box.generation_settings()
-        worker = SynthesisWorker(self.ctx.synth, text, voice, language, settings, self)
+        long_text = needs_chunks(text, language)
+        worker_class = LongSynthesisWorker if long_text else SynthesisWorker
+        worker = worker_class(self.ctx.synth, text, voice, language, settings, self)
+        if long_text:
+            worker.part.connect(self.progress.set_part)
+            worker.notice.connect(lambda message: self.statusBar().showMessage(message, 8000))
+            worker.left_out.connect(self._on_left_out)
         worker.frame.connect(self._on_frame)
         worker.chunk.connect(self.output.add_chunk)
         worker.done.connect(self._on_result)
@@ -449,6 +456,11 @@ class MainWindow(QMainWindow):
         self.progress.finish(result, time.monotonic() - pending["t0"])
         self.output.end_stream(take)
         self.statusBar().showMessage(f"Generated {result.seconds:.1f} s of speech", 5000)
+
+    def _on_left_out(self, messages: list[str]) -> None:
+        self.ctx.dialogs.info(self, "Parts left out",
+                              "The take is complete except for these parts, which ran away on every try:\n\n"
+                              + "\n".join(messages))
 
     def _on_failed(self, message: str) -> None:
         self.progress.stop("Failed")

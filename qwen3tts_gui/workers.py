@@ -203,6 +203,17 @@ class BatchWorker(Worker):
 
     def _run_line(self, job: BatchJob) -> np.ndarray:
         assert job.voice is not None
+        from .long_text import LongHandlers, needs_chunks, speak_long  # (long_text imports this module)
+
+        if needs_chunks(job.text, job.language):
+            handlers = LongHandlers(self.check_cancel, frame=lambda ev: self.line_progress.emit(
+                job.key, ev.index + 1, ev.estimated_frames))
+            result, skipped = speak_long(self.synth, job.text, job.voice, job.language, self.settings, handlers)
+            if skipped:  # keep what was made, but a chapter with holes is not a finished line
+                job.out_path.parent.mkdir(parents=True, exist_ok=True)
+                save_audio(job.out_path, result.audio, SAMPLE_RATE)
+                raise _LineProblem(f"Saved {job.out_path.name} without some parts. {' '.join(skipped)}")
+            return result.audio
         events = self.synth.synthesize(job.text, job.voice, job.language, self.settings)
         try:
             for event in events:

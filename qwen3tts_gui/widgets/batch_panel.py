@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..batch import MERGED_NAME, BatchLine, output_name, parse_pasted, read_lines_file
+from ..batch import MERGED_NAME, BatchLine, output_name, parse_pasted, read_lines_file, read_long_text
 from ..context import AppContext
 from ..engine_adapter import GenerationSettings, Voice
 from ..paths import output_dir
@@ -351,6 +351,13 @@ class BatchPanel(QWidget):
     def import_path(self, path: Path) -> bool:
         try:
             rows = read_lines_file(path)
+            if path.suffix.lower() == ".txt" and len(rows) > 1 and self.ctx.dialogs.question(
+                self, "Import text",
+                f"Is {path.name} one long text?\n\nYes: the whole file becomes one item, spoken in chunks of whole "
+                f"sentences with natural pauses and saved as one file.\nNo: each of its {len(rows)} lines becomes "
+                "an item of its own.",
+            ):
+                rows = [read_long_text(path)]
         except ValueError as e:
             self.ctx.dialogs.error(self, "Cannot import", str(e))
             return False

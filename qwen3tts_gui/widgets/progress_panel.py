@@ -52,10 +52,21 @@ class ProgressPanel(QWidget):
         self._recent: deque[float] = deque(maxlen=10)
         self.frames = 0
         self._last: FrameEvent | None = None
+        self._part = ""  # "Chunk i of n · " while a long text runs
+        self._earlier_frames = 0
         # Frames may come faster than it is worth repainting: numbers and tokens refresh at most ~20 times/s.
         self._throttle = Throttle(50, self._refresh, self)
 
+    def set_part(self, chunk: int, chunks: int) -> None:
+        """A long text: chunk (0-based) of chunks is being generated; frames count within it."""
+        self._part = f"Chunk {chunk + 1} of {chunks} · "
+        self._earlier_frames += self.frames  # the earlier chunks' audio, for the audio length and RTF
+        self.frames = 0
+        self.bar.setFormat(f"{self._part}starting…")
+
     def begin(self) -> None:
+        self._part = ""
+        self._earlier_frames = 0
         self.frames = 0
         self._last = None
         self._recent.clear()
@@ -81,8 +92,8 @@ class ProgressPanel(QWidget):
         total = max(total, self.frames)
         self.bar.setRange(0, total)
         self.bar.setValue(self.frames)
-        self.bar.setFormat(f"Frame {self.frames} of ~{total}")
-        audio_s = self.frames * FRAME_SECONDS
+        self.bar.setFormat(f"{self._part}{'frame' if self._part else 'Frame'} {self.frames} of ~{total}")
+        audio_s = (self._earlier_frames + self.frames) * FRAME_SECONDS
         self.elapsed.setText(f"{ev.elapsed:.1f} s")
         self.ms_per_frame.setText(f"{1000 * sum(self._recent) / len(self._recent):.0f} ms")
         self.rtf.setText(f"{ev.elapsed / audio_s:.2f}")

@@ -99,6 +99,13 @@ class FakeSynthesizer:
             raise TextError(f"unknown language {language!r}; choose one of {', '.join(LANGUAGES)}")
         return lang
 
+    def check_language(self, language: str | None) -> str:
+        return self._check_language(language)
+
+    def check_voice(self, voice: Voice) -> None:
+        if voice.model_id != self.model_id:
+            raise VoiceError("this voice was made with a different model; create it again from its reference audio")
+
     # --- synthesis ---
     def synthesize(self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None):
         settings = settings or GenerationSettings()

@@ -97,7 +97,9 @@ def test_import_paste_reorder_remove(qtbot, make_window, dialogs, tmp_path):
     csv = tmp_path / "lines.csv"
     csv.write_text("language,text,voice\nenglish,\"Four, with a comma.\",Test voice\nfrench,Cinq.,\n",
                    encoding="utf-8")
+    dialogs.answer = False  # "is lines.txt one long text?" no: each line is an item
     assert panel.import_path(txt) and panel.import_path(csv)
+    assert len(dialogs.questions) == 1 and "lines.txt one long text" in dialogs.questions[0][1]
     texts = [ln.text for ln in panel.model.lines]
     assert texts == ["One.", "Two.", "Three.", "Four, with a comma.", "Cinq."]
     assert (panel.model.lines[3].voice, panel.model.lines[3].language) == ("Test voice", "english")

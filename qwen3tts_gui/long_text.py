@@ -1,0 +1,108 @@
+"""Long texts in the app: a chapter in the Studio text box or a batch item becomes one take, generated chunk by
+chunk through the engine's synthesize_long (the same code path as `qwen3tts synth --text-file`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+from PySide6.QtCore import Signal
+
+from .engine_adapter import (
+    AudioChunk,
+    ChunkAudio,
+    ChunkFrame,
+    ChunkRetry,
+    ChunkSkipped,
+    ChunkStarted,
+    EngineError,
+    FrameEvent,
+    GenerationSettings,
+    LongResult,
+    SynthesisResult,
+    SynthesizerLike,
+    Voice,
+    split_for_synthesis,
+    synthesize_long,
+)
+from .workers import SynthesisWorker
+
+
+def needs_chunks(text: str, language: str) -> bool:
+    """True when one synthesis would not speak the text well: it splits into several chunks."""
+    try:
+        return len(split_for_synthesis(text, language)) > 1
+    except EngineError:
+        return False  # let the single synthesis report the problem in its own words
+
+
+class LongHandlers:
+    """What a caller wants to hear about while a long text is generated (every handler is optional)."""
+
+    def __init__(self, check_cancel: Callable[[], None], frame: Callable[[FrameEvent], None] | None = None,
+                 part: Callable[[int, int], None] | None = None, audio: Callable[[AudioChunk], None] | None = None,
+                 notice: Callable[[str], None] | None = None):
+        self.check_cancel, self.frame, self.part, self.audio, self.notice = check_cancel, frame, part, audio, notice
+
+
+def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, settings: GenerationSettings,
+               on: LongHandlers) -> tuple[SynthesisResult, list[str]]:
+    """Generate every chunk; return one result (the joined recording, all codes) and the left-out messages."""
+    events = synthesize_long(synth, text, voice, language, settings)
+    pieces: list[np.ndarray] = []
+    codes: list[np.ndarray] = []
+    skipped: list[str] = []
+    final: LongResult | None = None
+    t0 = time.perf_counter()
+    try:
+        for ev in events:
+            on.check_cancel()
+            if isinstance(ev, ChunkFrame):
+                if on.frame:  # elapsed counts from the start of the whole text, not of the chunk
+                    on.frame(replace(ev.frame, elapsed=time.perf_counter() - t0))
+            elif isinstance(ev, ChunkStarted):
+                if on.part:
+                    on.part(ev.chunk, ev.chunks)
+            elif isinstance(ev, ChunkAudio):
+                pieces.append(ev.samples)
+                codes.append(ev.result.codes)
+                if on.audio:
+                    on.audio(AudioChunk(samples=ev.samples, start_sample=ev.start_sample))
+            elif isinstance(ev, ChunkRetry):
+                if on.notice:
+                    on.notice(f"Chunk {ev.chunk + 1} of {ev.chunks}: {ev.reason}; trying again with another seed.")
+            elif isinstance(ev, ChunkSkipped):
+                skipped.append(ev.message)
+                if on.notice:
+                    on.notice(ev.message)
+            elif isinstance(ev, LongResult):
+                final = ev
+    finally:
+        events.close()
+    if final is None or not pieces:
+        reason = skipped[0] if skipped else "The model produced no audio."
+        raise EngineError(f"No part of the text could be generated. {reason}")
+    audio = np.concatenate(pieces)
+    pieces.clear()
+    result = SynthesisResult(audio=audio, codes=np.concatenate(codes), ended_by="eos", seed=final.seed,
+                             timings=dict(final.timings))
+    return result, skipped
+
+
+class LongSynthesisWorker(SynthesisWorker):
+    """SynthesisWorker for a text of several chunks: the same signals (frames, audio as each chunk finishes, one
+    result), plus which chunk is running and notices about retried or left-out chunks."""
+
+    part = Signal(int, int)  # chunk index (0-based), number of chunks
+    notice = Signal(str)
+    left_out = Signal(list)  # messages of the chunks that are missing from the result
+
+    def work(self) -> None:
+        handlers = LongHandlers(self.check_cancel, frame=self.frame.emit, part=self.part.emit,
+                                audio=self.chunk.emit, notice=self.notice.emit)
+        result, skipped = speak_long(self.synth, self.text, self.voice, self.language, self.settings, handlers)
+        if skipped:
+            self.left_out.emit(skipped)
+        self.done.emit(result)
