@@ -119,6 +119,64 @@ CASES: dict[str, list[SynthCase]] = {
     ],
 }
 
+@dataclass(frozen=True)
+class KindCase:
+    """A CustomVoice / VoiceDesign case: generate_custom_voice / generate_voice_design with these arguments."""
+
+    case: str
+    text: str | tuple[str, ...]
+    language: str
+    speaker: str  # "" for voice_design
+    instruct: str  # "" = none; 0.6B CustomVoice drops any instruct
+    max_new_tokens: int
+    non_streaming: bool | None = None  # None: the wrapper's default (True for both kinds)
+    expect: str = "any"
+
+
+SHORT_JA = ("こんにちは、世界！", "今日はいい天気ですね。", "ありがとうございます。", "カタカナとひらがな。")
+SHORT_KO = ("안녕하세요, 세계!", "오늘 날씨가 좋네요.", "감사합니다.", "음성 합성 테스트입니다.")
+SHORT_FR = ("Bonjour le monde.", "Bonjour le monde. Hola mundo.", "Café, naïve, résumé.")
+SAD = "Speak slowly and sadly, almost whispering."
+ANGRY = "用特别愤怒的语气说。"
+DESIGN_EN = "A warm, low female voice, calm and a little husky."
+DESIGN_ZH = "一个年轻男性的声音，语速很快，很兴奋。"
+
+KIND_CASES: dict[str, list[KindCase]] = {
+    # 0.6B CustomVoice: the wrapper drops any instruct (tts_model_size "0b6")
+    "tinycv06b": [
+        KindCase("cv_serena_en_instruct_dropped", SHORT_EN, "english", "serena", SAD, 16, expect="cap"),
+        KindCase("cv_eric_zh_dialect", SHORT_ZH, "chinese", "eric", "", 16, expect="cap"),
+        KindCase("cv_dylan_auto_dialect_stream", SHORT_ZH, "auto", "dylan", "", 16, non_streaming=False,
+                 expect="cap"),
+        KindCase("cv_uncle_fu_ja_stream", SHORT_JA, "japanese", "uncle_fu", "", 12, non_streaming=False,
+                 expect="cap"),
+        KindCase("cv_eric_en_no_dialect", SHORT_EN, "english", "Eric", "", 12, expect="cap"),
+        KindCase("cv_serena_eos", SHORT_EN, "english", "serena", "", 60, expect="eos"),
+    ],
+    # 1.7B CustomVoice: the instruct rows go before the role rows
+    "tinycv17b": [
+        KindCase("cv_serena_en_instruct", SHORT_EN, "english", "serena", SAD, 16, expect="cap"),
+        KindCase("cv_dylan_zh_instruct_stream", SHORT_ZH, "chinese", "dylan", ANGRY, 16, non_streaming=False,
+                 expect="cap"),
+        KindCase("cv_eric_auto_dialect", SHORT_ZH, "auto", "eric", "", 12, expect="cap"),
+        KindCase("cv_ryan_ko_instruct_stream", SHORT_KO, "korean", "ryan", SAD, 12, non_streaming=False,
+                 expect="cap"),
+        KindCase("cv_uncle_fu_instruct_eos", SHORT_EN, "english", "uncle_fu", SAD, 60, expect="eos"),
+    ],
+    # VoiceDesign: no speaker row; the instruct describes the voice
+    "tinyvd17b": [
+        KindCase("vd_en", SHORT_EN, "english", "", DESIGN_EN, 16, expect="cap"),
+        KindCase("vd_zh_stream", SHORT_ZH, "chinese", "", DESIGN_ZH, 16, non_streaming=False, expect="cap"),
+        KindCase("vd_fr_auto_stream", SHORT_FR, "auto", "", DESIGN_EN, 12, non_streaming=False),
+        KindCase("vd_no_instruct", SHORT_EN, "english", "", "", 12, expect="cap"),
+        KindCase("vd_eos", SHORT_EN, "english", "", DESIGN_EN, 60, expect="eos"),
+    ],
+}
+# A greedy choice closer than this to its runner-up could flip on another CPU's float rounding (observed
+# differences between machines are ~1e-5 on these logits); such a candidate is not used as a fixture.
+MIN_MARGIN = 1e-3
+
+
 DECODER_T = {"tiny06b": [20, 100, 400], "tiny17b": [20, 100], "tinyodd": [5, 20, 100, 400]}
 
 GEN = dict(do_sample=False, subtalker_dosample=False, repetition_penalty=1.05, top_k=50, top_p=1.0,
@@ -335,6 +393,120 @@ class Runner:
                   flush=True)
 
 
+class KindRunner(Runner):
+    """CustomVoice / VoiceDesign cases. Their speech and text tokenizers are byte-identical to a Base fixture's
+    (checked), so only the synthesis cases are generated."""
+
+    def kind_cases(self) -> None:
+        spec = oracle.SPECS[self.name]
+        assert self.model.tts_model_type == spec.kind, (self.model.tts_model_type, spec.kind)
+        for c0 in KIND_CASES[self.name]:
+            cands = (c0.text,) if isinstance(c0.text, str) else c0.text
+            for i, text in enumerate(cands):
+                c = replace(c0, text=text)
+                r = self.run_kind(c)
+                problem = None
+                if c.expect != "any" and r["ended_by"] != c.expect:
+                    problem = f"ended by {r['ended_by']}"
+                elif r["codes"].shape[0] < MIN_FRAMES:
+                    problem = f"only {r['codes'].shape[0]} frames"
+                elif r["margin"] < MIN_MARGIN:
+                    problem = f"a greedy choice within {r['margin']:.2e} of its runner-up"
+                if problem is None:
+                    break
+                print(f"  {self.name}/{c.case}: candidate {i}: {problem}, trying the next", flush=True)
+                if i == len(cands) - 1:
+                    self.mismatches.append(f"{self.name}/{c.case}: no candidate text qualifies ({problem})")
+            arrays = dict(
+                text=c.text, language=c.language, speaker=c.speaker, instruct=c.instruct,
+                kind=spec.kind, non_streaming=bool(r["non_streaming"]), max_new_tokens=int(c.max_new_tokens),
+                input_ids=r["input_ids"], instruct_ids=r["instruct_ids"], prefill=r["prefill"],
+                trailing=r["trailing"], logits=r["logits"], codes=r["codes"], sampled=r["sampled"], wav=r["wav"],
+                ended_by=r["ended_by"], min_margin=np.float32(r["margin"]),
+            )
+            f = f"kind_{c.case}.npz"
+            save_npz(self.odir / f, **arrays)
+            e = dict(kind="kind_synth", model=self.name, file=f"outputs/{self.name}/{f}", case=c.case,
+                     text=c.text, language=c.language, speaker=c.speaker, instruct=c.instruct,
+                     tts_model_type=spec.kind, tts_model_size=spec.size, non_streaming=bool(r["non_streaming"]),
+                     default_text_mode=c.non_streaming is None, max_new_tokens=c.max_new_tokens,
+                     ended_by=r["ended_by"], frames=int(r["codes"].shape[0]),
+                     prefill_rows=int(r["prefill"].shape[0]), trailing_rows=int(r["trailing"].shape[0]),
+                     instruct_rows=int(r["instruct_ids"].shape[0]), samples=int(r["wav"].shape[0]),
+                     gen=dict(r["gen_kwargs"], **GEN), attn=ATTN)
+            self.entries.append(e)
+            print(f"  {self.name}/{c.case}: {e['frames']} frames, {r['ended_by']}, prefill {e['prefill_rows']}, "
+                  f"instruct rows {e['instruct_rows']}, margin {r['margin']:.3f}", flush=True)
+
+    def run_kind(self, c: KindCase) -> dict:
+        got: dict = {}
+        model = self.model
+        orig_gen = model.generate
+        orig_tgen = model.talker.generate
+
+        def gen_wrap(*a: Any, **kw: Any):
+            got["input_ids"] = kw["input_ids"][0][0].numpy().astype(np.int64).copy()
+            ins = (kw.get("instruct_ids") or [None])[0]
+            got["instruct_ids"] = np.zeros(0, np.int64) if ins is None else ins[0].numpy().astype(np.int64).copy()
+            got["non_streaming"] = bool(kw["non_streaming_mode"])
+            got["gen_kwargs"] = {k: kw[k] for k in ("max_new_tokens", "do_sample", "subtalker_dosample",
+                                                    "repetition_penalty", "top_k", "top_p", "temperature")}
+            res = orig_gen(*a, **kw)
+            got["codes"] = res[0][0].numpy().astype(np.int64).copy()
+            return res
+
+        def tgen_wrap(*a: Any, **kw: Any):
+            res = orig_tgen(*a, **kw)
+            got["sampled"] = res.sequences[0].numpy().astype(np.int64).copy()
+            return res
+
+        kwargs = dict(GEN, max_new_tokens=c.max_new_tokens)
+        if c.non_streaming is not None:
+            kwargs["non_streaming_mode"] = c.non_streaming
+        model.generate = gen_wrap
+        model.talker.generate = tgen_wrap
+        try:
+            with oracle.TalkerCapture(model, k_logits=c.max_new_tokens + 1) as cap, \
+                    oracle.CodePredictorMargins(model) as cp_margins:
+                if self.model.tts_model_type == "custom_voice":
+                    wavs, sr = self.tts.generate_custom_voice(text=c.text, speaker=c.speaker, language=c.language,
+                                                              instruct=c.instruct or None, **kwargs)
+                else:
+                    wavs, sr = self.tts.generate_voice_design(text=c.text, instruct=c.instruct,
+                                                              language=c.language, **kwargs)
+        finally:
+            del model.generate
+            del model.talker.generate
+        assert sr == 24000
+        eos = self.cfg.talker_config.codec_eos_token_id
+        ended_by = "eos" if int(got["sampled"][-1]) == eos else "cap"
+        if ended_by == "cap":
+            assert got["codes"].shape[0] == c.max_new_tokens - 1, (got["codes"].shape, c)
+        margin = min(talker_margin(cap.logits, got["sampled"], self.cfg.talker_config), cp_margins.margin)
+        return dict(got, prefill=cap.prefill.astype(np.float32), trailing=cap.trailing.astype(np.float32),
+                    logits=np.stack(cap.logits[:K_LOGITS]).astype(np.float32), wav=np.asarray(wavs[0], np.float32),
+                    ended_by=ended_by, margin=margin)
+
+
+def talker_margin(logits: list[np.ndarray], sampled: np.ndarray, tcfg: Any, penalty: float = 1.05) -> float:
+    """Smallest gap between the greedy choice and its runner-up over the run, on the scores the official
+    generate ranks (repetition penalty, EOS masked for 2 steps, control ids suppressed)."""
+    eos, vocab = tcfg.codec_eos_token_id, tcfg.vocab_size
+    gaps = []
+    for k, raw in enumerate(logits[: len(sampled)]):
+        s = np.asarray(raw, np.float64).copy()
+        seen = np.unique(sampled[:k])
+        if len(seen):
+            s[seen] = np.where(s[seen] > 0, s[seen] / penalty, s[seen] * penalty)
+        keep = s[eos]
+        s[vocab - 1024:] = -np.inf
+        s[eos] = -np.inf if k < 2 else keep
+        top = np.sort(s)[-2:]
+        # a replica that disagrees with generate's choice can only be a near-tie: report it as no margin
+        gaps.append(top[1] - top[0] if int(np.argmax(s)) == int(sampled[k]) else 0.0)
+    return float(min(gaps))
+
+
 def model_summary(name: str, mdir: Path) -> dict:
     cfg = json.loads((mdir / "config.json").read_text())
     st = json.loads((mdir / "speech_tokenizer" / "config.json").read_text())
@@ -362,6 +534,8 @@ def model_summary(name: str, mdir: Path) -> dict:
                      tts_eos=cfg["tts_eos_token_id"], codec_eos=tc["codec_eos_token_id"],
                      codec_pad=tc["codec_pad_id"], codec_bos=tc["codec_bos_id"]),
         weights_dtype="bfloat16 (model.safetensors), float32 (speech_tokenizer)",
+        **({} if cfg["tts_model_type"] == "base" else dict(
+            tts_model_type=cfg["tts_model_type"], speakers=tc["spk_id"], dialects=tc["spk_is_dialect"])),
     )
 
 
@@ -380,30 +554,45 @@ def main(argv: list[str] | None = None) -> int:
             model, st, tok, fb = oracle.build_models(oracle.SPECS[name])
             assert not fb, f"parameters without an init rule: {fb}"
             oracle.save_hub(model, st, tok, out / "models" / name)
+            check_shared_files(out / "models", name)
             print(f"model {name} written ({time.time() - t0:.1f}s)", flush=True)
     if "outputs" in steps:
         common = out / "outputs" / "common"
         common.mkdir(parents=True, exist_ok=True)
-        for f in common.glob("*.npz"):
-            f.unlink()
+        base = [n for n in oracle.SPECS if oracle.SPECS[n].kind == "base"]
         entries: list[dict] = []
         models: list[dict] = []
-        mismatches: list[str] = []
         probes: dict = {}
+        if set(base) <= set(names):
+            for f in common.glob("*.npz"):
+                f.unlink()
+        elif (out / "cases.json").is_file():  # a subset run keeps the other models' cases
+            old = json.loads((out / "cases.json").read_text(encoding="utf-8"))
+            entries = [e for e in old["entries"] if e["model"] not in names]
+            models = [m for m in old["models"] if m["model"] not in names]
+            probes = {k: v for k, v in old["meta"]["mimi_encoder_mask_probe"].items() if k not in names}
+        mismatches: list[str] = []
         for name in names:
-            r = Runner(out, name)
+            spec = oracle.SPECS[name]
+            r = Runner(out, name) if spec.kind == "base" else KindRunner(out, name)
             for f in r.odir.glob("*.npz"):
                 f.unlink()
-            r.decoder_cases()
-            r.audio_cases(common)
-            r.tokenizer_case()
-            r.synth_cases()
+            if spec.kind == "base":
+                r.decoder_cases()
+                r.audio_cases(common)
+                r.tokenizer_case()
+                r.synth_cases()
+                # 300 frames at 25 Hz (12 s) > every tiny Mimi window: does the encoder apply it?
+                probes[name] = oracle.mimi_transformer_mask_probe(r.model.speech_tokenizer.model, 300)
+            else:
+                r.kind_cases()
             entries += r.entries
             mismatches += r.mismatches
             models.append(model_summary(name, r.mdir))
-            # 300 frames at 25 Hz (12 s) > every tiny Mimi window: does the encoder apply it?
-            probes[name] = oracle.mimi_transformer_mask_probe(r.model.speech_tokenizer.model, 300)
             print(f"outputs {name} done ({time.time() - t0:.1f}s)", flush=True)
+        order = list(oracle.SPECS)
+        models.sort(key=lambda m: order.index(m["model"]))
+        entries.sort(key=lambda e: order.index(e["model"]))  # stable: each model's own order is kept
         import transformers
 
         meta = dict(
@@ -419,6 +608,23 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("synth cases did not end as expected (greedy behaviour changed?)")
     print(f"done in {time.time() - t0:.1f}s", flush=True)
     return 0
+
+
+SHARED_FILES = ("speech_tokenizer/model.safetensors", "speech_tokenizer/config.json", "vocab.json", "merges.txt",
+                "tokenizer_config.json")
+
+
+def check_shared_files(models_dir: Path, name: str) -> None:
+    """A CustomVoice / VoiceDesign fixture shares its speech and text tokenizers with the Base fixture of its
+    shape (git stores the identical files once; the Base fixture's decoder and tokenizer cases cover them)."""
+    spec = oracle.SPECS[name]
+    if spec.kind == "base":
+        return
+    twin = next(n for n, s in oracle.SPECS.items() if s.kind == "base" and s.speech_seed == spec.speech_seed)
+    for rel in SHARED_FILES:
+        a, b = models_dir / name / rel, models_dir / twin / rel
+        if b.is_file() and a.read_bytes() != b.read_bytes():
+            raise SystemExit(f"{name}/{rel} differs from {twin}/{rel}: the shared tokenizer was not rebuilt alike")
 
 
 def _qwen_tts_version() -> str:

@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +212,15 @@ class TinySpec:
     eos_gain: float = 1.25  # talker codec_head EOS row multiplier
     st_seed_offset: int = 1  # speech tokenizer seed = seed + this
     extra: dict = field(default_factory=dict)
+    # model kind (tts_model_type) and, for custom_voice, the preset speakers:
+    # name -> (offset from the codebook start like the real ids, dialect or False, stored as a list?)
+    kind: str = "base"
+    speakers: dict = field(default_factory=dict)
+    st_seed: int | None = None  # speech tokenizer seed when it must equal another spec's (identical bytes)
+
+    @property
+    def speech_seed(self) -> int:
+        return self.st_seed if self.st_seed is not None else self.seed + self.st_seed_offset
 
 
 SPECS: dict[str, TinySpec] = {
@@ -254,12 +263,29 @@ SPECS: dict[str, TinySpec] = {
     ),
 }
 
+# CustomVoice / VoiceDesign checkpoints: the talker shapes of tiny06b / tiny17b with their own weights, and the
+# very same speech tokenizer and text tokenizer (same seed -> byte-identical files, which git stores once).
+# Speaker offsets are the real ids minus 2048 (serena 3066, uncle_fu 3010, eric 2875, dylan 2878, ryan 3061).
+CV_SPEAKERS = {
+    "serena": (1018, False, False), "uncle_fu": (962, False, False),
+    "eric": (827, "sichuan_dialect", False), "dylan": (830, "beijing_dialect", False),
+}
+SPECS["tinycv06b"] = replace(SPECS["tiny06b"], name="tinycv06b", seed=2006, kind="custom_voice",
+                             speakers=dict(CV_SPEAKERS), st_seed=SPECS["tiny06b"].speech_seed)
+# 1.7B-like: honours the instruct; one speaker id stored as a one-element list, as some real configs do
+SPECS["tinycv17b"] = replace(SPECS["tiny17b"], name="tinycv17b", seed=2017, kind="custom_voice",
+                             speakers=dict(CV_SPEAKERS, ryan=(1013, False, True)),
+                             st_seed=SPECS["tiny17b"].speech_seed)
+SPECS["tinyvd17b"] = replace(SPECS["tiny17b"], name="tinyvd17b", seed=3017, kind="voice_design",
+                             st_seed=SPECS["tiny17b"].speech_seed)
+
 # Control ids keep the real offsets from codebook start (real: codebook 2048, pad 2148, ...).
 CODEC_OFFSETS = dict(pad=100, bos=101, eos=102, think=106, nothink=107, think_bos=108, think_eos=109)
 LANG_OFFSETS = dict(
     english=2, german=5, spanish=6, chinese=7, japanese=10, french=13, korean=16, russian=21,
     italian=22, portuguese=23,
 )
+DIALECT_OFFSETS = dict(sichuan_dialect=14, beijing_dialect=26)  # CustomVoice only (real 2062, 2074)
 
 
 def codec_ids(spec: TinySpec) -> dict[str, int]:
@@ -270,6 +296,7 @@ def codec_ids(spec: TinySpec) -> dict[str, int]:
 def make_config(spec: TinySpec, text_ids: dict[str, int], text_vocab: int) -> Qwen3TTSConfig:
     cb = spec.codebook_size
     cid = codec_ids(spec)
+    languages = dict(LANG_OFFSETS, **(DIALECT_OFFSETS if spec.kind == "custom_voice" else {}))
     cp = dict(
         vocab_size=cb, hidden_size=spec.cp_hidden, intermediate_size=spec.cp_inter,
         num_hidden_layers=spec.cp_layers, num_attention_heads=spec.cp_heads,
@@ -290,8 +317,10 @@ def make_config(spec: TinySpec, text_ids: dict[str, int], text_vocab: int) -> Qw
         num_code_groups=16, text_hidden_size=spec.text_hidden, text_vocab_size=text_vocab,
         codec_eos_token_id=cid["eos"], codec_think_id=cid["think"], codec_nothink_id=cid["nothink"],
         codec_think_bos_id=cid["think_bos"], codec_think_eos_id=cid["think_eos"],
-        codec_pad_id=cid["pad"], codec_bos_id=cid["bos"], spk_id={}, spk_is_dialect={},
-        codec_language_id={k: cb + v for k, v in LANG_OFFSETS.items()},
+        codec_pad_id=cid["pad"], codec_bos_id=cid["bos"],
+        spk_id={k: [cb + off] if as_list else cb + off for k, (off, _, as_list) in spec.speakers.items()},
+        spk_is_dialect={k: dialect for k, (_, dialect, _) in spec.speakers.items()},
+        codec_language_id={k: cb + v for k, v in languages.items()},
         position_id_per_seconds=13, initializer_range=0.02, use_cache=True,
         tie_word_embeddings=False,
     )
@@ -303,7 +332,7 @@ def make_config(spec: TinySpec, text_ids: dict[str, int], text_vocab: int) -> Qw
     )
     return Qwen3TTSConfig(
         talker_config=talker, speaker_encoder_config=spk, tokenizer_type="qwen3_tts_tokenizer_12hz",
-        tts_model_size=spec.size, tts_model_type="base",
+        tts_model_size=spec.size, tts_model_type=spec.kind,
         im_start_token_id=text_ids["<|im_start|>"], im_end_token_id=text_ids["<|im_end|>"],
         tts_pad_token_id=text_ids["<tts_pad>"], tts_bos_token_id=text_ids["<tts_text_bos>"],
         tts_eos_token_id=text_ids["<tts_text_eod>"], assistant_token_id=text_ids["assistant"],
@@ -435,7 +464,7 @@ def build_models(spec: TinySpec):
 
     st_cfg = make_speech_tokenizer_config(spec)
     st = Qwen3TTSTokenizerV2Model(st_cfg).float().eval()
-    fb += randomise(st, spec.seed + spec.st_seed_offset, enc_cb_std=spec.enc_cb_std)
+    fb += randomise(st, spec.speech_seed, enc_cb_std=spec.enc_cb_std)
     with torch.no_grad():
         # keep vocoder activations moderate: damp residual branches (variance would grow ~2x per unit,
         # and SnakeBeta's sin() of huge arguments amplifies rounding), then set the output level
@@ -543,6 +572,27 @@ class TalkerCapture:
     def __exit__(self, *exc: Any) -> None:
         for h in self._hooks:
             h.remove()
+
+
+class CodePredictorMargins:
+    """Smallest gap between the best and second-best raw code-predictor logit over a run (greedy argmax)."""
+
+    def __init__(self, model: Qwen3TTSForConditionalGeneration):
+        self.model = model
+        self.margin = float("inf")
+        self._h = None
+
+    def __enter__(self):
+        def post(_mod: nn.Module, _args: tuple, _kwargs: dict, out: Any):
+            top = torch.topk(out.logits[0, -1].detach().float(), 2).values
+            self.margin = min(self.margin, float(top[0] - top[1]))
+            return None
+
+        self._h = self.model.talker.code_predictor.register_forward_hook(post, with_kwargs=True)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._h.remove()
 
 
 class SpeakerCapture:
