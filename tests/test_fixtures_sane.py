@@ -14,6 +14,11 @@ import soundfile as sf
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 MODELS = ("tiny06b", "tiny17b", "tinyodd")
+# CustomVoice / VoiceDesign: talker shapes of a Base fixture, sharing its speech and text tokenizer files
+KIND_MODELS = {"tinycv06b": ("custom_voice", "0b6", "tiny06b"), "tinycv17b": ("custom_voice", "1b7", "tiny17b"),
+               "tinyvd17b": ("voice_design", "1b7", "tiny17b")}
+SHARED = ("speech_tokenizer/model.safetensors", "speech_tokenizer/config.json", "vocab.json", "merges.txt",
+          "tokenizer_config.json")
 HUB_FILES = (
     "config.json", "generation_config.json", "model.safetensors", "vocab.json", "merges.txt",
     "tokenizer_config.json", "speech_tokenizer/config.json", "speech_tokenizer/model.safetensors",
@@ -45,7 +50,7 @@ def _entries(cases: dict, kind: str, model: str | None = None) -> list[dict]:
     return [e for e in cases["entries"] if e["kind"] == kind and (model is None or e["model"] == model)]
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", MODELS + tuple(KIND_MODELS))
 def test_hub_layout(model: str) -> None:
     d = FIX / "models" / model
     for f in HUB_FILES:
@@ -66,7 +71,7 @@ def test_hub_layout(model: str) -> None:
 
 def test_models_shapes(cases: dict) -> None:
     by = {m["model"]: m for m in cases["models"]}
-    assert set(by) == set(MODELS)
+    assert set(by) == set(MODELS) | set(KIND_MODELS)
     assert by["tiny06b"]["talker"]["hidden"] == by["tiny06b"]["code_predictor"]["hidden"]
     assert by["tiny17b"]["talker"]["hidden"] > by["tiny17b"]["code_predictor"]["hidden"]
     odd = by["tinyodd"]
@@ -227,6 +232,72 @@ def test_synth_coverage(cases: dict, audio_index: list[dict]) -> None:
         assert {"eos"} <= {e["ended_by"] for e in syn if e["model"] == m}, f"{m}: no EOS case"
 
 
+@pytest.mark.parametrize("model", KIND_MODELS)
+def test_kind_models(cases: dict, model: str) -> None:
+    kind, size, twin = KIND_MODELS[model]
+    cfg = _cfg(model)
+    tc, cb = cfg["talker_config"], cfg["talker_config"]["vocab_size"] - 1024
+    assert (cfg["tts_model_type"], cfg["tts_model_size"]) == (kind, size)
+    for rel in SHARED:
+        assert (FIX / "models" / model / rel).read_bytes() == (FIX / "models" / twin / rel).read_bytes(), rel
+    if kind == "custom_voice":
+        ids = [v[0] if isinstance(v, list) else v for v in tc["spk_id"].values()]
+        assert all(cb <= i < cb + 1024 for i in ids) and len(set(ids)) == len(ids) >= 4
+        dialects = {d for d in tc["spk_is_dialect"].values() if d}
+        assert dialects and dialects <= set(tc["codec_language_id"]), "a dialect speaker needs its language id"
+        assert set(tc["spk_is_dialect"]) == set(tc["spk_id"])
+    else:
+        assert not tc["spk_id"]
+    twin_w = sum(p.stat().st_size for p in (FIX / "models" / twin).glob("model.safetensors"))
+    assert (FIX / "models" / model / "model.safetensors").stat().st_size < twin_w, "no speaker encoder expected"
+
+
+@pytest.mark.parametrize("model", KIND_MODELS)
+def test_kind_fixtures(cases: dict, model: str) -> None:
+    kind, size, _ = KIND_MODELS[model]
+    cfg = _cfg(model)
+    tc = cfg["talker_config"]
+    cb, hidden, eos = tc["vocab_size"] - 1024, tc["hidden_size"], tc["codec_eos_token_id"]
+    entries = _entries(cases, "kind_synth", model)
+    assert len(entries) >= 5 and {"eos", "cap"} <= {e["ended_by"] for e in entries}
+    assert {True, False} <= {e["non_streaming"] for e in entries}
+    assert all(e["non_streaming"] for e in entries if e["default_text_mode"]), "the wrappers' default: non-streaming"
+    for e in entries:
+        z = _load(e["file"])
+        t = z["codes"].shape[0]
+        assert e["frames"] == t >= 5 and str(z["ended_by"]) == e["ended_by"]
+        assert z["codes"].min() >= 0 and z["codes"].max() < cb
+        assert z["sampled"].shape == (t + 1,) and np.array_equal(z["sampled"][:t], z["codes"][:, 0])
+        assert (z["sampled"][-1] == eos) == (e["ended_by"] == "eos")
+        n_ins = len(z["instruct_ids"])
+        assert n_ins == e["instruct_rows"]
+        if size == "0b6":
+            assert n_ins == 0, "0.6B CustomVoice drops the instruct"
+        else:
+            assert (n_ins > 0) == bool(e["instruct"])
+        n = len(z["input_ids"]) - 8
+        k = (4 if e["language"] != "auto" or (e["speaker"] and _dialect(tc, e["speaker"])) else 3)
+        k += (1 if kind == "custom_voice" else 0) + 2
+        rows, trail = (3 + (k - 1) + n + 2, 1) if e["non_streaming"] else (3 + k, n)
+        assert z["prefill"].shape == (n_ins + rows, hidden) and z["trailing"].shape == (trail, hidden)
+        assert z["wav"].shape == (t * SAMPLES_PER_FRAME,) and np.all(np.abs(z["wav"]) <= 1.0)
+        assert float(z["min_margin"]) >= 1e-3, "a near-tie greedy choice would not reproduce on another CPU"
+    if kind == "custom_voice":
+        assert any(_dialect(tc, e["speaker"]) and e["language"] in ("chinese", "auto") for e in entries)
+        assert any(_dialect(tc, e["speaker"]) and e["language"] not in ("chinese", "auto") for e in entries) or \
+            size == "1b7"
+    langs = {e["language"] for e in entries}
+    assert "auto" in langs and len(langs) >= 3
+
+
+def _dialect(tc: dict, speaker: str) -> bool:
+    return bool(tc["spk_is_dialect"].get(speaker.lower()))
+
+
 def test_total_size_is_small() -> None:
-    total = sum(p.stat().st_size for p in FIX.rglob("*") if p.is_file())
+    """What git stores: identical files (the tokenizers the kind fixtures share) count once."""
+    import hashlib
+
+    sizes = {hashlib.sha256(p.read_bytes()).hexdigest(): p.stat().st_size for p in FIX.rglob("*") if p.is_file()}
+    total = sum(sizes.values())
     assert total < 40 * 1024 * 1024, f"fixtures are {total / 1e6:.1f} MB"
