@@ -48,8 +48,8 @@ class AudioFileWriter:
         a = np.asarray(samples, dtype=np.float32).reshape(-1)
         if not np.isfinite(a).all():
             raise AudioError(f"Cannot save {self.path.name}: the audio contains NaN or infinite samples.")
-        if self._clip:
-            a = np.clip(a, -1.0, 1.0)
+        if self._clip and a.size and (float(a.max()) > 1.0 or float(a.min()) < -1.0):
+            a = np.clip(a, -1.0, 1.0)  # over-range samples saturate instead of wrapping around
         try:
             self._file.write(a)
         except (sf.LibsndfileError, sf.SoundFileRuntimeError, RuntimeError, OSError) as e:

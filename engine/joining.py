@@ -35,20 +35,26 @@ def seconds_to_samples(seconds: float) -> int:
 def fade_edges(audio: np.ndarray, fade_samples: int) -> np.ndarray:
     """A copy with a raised-cosine fade-in at the start and fade-out at the end (shorter for short audio)."""
     out = np.array(audio, dtype=np.float32, copy=True)
+    _fade_in_place(out, fade_samples)
+    return out
+
+
+def _fade_in_place(out: np.ndarray, fade_samples: int) -> None:
     n = min(int(fade_samples), len(out) // 2)
     if n > 0:
         ramp = (0.5 - 0.5 * np.cos(np.pi * (np.arange(n) + 0.5) / n)).astype(np.float32)
         out[:n] *= ramp
         out[len(out) - n:] *= ramp[::-1]
-    return out
 
 
 def joined_piece(audio: np.ndarray, pause_samples: int, settings: JoinSettings) -> np.ndarray:
-    """The samples one chunk adds to the recording: its pause (0 for the first chunk), then its faded audio."""
-    faded = fade_edges(audio, seconds_to_samples(settings.fade))
-    if pause_samples <= 0:
-        return faded
-    return np.concatenate([np.zeros(pause_samples, np.float32), faded])
+    """The samples one chunk adds to the recording: its pause (0 for the first chunk), then its faded audio.
+    One new array: a long recording never holds more than a chunk and its piece."""
+    pause = max(int(pause_samples), 0)
+    out = np.zeros(pause + len(audio), np.float32)
+    out[pause:] = audio
+    _fade_in_place(out[pause:], seconds_to_samples(settings.fade))
+    return out
 
 
 def pause_samples(after_paragraph: bool, settings: JoinSettings) -> int:

@@ -156,6 +156,7 @@ def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: Ge
         piece = joined_piece(result.audio, pause, options.join)
         yield ChunkAudio(i, n, chunk.text, piece, written, result, attempts)
         written += len(piece)
+        del piece, result  # not held while the next chunk is generated: memory stays at one chunk
         after_paragraph = chunk.ends_paragraph
     total = time.perf_counter() - t0
     seconds = written / SAMPLE_RATE

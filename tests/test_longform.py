@@ -399,3 +399,41 @@ def test_long_text_options_are_checked_before_any_work(tmp_path, capsys, monkeyp
     assert code == 2 and message in err and err.count("\n") == 1
     assert (tmp_path / "full" / "keep.wav").read_bytes() == b"mine"
     assert not (tmp_path / "out.wav").exists()
+
+
+def test_memory_stays_bounded_for_an_hour_long_text(tmp_path):
+    """An hour of speech (360 chunks of 10 s) streamed into a file: the peak of Python/numpy allocations stays
+    within a few chunks, far below the hour (345 MB as float32) that holding every chunk would take."""
+    import tracemalloc
+
+    chunk_seconds, chunks = 10, 360
+    frames = chunk_seconds * 25 // 2
+
+    class HourSynth(ScriptedSynth):
+        def _run(self, what, settings):
+            codes = np.zeros((frames, 16), np.int64)
+            codes[:, 0] = np.arange(frames) % 2000
+            for k in range(0, frames, 25):  # a frame event every 2 s keeps the test quick
+                yield FrameEvent(k, codes[k], 0.0, 0.0, settings.max_frames, frames)
+            audio = np.full(frames * SPF, 0.25, np.float32)
+            yield SynthesisResult(audio, codes, "eos", settings.seed)
+
+    text = " ".join(f"Sentence number {i} is here." for i in range(chunks))
+    options = LongTextOptions(max_chars=30, guard=GuardSettings(length_factor=1000.0))
+    chunk_bytes = frames * SPF * 4
+    tracemalloc.start()
+    try:
+        with AudioFileWriter(tmp_path / "hour.wav", subtype="PCM_16") as writer:
+            for ev in synthesize_long(HourSynth({}), text, VOICE, "english", GenerationSettings(seed=1), options):
+                if isinstance(ev, ChunkAudio):
+                    writer.write(ev.samples)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    info = sf.info(tmp_path / "hour.wav")
+    pauses = (chunks - 1) * pause_samples(False, options.join)
+    assert info.frames == chunks * frames * SPF + pauses and info.duration > 3600
+    # at any time at most one chunk's raw audio, its piece (pause + faded copy) and soundfile's 16-bit
+    # conversion of the piece (half its size), plus bookkeeping (codes, events: well under 128 KiB)
+    pause_bytes = pause_samples(False, options.join) * 4
+    assert peak < 2.5 * chunk_bytes + 1.5 * pause_bytes + 2**17, f"peak {peak / 2**20:.2f} MB"
