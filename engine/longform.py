@@ -9,6 +9,8 @@ joined with pauses and fades. The CLI and the GUI both drive it through synthesi
         ChunkAudio     chunk i is done: `samples` (its pause + faded audio) go next in the recording;
                        `result` is the chunk's own SynthesisResult (raw audio, codes, seed)
         ChunkSkipped   chunk i failed every attempt (reason); the recording goes on without it
+    (a chunk with no letter or digit, such as a "* * *" scene break, is passed over with no event: only its
+    pause is kept)
         LongResult     last: chunk counts, skipped chunks, total samples, timings
 
 Memory is one chunk at a time: the caller writes or plays each ChunkAudio as it arrives.
@@ -135,6 +137,9 @@ def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: Ge
     skipped: list[ChunkSkipped] = []
     after_paragraph = False  # did a paragraph end since the last chunk that made it into the recording?
     for i, chunk in enumerate(chunks):
+        if not any(ch.isalnum() for ch in chunk.text):  # "* * *", "—": nothing to say, only its pause
+            after_paragraph = after_paragraph or chunk.ends_paragraph
+            continue
         yield ChunkStarted(i, n, chunk.text)
         result, reason, attempts = None, "", 0
         for attempt in range(options.guard.retries + 1):

@@ -68,3 +68,10 @@ def test_installed_cli_synthesises_with_demo_bundle(installed, tmp_path):
 def test_installed_bundle_has_no_torch(installed):
     names = {p.name.lower() for p in Path(f"/opt/{APP}").rglob("*")}
     assert not any(n.startswith(("torch", "libtorch", "qtwebengine")) for n in names)
+
+
+def test_installed_cli_splits_text(installed):
+    """The sentence segmenter (sentencex, a compiled extension) made it into the frozen app."""
+    out = _run(["/usr/bin/qwen3tts", "split", "--text", "Dr. Smith came at 3.50 p.m. He left.", "--max-chars", "30"],
+               timeout=120)
+    assert out.stdout == "Dr. Smith came at 3.50 p.m.\nHe left.\n"

@@ -289,6 +289,15 @@ def test_a_chunk_that_always_runs_away_is_reported_and_the_others_are_kept():
     assert events[-1].skipped == skipped
 
 
+def test_a_scene_break_is_only_a_pause():
+    synth = ScriptedSynth({})
+    events = run_long(synth, text="First one here.\n\n* * *\n\nSecond one here.")
+    audio = [e for e in events if isinstance(e, ChunkAudio)]
+    assert [t for t, _ in synth.calls] == ["First one here.", "Second one here."]
+    assert [e.chunk for e in audio] == [0, 2] and not [e for e in events if isinstance(e, ChunkSkipped)]
+    assert len(audio[1].samples) - len(audio[1].result.audio) == pause_samples(True, OPTIONS.join)
+
+
 def test_a_greedy_run_retries_by_sampling():
     synth = ScriptedSynth({"First one here.": ["loop", "ok"]})
     run_long(synth, settings=GenerationSettings(greedy=True, seed=5))
