@@ -26,7 +26,7 @@ from .runaway import GuardSettings  # noqa: E402
 from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
 from .synthesizer import Synthesizer  # noqa: E402
 from .types import SAMPLE_RATE, AudioChunk, FrameEvent, GenerationSettings, SynthesisEvent, SynthesisResult  # noqa: E402
-from .voice import Voice  # noqa: E402
+from .voice import Voice, VoiceSummary  # noqa: E402
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -60,5 +60,6 @@ __all__ = [
     "TextError",
     "Voice",
     "VoiceError",
+    "VoiceSummary",
 ]
 __version__ = "0.1.0"

@@ -6,12 +6,16 @@ User errors print one line to stderr and exit 2; no traceback. Each subcommand l
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from .cpu import physical_cores
+from .cpu import physical_cores, usable_cpus
 from .errors import EngineError
+from .fileio import os_reason
 from .joining import JoinSettings
 from .runaway import GuardSettings
 from .splitter import DEFAULT_MAX_CHARS
@@ -68,8 +72,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_output(path: Path, suffixes: tuple[str, ...], what: str) -> None:
-    """Fail before any work if an output could not be written (wrong suffix, missing folder)."""
+def _check_output(path: Path, suffixes: tuple[str, ...], what: str, inputs: tuple[Path | None, ...] = ()) -> None:
+    """Fail before any work if an output could not be written (wrong suffix, missing or read-only folder) or
+    would overwrite one of the command's own inputs."""
     if path.suffix.lower() not in suffixes:
         raise UsageError(f"{what} {path.name} must end in {' or '.join(suffixes)}")
     parent = path.parent if str(path.parent) else Path(".")
@@ -77,6 +82,54 @@ def _check_output(path: Path, suffixes: tuple[str, ...], what: str) -> None:
         raise UsageError(f"cannot write {path}: folder {parent} does not exist")
     if path.is_dir():
         raise UsageError(f"cannot write {path}: it is a folder")
+    for source in inputs:
+        if source is not None and _same_file(path, source):
+            raise UsageError(f"The {what} {path} is also an input of this command; choose another file name.")
+    _check_writable(parent, path)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """One file under two names (the same path, a symlink or a hard link)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(os.path.realpath(a)) == Path(os.path.realpath(b))
+
+
+def _check_writable(folder: Path, path: Path) -> None:
+    """Create and remove a file in `folder`: a read-only or full disk is found before minutes of work."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".qwen3tts-probe-", dir=folder)
+        try:
+            os.write(fd, b"\0" * 4096)
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {os_reason(e)}") from None
+
+
+def _save_or_rescue(path: Path, save) -> Path:
+    """save(path); if that fails late (disk filled up, folder made read-only), keep the audio in the temp
+    folder or the home folder and name it in the error, so the work is not lost."""
+    from .errors import AudioError
+
+    try:
+        return save(path)
+    except AudioError as first:
+        for folder in (Path(tempfile.gettempdir()), Path.home()):
+            rescue = None
+            try:
+                fd, name = tempfile.mkstemp(prefix="qwen3tts-rescued-", suffix=path.suffix, dir=folder)
+                os.close(fd)
+                rescue = Path(name)
+                save(rescue)
+            except (OSError, AudioError):
+                if rescue is not None:
+                    rescue.unlink(missing_ok=True)
+                continue
+            raise AudioError(f"{str(first).rstrip('.')}. The audio was kept in {rescue}.") from None
+        raise AudioError(f"{str(first).rstrip('.')}. The audio could not be kept anywhere else either.") from None
 
 
 def _save_npy_atomic(path: Path, array) -> None:
@@ -121,13 +174,12 @@ def cmd_synth(args: argparse.Namespace) -> int:
     from .text import clean_text
     from .types import AudioChunk, FrameEvent, GenerationSettings, SynthesisResult
 
-    _check_output(args.output, (".wav", ".flac", ".ogg"), "output")
+    inputs = (args.ref, args.voice)
+    _check_output(args.output, (".wav", ".flac", ".ogg"), "output", inputs)
     if args.codes_out is not None:
-        _check_output(args.codes_out, (".npy",), "--codes-out")
+        _check_output(args.codes_out, (".npy",), "--codes-out", (*inputs, args.output))
     if args.max_frames is not None and args.max_frames < 1:
         raise UsageError("--max-frames must be at least 1")
-    if args.threads < 1:
-        raise UsageError("--threads must be at least 1")
     text = clean_text(_text_of(args))
     long_text = _long_text_options(args, text)  # None: one synthesis
     synth = Synthesizer(args.model, threads=args.threads)
@@ -159,8 +211,9 @@ def cmd_synth(args: argparse.Namespace) -> int:
     # write the codes first: if the audio then fails, remove them again so nothing is left behind
     if args.codes_out is not None:
         _save_npy_atomic(args.codes_out, result.codes)
+    subtype = "PCM_16" if args.pcm16 else _float_subtype(args.output)
     try:
-        save_audio(args.output, result.audio, subtype="PCM_16" if args.pcm16 else _float_subtype(args.output))
+        _save_or_rescue(args.output, lambda p: save_audio(p, result.audio, subtype=subtype))
     except BaseException:
         if args.codes_out is not None:
             args.codes_out.unlink(missing_ok=True)
@@ -261,35 +314,27 @@ def _float_subtype(path: Path) -> str | None:
 
 
 def _check_settings(settings) -> None:
-    if settings.temperature is not None and not settings.temperature > 0:
-        raise UsageError("--temperature must be greater than 0")
+    if settings.seed is not None and not 0 <= settings.seed < 2**63:
+        raise UsageError(f"--seed must be a whole number from 0 to {2**63 - 1}, not {settings.seed}.")
+    if settings.temperature is not None and not (settings.temperature > 0 and math.isfinite(settings.temperature)):
+        raise UsageError(f"--temperature must be a finite number greater than 0, not {settings.temperature}.")
     if settings.top_k is not None and settings.top_k < 0:
         raise UsageError("--top-k must be 0 (off) or more")
     if settings.top_p is not None and not 0 < settings.top_p <= 1:
         raise UsageError("--top-p must be in (0, 1]")
-    if settings.repetition_penalty is not None and not settings.repetition_penalty > 0:
-        raise UsageError("--repetition-penalty must be greater than 0")
+    if settings.repetition_penalty is not None and not (settings.repetition_penalty > 0
+                                                        and math.isfinite(settings.repetition_penalty)):
+        raise UsageError("--repetition-penalty must be a finite number greater than 0.")
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
-    import numpy as np
 
     from .audio import save_audio
     from .bundle import Bundle
-    from .codec_decoder import CodecDecoder, CodesError
+    from .codec_decoder import CodecDecoder
 
-    try:
-        loaded = np.load(args.codes, allow_pickle=False)
-        if isinstance(loaded, np.lib.npyio.NpzFile):  # an .npz holding a 'codes' array is fine too
-            with loaded:
-                if "codes" not in loaded.files:
-                    raise CodesError(f"{args.codes} has no 'codes' array (it has: {', '.join(loaded.files)})")
-                codes = loaded["codes"]
-        else:
-            codes = loaded
-    except (OSError, ValueError, EOFError) as e:
-        first = (str(e).splitlines() or [type(e).__name__])[0]
-        raise CodesError(f"cannot read codes from {args.codes}: {first}") from None
+    _check_output(args.output, (".wav", ".flac", ".ogg"), "output", (args.codes,))
+    codes = _read_codes(args.codes)
     decoder = CodecDecoder(Bundle.open(args.model), threads=args.threads)
     t0 = time.monotonic()
     wav = decoder.decode(codes)
@@ -302,6 +347,34 @@ def cmd_decode(args: argparse.Namespace) -> int:
     seconds = len(wav) / decoder.sample_rate
     print(f"wrote {args.output} ({len(codes)} frames, {seconds:.2f} s of audio) in {elapsed:.1f} s", file=sys.stderr)
     return 0
+
+
+MAX_CODES_BYTES = 256 * 1024 * 1024  # hours of frames; a header claiming more is refused before allocating
+
+
+def _read_codes(path: Path):
+    """A (frames, 16) codes array from .npy, or from an .npz holding 'codes', sizes checked before loading."""
+    import zipfile
+
+    from .codec_decoder import CodesError
+    from .safefile import load_npy_bytes, load_npy_file, regular_file_problem
+
+    problem = regular_file_problem(path, "codes file")
+    if problem:
+        raise CodesError(problem)
+    try:
+        if not zipfile.is_zipfile(path):
+            return load_npy_file(path, MAX_CODES_BYTES)
+        with zipfile.ZipFile(path) as z:  # an .npz holding a 'codes' array is fine too
+            names = [n[:-4] for n in z.namelist() if n.endswith(".npy")]
+            if "codes" not in names:
+                raise CodesError(f"{path} has no 'codes' array (it has: {', '.join(names)})")
+            if z.getinfo("codes.npy").file_size > MAX_CODES_BYTES:
+                raise ValueError(f"its codes unpack to more than the {MAX_CODES_BYTES} bytes this app reads")
+            return load_npy_bytes(z.read("codes.npy"))
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        raise CodesError(f"cannot read codes from {path}: {first}") from None
 
 
 def cmd_demo_model(args: argparse.Namespace) -> int:
@@ -438,13 +511,10 @@ def cmd_split(args: argparse.Namespace) -> int:
 
 def cmd_voice_create(args: argparse.Namespace) -> int:
     from .synthesizer import Synthesizer
+    from .voice import VOICE_SUFFIX
 
     out = args.output
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"cannot write {out}: folder {parent} does not exist")
-    if out.is_dir():
-        raise UsageError(f"cannot write {out}: it is a folder")
+    _check_output(out, (VOICE_SUFFIX,), "output", (args.ref,))
     synth = Synthesizer(args.model, threads=args.threads)
     voice = synth.create_voice(str(args.ref), ref_text=args.ref_text, name=args.name, language=args.language)
     voice.save(out)
@@ -623,9 +693,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def usable_threads(requested: int) -> tuple[int, str | None]:
+    """The thread count to use and a note when the request was clamped (more threads than cores only
+    oversubscribes the machine: --threads 1000 drove the load to 255)."""
+    cores = usable_cpus()
+    if requested > cores:
+        return cores, f"--threads {requested} is more than the {cores} cores available; using {cores}."
+    return requested, None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if isinstance(getattr(args, "threads", None), int):
+        if args.threads < 1:
+            print("qwen3tts: --threads must be at least 1.", file=sys.stderr)
+            return EXIT_USAGE
+        args.threads, note = usable_threads(args.threads)
+        if note:
+            print(f"qwen3tts: {note}", file=sys.stderr)
     try:
         resolve_model_option(args)
         return int(args.func(args) or 0)

@@ -887,6 +887,9 @@ def write_random_checkpoint(
     return dest
 
 
+DEMO_MARK = "qwen3tts_studio_demo"
+
+
 def make_demo_bundle(dest: str | os.PathLike, progress: Progress | None = None, overwrite: bool = False,
                      precision: str = "fp32") -> Path:
     """A tiny random-weight bundle that speaks noise: the "demo" checkpoint converted into `dest`."""
@@ -897,7 +900,24 @@ def make_demo_bundle(dest: str | os.PathLike, progress: Progress | None = None, 
         raise EngineError(f"{dest} already exists; choose a new folder or remove it")
     with tempfile.TemporaryDirectory(prefix="qwen3tts-demo-") as tmp:
         ckpt = write_random_checkpoint(Path(tmp) / "checkpoint", "demo", seed=0)
+        config = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))
+        config[DEMO_MARK] = True  # copied into the manifest: how the app knows this bundle is its own demo
+        _write_json(ckpt / "config.json", config)
         return convert_checkpoint(ckpt, dest, precision=precision, progress=progress, overwrite=overwrite)
+
+
+def is_demo_bundle(path: str | os.PathLike) -> bool:
+    """True only for a bundle made by make_demo_bundle (the app may replace it; it holds nothing of the user's)."""
+    from .bundle import MANIFEST, is_bundle
+
+    path = Path(path)
+    if not is_bundle(path):
+        return False
+    try:
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+        return manifest["config"][DEMO_MARK] is True
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 # ---------------------------------------------------------------------------------------------------------------

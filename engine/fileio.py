@@ -1,52 +1,128 @@
 """Atomic file writes: a temporary sibling file, fsync, then rename over the target.
 
-A crash, a full disk or a cancel never leaves a half-written file under the target's name, and the result gets
-ordinary permissions (mkstemp alone would leave it readable by its owner only).
+A crash, a full disk or a cancel never leaves a half-written file under the target's name. A new file gets the
+ordinary umask mode (mkstemp alone would leave it readable by its owner only); a replaced file keeps its mode and
+owner, a symlink keeps pointing where it did (its target is replaced) and a file with other hard links is
+rewritten in place once the complete new content has been written next to it (renaming would split the links).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
+import threading
 from pathlib import Path
+
+_umask_lock = threading.Lock()
 
 
 def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> Path:
     """Write `data` to `path` atomically. Raises OSError (the temporary file is removed)."""
     path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
-        try:
-            _write_all(fd, memoryview(data))
-            os.fchmod(fd, file_mode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
+        old = target.stat()
+    except FileNotFoundError:
+        old = None
+    tmp = _write_temp(target, memoryview(data), old)
+    try:
+        if old is not None and stat.S_ISREG(old.st_mode) and (old.st_nlink > 1 or not _same_owner(tmp, old)):
+            _rewrite_in_place(target, memoryview(data))
             os.unlink(tmp)
-        except OSError:
-            pass
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        _discard(tmp)
         raise
     return path
 
 
+def create_new(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> Path:
+    """Write `data` to `path` only if no file of that name exists, atomically with respect to other processes.
+
+    Raises FileExistsError when the name is taken (two writers can never both get it), OSError otherwise."""
+    path = Path(path)
+    tmp = _write_temp(path, memoryview(data), None)
+    try:
+        os.link(tmp, path)  # fails with EEXIST instead of replacing: the exclusive step
+    finally:
+        _discard(tmp)
+    return path
+
+
+def os_reason(e: OSError) -> str:
+    """What went wrong with a write, in words a user acts on."""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full"
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "no permission to write there"
+    return e.strerror or str(e)
+
+
+def current_umask() -> int:
+    with _umask_lock:  # os.umask can only be read by setting it
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def _write_temp(target: Path, data: memoryview, old: os.stat_result | None) -> str:
+    parent = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    try:
+        try:
+            _write_all(fd, data)
+            if old is not None and stat.S_ISREG(old.st_mode):
+                try:
+                    os.fchown(fd, old.st_uid, old.st_gid)
+                except OSError:
+                    pass  # another owner: _same_owner sends the write in place instead
+                os.fchmod(fd, stat.S_IMODE(old.st_mode))
+            else:
+                os.fchmod(fd, file_mode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        _discard(tmp)
+        raise
+    return tmp
+
+
+def _same_owner(tmp: str, old: os.stat_result) -> bool:
+    st = os.stat(tmp)
+    return (st.st_uid, st.st_gid) == (old.st_uid, old.st_gid)
+
+
+def _rewrite_in_place(target: Path, data: memoryview) -> None:
+    """Overwrite the existing inode (keeps hard links and owner); the full copy already sits next to it."""
+    fd = os.open(target, os.O_WRONLY)
+    try:
+        _write_all(fd, data)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _discard(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
 def _write_all(fd: int, data: memoryview) -> None:
+    data = data.cast("B") if data.ndim != 1 or data.format != "B" else data
     while data:
         data = data[os.write(fd, data):]
 
 
 def file_mode() -> int:
     """The permissions an ordinary new file gets (0o666 less the umask)."""
-    return 0o666 & ~_umask()
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    return 0o666 & ~current_umask()
 
 
 MAX_TEXT_FILE_BYTES = 16 * 1024 * 1024  # ~250 hours of speech; anything larger is not a text for this app

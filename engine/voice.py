@@ -13,11 +13,16 @@ from pathlib import Path
 import numpy as np
 
 from .errors import VoiceError
-from .fileio import write_atomic
+from .fileio import create_new, os_reason, write_atomic
+from .safefile import load_npy_bytes, npy_bytes_needed, regular_file_problem
+from .types import SAMPLE_RATE
 
 VOICE_FORMAT = "qwen3tts-voice"
 VOICE_VERSION = 1
 VOICE_SUFFIX = ".qvoice"
+MAX_VOICE_BYTES = 128 * 1024 * 1024  # unpacked; the reference audio (24 kHz float32) is at most a few MB
+MAX_META_BYTES = 1024 * 1024
+_EMPTY = zipfile.ZipInfo()
 
 
 @dataclass
@@ -37,9 +42,8 @@ class Voice:
     def icl(self) -> bool:
         return self.ref_codes is not None and bool(self.ref_text)
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write atomically (temporary file + rename)."""
-        path = Path(path)
+    def to_bytes(self) -> bytes:
+        """The voice file's content (a zip of voice.json and .npy arrays)."""
         meta = {
             "format": VOICE_FORMAT,
             "version": VOICE_VERSION,
@@ -54,7 +58,6 @@ class Voice:
             arrays["ref_codes"] = np.asarray(self.ref_codes, np.int64)
         if self.ref_audio is not None:
             arrays["ref_audio"] = np.asarray(self.ref_audio, np.float32)
-        path.parent.mkdir(parents=True, exist_ok=True)
         out = io.BytesIO()
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("voice.json", json.dumps(meta, ensure_ascii=False, indent=1))
@@ -62,42 +65,129 @@ class Voice:
                 buf = io.BytesIO()
                 np.save(buf, arr, allow_pickle=False)
                 z.writestr(f"{name}.npy", buf.getvalue())
-        write_atomic(path, out.getbuffer())
-        return path
+        return out.getvalue()
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write atomically (temporary file + rename); an existing file keeps its mode."""
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return write_atomic(path, self.to_bytes())
+        except OSError as e:
+            raise VoiceError(f"Cannot save the voice file {path}: {os_reason(e)}.") from None
+
+    def save_new(self, path: str | os.PathLike) -> Path:
+        """Write only if `path` does not exist yet, exclusively (raises FileExistsError when it is taken)."""
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return create_new(path, self.to_bytes())
+        except FileExistsError:
+            raise
+        except OSError as e:
+            raise VoiceError(f"Cannot save the voice file {path}: {os_reason(e)}.") from None
 
     @classmethod
     def load(cls, path: str | os.PathLike, model_id: str | None = None) -> Voice:
         """Read a voice file; with model_id, refuse a voice made by a different model."""
         path = Path(path)
-        try:
-            with zipfile.ZipFile(path) as z:
-                meta = json.loads(z.read("voice.json"))
-                arrays = {
-                    n[:-4]: np.load(io.BytesIO(z.read(n)), allow_pickle=False)
-                    for n in z.namelist()
-                    if n.endswith(".npy")
-                }
-        except FileNotFoundError:
-            raise VoiceError(f"voice file {path} does not exist") from None
-        except (OSError, KeyError, ValueError, zipfile.BadZipFile, json.JSONDecodeError) as e:
-            raise VoiceError(f"{path} is not a readable voice file ({e})") from None
-        if meta.get("format") != VOICE_FORMAT:
-            raise VoiceError(f"{path} is not a Qwen3-TTS Studio voice file")
-        if meta.get("version") != VOICE_VERSION:
-            raise VoiceError(f"{path} has voice format version {meta.get('version')}; expected {VOICE_VERSION}")
+        meta, arrays = _read(path, with_arrays=True)
         if "xvector" not in arrays:
             raise VoiceError(f"{path} is damaged: it has no x-vector")
-        if model_id is not None and meta.get("model_id") != model_id:
+        if model_id is not None and meta["model_id"] != model_id:
             raise VoiceError(
                 f"voice {path.name} was made with a different model; create it again from its reference audio"
             )
+        x, codes, audio = arrays["xvector"], arrays.get("ref_codes"), arrays.get("ref_audio")
+        if x.ndim != 1 or x.dtype.kind != "f" or not np.isfinite(x).all():
+            raise VoiceError(f"{path} is damaged: its x-vector is not a list of finite numbers")
+        if codes is not None and (codes.ndim != 2 or codes.dtype.kind not in "iu"):
+            raise VoiceError(f"{path} is damaged: its reference codes are not a (frames, groups) integer table")
+        if audio is not None and (audio.ndim != 1 or audio.dtype.kind != "f"):
+            raise VoiceError(f"{path} is damaged: its reference audio is not mono samples")
         return cls(
-            xvector=arrays["xvector"].astype(np.float32),
-            model_id=meta.get("model_id", ""),
-            ref_codes=arrays.get("ref_codes"),
-            ref_text=meta.get("ref_text"),
-            language=meta.get("language", "auto"),
-            name=meta.get("name", ""),
-            created=meta.get("created", ""),
-            ref_audio=arrays.get("ref_audio"),
+            xvector=x.astype(np.float32),
+            model_id=meta["model_id"],
+            ref_codes=codes,
+            ref_text=meta["ref_text"],
+            language=meta["language"],
+            name=meta["name"],
+            created=meta["created"],
+            ref_audio=audio,
         )
+
+    @classmethod
+    def summary(cls, path: str | os.PathLike) -> VoiceSummary:
+        """What a voice list shows, read from the file's metadata without decompressing its audio."""
+        path = Path(path)
+        meta, lengths = _read(path, with_arrays=False)
+        audio = lengths.get("ref_audio")
+        return VoiceSummary(path=path, name=meta["name"] or path.stem, language=meta["language"],
+                            created=meta["created"], ref_text=meta["ref_text"], model_id=meta["model_id"],
+                            ref_seconds=None if audio is None else audio / SAMPLE_RATE)
+
+
+@dataclass
+class VoiceSummary:
+    """A voice file's metadata (see Voice.summary)."""
+
+    path: Path
+    name: str
+    language: str
+    created: str
+    ref_text: str | None
+    model_id: str
+    ref_seconds: float | None
+
+    @property
+    def icl(self) -> bool:
+        return bool(self.ref_text)
+
+
+def _read(path: Path, with_arrays: bool) -> tuple[dict, dict]:
+    """(checked metadata, arrays) or, without arrays, (metadata, {name: length of its first axis})."""
+    problem = regular_file_problem(path, "voice file")
+    if problem:
+        raise VoiceError(problem)
+    try:
+        with zipfile.ZipFile(path) as z:
+            members = {i.filename: i for i in z.infolist()}
+            total = sum(i.file_size for i in members.values())
+            if total > MAX_VOICE_BYTES or members.get("voice.json", _EMPTY).file_size > MAX_META_BYTES:
+                raise VoiceError(f"{path} is not a voice file this app reads: it unpacks to {total} bytes, more "
+                                 f"than the {MAX_VOICE_BYTES} a voice needs")
+            # zipfile stops at each member's recorded size, so these reads are bounded by the check above
+            meta = _checked_meta(path, json.loads(z.read("voice.json")))
+            arrays: dict = {}
+            for n in members:
+                if not n.endswith(".npy"):
+                    continue
+                if with_arrays:
+                    arrays[n[:-4]] = load_npy_bytes(z.read(n))
+                else:
+                    with z.open(n) as f:
+                        shape, _dtype, _needed, _offset = npy_bytes_needed(io.BytesIO(f.read(4096)))
+                    arrays[n[:-4]] = shape[0] if shape else 1
+    except VoiceError:
+        raise
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, RuntimeError, NotImplementedError) as e:
+        why = f"no {e.args[0]}" if isinstance(e, KeyError) else (str(e).splitlines() or [type(e).__name__])[0]
+        raise VoiceError(f"{path} is not a readable voice file ({why})") from None
+    return meta, arrays
+
+
+def _checked_meta(path: Path, meta: object) -> dict:
+    if not isinstance(meta, dict) or meta.get("format") != VOICE_FORMAT:
+        raise VoiceError(f"{path} is not a Qwen3-TTS Studio voice file")
+    if meta.get("version") != VOICE_VERSION:
+        raise VoiceError(f"{path} has voice format version {meta.get('version')!r}; this app reads version "
+                         f"{VOICE_VERSION}")
+    out = {"ref_text": meta.get("ref_text")}
+    if out["ref_text"] is not None and not isinstance(out["ref_text"], str):
+        raise VoiceError(f"{path} is damaged: its ref_text is not text")
+    for key, default in (("model_id", ""), ("language", "auto"), ("name", ""), ("created", "")):
+        value = meta.get(key, default)
+        if not isinstance(value, str):
+            raise VoiceError(f"{path} is damaged: its {key} is not text")
+        out[key] = value
+    return out

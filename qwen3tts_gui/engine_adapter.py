@@ -1,7 +1,7 @@
 """The one place the GUI touches the engine; every other GUI module imports engine names from here.
 
 Only the engine's public API is used: the `engine` package exports, engine.audio (load_audio,
-read_audio_file, save_audio), engine.demo.make_demo_bundle, engine.convert.convert_checkpoint and the model
+read_audio_file, save_audio), engine.demo.make_demo_bundle/is_demo_bundle, engine.convert.convert_checkpoint and the model
 store (engine.store: catalogue, downloads, installed models).
 Modules beyond the package exports are imported on first use, so the app starts quickly.
 """
@@ -35,6 +35,7 @@ from engine import (
     TextError,
     Voice,
     VoiceError,
+    VoiceSummary,
     split_for_synthesis,
     synthesize_long,
 )
@@ -77,11 +78,13 @@ __all__ = [
     "TextError",
     "Voice",
     "VoiceError",
+    "VoiceSummary",
     "convert_checkpoint",
     "default_models_dir",
     "find_entry",
     "format_bytes",
     "install_model",
+    "is_demo_bundle",
     "load_audio",
     "make_demo_bundle",
     "open_synthesizer",
@@ -165,10 +168,17 @@ def convert_checkpoint(
     return _convert(src, dest, precision=precision, progress=progress, cancel=cancel)
 
 
-def make_demo_bundle(dest: Path, progress: Progress | None = None) -> Path:
+def make_demo_bundle(dest: Path, progress: Progress | None = None, replace: bool = False) -> Path:
+    """replace=True replaces a previous demo bundle at dest (the engine refuses anything else)."""
     from engine.demo import make_demo_bundle as _make
 
-    return _make(dest, progress=progress)
+    return _make(dest, progress=progress, overwrite=replace)
+
+
+def is_demo_bundle(path: Path) -> bool:
+    from engine.demo import is_demo_bundle as _is_demo
+
+    return _is_demo(path)
 
 
 

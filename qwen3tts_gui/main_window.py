@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from .engine_adapter import (
     SynthesisResult,
     Voice,
     convert_checkpoint,
+    is_demo_bundle,
     make_demo_bundle,
 )
 from .long_text import LongSynthesisWorker, needs_chunks
@@ -132,6 +132,9 @@ class MainWindow(QMainWindow):
         self.voice_panel.voice_changed.connect(self._update_actions)
         self._model_changed()
         self._restore_window()
+        problems = ctx.settings.take_problems()
+        if problems:  # the values were reset to defaults and removed: this shows once, not at every start
+            ctx.dialogs.notice(self, "Some settings were reset", "\n".join(problems))
 
     # --- layout ------------------------------------------------------------------------------------------
     def _build_studio(self) -> QWidget:
@@ -279,10 +282,14 @@ class MainWindow(QMainWindow):
 
     def _model_failed(self, path: Path, message: str) -> None:
         self.statusBar().clearMessage()
-        if path.name == DEMO_NAME and path.parent == self.ctx.models_folder() and not self._demo_retried:
-            self._demo_retried = True  # a demo bundle from an older build: make a fresh one
-            shutil.rmtree(path, ignore_errors=True)
-            self._build_demo(path)
+        if (path.name == DEMO_NAME and path.parent == self.ctx.models_folder() and not self._demo_retried
+                and is_demo_bundle(path)):
+            # our own demo from an older build (or damaged): offer a fresh one; only a bundle holding nothing
+            # but its own files is replaced (the engine checks), anything else stays untouched
+            self._demo_retried = True
+            if self.ctx.dialogs.question(self, "Cannot open the demo model",
+                                         f"{message}\n\nMake a fresh demo model in its place ({path})?"):
+                self._build_demo(path, replace=True)
             return
         self.ctx.dialogs.error(self, "Cannot open the model", message)
 
@@ -343,8 +350,8 @@ class MainWindow(QMainWindow):
         else:
             self._build_demo(dest)
 
-    def _build_demo(self, dest: Path) -> None:
-        self.run_long_job(lambda progress, cancel: make_demo_bundle(dest, progress=progress),
+    def _build_demo(self, dest: Path, replace: bool = False) -> None:
+        self.run_long_job(lambda progress, cancel: make_demo_bundle(dest, progress=progress, replace=replace),
                           "making the demo model", "Making the demo model…", cancellable=False)
 
     def run_long_job(self, fn, doing: str, label: str, cancellable: bool) -> ProgressWorker | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import platformdirs
@@ -64,11 +65,15 @@ def readable_name(text: str, limit: int = 40, fallback: str = "speech") -> str:
     return stem or fallback
 
 
-def unique_path(path: Path) -> Path:
-    """path, or 'stem (2).ext', 'stem (3).ext'... whichever does not exist yet."""
-    if not path.exists():
-        return path
+def candidate_paths(path: Path) -> Iterator[Path]:
+    """path, 'stem (2).ext', 'stem (3).ext'... without end (for exclusive creation: try each until one is won)."""
+    yield path
     n = 2
-    while (cand := path.with_name(f"{path.stem} ({n}){path.suffix}")).exists():
+    while True:
+        yield path.with_name(f"{path.stem} ({n}){path.suffix}")
         n += 1
-    return cand
+
+
+def unique_path(path: Path) -> Path:
+    """The first of candidate_paths that does not exist yet (a suggestion only: create it exclusively)."""
+    return next(c for c in candidate_paths(path) if not (c.exists() or c.is_symlink()))

@@ -19,10 +19,12 @@ from safetensors import safe_open
 from engine.bundle import Bundle
 from engine.convert.checkpoint import Checkpoint
 from engine.demo import (
+    DEMO_MARK,
     PRESETS,
     QWEN2_SPLIT,
     checkpoint_layout,
     codec_ids,
+    is_demo_bundle,
     make_demo_bundle,
     write_random_checkpoint,
 )
@@ -197,7 +199,8 @@ def test_make_demo_bundle_is_accepted_by_bundle_open(tmp_path):
     out = make_demo_bundle(tmp_path / "bundle", progress=lambda f, _m: seen.append(f))
     bundle = Bundle.open(out)
     assert bundle.config["tts_model_type"] == "base"
-    assert bundle.config == checkpoint_layout("demo").config
+    assert bundle.config == {**checkpoint_layout("demo").config, DEMO_MARK: True}
+    assert is_demo_bundle(out) and not is_demo_bundle(tmp_path)
     assert seen and seen[-1] == pytest.approx(1.0)
     with pytest.raises(EngineError):
         make_demo_bundle(out)

@@ -7,12 +7,14 @@ A part writes its graphs/tables through the BundleWriter and records its metadat
 from __future__ import annotations
 
 import importlib
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..bundle import PRECISIONS, BundleWriter
 from ..errors import Cancelled, ConvertError
+from ..fileio import os_reason
 from .checkpoint import Checkpoint
 
 # (module under engine.convert, human label). Order matters only for progress display.
@@ -25,6 +27,7 @@ PARTS: list[tuple[str, str]] = [
 ]
 
 Progress = Callable[[float, str], None]
+SPACE_MARGIN = 16 * 1024 * 1024  # manifest, tokenizer files, file-system slack
 
 
 @dataclass
@@ -78,7 +81,8 @@ def convert_checkpoint(
     wanted = parts
     parts = [(mod, label) for mod, label in available_parts() if wanted is None or mod in wanted]
     try:
-        with BundleWriter(dest, overwrite=overwrite) as writer:
+        check_free_space(Path(dest), estimated_bundle_bytes(ckpt, precision))
+        with BundleWriter(dest, overwrite=overwrite, protect=[Path(src)]) as writer:
             writer.manifest["precision"] = precision
             writer.manifest["config"] = ckpt.config
             writer.manifest["generation_config"] = ckpt.generation_config
@@ -90,8 +94,35 @@ def convert_checkpoint(
                 module.convert(ckpt, writer, sub)
             options.report(1.0, "writing manifest")
             return writer.finish()
+    except OSError as e:
+        raise ConvertError(f"cannot write the bundle {dest}: {os_reason(e)}; nothing was left behind") from None
     finally:
         ckpt.close()
+
+
+def estimated_bundle_bytes(ckpt: Checkpoint, precision: str) -> int:
+    """An upper estimate of the bundle size: every checkpoint value stored as fp16 (fp16) or fp32 (others)."""
+    per_value = 2 if precision == "fp16" else 4
+    return (ckpt.main.element_count() + ckpt.speech.element_count()) * per_value + SPACE_MARGIN
+
+
+def check_free_space(dest: Path, needed: int) -> None:
+    """Refuse before any work when the disk holding `dest` cannot take the bundle (a full disk mid-way used to
+    kill the process)."""
+    folder = dest.parent if str(dest.parent) else Path(".")
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return  # cannot tell: the write itself will report a full disk
+    if free < needed:
+        raise ConvertError(f"not enough free space for the bundle in {folder}: it needs about "
+                           f"{_gb(needed)}, {_gb(free)} are free")
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
 
 
 class _SubProgress(ConvertOptions):

@@ -90,14 +90,16 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     if w1.shape[1] != text_hidden or w2.shape[1] != w1.shape[0]:
         raise ConvertError("text projection weights do not fit the text embedding; is this a Qwen3-TTS checkpoint?")
     table_dtype = np.float32 if options.precision == "fp32" else np.float16
-    table = np.lib.format.open_memmap(writer.path("text_rows.npy"), mode="w+", dtype=table_dtype, shape=(v, hidden))
-    for start in range(0, v, BLOCK_ROWS):
-        stop = min(v, start + BLOCK_ROWS)
-        rows = _rows(ckpt, emb_name, start, stop)
-        table[start:stop] = project_rows(rows, w1, b1, w2, b2).astype(table_dtype)
-        options.report(0.9 * stop / v, f"text table {stop}/{v} rows")
-    table.flush()
-    del table
+    # streamed with plain writes, not a memory map: a full disk is then an OSError, not a SIGBUS that kills the app
+    with open(writer.path("text_rows.npy"), "wb") as f:
+        np.lib.format.write_array_header_1_0(
+            f, {"descr": np.lib.format.dtype_to_descr(np.dtype(table_dtype)), "fortran_order": False,
+                "shape": (int(v), int(hidden))})
+        for start in range(0, v, BLOCK_ROWS):
+            stop = min(v, start + BLOCK_ROWS)
+            rows = _rows(ckpt, emb_name, start, stop)
+            f.write(np.ascontiguousarray(project_rows(rows, w1, b1, w2, b2).astype(table_dtype)).data)
+            options.report(0.9 * stop / v, f"text table {stop}/{v} rows")
 
     options.report(0.92, "model fingerprint")
     writer.manifest["model_id"] = model_fingerprint(ckpt)

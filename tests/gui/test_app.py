@@ -29,7 +29,7 @@ def test_welcome_when_no_model(qtbot, make_window, settings):
 def test_demo_model_from_the_welcome_view(qtbot, make_window, settings, monkeypatch, fake_synth):
     made = []
 
-    def fake_make_demo(dest, progress=None):
+    def fake_make_demo(dest, progress=None, replace=False):
         for i in range(5):
             progress(i / 4, f"step {i}")
         dest.mkdir(parents=True)
