@@ -8,7 +8,6 @@ mel_spectrogram reproduces qwen_tts mel_spectrogram(..., n_fft=1024, num_mels=12
 
 from __future__ import annotations
 
-import errno
 import io
 import math
 import os
@@ -19,10 +18,14 @@ import soundfile as sf
 import soxr
 
 from .errors import AudioError
-from .fileio import write_atomic
+from .fileio import os_reason, write_atomic
+from .safefile import regular_file_problem
 from .types import SAMPLE_RATE
 
 MIN_SECONDS = 0.5
+MAX_SECONDS = 600  # longer than any sensible reference; also bounds what the app loads for display
+MIN_RATE, MAX_RATE = 1000, 768000
+MAX_CHANNELS = 64
 SILENCE_PEAK = 1e-4  # below this peak amplitude a reference carries no voice (about -80 dBFS)
 SAVE_FORMATS = {".wav": "WAV", ".flac": "FLAC", ".ogg": "OGG"}
 
@@ -47,19 +50,26 @@ def _describe(src: AudioSource) -> str:
     return Path(src).name if isinstance(src, (str, os.PathLike)) else "the audio"
 
 
-def _open_check(path: Path) -> None:
-    if not path.exists():
-        raise AudioError(f"audio file {path} does not exist")
-    if path.is_dir():
-        raise AudioError(f"{path} is a folder, not an audio file")
+def _check_header(path: Path, sr: int, frames: int, channels: int) -> None:
+    """Refuse, before decoding, what would take absurd memory: a header's rate, length and channels are
+    claims (a 144 KB file saying 1 Hz resampled to 24 kHz asked for 24 GB)."""
+    if not MIN_RATE <= sr <= MAX_RATE:
+        raise AudioError(f"{path.name} claims a sample rate of {sr} Hz; this app reads {MIN_RATE} to {MAX_RATE} Hz.")
+    if frames / sr > MAX_SECONDS:
+        raise AudioError(f"{path.name} is {frames / sr:.0f} s long; a reference may be at most {MAX_SECONDS} s.")
+    if not 1 <= channels <= MAX_CHANNELS:
+        raise AudioError(f"{path.name} claims {channels} channels; this app reads 1 to {MAX_CHANNELS}.")
 
 
 def _read(path: Path, always_2d: bool) -> tuple[np.ndarray, int]:
     """soundfile read as float32 (the same call librosa makes); every failure becomes an AudioError."""
-    _open_check(path)
+    problem = regular_file_problem(path, "audio file")
+    if problem:
+        raise AudioError(problem)
     try:
         with sf.SoundFile(path) as f:
             sr = f.samplerate
+            _check_header(path, sr, f.frames, f.channels)
             data = f.read(frames=-1, dtype="float32", always_2d=always_2d)
     except (sf.LibsndfileError, sf.SoundFileRuntimeError, RuntimeError, ValueError, TypeError) as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -95,6 +105,8 @@ def _from_array(samples: np.ndarray, sr: object) -> tuple[np.ndarray, int]:
         raise AudioError(f"sample rate must be a positive integer, not {sr!r}") from None
     if rate <= 0 or rate != sr:
         raise AudioError(f"sample rate must be a positive integer, not {sr!r}")
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise AudioError(f"A sample rate of {rate} Hz is out of range; this app reads {MIN_RATE} to {MAX_RATE} Hz.")
     a = a.astype(np.float32)  # the official path: a[0].astype(np.float32)
     if a.ndim == 2:
         a = np.mean(a, axis=-1).astype(np.float32)  # (frames, channels), like soundfile's layout
@@ -192,16 +204,8 @@ def save_audio(path: str | os.PathLike, samples: np.ndarray, sr: int = SAMPLE_RA
     try:
         write_atomic(path, buf.getbuffer())
     except OSError as e:
-        raise AudioError(f"cannot save {path.name}: {_os_reason(e)}") from None
+        raise AudioError(f"cannot save {path.name}: {os_reason(e)}") from None
     return path
-
-
-def _os_reason(e: OSError) -> str:
-    if e.errno == errno.ENOSPC:
-        return "the disk is full"
-    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return "no permission to write there"
-    return e.strerror or str(e)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -186,8 +186,11 @@ class Synthesizer:
             what = f"voice {voice.name!r}" if voice.name else "this voice"
             raise VoiceError(f"{what} was made with a different model; create it again from its reference audio")
         x = np.asarray(voice.xvector)
-        if x.ndim != 1 or x.shape[0] != self.hidden_size or not np.isfinite(x).all():
+        if x.ndim != 1 or x.shape[0] != self.hidden_size:
             raise VoiceError(f"the voice's x-vector has shape {x.shape}; this model needs ({self.hidden_size},)")
+        if not np.isfinite(x).all():
+            raise VoiceError("The voice's x-vector contains invalid values (NaN or infinity); create the voice "
+                             "again from its reference audio.")
         if voice.ref_codes is not None and voice.ref_text:
             codes = np.asarray(voice.ref_codes)
             if codes.ndim != 2 or codes.shape[1] != NUM_CODE_GROUPS or codes.shape[0] < 1:

@@ -195,6 +195,10 @@ def clean_text(text: str, what: str = "text") -> str:
     """Refuse text that would give an empty prompt; the text itself is passed on unchanged."""
     if not isinstance(text, str):
         raise TextError(f"the {what} must be a string")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # e.g. bytes that were not UTF-8 on the command line (kept as surrogates)
+        raise TextError(f"The {what} is not valid UTF-8 text; check the terminal's or the file's encoding.") from None
     if not unicodedata.normalize("NFC", text).strip():
         raise TextError(f"the {what} is empty; type something to speak" if what == "text" else f"the {what} is empty")
     return text

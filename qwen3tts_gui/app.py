@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -12,12 +14,27 @@ from . import APP_ID, APP_NAME, __version__
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="qwen3tts-gui", description=f"{APP_NAME}: local Qwen3-TTS voice cloning")
+    """Our options; everything else (Qt's own: -platform offscreen, -style fusion...) is kept, with its values
+    and in order, in args.qt_args for QApplication."""
+    parser = argparse.ArgumentParser(prog="qwen3tts-gui", description=f"{APP_NAME}: local Qwen3-TTS voice cloning",
+                                     allow_abbrev=False)
     parser.add_argument("--model", type=Path, help="model bundle folder to open (remembered for next time)")
     parser.add_argument("--version", action="version", version=f"{APP_NAME} {__version__}")
-    # Qt's own options (-platform, -style...) pass through untouched.
-    args, _ = parser.parse_known_args(argv)
+    args, args.qt_args = parser.parse_known_args(argv)
     return args
+
+
+def ensure_home() -> str | None:
+    """With HOME unset or empty, Qt writes settings to /.config and platformdirs guesses: use the account's home
+    from the password database (or the temp folder). Returns a note for the log when it had to step in."""
+    if os.environ.get("HOME"):
+        return None
+    os.environ.pop("HOME", None)
+    home = os.path.expanduser("~")  # without HOME: the password database entry
+    if home == "~" or not home or not os.path.isdir(home) or not os.access(home, os.W_OK):
+        home = tempfile.gettempdir()
+    os.environ["HOME"] = home
+    return f"HOME was not set; using {home}"
 
 
 def binding_problem() -> str | None:
@@ -57,6 +74,7 @@ def load_style_sheet() -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    home_note = ensure_home()
 
     from PySide6.QtCore import QCoreApplication, QTimer
     from PySide6.QtGui import QIcon
@@ -70,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     from .settings import Settings
 
     log_path = setup_logging()
+    if home_note:
+        log.warning(home_note)
     configure_runtime()
     problem = binding_problem()
     if problem:
@@ -78,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     QCoreApplication.setOrganizationName(APP_NAME)
     QCoreApplication.setApplicationName(APP_ID)
-    app = QApplication.instance() or QApplication([sys.argv[0], *[a for a in argv if a.startswith("-platform")]])
+    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "qwen3tts-gui", *args.qt_args])
     app.setApplicationDisplayName(APP_NAME)
     app.setStyle("Fusion")
     app.setStyleSheet(load_style_sheet())

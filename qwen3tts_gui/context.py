@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from .audio_io import AudioBackend, Player, Recorder
@@ -22,6 +22,13 @@ class Dialogs:
 
     def info(self, parent: QWidget | None, title: str, text: str) -> None:
         QMessageBox.information(parent, title, text)
+
+    def notice(self, parent: QWidget | None, title: str, text: str) -> None:
+        """A message that does not block: the window stays usable while it is shown."""
+        box = QMessageBox(QMessageBox.Icon.Information, title, text, QMessageBox.StandardButton.Ok, parent)
+        box.setModal(False)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.show()
 
     def question(self, parent: QWidget | None, title: str, text: str) -> bool:
         buttons = QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No

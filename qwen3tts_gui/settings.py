@@ -13,15 +13,18 @@ from typing import Any, Generic, TypeVar
 from PySide6.QtCore import QByteArray, QSettings
 
 T = TypeVar("T")
+MAX_SEED = 2**31 - 1  # what the seed box (a 32-bit QSpinBox) holds
+MAX_GAP_MS = 10000
 
 
 class Option(Generic[T]):
     """One setting: key, default and type. Reads convert whatever the backend stored back to that type."""
 
-    def __init__(self, key: str, default: T):
+    def __init__(self, key: str, default: T, minimum: int | None = None, maximum: int | None = None):
         self.key = key
         self.default = default
         self.kind = type(default)
+        self.minimum, self.maximum = minimum, maximum  # for int options: what the widget showing it accepts
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -33,9 +36,22 @@ class Option(Generic[T]):
         if raw is None:
             return self._copy_default()
         try:
-            return self._convert(raw)
-        except (TypeError, ValueError, json.JSONDecodeError):
-            return self._copy_default()  # hand-edited or foreign value: fall back, never crash
+            value = self._convert(raw)
+        except (TypeError, ValueError, OverflowError, json.JSONDecodeError):
+            value = None
+        if value is None or not self._in_range(value):
+            # hand-edited or foreign value: fall back (never crash at start), tell the user once, forget it
+            obj.report(f"The setting {self.key} had an unusable value ({str(raw)[:40]}); it was reset to "
+                       f"{self.default!r}.")
+            obj.qsettings.remove(self.key)
+            return self._copy_default()
+        return value
+
+    def _in_range(self, value: T) -> bool:
+        if self.kind is not int:
+            return True
+        return ((self.minimum is None or value >= self.minimum)  # type: ignore[operator]
+                and (self.maximum is None or value <= self.maximum))  # type: ignore[operator]
 
     def __set__(self, obj: Settings, value: T) -> None:
         if self.kind in (list, dict):
@@ -78,23 +94,32 @@ class Settings:
     language = Option("generate/language", "auto")
     last_voice = Option("generate/last_voice", "")
     seed_random = Option("generate/seed_random", True)
-    seed = Option("generate/seed", 1234)
+    seed = Option("generate/seed", 1234, minimum=0, maximum=MAX_SEED)
     settings_open = Option("generate/settings_open", False)
     stream_audio = Option("generate/stream_audio", True)
     # batch
     batch_dir = Option("batch/output_dir", "")
     batch_merge = Option("batch/merge", False)
-    batch_gap_ms = Option("batch/gap_ms", 500)
+    batch_gap_ms = Option("batch/gap_ms", 500, minimum=0, maximum=MAX_GAP_MS)
     # window
     geometry = Option("window/geometry", QByteArray())
     window_state = Option("window/state", QByteArray())
     splitter = Option("window/splitter", QByteArray())
-    tab = Option("window/tab", 0)
+    tab = Option("window/tab", 0, minimum=0, maximum=99)
 
     MAX_RECENT = 8
 
     def __init__(self, qsettings: QSettings | None = None):
         self.qsettings = qsettings if qsettings is not None else QSettings()
+        self._problems: list[str] = []
+
+    def report(self, message: str) -> None:
+        self._problems.append(message)
+
+    def take_problems(self) -> list[str]:
+        """Values that were unusable and reset since the last call (each is reported once: it is removed)."""
+        problems, self._problems = self._problems, []
+        return problems
 
     def remember_model(self, path: str) -> None:
         self.model_path = path

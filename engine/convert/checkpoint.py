@@ -44,6 +44,7 @@ class SafetensorsFile:
 
     def __init__(self, path: Path):
         self.path = path
+        self._file = None
         try:
             self._file = open(path, "rb")
             size = path.stat().st_size
@@ -56,15 +57,30 @@ class SafetensorsFile:
             header = json.loads(self._file.read(n))
             self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError, UnicodeDecodeError) as e:
+            if getattr(self, "_file", None) is not None:
+                self._file.close()
             raise ConvertError(f"{path} is not a readable safetensors file: {e}") from None
         self._base = 8 + n
+        if not isinstance(header, dict):
+            self._close_quietly()
+            raise ConvertError(f"{path} is not a readable safetensors file: its header is not a JSON object")
         self.metadata = header.pop("__metadata__", {})
         self._index: dict[str, tuple[str, list[int], int, int]] = {}
         for name, info in header.items():
-            start, end = info["data_offsets"]
-            if self._base + end > size:
+            try:
+                entry = _index_entry(info)
+            except (KeyError, TypeError, ValueError) as e:
+                self._close_quietly()
+                why = f"no {e.args[0]}" if isinstance(e, KeyError) else str(e)
+                raise ConvertError(f"{path} is damaged: tensor {name} has a malformed entry ({why})") from None
+            if self._base + entry[3] > size:
+                self._close_quietly()
                 raise ConvertError(f"{path} is truncated: tensor {name} lies past the end of the file")
-            self._index[name] = (info["dtype"], list(info["shape"]), start, end)
+            self._index[name] = entry
+
+    def _close_quietly(self) -> None:
+        self._mm.close()
+        self._file.close()
 
     def keys(self) -> list[str]:
         return list(self._index)
@@ -108,8 +124,16 @@ class SafetensorsFile:
             buf = (buf.astype(np.uint32) << 16).view(np.float32)
         return buf.astype(np.float32).reshape((stop - start, *shape[1:]))
 
+    def element_count(self) -> int:
+        """How many values all tensors hold together (for estimating a bundle's size)."""
+        return sum((end - start) // _DTYPES[dt].itemsize for dt, _, start, end in self._index.values()
+                   if dt in _DTYPES)
+
     def close(self) -> None:
-        self._mm.close()
+        try:
+            self._mm.close()
+        except BufferError:
+            pass  # arrays still view the map (an error is on its way up): the map closes when they go
         self._file.close()
 
 
@@ -163,6 +187,24 @@ class Checkpoint:
     def close(self) -> None:
         self.main.close()
         self.speech.close()
+
+
+def _index_entry(info: Any) -> tuple[str, list[int], int, int]:
+    """(dtype, shape, start, end) of one header entry, every field checked."""
+    if not isinstance(info, dict):
+        raise TypeError("not an object")
+    dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if not isinstance(dtype, str):
+        raise TypeError(f"dtype {dtype!r} is not a name")
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise ValueError(f"shape {shape!r} is not a list of sizes")
+    if (not isinstance(offsets, list) or len(offsets) != 2 or not all(isinstance(o, int) for o in offsets)
+            or not 0 <= offsets[0] <= offsets[1]):
+        raise ValueError(f"data_offsets {offsets!r} are not a [start, end] pair")
+    itemsize = _DTYPES[dtype].itemsize if dtype in _DTYPES else None
+    if itemsize is not None and offsets[1] - offsets[0] != int(np.prod(shape, dtype=np.int64)) * itemsize:
+        raise ValueError(f"shape {shape} does not match its {offsets[1] - offsets[0]} bytes")
+    return dtype, shape, offsets[0], offsets[1]
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from ..batch import MERGED_NAME, BatchLine, output_name, parse_pasted, read_line
 from ..context import AppContext
 from ..engine_adapter import GenerationSettings, Voice
 from ..paths import output_dir
+from ..settings import MAX_GAP_MS
 from ..workers import BatchJob, BatchWorker
 from .throttle import Throttle
 from .voice_panel import language_title
@@ -272,7 +273,7 @@ class BatchPanel(QWidget):
         self.merge = QCheckBox("Also write one merged file, gap")
         self.merge.setChecked(ctx.settings.batch_merge)
         self.merge.toggled.connect(lambda on: setattr(ctx.settings, "batch_merge", on))
-        self.gap = QSpinBox(minimum=0, maximum=10000, singleStep=100, suffix=" ms")
+        self.gap = QSpinBox(minimum=0, maximum=MAX_GAP_MS, singleStep=100, suffix=" ms")
         self.gap.setValue(ctx.settings.batch_gap_ms)
         self.gap.valueChanged.connect(lambda v: setattr(ctx.settings, "batch_gap_ms", v))
         out_row = QHBoxLayout()

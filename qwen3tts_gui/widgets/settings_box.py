@@ -20,11 +20,10 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine_adapter import GenerationSettings
-from ..settings import Settings
+from ..settings import MAX_SEED, Settings
 
 # Used only where a bundle leaves a value unset (the official generation_config values).
 FALLBACK = GenerationSettings(temperature=0.9, top_k=50, top_p=1.0, repetition_penalty=1.05)
-MAX_SEED = 2**31 - 1
 
 
 def _value(defaults: GenerationSettings, name: str):

@@ -200,6 +200,9 @@ class VoicePanel(QWidget):
             self.list.setCurrentRow(0)
         self.list.blockSignals(False)
         self._selection_changed()
+        problems = self.ctx.library.take_problems()
+        if problems:
+            self.ctx.dialogs.notice(self, "Some voice files were skipped", "\n".join(problems))
 
     def selected_entry(self) -> VoiceEntry | None:
         item = self.list.currentItem()

@@ -267,6 +267,7 @@ class FakeDialogs:
         self.errors: list[tuple[str, str]] = []
         self.infos: list[tuple[str, str]] = []
         self.questions: list[tuple[str, str]] = []
+        self.notices: list[tuple[str, str]] = []
         self.answer = True
         self.files: list[str] = []  # answers for open_file / save_file, in order
         self.dirs: list[str] = []
@@ -277,6 +278,9 @@ class FakeDialogs:
 
     def info(self, parent, title: str, text: str) -> None:
         self.infos.append((title, text))
+
+    def notice(self, parent, title: str, text: str) -> None:
+        self.notices.append((title, text))
 
     def question(self, parent, title: str, text: str) -> bool:
         self.questions.append((title, text))
