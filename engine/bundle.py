@@ -181,6 +181,7 @@ class Bundle:
         return "fp32" if self.precision == "q8" else self.precision
 
 
+STORE_RECORD = "source.json"  # written beside the manifest by the model store (engine/store)
 PARTIAL_MARK = ".qwen3tts-partial-"  # in the name of a bundle being written; a dead writer's are swept
 
 
@@ -211,7 +212,7 @@ def check_replaceable(dest: Path, protect: Iterable[Path] = ()) -> None:
         raise BundleError(f"{dest} is not a model bundle (it has no {MANIFEST} of this app), so it is not "
                           "replaced; choose another output folder")
     manifest = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
-    listed = set(manifest.get("files") or {}) | {MANIFEST}
+    listed = set(manifest.get("files") or {}) | {MANIFEST, STORE_RECORD}
     for f in sorted(dest.rglob("*")):
         rel = f.relative_to(dest).as_posix()
         if rel not in listed and not (f.is_dir() and not f.is_symlink()):
