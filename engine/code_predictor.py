@@ -15,6 +15,7 @@ import numpy as np
 from .bundle import Bundle
 from .errors import BundleError, EngineError
 from .talker import RopeTable, as_rows, check_ids, net_precision
+from .thread_governor import ThreadGovernor
 
 Choose = Callable[[np.ndarray, int], int]
 
@@ -28,6 +29,7 @@ class CodePredictor:
         self.hidden_size = int(meta["talker"]["hidden"])  # inputs and the feedback are talker width
         self.layers = int(spec["layers"])
         self.net = bundle.net(meta["cp_graph"], threads, net_precision(bundle, meta, compact_weights))
+        self.governor = ThreadGovernor(threads)
         # plain ndarray views of the memory-mapped tables (memmap indexing is slow)
         self._codec = np.asarray(bundle.table(meta["tables"]["codec"]))
         self._cp = np.asarray(bundle.table(meta["tables"]["cp_codec"]))  # (groups-1, codebook, talker hidden)
@@ -47,6 +49,13 @@ class CodePredictor:
         if past_hidden.shape[0] != self.hidden_size:
             raise EngineError(f"code predictor needs a ({self.hidden_size},) hidden state")
         check_ids(np.asarray([c0]), self._codec.shape[0], "code 0")
+        self.net.opt.num_threads = self.governor.start()
+        try:
+            return self._predict(past_hidden, c0, choose)
+        finally:
+            self.governor.stop()
+
+    def _predict(self, past_hidden: np.ndarray, c0: int, choose: Choose) -> np.ndarray:
         codes = np.empty(self.groups - 1, dtype=np.int64)
         caches, _ = self._run(past_hidden, 0, [], None, True)
         x = as_rows(self._codec, int(c0))

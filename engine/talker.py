@@ -13,6 +13,7 @@ import numpy as np
 
 from .bundle import Bundle
 from .errors import BundleError, EngineError
+from .thread_governor import ThreadGovernor
 
 MASKED = np.float32(-1e9)  # additive mask value for future positions (exp underflows to exactly 0)
 
@@ -86,6 +87,7 @@ class Talker:
         self.vocab_size = int(meta["vocab_size"])
         self.layers = int(spec["layers"])
         self.net = bundle.net(meta["talker_graph"], threads, net_precision(bundle, meta, compact_weights))
+        self.governor = ThreadGovernor(threads)
         self._codec = np.asarray(bundle.table(meta["tables"]["codec"]))  # plain view of the mmap: fast indexing
         self._rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]))
         self._cache_in = [f"{kv}_in_{i}" for i in range(self.layers) for kv in ("k", "v")]
@@ -111,6 +113,7 @@ class Talker:
         self.reset()
         n = rows.shape[0]
         mask = np.triu(np.full((n, n), MASKED, np.float32), 1)
+        self.net.opt.num_threads = self.governor.fixed()
         hidden, logits = self._run(rows if n > 1 else rows[0], n, mask)
         return hidden.reshape(n, -1)[-1].copy(), logits.reshape(n, -1)[-1].copy()
 
@@ -124,7 +127,11 @@ class Talker:
         n = self._pos + 1
         if n > self._zeros.shape[1]:
             self._zeros = np.zeros((1, 2 * n), np.float32)
-        return self._run(row, 1, self._zeros[:, :n])
+        self.net.opt.num_threads = self.governor.start()
+        try:
+            return self._run(row, 1, self._zeros[:, :n])
+        finally:
+            self.governor.stop()
 
     def codec_rows(self, ids) -> np.ndarray:
         """Rows of the talker codec_embedding (C(id)), float32 (n, H)."""

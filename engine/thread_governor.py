@@ -1,0 +1,73 @@
+"""Per-network thread count chosen from measured call times, so a busy machine does not stall generation.
+
+With every core free, a decode step is fastest on all of them. When other programs hold cores, each of the
+hundreds of parallel regions in a step waits for a thread the OS has descheduled, and one thread becomes several
+times faster than two (full-size chain of GEMVs at load average 14 on 2 cores: 34 ms on one thread, 300 ms on two).
+The governor times each call at the current count and now and then tries the other count once; whichever has the
+lower recent median is used. A losing try is repeated less and less often (every 8, 16, ... 128 calls), so a
+steady machine pays for at most one slow call in 128; a change of load is noticed within a few seconds.
+ncnn reads opt.num_threads at every extractor creation for the layers these graphs use (checked: identical
+results at 1 and 2 threads, no "load-time value" warning).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+
+WINDOW = 5  # recent calls per thread count whose median decides
+FIRST_TRY = 3  # calls before the first try of the other count
+MIN_GAP, MAX_GAP = 8, 128  # calls between tries of the losing count
+MARGIN = 0.9  # the other count must be 10 % faster to take over
+
+
+class ThreadGovernor:
+    def __init__(self, max_threads: int, adaptive: bool = True, clock: Callable[[], float] = time.perf_counter):
+        self._clock = clock
+        self.max_threads = max(1, int(max_threads))
+        self.choices = [self.max_threads] + ([1] if self.max_threads > 1 else [])
+        self.adaptive = adaptive and len(self.choices) > 1
+        self.current = self.max_threads
+        self._times: dict[int, deque[float]] = {n: deque(maxlen=WINDOW) for n in self.choices}
+        self._calls = 0
+        self._gap = MIN_GAP
+        self._next_try = FIRST_TRY
+        self._trying: int | None = None
+        self._t0 = 0.0
+
+    def fixed(self) -> int:
+        """Thread count for a call that is not timed (a prefill: its length differs from a step's)."""
+        return self.current
+
+    def start(self) -> int:
+        """Thread count for the call about to run; call stop() when it is done."""
+        self._trying = None
+        if self.adaptive and self._calls >= self._next_try:
+            self._trying = next(n for n in self.choices if n != self.current)
+            self._times[self._trying].clear()  # its old times may come from another load
+        self._t0 = self._clock()
+        return self._trying or self.current
+
+    def stop(self) -> None:
+        seconds = self._clock() - self._t0
+        self._calls += 1
+        if not self.adaptive:
+            return
+        used = self._trying or self.current
+        self._times[used].append(seconds)
+        if self._trying is None:
+            return
+        other, mine = _median(self._times[self._trying]), _median(self._times[self.current])
+        if mine is not None and other is not None and other < MARGIN * mine:
+            self.current, self._gap = self._trying, MIN_GAP
+        else:
+            self._gap = min(MAX_GAP, self._gap * 2)
+        self._next_try = self._calls + self._gap
+
+
+def _median(values) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    return s[len(s) // 2]

@@ -1,0 +1,50 @@
+"""The per-network thread governor, on a simulated clock (speed itself is never asserted)."""
+
+from __future__ import annotations
+
+from engine.thread_governor import MAX_GAP, ThreadGovernor
+
+
+class Machine:
+    """Call cost per thread count; the governor reads this clock."""
+
+    def __init__(self, cost: dict[int, float]):
+        self.cost, self.now = cost, 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def run(self, gov: ThreadGovernor, calls: int) -> list[int]:
+        used = []
+        for _ in range(calls):
+            n = gov.start()
+            self.now += self.cost[n]
+            gov.stop()
+            used.append(n)
+        return used
+
+
+def test_quiet_machine_keeps_all_threads_and_rarely_tries_one():
+    m = Machine({2: 0.10, 1: 0.17})
+    gov = ThreadGovernor(2, clock=m.clock)
+    used = m.run(gov, 600)
+    assert gov.current == 2
+    assert used.count(1) <= 3 + 600 // MAX_GAP  # tries back off to one call in MAX_GAP
+
+
+def test_busy_machine_moves_to_one_thread_and_back_when_load_ends():
+    m = Machine({2: 1.0, 1: 0.2})
+    gov = ThreadGovernor(2, clock=m.clock)
+    used = m.run(gov, 10)
+    assert gov.current == 1 and used[-1] == 1  # after the first try
+    m.run(gov, 300)
+    assert gov.current == 1
+    m.cost = {2: 0.10, 1: 0.17}  # the other programs finished
+    used = m.run(gov, MAX_GAP + 2)
+    assert gov.current == 2 and used[-1] == 2
+
+
+def test_one_thread_or_fixed_never_changes():
+    m = Machine({1: 0.1, 4: 5.0})
+    assert set(m.run(ThreadGovernor(1, clock=m.clock), 50)) == {1}
+    assert set(m.run(ThreadGovernor(4, adaptive=False, clock=m.clock), 50)) == {4}
