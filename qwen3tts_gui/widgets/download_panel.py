@@ -30,7 +30,7 @@ from ..engine_adapter import (
 
 
 def entry_label(entry) -> str:
-    return f"{entry.size} {entry.kind} — {entry.abilities}"
+    return f"Qwen3-TTS {entry.size} {entry.kind}"
 
 
 class DownloadPanel(QWidget):
@@ -53,6 +53,7 @@ class DownloadPanel(QWidget):
         self.precision_combo.setToolTip("fp16: half the disk of fp32 and the same output; see the README")
         self.sizes = QLabel("")
         self.sizes.setObjectName("Muted")
+        self.sizes.setWordWrap(True)
         self.download_btn = QPushButton("Download")
         self.download_btn.setObjectName("PrimaryButton")
         self.download_btn.clicked.connect(self.start)
@@ -105,8 +106,9 @@ class DownloadPanel(QWidget):
         if entry is not None:
             converted = entry.bundle_size(self.precision())
             on_disk = f"about {format_bytes(converted)} on disk" if converted else "on-disk size not known"
-            self.sizes.setText(f"{entry.repo_id}: {format_bytes(entry.download_bytes)} to download, {on_disk} "
-                               f"after conversion ({self.precision()})")
+            self.sizes.setText(f"{entry.abilities[:1].upper()}{entry.abilities[1:]}. "
+                               f"{format_bytes(entry.download_bytes)} to download from {entry.repo_id}, "
+                               f"{on_disk} after conversion ({self.precision()}).")
         else:
             self.sizes.setText(f"{source or 'OWNER/NAME'}: sizes are read from the repository when it starts")
         pending = self.pending_for(source)

@@ -104,8 +104,8 @@ class ModelsDialog(QDialog):
     def refresh(self) -> None:
         store = self.store()
         models = store.installed()
-        self.folder_label.setText(f"Folder: {store.root}  ({format_bytes(sum(m.disk_bytes for m in models))} "
-                                  f"in {len(models)} models)")
+        used = f"{len(models)} models, {format_bytes(sum(m.disk_bytes for m in models))}" if models else "no models yet"
+        self.folder_label.setText(f"Folder: {store.root}  ({used})")
         default = self.ctx.settings.model_path
         self.table.clear()
         for m in models:
