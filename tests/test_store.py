@@ -103,13 +103,16 @@ def test_dropped_connection_resumes_where_it_stopped(hub, env):
     size = len(hub.repos[REPO].files["model.safetensors"])
     cut = 5 * CHUNK + 123
     hub.drop_after["model.safetensors"] = cut
-    model = install(REPO, precision="fp16")
+    model = install(REPO, precision="fp16", keep_checkpoint=True)
     gets = [r for r in hub.file_requests("model.safetensors") if "speech_tokenizer" not in r[1]]
     assert len(gets) == 2
     # the retry asks only for what was missing: whole chunks received before the cut are kept
     resumed_from = int(gets[1][2].removeprefix("bytes=").split("-")[0])
     assert resumed_from == 5 * CHUNK and resumed_from < size
-    assert model.precision == "fp16" and listing_of(ModelStore()) == [NAME]
+    assert model.precision == "fp16" and listing_of(ModelStore()) == [NAME, "checkpoints"]
+    kept = ModelStore().root / "checkpoints" / NAME
+    assert (kept / "model.safetensors").read_bytes() == hub.repos[REPO].files["model.safetensors"]
+    assert ModelStore().installed()[0].name == NAME  # the kept checkpoint is not taken for a model
 
 
 def test_cancel_keeps_the_partial_file_and_the_next_run_resumes(hub, env):

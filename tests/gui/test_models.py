@@ -105,6 +105,7 @@ def test_models_dialog_lists_sets_default_moves_and_removes(qtbot, make_window, 
     dialog._move()
     assert (new_home / "mine" / "manifest.json").is_file() and not (store_dir / "mine").exists()
     assert settings.models_dir == str(new_home) and settings.model_path == str(new_home / "mine")
+    assert ModelStore().root == new_home  # the command line finds the moved folder too
 
     dialog.table.setCurrentItem(dialog.table.topLevelItem(0))
     dialogs.answer = True
