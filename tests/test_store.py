@@ -46,6 +46,8 @@ def env(tmp_path, monkeypatch):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     monkeypatch.setattr(huggingface_hub.constants, "DOWNLOAD_CHUNK_SIZE", CHUNK)
+    # run_tests.sh sets HF_HUB_OFFLINE=1 so nothing reaches a real hub; these tests talk to 127.0.0.1 only
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     return tmp_path
 
 
@@ -175,6 +177,15 @@ def test_gated_repository_needs_the_right_token(env, monkeypatch, capsys):
         code, _, err = run(capsys, "models", "download", REPO, "--token", "hf_right")
         assert code == 0, err
         assert [m.name for m in ModelStore().installed()] == [NAME]
+
+
+def test_offline_mode_is_said(hub, env, monkeypatch, capsys):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    code, _, err = run(capsys, "models", "download", "0.6B-Base")
+    assert code == 2 and err.count("\n") == 1 and "HF_HUB_OFFLINE" in err
+    assert hub.requests == []
 
 
 def test_no_network(env, monkeypatch, capsys):

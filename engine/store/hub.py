@@ -99,6 +99,10 @@ def _explain(e: BaseException, repo_id: str, endpoint: str, token: str | None) -
     import httpx2
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
 
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    if isinstance(e, OfflineModeIsEnabled):
+        return HubError("Downloads are switched off (HF_HUB_OFFLINE is set); unset it to download models.")
     status = getattr(getattr(e, "response", None), "status_code", None)
     if isinstance(e, GatedRepoError):
         if token:

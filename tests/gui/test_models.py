@@ -27,6 +27,7 @@ def hub(tmp_path, monkeypatch, settings):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setattr(huggingface_hub.constants, "DOWNLOAD_CHUNK_SIZE", 1 << 16)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # run_tests.sh sets it; 127.0.0.1 only
     with HubServer({REPO: Repo.from_folder(TINY)}) as server:
         monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the app's own address field must win
         settings.hub_endpoint = server.url
