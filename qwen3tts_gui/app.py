@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     from .audio_io import SoundDeviceBackend
     from .context import AppContext
     from .diagnostics import log, setup_logging, user_message
+    from .engine_adapter import installed_model
     from .main_window import MainWindow
     from .paths import resource
     from .settings import Settings
@@ -128,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     window.show()
     log.info("started; log file %s", log_path)
     model = args.model or (Path(settings.model_path) if settings.model_path else None)
+    if args.model is not None and not args.model.exists():
+        model = installed_model(args.model)  # --model also takes an installed model's name
     if model is not None:
         if model.exists():
             window.open_model(model)

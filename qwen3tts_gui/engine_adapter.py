@@ -84,6 +84,7 @@ __all__ = [
     "find_entry",
     "format_bytes",
     "install_model",
+    "installed_model",
     "is_demo_bundle",
     "load_audio",
     "make_demo_bundle",
@@ -197,3 +198,11 @@ def precisions() -> tuple[str, ...]:
     from engine.bundle import PRECISIONS
 
     return tuple(PRECISIONS)
+
+
+def installed_model(value: Path) -> Path:
+    """A bundle folder, or the folder of the installed model called `value` (else `value` unchanged)."""
+    try:
+        return ModelStore().resolve(value)
+    except StoreError:
+        return value

@@ -97,9 +97,12 @@ def endpoint_url(endpoint: str | None = None) -> str:
 def _explain(e: BaseException, repo_id: str, endpoint: str, token: str | None) -> HubError:
     """One line for the user from whatever huggingface_hub / httpx raised."""
     import httpx2
-    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
-
-    from huggingface_hub.errors import OfflineModeIsEnabled
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+    )
 
     if isinstance(e, OfflineModeIsEnabled):
         return HubError("Downloads are switched off (HF_HUB_OFFLINE is set); unset it to download models.")

@@ -126,3 +126,13 @@ def hub_models(settings) -> str:
     import os
 
     return os.environ["QWEN3TTS_MODELS_DIR"]
+
+
+def test_gui_model_option_takes_an_installed_name(tmp_path, monkeypatch):
+    from qwen3tts_gui.engine_adapter import installed_model
+
+    monkeypatch.setenv("QWEN3TTS_MODELS_DIR", str(tmp_path / "models"))
+    (tmp_path / "models" / "mine").mkdir(parents=True)
+    (tmp_path / "models" / "mine" / "manifest.json").write_text("{}")
+    assert installed_model(Path("mine")) == tmp_path / "models" / "mine"
+    assert installed_model(Path("not-installed")) == Path("not-installed")  # app.py then says it does not exist
