@@ -167,8 +167,7 @@ def our_worker(a: argparse.Namespace) -> dict:
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
-    from engine.synthesizer import Synthesizer
-    from engine.types import FrameEvent, GenerationSettings, SynthesisResult
+    from engine import GenerationSettings, Synthesizer, run_synthesis
 
     t0 = time.perf_counter()
     synth = Synthesizer(a.bundle, threads=a.threads)
@@ -178,17 +177,10 @@ def our_worker(a: argparse.Namespace) -> dict:
     voice_s = time.perf_counter() - t0
     # the bench path: greedy, EOS masked so the frame count is exact, codes only (decoded below, in one go,
     # as the official non-streaming path does)
-    plan = synth._plan(a.text, voice, "english", GenerationSettings(greedy=True, seed=0, max_frames=a.frames))
-    frame_s: list[float] = []
-    result = None
+    settings = GenerationSettings(greedy=True, seed=0, max_frames=a.frames, ignore_eos=True, codes_only=True)
     t0 = time.perf_counter()
-    for ev in synth._run(plan, ignore_eos=True, decode=False):
-        if isinstance(ev, FrameEvent):
-            frame_s.append(ev.frame_seconds)
-        elif isinstance(ev, SynthesisResult):
-            result = ev
+    result = run_synthesis(synth.synthesize(a.text, voice, "english", settings))
     generate = time.perf_counter() - t0
-    assert result is not None
     codes = np.asarray(result.codes, np.int64)
     np.save(a.out / f"ours_{synth.bundle.precision}_codes.npy", codes)
     t0 = time.perf_counter()
@@ -198,11 +190,11 @@ def our_worker(a: argparse.Namespace) -> dict:
     tm = result.timings
     return {
         "side": f"ours {synth.bundle.precision}", "frames": int(n), "threads": a.threads, "load_s": load,
-        "voice_s": voice_s, "prefill_ms": tm.get("prefill", float("nan")) * 1000,
-        "talker_ms": tm.get("talker", float("nan")) / n * 1000,
-        "code_predictor_ms": tm.get("code_predictor", float("nan")) / n * 1000,
+        "voice_s": voice_s, "prefill_ms": tm.prefill * 1000,
+        "talker_ms": tm.talker / n * 1000,
+        "code_predictor_ms": tm.code_predictor / n * 1000,
         "per_frame_ms": generate / n * 1000,
-        "overhead_ms": (generate - tm.get("prefill", 0) - tm.get("talker", 0) - tm.get("code_predictor", 0)) / n * 1000,
+        "overhead_ms": (generate - tm.prefill - tm.talker - tm.code_predictor) / n * 1000,
         "decoder_ms": decode / n * 1000,
         "generate_s": generate, "decode_s": decode,
         "rtf": (generate + decode) / (n * FRAME_SECONDS),

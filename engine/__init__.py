@@ -1,14 +1,44 @@
 """Qwen3-TTS inference on ncnn + numpy. Imports no Qt and no torch.
 
-Public API (the GUI and CLI use only these names):
+Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these names):
+    Synthesizer                the one door: voices, synthesis, decoding (see engine/synthesizer.py CONTRACT)
+    run_synthesis(events, on_frame, on_audio, check_cancel)   the one loop consuming synthesis events
+    GenerationSettings         sampling and output options of one synthesis (validated by the Synthesizer)
+    FrameEvent, AudioChunk, SynthesisResult, SynthesisEvent, Timings   what synthesis yields
+    Voice                      a cloned voice (x-vector, optional reference codes); Voice.load / save
+    VoiceSummary               a voice file's metadata, read without loading the voice
+    SAMPLE_RATE                24000 Hz output
+    long texts: synthesize_long, split_for_synthesis, LongTextOptions, JoinSettings, GuardSettings and its events
+        ChunkStarted, ChunkFrame, ChunkRetry, ChunkAudio, ChunkSkipped, LongResult (engine/longform.py)
+    split_text, TextChunk, DEFAULT_MAX_CHARS   the text splitter; read_text_file   a text file as str
+    decode_codes(bundle, codes, threads)   codec ids -> audio, loading only the decoder
+    load_audio, read_audio_file, save_audio   audio files in and out
+    convert_checkpoint(src, dest, precision, progress)   Hugging Face checkpoint -> bundle
+    make_demo_bundle(dest, progress)   a tiny random-weight bundle for trying the app
+    Bundle                     an opened bundle (manifest, precision)
+    EngineError and its subclasses AudioError, BundleError, Cancelled, CodesError, ConvertError, TextError,
+    VoiceError: bad input, each with a one-line message.
+decode_codes, the audio file functions, convert_checkpoint and make_demo_bundle load their modules on first
+use, so `import engine` stays quick.
 """
+
+from importlib import import_module
 
 from .cpu import configure_openmp
 
 configure_openmp()  # before anything imports ncnn (libgomp reads its environment once, at load)
 
 from .bundle import Bundle  # noqa: E402
-from .errors import AudioError, BundleError, Cancelled, ConvertError, EngineError, TextError, VoiceError  # noqa: E402
+from .errors import (  # noqa: E402
+    AudioError,
+    BundleError,
+    Cancelled,
+    CodesError,
+    ConvertError,
+    EngineError,
+    TextError,
+    VoiceError,
+)
 from .fileio import read_text_file  # noqa: E402
 from .joining import JoinSettings  # noqa: E402
 from .longform import (  # noqa: E402
@@ -24,42 +54,75 @@ from .longform import (  # noqa: E402
 )
 from .runaway import GuardSettings  # noqa: E402
 from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
-from .synthesizer import Synthesizer  # noqa: E402
-from .types import SAMPLE_RATE, AudioChunk, FrameEvent, GenerationSettings, SynthesisEvent, SynthesisResult  # noqa: E402
+from .synthesizer import Synthesizer, run_synthesis  # noqa: E402
+from .types import (  # noqa: E402
+    SAMPLE_RATE,
+    AudioChunk,
+    FrameEvent,
+    GenerationSettings,
+    SynthesisEvent,
+    SynthesisResult,
+    Timings,
+)
 from .voice import Voice, VoiceSummary  # noqa: E402
+
+_LAZY = {
+    "convert_checkpoint": "convert",
+    "decode_codes": "codec_decoder",
+    "load_audio": "audio",
+    "make_demo_bundle": "demo",
+    "read_audio_file": "audio",
+    "save_audio": "audio",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
-    "ChunkAudio",
-    "ChunkFrame",
-    "ChunkRetry",
-    "ChunkSkipped",
-    "ChunkStarted",
-    "GuardSettings",
-    "JoinSettings",
-    "LongResult",
-    "LongTextOptions",
-    "TextChunk",
-    "read_text_file",
-    "split_for_synthesis",
-    "split_text",
-    "synthesize_long",
     "SAMPLE_RATE",
     "AudioChunk",
     "AudioError",
     "Bundle",
     "BundleError",
     "Cancelled",
+    "ChunkAudio",
+    "ChunkFrame",
+    "ChunkRetry",
+    "ChunkSkipped",
+    "ChunkStarted",
+    "CodesError",
     "ConvertError",
     "EngineError",
     "FrameEvent",
     "GenerationSettings",
+    "GuardSettings",
+    "JoinSettings",
+    "LongResult",
+    "LongTextOptions",
     "SynthesisEvent",
     "SynthesisResult",
     "Synthesizer",
+    "TextChunk",
     "TextError",
+    "Timings",
     "Voice",
     "VoiceError",
     "VoiceSummary",
+    "convert_checkpoint",
+    "decode_codes",
+    "load_audio",
+    "make_demo_bundle",
+    "read_audio_file",
+    "read_text_file",
+    "run_synthesis",
+    "save_audio",
+    "split_for_synthesis",
+    "split_text",
+    "synthesize_long",
 ]
 __version__ = "0.1.0"

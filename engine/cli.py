@@ -6,7 +6,6 @@ User errors print one line to stderr and exit 2; no traceback. Each subcommand l
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import tempfile
@@ -54,11 +53,6 @@ class ProgressBar:
         if message:
             self.stream.write(message + "\n")
         self.stream.flush()
-
-
-def not_implemented(name: str) -> int:
-    print(f"qwen3tts: '{name}' is not implemented yet", file=sys.stderr)
-    return EXIT_USAGE
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -170,41 +164,35 @@ def _voice_for(synth, args: argparse.Namespace):
 
 def cmd_synth(args: argparse.Namespace) -> int:
     from .audio import save_audio
-    from .synthesizer import Synthesizer
+    from .synthesizer import FRAME_RATE, Synthesizer, run_synthesis
     from .text import clean_text
-    from .types import AudioChunk, FrameEvent, GenerationSettings, SynthesisResult
+    from .types import GenerationSettings
 
     inputs = (args.ref, args.voice)
     _check_output(args.output, (".wav", ".flac", ".ogg"), "output", inputs)
     if args.codes_out is not None:
         _check_output(args.codes_out, (".npy",), "--codes-out", (*inputs, args.output))
-    if args.max_frames is not None and args.max_frames < 1:
-        raise UsageError("--max-frames must be at least 1")
     text = clean_text(_text_of(args))
     long_text = _long_text_options(args, text)  # None: one synthesis
     synth = Synthesizer(args.model, threads=args.threads)
-    synth.check_language(args.language)  # cheap checks before the reference is processed
-    voice = _voice_for(synth, args)
     settings = GenerationSettings(
         greedy=args.greedy, seed=args.seed, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
         repetition_penalty=args.repetition_penalty, max_frames=args.max_frames,
         non_streaming_text=args.non_streaming_text,
     )
-    _check_settings(settings)
+    # cheap checks before the reference is processed
+    synth.check_language(args.language)
+    synth.check_settings(settings)
+    voice = _voice_for(synth, args)
     if long_text is not None:
         return _synth_long(args, synth, voice, settings, text, long_text)
-    events = synth.synthesize(text, voice, language=args.language, settings=settings)
     bar = ProgressBar("synth")
-    result = None
-    for ev in events:
-        if isinstance(ev, FrameEvent):
-            total = max(ev.estimated_frames, ev.index + 1)
-            bar.update(min((ev.index + 1) / total, 0.99), f"frame {ev.index + 1} ({(ev.index + 1) / 12.5:.1f} s)")
-        elif isinstance(ev, SynthesisResult):
-            result = ev
-        elif isinstance(ev, AudioChunk):
-            pass
-    assert result is not None
+    result = run_synthesis(
+        synth.synthesize(text, voice, language=args.language, settings=settings),
+        on_frame=lambda ev: bar.update(
+            min((ev.index + 1) / max(ev.estimated_frames, ev.index + 1), 0.99),
+            f"frame {ev.index + 1} ({(ev.index + 1) / FRAME_RATE:.1f} s)"),
+    )
     if result.codes.shape[0] == 0:
         bar.done()
         raise UsageError("the model produced no audio frames for this text; try again with another seed")
@@ -221,7 +209,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     t = result.timings
     bar.done(
         f"wrote {args.output} ({result.seconds:.2f} s, {result.codes.shape[0]} frames, ended by {result.ended_by}, "
-        f"seed {result.seed}, {t.get('total', 0.0):.1f} s, RTF {t.get('rtf', 0.0):.2f})"
+        f"seed {result.seed}, {t.total:.1f} s, RTF {t.rtf:.2f})"
     )
     return 0
 
@@ -298,7 +286,7 @@ def _synth_long(args: argparse.Namespace, synth, voice, settings, text: str, opt
         write_atomic(args.chunks_dir / "chunks.tsv", listing.encode())
     t = result.timings
     bar.done(f"wrote {args.output} ({result.seconds:.2f} s, {made} of {result.chunks} chunks, seed {result.seed}, "
-             f"{t.get('total', 0.0):.1f} s, RTF {t.get('rtf', 0.0):.2f})")
+             f"{t.total:.1f} s, RTF {t.rtf:.2f})")
     return 1 if result.skipped else 0
 
 
@@ -313,38 +301,17 @@ def _float_subtype(path: Path) -> str | None:
     return "FLOAT" if path.suffix.lower() == ".wav" else None
 
 
-def _check_settings(settings) -> None:
-    if settings.seed is not None and not 0 <= settings.seed < 2**63:
-        raise UsageError(f"--seed must be a whole number from 0 to {2**63 - 1}, not {settings.seed}.")
-    if settings.temperature is not None and not (settings.temperature > 0 and math.isfinite(settings.temperature)):
-        raise UsageError(f"--temperature must be a finite number greater than 0, not {settings.temperature}.")
-    if settings.top_k is not None and settings.top_k < 0:
-        raise UsageError("--top-k must be 0 (off) or more")
-    if settings.top_p is not None and not 0 < settings.top_p <= 1:
-        raise UsageError("--top-p must be in (0, 1]")
-    if settings.repetition_penalty is not None and not (settings.repetition_penalty > 0
-                                                        and math.isfinite(settings.repetition_penalty)):
-        raise UsageError("--repetition-penalty must be a finite number greater than 0.")
-
-
 def cmd_decode(args: argparse.Namespace) -> int:
-
+    from . import SAMPLE_RATE, decode_codes
     from .audio import save_audio
-    from .bundle import Bundle
-    from .codec_decoder import CodecDecoder
 
     _check_output(args.output, (".wav", ".flac", ".ogg"), "output", (args.codes,))
     codes = _read_codes(args.codes)
-    decoder = CodecDecoder(Bundle.open(args.model), threads=args.threads)
     t0 = time.monotonic()
-    wav = decoder.decode(codes)
+    wav = decode_codes(args.model, codes, threads=args.threads)
     elapsed = time.monotonic() - t0
-    if args.pcm16:
-        subtype = "PCM_16"
-    else:
-        subtype = "FLOAT" if args.output.suffix.lower() == ".wav" else None
-    save_audio(args.output, wav, decoder.sample_rate, subtype=subtype)
-    seconds = len(wav) / decoder.sample_rate
+    save_audio(args.output, wav, SAMPLE_RATE, subtype="PCM_16" if args.pcm16 else _float_subtype(args.output))
+    seconds = len(wav) / SAMPLE_RATE
     print(f"wrote {args.output} ({len(codes)} frames, {seconds:.2f} s of audio) in {elapsed:.1f} s", file=sys.stderr)
     return 0
 
@@ -356,7 +323,7 @@ def _read_codes(path: Path):
     """A (frames, 16) codes array from .npy, or from an .npz holding 'codes', sizes checked before loading."""
     import zipfile
 
-    from .codec_decoder import CodesError
+    from .errors import CodesError
     from .safefile import load_npy_bytes, load_npy_file, regular_file_problem
 
     problem = regular_file_problem(path, "codes file")
@@ -393,15 +360,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from .synthesizer import Synthesizer
-    from .types import (
-        SAMPLE_RATE,
-        SAMPLES_PER_FRAME,
-        AudioChunk,
-        FrameEvent,
-        GenerationSettings,
-        SynthesisResult,
-    )
+    from .synthesizer import FRAME_RATE, Synthesizer, run_synthesis
+    from .types import SAMPLE_RATE, GenerationSettings
     from .voice import Voice
 
     if args.frames < 2:
@@ -410,77 +370,62 @@ def cmd_bench(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     synth = Synthesizer(args.model, threads=args.threads)
     out(f"bundle        {args.model} ({synth.bundle.precision}, {args.threads} threads)")
-    out(f"load          {time.perf_counter() - t0:.2f} s (talker + code predictor)")
+    out(f"load          {time.perf_counter() - t0:.2f} s (talker, code predictor and decoder)")
     # a fixed pseudo-random x-vector: the voice front end is timed on its own below
     rng = np.random.default_rng(0)
     voice = Voice(xvector=rng.standard_normal(synth.hidden_size).astype(np.float32), model_id=synth.model_id)
-    settings = GenerationSettings(seed=0, max_frames=args.frames)
+
+    def run(frames: int, **options):
+        # EOS ignored so the frame count is exact
+        settings = GenerationSettings(seed=0, max_frames=frames, ignore_eos=True, **options)
+        return run_synthesis(synth.synthesize(args.text, voice, args.language, settings), on_frame=on_frame)
 
     # warm-up: the first calls page the weights in and let ncnn pick its kernels
+    frame_times: list[float] = []
+    on_frame = lambda ev: frame_times.append(ev.frame_seconds)  # noqa: E731
     t = time.perf_counter()
-    for _ in synth._run(synth._plan(args.text, voice, args.language, GenerationSettings(seed=0, max_frames=3)),
-                        ignore_eos=True, decode=False):
-        pass
+    run(3, codes_only=True)
     out(f"warm-up       {time.perf_counter() - t:.2f} s (3 frames)")
 
-    # 1. generation only (EOS ignored so the frame count is exact)
-    plan = synth._plan(args.text, voice, args.language, settings)
-    frame_times, result = [], None
-    for ev in synth._run(plan, ignore_eos=True, decode=False):
-        if isinstance(ev, FrameEvent):
-            frame_times.append(ev.frame_seconds)
-        elif isinstance(ev, SynthesisResult):
-            result = ev
-    assert result is not None
+    # 1. generation only
+    frame_times.clear()
+    result = run(args.frames, codes_only=True)
     codes, tm = result.codes, result.timings
     n = codes.shape[0]
     steady = frame_times[2:] or frame_times
-    out(f"frames        {n} ({n / 12.5:.2f} s of audio)")
-    out(f"prefill       {tm['prefill'] * 1000:.1f} ms ({plan.prompt.prefill.shape[0]} rows)")
-    out(f"talker step   {tm['talker'] / n * 1000:.1f} ms/frame")
-    out(f"code pred.    {tm['code_predictor'] / n * 1000:.1f} ms/frame (15 steps)")
-    out(f"generation    {np.median(steady) * 1000:.1f} ms/frame median, {tm['total'] / n * 1000:.1f} ms/frame mean "
-        f"(RTF {tm['total'] / (n / 12.5):.3f} without audio)")
+    out(f"frames        {n} ({n / FRAME_RATE:.2f} s of audio)")
+    out(f"prefill       {tm.prefill * 1000:.1f} ms")
+    out(f"talker step   {tm.talker / n * 1000:.1f} ms/frame")
+    out(f"code pred.    {tm.code_predictor / n * 1000:.1f} ms/frame (15 steps)")
+    out(f"generation    {np.median(steady) * 1000:.1f} ms/frame median, {tm.total / n * 1000:.1f} ms/frame mean "
+        f"(RTF {tm.total / (n / FRAME_RATE):.3f} without audio)")
 
-    # 2. decoder alone
+    # 2. decoder alone (whole utterance)
     try:
         t = time.perf_counter()
         synth.decode(codes)
         full = time.perf_counter() - t
-        stream = synth.decoder.stream()
-        t = time.perf_counter()
-        for frame in codes:
-            stream.push(frame[None])
-        stream.flush()
-        per_push = (time.perf_counter() - t) / n
-        out(f"decoder       {full / n * 1000:.1f} ms/frame whole, {per_push * 1000:.1f} ms/frame streaming (frame by frame)")
+        out(f"decoder       {full / n * 1000:.1f} ms/frame whole")
     except EngineError as e:
         out(f"decoder       failed: {e}")
         full = None
 
-    # 3. end to end with streaming audio: real-time factor and time to first audio
+    # 3. end to end with streaming audio: real-time factor, time to first audio, streaming decode per frame
     if full is not None:
-        plan = synth._plan(args.text, voice, args.language,
-                           GenerationSettings(seed=0, max_frames=args.frames, stream_audio=True))
-        t_start = time.perf_counter()
-        first, audio_samples = None, 0
-        for ev in synth._run(plan, ignore_eos=True):
-            if isinstance(ev, AudioChunk):
-                first = first if first is not None else time.perf_counter() - t_start
-                audio_samples += len(ev.samples)
-        wall = time.perf_counter() - t_start
-        seconds = audio_samples / SAMPLE_RATE or n * SAMPLES_PER_FRAME / SAMPLE_RATE
-        out(f"end to end    RTF {wall / seconds:.3f} ({wall:.2f} s for {seconds:.2f} s of audio, streaming decode)")
-        out(f"first audio   {first if first is not None else float('nan'):.3f} s after the call")
+        result = run(args.frames, stream_audio=True)
+        tm = result.timings
+        out(f"streaming     {tm.decode / n * 1000:.1f} ms/frame decode (frame by frame)")
+        out(f"end to end    RTF {tm.rtf:.3f} ({tm.total:.2f} s for {tm.audio_seconds:.2f} s of audio, "
+            "streaming decode)")
+        out(f"first audio   {tm.first_audio:.3f} s after the call")
 
-    # 4. voice front end on a 3 s synthetic reference
+    # 4. voice front end on a 3 s synthetic reference: x-vector alone, then with the reference codes as well
     ref = (np.sin(np.arange(3 * SAMPLE_RATE) * 0.05) * 0.3).astype(np.float32)
     ref += (rng.standard_normal(ref.shape) * 0.05).astype(np.float32)
-    for label, fn in (("x-vector", lambda: synth.speaker_encoder.xvector(ref)),
-                      ("ref encoder", lambda: synth.codec_encoder.encode(ref))):
+    for label, ref_text in (("x-vector", None), ("+ ref codes", "A short reference transcript.")):
         try:
             t = time.perf_counter()
-            fn()
+            synth.create_voice((ref, SAMPLE_RATE), ref_text=ref_text)
             out(f"{label:13s} {(time.perf_counter() - t) * 1000:.1f} ms (3 s reference)")
         except EngineError as e:
             out(f"{label:13s} not timed: {e}")

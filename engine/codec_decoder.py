@@ -11,12 +11,13 @@ frames since the chunk's start. Whole decoding and streaming share one code path
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import ncnn
 import numpy as np
 
 from .bundle import Bundle
-from .errors import EngineError
+from .errors import CodesError, EngineError
 from .types import SAMPLE_RATE
 
 CHUNK_SIZE = 300  # official chunked_decode
@@ -25,8 +26,10 @@ BLOCK_FRAMES = 25  # frames per graph run: bounds memory (activations at 1920 x 
 MASKED = np.float32(-1e30)
 
 
-class CodesError(EngineError):
-    """Codec ids that the decoder cannot take (wrong shape, not integers, out of range)."""
+def decode_codes(bundle: str | Path | Bundle, codes, threads: int = 2) -> np.ndarray:
+    """Codec ids (frames, 16) -> float32 audio at SAMPLE_RATE, loading only the bundle's decoder."""
+    bundle = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
+    return CodecDecoder(bundle, threads).decode(codes)
 
 
 class CodecDecoder:
@@ -94,9 +97,7 @@ class CodecDecoder:
     def decode(self, codes) -> np.ndarray:
         """Whole-sequence decode; equals the official chunked_decode(300, 25). Returns (T*1920,) float32."""
         codes = self.validate(codes)
-        stream = self.stream()
-        parts = list(stream.iter_push(codes, validated=True))
-        parts.append(stream.flush())
+        parts = list(self.stream().iter_push(codes, validated=True))
         return np.concatenate(parts) if parts else np.zeros(0, np.float32)
 
     def stream(self) -> StreamingDecoder:
@@ -173,12 +174,9 @@ def _extract(ex, name: str) -> np.ndarray:
 class StreamingDecoder:
     """Frames in, audio out, as they arrive: push(frames) returns the samples of exactly those frames.
 
-    Latency: 0 frames (the decoder is causal); flush() returns nothing extra and exists for symmetry.
-    Reproduces the official chunking: at every 300-frame boundary a fresh run starts from the previous
-    25 frames, whose audio is dropped.
+    No latency and nothing held back (the decoder is causal). Reproduces the official chunking: at every
+    300-frame boundary a fresh run starts from the previous 25 frames, whose audio is dropped.
     """
-
-    latency_frames = 0
 
     def __init__(self, decoder: CodecDecoder):
         self._dec = decoder
@@ -193,9 +191,6 @@ class StreamingDecoder:
             arr = arr.reshape(1, -1)
         parts = list(self.iter_push(arr))
         return np.concatenate(parts) if parts else np.zeros(0, np.float32)
-
-    def flush(self) -> np.ndarray:
-        return np.zeros(0, np.float32)
 
     def iter_push(self, frames, validated: bool = False) -> Iterator[np.ndarray]:
         """Like push, yielding audio block by block (at most BLOCK_FRAMES frames each)."""

@@ -25,5 +25,9 @@ class VoiceError(EngineError):
     """A saved voice file is damaged or belongs to another model."""
 
 
+class CodesError(EngineError):
+    """Codec ids that the decoder cannot take (wrong shape, not integers, out of range)."""
+
+
 class Cancelled(EngineError):
     """The caller cancelled a long operation."""

@@ -30,7 +30,7 @@ from .joining import JoinSettings, joined_piece, pause_samples
 from .runaway import FRAME_RATE, GuardSettings, RunawayGuard
 from .splitter import DEFAULT_MAX_CHARS, LANGUAGE_CODES, TextChunk, split_text
 from .synthesizer import estimate_seconds
-from .types import SAMPLE_RATE, FrameEvent, GenerationSettings, SynthesisResult
+from .types import SAMPLE_RATE, FrameEvent, GenerationSettings, SynthesisResult, Timings
 
 RETRY_SEED_STEP = 0x9E3779B1  # a retry's seed is far from every other chunk's seed
 
@@ -96,7 +96,7 @@ class LongResult:
     skipped: list[ChunkSkipped]
     samples: int
     seed: int  # the base seed: chunk i's first attempt uses seed + i
-    timings: dict[str, float]
+    timings: Timings  # total, audio_seconds and rtf of the whole text
     sample_rate: int = SAMPLE_RATE
 
     @property
@@ -121,10 +121,11 @@ def synthesize_long(synth, text: str, voice, language: str = "auto", settings: G
     options.guard.check()
     language = synth.check_language(language)
     synth.check_voice(voice)
+    settings = settings or GenerationSettings()
+    synth.check_settings(settings)
     chunks = split_for_synthesis(text, language, options.max_chars)
     if not chunks:
         raise TextError("The text is empty; type something to speak.")
-    settings = settings or GenerationSettings()
     seed = settings.seed if settings.seed is not None else secrets.randbits(32)
     return _generate(synth, chunks, voice, language, settings, options, seed)
 
@@ -166,8 +167,8 @@ def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: Ge
     total = time.perf_counter() - t0
     seconds = written / SAMPLE_RATE
     yield LongResult(chunks=n, skipped=skipped, samples=written, seed=seed,
-                     timings={"total": total, "audio_seconds": seconds,
-                              "rtf": total / seconds if seconds > 0 else float("inf")})
+                     timings=Timings(total=total, audio_seconds=seconds,
+                                     rtf=total / seconds if seconds > 0 else float("inf")))
 
 
 def _attempt(synth, chunk: TextChunk, voice, language: str, settings: GenerationSettings, guard_settings,

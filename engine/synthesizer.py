@@ -5,33 +5,48 @@ CONTRACT (stable; the GUI depends on it):
     synth.languages            -> ["auto", "english", "chinese", ...] (from the bundle)
     synth.model_id             -> str, fingerprint that voices are tied to
     synth.default_settings     -> GenerationSettings filled from generation_config.json
+    synth.hidden_size          -> int, the length of a voice's x-vector
+    synth.load_seconds         -> float, how long loading took
     synth.create_voice(audio, ref_text=None, name="", language="auto") -> Voice
         audio: a path (any format soundfile reads) or (samples ndarray, sample_rate)
+    synth.check_language(language) -> the normalised name, or TextError
+    synth.check_voice(voice)   -> None, or VoiceError (another model, wrong shape, damaged reference)
+    synth.check_settings(settings) -> None, or TextError naming the first setting out of range
     synth.synthesize(text, voice, language="auto", settings=None) -> Iterator[SynthesisEvent]
-        yields FrameEvent per frame (and AudioChunk when settings.stream_audio), then one SynthesisResult.
-        Cancel by closing the generator (gen.close()) between frames. One synthesis at a time per Synthesizer:
-        starting another abandons the first (its next step raises Cancelled).
+        yields FrameEvent per frame (and AudioChunk when settings.stream_audio), then one SynthesisResult
+        (its timings: a Timings). settings.ignore_eos runs exactly max_frames frames; settings.codes_only
+        skips decoding (the result has no audio). Cancel by closing the generator (gen.close()) between frames.
+        One synthesis at a time per Synthesizer: starting another abandons the first (its next step raises
+        Cancelled).
     synth.decode(codes) -> float32 audio (codes: (T, 16) ints)
-Bad input raises engine.errors.EngineError subclasses with a one-line message.
+    run_synthesis(events, on_frame, on_audio, check_cancel) -> SynthesisResult: the one loop over the events
+Bad input raises engine.errors.EngineError subclasses with a one-line message. Input is validated when
+synthesize() is called (before the first event), so errors surface immediately.
 
-Input is validated when synthesize() is called (before the first event), so errors surface immediately.
+The attributes bundle, ids, tokenizer, talker, code_predictor and the methods build_prompt / text_rows are
+internals that the stage-by-stage parity tests inspect; applications do not use them.
 """
-
 from __future__ import annotations
 
+import math
 import secrets
 import time
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .bundle import Bundle
-from .errors import Cancelled, TextError, VoiceError
+from .code_predictor import CodePredictor
+from .codec_decoder import CodecDecoder
+from .cpu import physical_cores
+from .errors import Cancelled, EngineError, TextError, VoiceError
+from .generation import SequenceState, generate
 from .prompt import Prompt, PromptIds, build_prompt
 from .sampling import Sampler, SamplingConfig, resolve, settings_from_generation_config
+from .talker import Talker
 from .text import TextTokenizer, clean_text
 from .types import (
     NUM_CODE_GROUPS,
@@ -42,6 +57,7 @@ from .types import (
     GenerationSettings,
     SynthesisEvent,
     SynthesisResult,
+    Timings,
 )
 from .voice import Voice
 
@@ -49,6 +65,7 @@ FRAME_RATE = SAMPLE_RATE / SAMPLES_PER_FRAME  # 12.5 frames per second
 PRODUCT_MAX_SECONDS = 300.0  # one synthesis speaks at most 5 minutes unless --max-frames asks for more
 MIN_DEFAULT_FRAMES = 125  # a default cap never below 10 s
 POSITION_MARGIN = 8
+MAX_SEED = 2**63 - 1  # numpy's PCG64 takes any non-negative int; a signed 64-bit int is what settings and files hold
 
 
 def estimate_seconds(text: str) -> float:
@@ -69,22 +86,19 @@ def estimate_seconds(text: str) -> float:
 
 
 @dataclass
-class _Plan:
-    prompt: Prompt
-    sampler: Sampler
-    max_frames: int
+class _Job:
+    """A validated synthesis request: the sequence to generate and how to turn it into audio."""
+
+    sequence: SequenceState
     estimated_frames: int
-    ref_codes: np.ndarray | None
+    ref_codes: np.ndarray | None  # ICL reference frames (decoded before the generated ones, then cut)
     stream_audio: bool
+    decode: bool
 
 
 class Synthesizer:
     def __init__(self, bundle: str | Path | Bundle, threads: int | None = None):
         """threads: CPU threads per network (default: the physical core count)."""
-        from .code_predictor import CodePredictor
-        from .cpu import physical_cores
-        from .talker import Talker
-
         t0 = time.perf_counter()
         self.bundle = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
         threads = threads or physical_cores()
@@ -99,11 +113,9 @@ class Synthesizer:
         self.codec_vocab = int(self.talker.vocab_size)
         # Loaded now, not on first use: pyncnn can hold the GIL inside load_model, which would freeze a GUI
         # thread for seconds in the middle of the first generation (measured 1.4-3 s at full size).
-        from .codec_decoder import CodecDecoder
-
         self._decoder = CodecDecoder(self.bundle, threads)
-        self._speaker = None
-        self._encoder = None
+        self._speaker_net = None
+        self._encoder_net = None
         self._active: object | None = None
         self.load_seconds = time.perf_counter() - t0
 
@@ -128,24 +140,20 @@ class Synthesizer:
     # ------------------------------------------------------------------------------------------ components
 
     @property
-    def decoder(self):
-        return self._decoder
-
-    @property
-    def speaker_encoder(self):
-        if self._speaker is None:
+    def _speaker_encoder(self):
+        if self._speaker_net is None:  # loaded on first voice creation: synthesis alone never needs it
             from .speaker import SpeakerEncoder
 
-            self._speaker = SpeakerEncoder(self.bundle, self.threads)
-        return self._speaker
+            self._speaker_net = SpeakerEncoder(self.bundle, self.threads)
+        return self._speaker_net
 
     @property
-    def codec_encoder(self):
-        if self._encoder is None:
+    def _codec_encoder(self):
+        if self._encoder_net is None:
             from .codec_encoder import CodecEncoder
 
-            self._encoder = CodecEncoder(self.bundle, self.threads)
-        return self._encoder
+            self._encoder_net = CodecEncoder(self.bundle, self.threads)
+        return self._encoder_net
 
     def text_rows(self, ids) -> np.ndarray:
         """T(ids): projected text rows (n, H) float32."""
@@ -174,8 +182,8 @@ class Synthesizer:
         if ref_text is not None:
             frames = -(-wav.shape[0] // SAMPLES_PER_FRAME)
             self._check_reference_frames(frames)
-            ref_codes = np.asarray(self.codec_encoder.encode(wav), dtype=np.int64)
-        xvector = np.asarray(self.speaker_encoder.xvector(wav), dtype=np.float32).reshape(-1)
+            ref_codes = np.asarray(self._codec_encoder.encode(wav), dtype=np.int64)
+        xvector = np.asarray(self._speaker_encoder.xvector(wav), dtype=np.float32).reshape(-1)
         if not name and isinstance(audio, (str, Path)):
             name = Path(audio).stem
         return Voice(xvector=xvector, model_id=self.model_id, ref_codes=ref_codes, ref_text=ref_text,
@@ -216,7 +224,7 @@ class Synthesizer:
 
     # ------------------------------------------------------------------------------------------ synthesis
 
-    def sampling_config(self, settings: GenerationSettings | None) -> SamplingConfig:
+    def _sampling_config(self, settings: GenerationSettings | None) -> SamplingConfig:
         return resolve(settings, self.bundle.generation_config, self.ids.codec_eos, self.codec_vocab)
 
     def build_prompt(self, text: str, voice: Voice, language: str = "auto", non_streaming: bool = False) -> Prompt:
@@ -238,26 +246,55 @@ class Synthesizer:
             non_streaming=non_streaming, ref_ids=ref_ids, ref_frame_rows=ref_rows,
         )
 
-    def frame_limit(self, prefill_rows: int) -> int:
+    def _frame_limit(self, prefill_rows: int) -> int:
         """The most frames any synthesis may run: generation_config max_new_tokens - 1 and the position budget."""
         max_new = int(self.bundle.generation_config.get("max_new_tokens", 8192))
         return max(0, min(max_new - 1, self._max_positions - prefill_rows - POSITION_MARGIN))
 
+    def check_settings(self, settings: GenerationSettings) -> None:
+        """Raise TextError naming the first setting out of range (the frame cap's upper bound needs the text and
+        is checked by synthesize)."""
+        if not isinstance(settings, GenerationSettings):
+            raise TextError(f"Settings must be GenerationSettings, not {type(settings).__name__}.")
+        for name in ("temperature", "subtalker_temperature"):
+            value = getattr(settings, name)
+            if value is not None and not (_is_number(value) and math.isfinite(value) and value > 0):
+                raise TextError(f"{_label(name)} must be a finite number greater than 0, not {value!r}.")
+        for name in ("top_k", "subtalker_top_k"):
+            value = getattr(settings, name)
+            if value is not None and not (_is_whole(value) and value >= 0):
+                raise TextError(f"{_label(name)} must be a whole number, 0 (off) or more, not {value!r}.")
+        for name in ("top_p", "subtalker_top_p"):
+            value = getattr(settings, name)
+            if value is not None and not (_is_number(value) and 0 < value <= 1):
+                raise TextError(f"{_label(name)} must be greater than 0 and at most 1, not {value!r}.")
+        value = settings.repetition_penalty
+        if value is not None and not (_is_number(value) and math.isfinite(value) and value > 0):
+            raise TextError(f"Repetition penalty must be a finite number greater than 0, not {value!r}.")
+        if settings.seed is not None and not (_is_whole(settings.seed) and 0 <= settings.seed <= MAX_SEED):
+            raise TextError(f"The seed must be a whole number from 0 to {MAX_SEED}, not {settings.seed!r}.")
+        if settings.max_frames is not None and not (_is_whole(settings.max_frames) and settings.max_frames >= 1):
+            raise TextError(f"Max frames must be a whole number, 1 or more, not {settings.max_frames!r}.")
+        if settings.codes_only and settings.stream_audio:
+            raise TextError("Streaming audio needs decoding; codes_only and stream_audio cannot both be set.")
+
     def synthesize(
         self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None
     ) -> Iterator[SynthesisEvent]:
+        """Validate everything now (errors surface before the first event), then return the event generator."""
         settings = settings or GenerationSettings()
-        plan = self._plan(text, voice, language, settings)
-        return self._run(plan)
+        self.check_settings(settings)
+        job = self._plan(text, voice, language, settings)
+        return self._events(job)
 
-    def _plan(self, text: str, voice: Voice, language: str, settings: GenerationSettings) -> _Plan:
+    def _plan(self, text: str, voice: Voice, language: str, settings: GenerationSettings) -> _Job:
         prompt = self.build_prompt(text, voice, language, settings.non_streaming_text)
-        hard = self.frame_limit(prompt.prefill.shape[0])
+        hard = self._frame_limit(prompt.prefill.shape[0])
         streamed_text = len(prompt.trailing) if len(prompt.trailing) > 1 else 0
         est = max(int(round(estimate_seconds(text) * FRAME_RATE)), streamed_text, 1)
         if settings.max_frames is not None:
             n = int(settings.max_frames)
-            if n < 1 or n > hard:
+            if n > hard:
                 raise TextError(f"max frames must be between 1 and {hard} for this text and model, not {n}")
             max_frames = n
         else:
@@ -269,116 +306,56 @@ class Synthesizer:
                 )
             max_frames = min(product, max(3 * est, est + 75, MIN_DEFAULT_FRAMES, streamed_text + 75))
         seed = settings.seed if settings.seed is not None else secrets.randbits(32)
-        config = self.sampling_config(settings)
-        return _Plan(
-            prompt=prompt,
-            sampler=Sampler(config, seed),
-            max_frames=max_frames,
+        sequence = SequenceState(prompt=prompt, sampler=Sampler(self._sampling_config(settings), seed),
+                            max_frames=max_frames, ignore_eos=settings.ignore_eos)
+        return _Job(
+            sequence=sequence,
             estimated_frames=min(est, max_frames),
             ref_codes=np.asarray(voice.ref_codes, np.int64) if voice.icl else None,
-            stream_audio=bool(settings.stream_audio),
+            stream_audio=settings.stream_audio,
+            decode=not settings.codes_only,
         )
 
-    def _run(self, plan: _Plan, ignore_eos: bool = False, decode: bool = True) -> Iterator[SynthesisEvent]:
-        """The frame loop (protocol §4.6). ignore_eos: benchmarks that need an exact frame count;
-        decode=False: codes only (the result has no audio)."""
+    def _events(self, job: _Job) -> Iterator[SynthesisEvent]:
+        """Frames from generation.generate, plus decoding (streamed or whole) and the events the caller sees."""
         token = object()
         self._active = token  # the talker's KV cache serves one synthesis at a time
         t_start = time.perf_counter()
-        timings = {"load": self.load_seconds, "prefill": 0.0, "talker": 0.0, "code_predictor": 0.0, "decode": 0.0}
-        eos = self.ids.codec_eos
-        sampler, prompt = plan.sampler, plan.prompt
-        cp, talker = self.code_predictor, self.talker
-
-        hidden, logits = talker.prefill(prompt.prefill)
-        timings["prefill"] = time.perf_counter() - t_start
-
-        stream = None
-        emitted = 0
-        first_audio = None
-        chunks: list[np.ndarray] = []
-        ref_tail = np.zeros(0, np.float32)
-        if plan.stream_audio:
-            stream = self.decoder.stream()
-            if plan.ref_codes is not None:
-                # ICL: the official decode runs reference + generated frames as one sequence (same 300-frame
-                # chunk seams), so the reference goes through the stream first; its audio is never played
-                t = time.perf_counter()
-                ref_tail = np.asarray(stream.push(plan.ref_codes), np.float32)[-SAMPLES_PER_FRAME:]
-                timings["decode"] += time.perf_counter() - t
-
-        history: list[int] = []
-        frames: list[np.ndarray] = []
-        ended_by = "cap"
-        t_frame = time.perf_counter()
-        for k in range(plan.max_frames + 1):
-            scores_logits = logits
-            if ignore_eos:
-                scores_logits = np.array(logits, np.float32, copy=True)
-                scores_logits[eos] = -np.inf
-            c0 = sampler.talker_choose(scores_logits, history, k)
-            history.append(c0)
-            if c0 == eos:
-                ended_by = "eos"
-                break
-            if k == plan.max_frames:
-                break
-            t = time.perf_counter()
-            rest = cp.predict(hidden, c0, sampler.subtalker_choose)
-            timings["code_predictor"] += time.perf_counter() - t
-            frame = np.empty(NUM_CODE_GROUPS, np.int64)
-            frame[0] = c0
-            frame[1:] = rest
-            frames.append(frame)
-            now = time.perf_counter()
-            yield FrameEvent(index=k, codes=frame.copy(), elapsed=now - t_start, frame_seconds=now - t_frame,
-                             max_frames=plan.max_frames, estimated_frames=max(plan.estimated_frames, k + 1))
+        timings = Timings(load=self.load_seconds)
+        seq = job.sequence
+        stream = _StreamedAudio(self._decoder, job.ref_codes, timings) if job.stream_audio else None
+        for frame, seconds in generate(self.talker, self.code_predictor, seq, timings):
+            k = seq.position - 1
+            yield FrameEvent(index=k, codes=frame.copy(), elapsed=time.perf_counter() - t_start,
+                             frame_seconds=seconds, max_frames=seq.max_frames,
+                             estimated_frames=max(job.estimated_frames, k + 1))
             if stream is not None:
-                t = time.perf_counter()
-                new = stream.push(frame[None])
-                timings["decode"] += time.perf_counter() - t
-                if len(new):
-                    if first_audio is None:
-                        first_audio = time.perf_counter() - t_start
-                    chunk = np.asarray(new, np.float32)
-                    chunks.append(chunk)
-                    yield AudioChunk(samples=chunk, start_sample=emitted)
-                    emitted += len(chunk)
+                chunk = stream.push(frame)
+                if timings.first_audio == 0.0:
+                    timings.first_audio = time.perf_counter() - t_start
+                yield chunk
             if self._active is not token:
                 raise Cancelled("another synthesis started on this model; this one was abandoned")
-            t_frame = time.perf_counter()
-            x = cp.feedback(frame) + prompt.text_row(k)
-            hidden, logits = talker.step(x)
-            timings["talker"] += time.perf_counter() - t_frame
 
-        codes = np.stack(frames) if frames else np.zeros((0, NUM_CODE_GROUPS), np.int64)
-        t = time.perf_counter()
+        codes = seq.codes()
         if stream is not None:
-            tail = np.asarray(stream.flush(), np.float32)
-            timings["decode"] += time.perf_counter() - t
-            if len(tail):
-                if first_audio is None:
-                    first_audio = time.perf_counter() - t_start
-                yield AudioChunk(samples=tail, start_sample=emitted)
-                chunks.append(tail)
-            audio = np.concatenate(chunks).astype(np.float32) if chunks else np.zeros(0, np.float32)
-            if plan.ref_codes is not None:
-                audio = self._icl_head(ref_tail, plan.ref_codes.shape[0], codes.shape[0], len(audio)) + [audio]
-                audio = np.concatenate(audio)
-        elif not decode:
-            audio = np.zeros(0, np.float32)
+            audio = stream.audio(codes.shape[0])
+        elif job.decode:
+            t = time.perf_counter()
+            audio = self._final_audio(codes, job.ref_codes)
+            timings.decode += time.perf_counter() - t
+            timings.first_audio = time.perf_counter() - t_start
         else:
-            audio = self._final_audio(codes, plan.ref_codes)
-            timings["decode"] += time.perf_counter() - t
-            first_audio = time.perf_counter() - t_start
-        total = time.perf_counter() - t_start
-        seconds = len(audio) / SAMPLE_RATE
-        timings.update(
-            total=total, frames=float(len(frames)), audio_seconds=seconds,
-            first_audio=first_audio if first_audio is not None else total,
-            rtf=total / seconds if seconds > 0 else float("inf"),
-        )
-        yield SynthesisResult(audio=audio, codes=codes, ended_by=ended_by, seed=sampler.seed, timings=timings)
+            audio = np.zeros(0, np.float32)
+        timings.total = time.perf_counter() - t_start
+        if timings.first_audio == 0.0:
+            timings.first_audio = timings.total
+        timings.frames = codes.shape[0]
+        timings.audio_seconds = len(audio) / SAMPLE_RATE
+        if timings.audio_seconds > 0:
+            timings.rtf = timings.total / timings.audio_seconds
+        yield SynthesisResult(audio=audio, codes=codes, ended_by=seq.ended_by, seed=seq.sampler.seed,
+                              timings=timings)
 
     def _final_audio(self, codes: np.ndarray, ref_codes: np.ndarray | None) -> np.ndarray:
         """Decode as the official wrapper does: ICL decodes reference + generated frames, then cuts the reference
@@ -386,22 +363,94 @@ class Synthesizer:
         if ref_codes is None:
             if codes.shape[0] == 0:
                 return np.zeros(0, np.float32)
-            return np.asarray(self.decoder.decode(codes), np.float32)
+            return np.asarray(self._decoder.decode(codes), np.float32)
         full = np.concatenate([ref_codes, codes], axis=0)
-        wav = np.asarray(self.decoder.decode(full), np.float32)
+        wav = np.asarray(self._decoder.decode(full), np.float32)
         cut = int(ref_codes.shape[0] / max(full.shape[0], 1) * wav.shape[0])
         return wav[cut:]
 
-    @staticmethod
-    def _icl_head(ref_tail: np.ndarray, t_ref: int, t_gen: int, n_gen: int) -> list[np.ndarray]:
-        """Reference samples the official cut keeps: its float64 cut can fall a sample or so before the
-        reference's last sample (streaming has the generated samples only)."""
-        n_ref = t_ref * SAMPLES_PER_FRAME
-        if t_gen == 0:
-            return []
-        cut = int(t_ref / (t_ref + t_gen) * (n_ref + n_gen))
-        extra = n_ref - cut
-        return [ref_tail[len(ref_tail) - extra:]] if 0 < extra <= len(ref_tail) else []
-
     def decode(self, codes: np.ndarray) -> np.ndarray:
-        return np.asarray(self.decoder.decode(np.asarray(codes, np.int64)), np.float32)
+        """Codec ids (frames, 16) -> float32 audio at SAMPLE_RATE (the official chunked decode)."""
+        return np.asarray(self._decoder.decode(np.asarray(codes, np.int64)), np.float32)
+
+
+def run_synthesis(
+    events: Iterator[SynthesisEvent],
+    on_frame: Callable[[FrameEvent], None] | None = None,
+    on_audio: Callable[[AudioChunk], None] | None = None,
+    check_cancel: Callable[[], None] | None = None,
+) -> SynthesisResult:
+    """Consume the events of one synthesis and return its result: on_frame / on_audio see each event,
+    check_cancel() runs before each one (it raises to stop). The generator is closed on every exit, which
+    cancels a synthesis still running."""
+    try:
+        for event in events:
+            if check_cancel is not None:
+                check_cancel()
+            if isinstance(event, FrameEvent):
+                if on_frame is not None:
+                    on_frame(event)
+            elif isinstance(event, AudioChunk):
+                if on_audio is not None:
+                    on_audio(event)
+            elif isinstance(event, SynthesisResult):
+                return event
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
+    raise EngineError("The synthesis ended without a result.")
+
+
+class _StreamedAudio:
+    """Streaming decode of one utterance: each generated frame's audio as soon as the frame exists.
+
+    ICL: the official decode runs reference + generated frames as one sequence (same 300-frame chunk seams),
+    so the reference goes through the stream first; its audio is never played."""
+
+    def __init__(self, decoder, ref_codes: np.ndarray | None, timings: Timings):
+        self._stream = decoder.stream()
+        self._ref_frames = 0 if ref_codes is None else ref_codes.shape[0]
+        self._timings = timings
+        self._ref_tail = np.zeros(0, np.float32)
+        self._chunks: list[np.ndarray] = []
+        self._emitted = 0
+        if ref_codes is not None:
+            t = time.perf_counter()
+            self._ref_tail = np.asarray(self._stream.push(ref_codes), np.float32)[-SAMPLES_PER_FRAME:]
+            timings.decode += time.perf_counter() - t
+
+    def push(self, frame: np.ndarray) -> AudioChunk:
+        t = time.perf_counter()
+        samples = np.asarray(self._stream.push(frame[None]), np.float32)
+        self._timings.decode += time.perf_counter() - t
+        chunk = AudioChunk(samples=samples, start_sample=self._emitted)
+        self._chunks.append(samples)
+        self._emitted += len(samples)
+        return chunk
+
+    def audio(self, generated_frames: int) -> np.ndarray:
+        """The whole utterance as the official cut leaves it: the streamed samples, preceded by the few
+        reference samples its float64 cut keeps (it can fall a sample or so before the reference's end)."""
+        parts = list(self._chunks)
+        if self._ref_frames and generated_frames:
+            t_ref, n_ref = self._ref_frames, self._ref_frames * SAMPLES_PER_FRAME
+            cut = int(t_ref / (t_ref + generated_frames) * (n_ref + self._emitted))
+            extra = n_ref - cut
+            if 0 < extra <= len(self._ref_tail):
+                parts.insert(0, self._ref_tail[len(self._ref_tail) - extra:])
+        return np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, np.float32)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_whole(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _label(name: str) -> str:
+    """"subtalker_top_k" -> "Code predictor top-k"."""
+    words = name.replace("subtalker_", "code predictor ").replace("top_", "top-").replace("_", " ")
+    return words[0].upper() + words[1:]

@@ -31,6 +31,8 @@ class GenerationSettings:
     max_frames: int | None = None  # at most this many generated frames (official max_new_tokens = N + 1)
     non_streaming_text: bool = False  # whole text in the prefill instead of one token per frame
     stream_audio: bool = False  # also yield AudioChunk events decoded while generating
+    ignore_eos: bool = False  # never stop at EOS: exactly max_frames frames (benchmarks need a fixed count)
+    codes_only: bool = False  # skip decoding: the result has codes and no audio (cannot stream audio)
 
 
 @dataclass
@@ -54,6 +56,22 @@ class AudioChunk:
 
 
 @dataclass
+class Timings:
+    """Where the time of one synthesis went, in seconds (frames is a count, rtf a ratio)."""
+
+    load: float = 0.0  # loading the model (once per Synthesizer, repeated here for reports)
+    prefill: float = 0.0  # the talker over the prompt
+    talker: float = 0.0  # talker steps (frame feedback included)
+    code_predictor: float = 0.0  # codes 1..15 of every frame
+    decode: float = 0.0  # codec decoder (streaming or whole)
+    total: float = 0.0  # from the first step to the result
+    first_audio: float = 0.0  # until the first audio was ready (total when nothing was decoded)
+    frames: int = 0
+    audio_seconds: float = 0.0
+    rtf: float = float("inf")  # total / audio_seconds (inf without audio)
+
+
+@dataclass
 class SynthesisResult:
     """The final event of a synthesis."""
 
@@ -61,7 +79,7 @@ class SynthesisResult:
     codes: np.ndarray  # (frames, 16) int64
     ended_by: str  # "eos" | "cap"
     seed: int | None
-    timings: dict[str, float] = field(default_factory=dict)  # load/prefill/frames/decode seconds, rtf
+    timings: Timings = field(default_factory=Timings)
     sample_rate: int = SAMPLE_RATE
 
     @property

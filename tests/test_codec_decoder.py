@@ -83,7 +83,6 @@ def test_streaming_equals_whole(model):
         parts.append(chunk)
         i += n
         k += 1
-    parts.append(stream.flush())
     streamed = np.concatenate(parts)
     assert streamed.shape == whole.shape
     assert float(np.abs(streamed - whole).max()) <= 1e-4

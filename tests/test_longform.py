@@ -184,7 +184,8 @@ def test_guard_frame_limit_grows_with_the_estimate():
 
 
 class ScriptedSynth:
-    """Follows the Synthesizer contract used by synthesize_long (check_language, check_voice, synthesize ->
+    """Follows the Synthesizer contract used by synthesize_long (check_language, check_voice, check_settings,
+    synthesize ->
     FrameEvents then a SynthesisResult, validation before the first event, close() cancels). What each chunk
     does is scripted per (text, attempt): "ok", "loop", "long" (never stops), "empty" or "bad" (raises)."""
 
@@ -203,6 +204,9 @@ class ScriptedSynth:
         return language
 
     def check_voice(self, voice):
+        pass
+
+    def check_settings(self, settings):
         pass
 
     def synthesize(self, text, voice, language="auto", settings=None):

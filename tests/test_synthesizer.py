@@ -55,7 +55,7 @@ def test_events_in_order_then_one_result(synth, voice):
     assert all(f.max_frames == 8 and f.estimated_frames >= 1 and f.codes.shape == (16,) for f in frames)
     assert np.array_equal(np.stack([f.codes for f in frames]), result.codes)
     assert sum(len(c.samples) for c in chunks) == len(result.audio) == len(result.codes) * 1920
-    assert result.seed == 1 and result.timings["frames"] == len(result.codes)
+    assert result.seed == 1 and result.timings.frames == len(result.codes)
 
 
 def test_same_seed_same_output_different_seed_different_output(synth, voice):
@@ -80,9 +80,48 @@ def test_cancel_by_closing_the_generator(synth, voice):
 
 
 def test_max_frames_is_an_upper_bound(synth, voice):
-    r = list(synth.synthesize("Hello world, how are you today? " * 3, voice, "english",
-                              GenerationSettings(seed=0, max_frames=3)))[-1]
-    assert len(r.codes) <= 3
+    text = "Hello world, how are you today? " * 3
+    capped = list(synth.synthesize(text, voice, "english", GenerationSettings(seed=0, max_frames=3)))[-1]
+    assert len(capped.codes) <= 3
+    # with EOS masked the cap is the only way to stop: exactly max_frames frames, ended by the cap
+    full = list(synth.synthesize(text, voice, "english", GenerationSettings(seed=0, max_frames=3, ignore_eos=True)))
+    result = full[-1]
+    assert result.codes.shape == (3, 16) and result.ended_by == "cap"
+    assert len(result.audio) == 3 * 1920 and result.timings.audio_seconds == 3 * 1920 / 24000
+
+
+def test_codes_only_skips_decoding_and_keeps_the_codes(synth, voice):
+    settings = GenerationSettings(seed=4, max_frames=6, ignore_eos=True)
+    decoded = list(synth.synthesize("Hello there.", voice, "english", settings))[-1]
+    settings.codes_only = True
+    codes_only = list(synth.synthesize("Hello there.", voice, "english", settings))[-1]
+    assert np.array_equal(codes_only.codes, decoded.codes) and len(decoded.audio) == 6 * 1920
+    assert len(codes_only.audio) == 0 and codes_only.timings.decode == 0.0
+    assert np.array_equal(synth.decode(codes_only.codes), decoded.audio)
+
+
+@pytest.mark.parametrize("field,value,named", [
+    ("temperature", 0.0, "Temperature"), ("temperature", -1.0, "Temperature"),
+    ("temperature", float("nan"), "Temperature"), ("subtalker_temperature", float("inf"), "Code predictor temperature"),
+    ("top_k", -1, "Top-k"), ("top_k", 2.5, "Top-k"), ("subtalker_top_k", -3, "Code predictor top-k"),
+    ("top_p", 0.0, "Top-p"), ("top_p", 1.5, "Top-p"), ("subtalker_top_p", float("nan"), "Code predictor top-p"),
+    ("repetition_penalty", 0.0, "Repetition penalty"), ("repetition_penalty", float("inf"), "Repetition penalty"),
+    ("seed", -1, "seed"), ("seed", 2**63, "seed"), ("seed", 1.5, "seed"),
+    ("max_frames", 0, "Max frames"), ("max_frames", -5, "Max frames"),
+])
+def test_settings_out_of_range_are_refused_with_their_name(synth, voice, field, value, named):
+    settings = GenerationSettings(**{field: value})
+    with pytest.raises(TextError) as info:
+        synth.synthesize("Hi there.", voice, "english", settings)
+    message = str(info.value)
+    assert named in message and repr(value) in message and "\n" not in message
+    with pytest.raises(TextError):
+        synth.check_settings(settings)
+
+
+def test_codes_only_cannot_stream(synth, voice):
+    with pytest.raises(TextError, match="codes_only"):
+        synth.synthesize("Hi there.", voice, "english", GenerationSettings(codes_only=True, stream_audio=True))
 
 
 @pytest.mark.parametrize("text,language,error", [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
@@ -108,10 +109,10 @@ class ProgressPanel(QWidget):
         self.bar.setValue(frames)
         why = "end of speech" if result.ended_by == "eos" else "length limit reached"
         self.bar.setFormat(f"Done: {frames} frames ({why})")
-        rtf = result.timings.get("rtf")
-        if rtf is None and result.seconds > 0:
+        rtf = result.timings.rtf
+        if not math.isfinite(rtf) and result.seconds > 0:
             rtf = wall_seconds / result.seconds
-        if rtf is not None:
+        if math.isfinite(rtf):
             self.rtf.setText(f"{rtf:.2f}")
         self.elapsed.setText(f"{wall_seconds:.1f} s")
         self.audio_len.setText(f"{result.seconds:.1f} s")

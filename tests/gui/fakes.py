@@ -24,6 +24,7 @@ from engine import (
     GenerationSettings,
     SynthesisResult,
     TextError,
+    Timings,
     Voice,
     VoiceError,
 )
@@ -146,7 +147,8 @@ class FakeSynthesizer:
                     emitted = end
             total = time.perf_counter() - t0
             yield SynthesisResult(audio=audio, codes=codes, ended_by=ended_by, seed=seed,
-                                  timings={"total": total, "rtf": total / max(n * 0.08, 1e-9)})
+                                  timings=Timings(total=total, frames=n, audio_seconds=n * 0.08,
+                                                  rtf=total / max(n * 0.08, 1e-9)))
         finally:
             self.closed_at.append(self.produced)
 
