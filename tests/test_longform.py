@@ -185,9 +185,8 @@ def test_guard_frame_limit_grows_with_the_estimate():
 
 class ScriptedSynth:
     """Follows the Synthesizer contract used by synthesize_long (check_language, check_voice, check_settings,
-    synthesize ->
-    FrameEvents then a SynthesisResult, validation before the first event, close() cancels). What each chunk
-    does is scripted per (text, attempt): "ok", "loop", "long" (never stops), "empty" or "bad" (raises)."""
+    synthesize -> FrameEvents then a SynthesisResult, validation before the first event, close() cancels). What
+    each chunk does is scripted per (text, attempt): "ok", "loop", "long" (never stops), "empty" or "bad" (raises)."""
 
     languages = ["auto", "english"]
     model_id = "scripted"
