@@ -28,7 +28,6 @@ internals that the stage-by-stage parity tests inspect; applications do not use 
 """
 from __future__ import annotations
 
-import math
 import secrets
 import time
 import unicodedata
@@ -65,7 +64,6 @@ FRAME_RATE = SAMPLE_RATE / SAMPLES_PER_FRAME  # 12.5 frames per second
 PRODUCT_MAX_SECONDS = 300.0  # one synthesis speaks at most 5 minutes unless --max-frames asks for more
 MIN_DEFAULT_FRAMES = 125  # a default cap never below 10 s
 POSITION_MARGIN = 8
-MAX_SEED = 2**63 - 1  # numpy's PCG64 takes any non-negative int; a signed 64-bit int is what settings and files hold
 
 
 def estimate_seconds(text: str) -> float:
@@ -256,27 +254,7 @@ class Synthesizer:
         is checked by synthesize)."""
         if not isinstance(settings, GenerationSettings):
             raise TextError(f"Settings must be GenerationSettings, not {type(settings).__name__}.")
-        for name in ("temperature", "subtalker_temperature"):
-            value = getattr(settings, name)
-            if value is not None and not (_is_number(value) and math.isfinite(value) and value > 0):
-                raise TextError(f"{_label(name)} must be a finite number greater than 0, not {value!r}.")
-        for name in ("top_k", "subtalker_top_k"):
-            value = getattr(settings, name)
-            if value is not None and not (_is_whole(value) and value >= 0):
-                raise TextError(f"{_label(name)} must be a whole number, 0 (off) or more, not {value!r}.")
-        for name in ("top_p", "subtalker_top_p"):
-            value = getattr(settings, name)
-            if value is not None and not (_is_number(value) and 0 < value <= 1):
-                raise TextError(f"{_label(name)} must be greater than 0 and at most 1, not {value!r}.")
-        value = settings.repetition_penalty
-        if value is not None and not (_is_number(value) and math.isfinite(value) and value > 0):
-            raise TextError(f"Repetition penalty must be a finite number greater than 0, not {value!r}.")
-        if settings.seed is not None and not (_is_whole(settings.seed) and 0 <= settings.seed <= MAX_SEED):
-            raise TextError(f"The seed must be a whole number from 0 to {MAX_SEED}, not {settings.seed!r}.")
-        if settings.max_frames is not None and not (_is_whole(settings.max_frames) and settings.max_frames >= 1):
-            raise TextError(f"Max frames must be a whole number, 1 or more, not {settings.max_frames!r}.")
-        if settings.codes_only and settings.stream_audio:
-            raise TextError("Streaming audio needs decoding; codes_only and stream_audio cannot both be set.")
+        settings.check()
 
     def synthesize(
         self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None
@@ -440,17 +418,3 @@ class _StreamedAudio:
             if 0 < extra <= len(self._ref_tail):
                 parts.insert(0, self._ref_tail[len(self._ref_tail) - extra:])
         return np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, np.float32)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-
-
-def _is_whole(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def _label(name: str) -> str:
-    """"subtalker_top_k" -> "Code predictor top-k"."""
-    words = name.replace("subtalker_", "code predictor ").replace("top_", "top-").replace("_", " ")
-    return words[0].upper() + words[1:]

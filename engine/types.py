@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import TextError
+
 SAMPLE_RATE = 24000
 SAMPLES_PER_FRAME = 1920  # 12.5 frames per second
 NUM_CODE_GROUPS = 16
+MAX_SEED = 2**63 - 1  # numpy's PCG64 takes any non-negative int; a signed 64-bit int is what settings and files hold
 
 
 @dataclass
@@ -33,6 +37,44 @@ class GenerationSettings:
     stream_audio: bool = False  # also yield AudioChunk events decoded while generating
     ignore_eos: bool = False  # never stop at EOS: exactly max_frames frames (benchmarks need a fixed count)
     codes_only: bool = False  # skip decoding: the result has codes and no audio (cannot stream audio)
+
+    def check(self) -> None:
+        """Raise TextError naming the first setting out of range (one line, the value included)."""
+        for name in ("temperature", "subtalker_temperature"):
+            value = getattr(self, name)
+            if value is not None and not (_is_number(value) and math.isfinite(value) and value > 0):
+                raise TextError(f"{_label(name)} must be a finite number greater than 0, not {value!r}.")
+        for name in ("top_k", "subtalker_top_k"):
+            value = getattr(self, name)
+            if value is not None and not (_is_whole(value) and value >= 0):
+                raise TextError(f"{_label(name)} must be a whole number, 0 (off) or more, not {value!r}.")
+        for name in ("top_p", "subtalker_top_p"):
+            value = getattr(self, name)
+            if value is not None and not (_is_number(value) and 0 < value <= 1):
+                raise TextError(f"{_label(name)} must be greater than 0 and at most 1, not {value!r}.")
+        value = self.repetition_penalty
+        if value is not None and not (_is_number(value) and math.isfinite(value) and value > 0):
+            raise TextError(f"Repetition penalty must be a finite number greater than 0, not {value!r}.")
+        if self.seed is not None and not (_is_whole(self.seed) and 0 <= self.seed <= MAX_SEED):
+            raise TextError(f"The seed must be a whole number from 0 to {MAX_SEED}, not {self.seed!r}.")
+        if self.max_frames is not None and not (_is_whole(self.max_frames) and self.max_frames >= 1):
+            raise TextError(f"Max frames must be a whole number, 1 or more, not {self.max_frames!r}.")
+        if self.codes_only and self.stream_audio:
+            raise TextError("Streaming audio needs decoding; codes_only and stream_audio cannot both be set.")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_whole(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _label(name: str) -> str:
+    """"subtalker_top_k" -> "Code predictor top-k"."""
+    words = name.replace("subtalker_", "code predictor ").replace("top_", "top-").replace("_", " ")
+    return words[0].upper() + words[1:]
 
 
 @dataclass

@@ -87,7 +87,7 @@ def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, s
     audio = np.concatenate(pieces)
     pieces.clear()
     result = SynthesisResult(audio=audio, codes=np.concatenate(codes), ended_by="eos", seed=final.seed,
-                             timings=dict(final.timings))
+                             timings=replace(final.timings))
     return result, skipped
 
 

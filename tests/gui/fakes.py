@@ -108,8 +108,12 @@ class FakeSynthesizer:
             raise VoiceError("this voice was made with a different model; create it again from its reference audio")
 
     # --- synthesis ---
+    def check_settings(self, settings: GenerationSettings) -> None:
+        settings.check()
+
     def synthesize(self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None):
         settings = settings or GenerationSettings()
+        self.check_settings(settings)
         language = self._check_language(language)
         if not text.strip():
             raise TextError("the text is empty; type something to speak")
