@@ -49,6 +49,7 @@ _EXTRA_ENDS = re.compile(
 _LONE_INITIAL = re.compile(r"(?:^|[\s(\"“«])[A-Za-zÀ-ÖØ-öø-ÿА-яЁё]\.\s*$")
 # a list number right after the start or a sentence end: "1. First item", "Come stai? 2. Secondo"
 _ENUMERATOR = re.compile(r"(?:^|[.!?:;。！？]\s+)\s*(?:\d{1,3}|[ivxlcdm]{1,5}|[IVXLCDM]{1,5})[.)]\s*$")
+_QUOTES = "\"'“”‘’«»„"
 _CLAUSE_CUT = re.compile(r"[,:;—–](?=\s)|[、，：；]")
 
 
@@ -169,8 +170,9 @@ def _pack(pieces: list[str], max_chars: int) -> list[str]:
 
 
 def _join(a: str, b: str) -> str:
-    """Next to CJK no space is needed; everything else gets one."""
-    return a + b if _is_cjk(a[-1]) or _is_cjk(b[0]) else f"{a} {b}"
+    """Next to CJK no space is needed; everything else gets one (quotes take the side of what they enclose)."""
+    end, start = a.rstrip(_QUOTES) or a, b.lstrip(_QUOTES) or b
+    return a + b if _is_cjk(end[-1]) or _is_cjk(start[0]) else f"{a} {b}"
 
 
 def _is_ideograph(ch: str) -> bool:
@@ -181,7 +183,7 @@ def _is_ideograph(ch: str) -> bool:
 def _is_cjk(ch: str) -> bool:
     """Ideographs, kana and full-width punctuation (Korean uses spaces between words, so hangul is not here)."""
     o = ord(ch)
-    return _is_ideograph(ch) or 0x3000 <= o <= 0x303F or 0xFF00 <= o <= 0xFFEF or ch in "“”‘’"
+    return _is_ideograph(ch) or 0x3000 <= o <= 0x303F or 0xFF00 <= o <= 0xFFEF
 
 
 def _detect(text: str) -> str:

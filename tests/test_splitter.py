@@ -92,6 +92,12 @@ def test_paragraph_flags_inside_a_paragraph():
         ("Aaaa aaaa aaaa.", 0, False), ("Bbbb bbbb bbbb.", 0, False), ("Cccc.", 0, True), ("Dddd.", 1, True)]
 
 
+def test_sentences_are_joined_with_a_space_except_next_to_cjk():
+    text = "“Is it?” she asked. “Yes,” he said. 今日は良い天気です。“你好。”他说。 Fine."
+    assert [c.text for c in split_text(text, max_chars=200)] == [
+        "“Is it?” she asked. “Yes,” he said.今日は良い天気です。“你好。”他说。Fine."]
+
+
 def test_long_sentence_is_cut_at_clause_punctuation_first():
     text = "When the rain stopped at last, the children ran outside, and the dogs followed them into the field."
     chunks = [c.text for c in split_text(text, max_chars=60)]
