@@ -360,13 +360,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     import numpy as np
 
+    from .cpu import busy_processes, cpu_model, load_average, openmp_settings, physical_cores, usable_cpus
     from .synthesizer import FRAME_RATE, Synthesizer, run_synthesis
     from .types import SAMPLE_RATE, GenerationSettings
     from .voice import Voice
 
     if args.frames < 2:
         raise UsageError("--frames must be at least 2")
+    if args.under_load and getattr(sys, "frozen", False):
+        raise UsageError("--under-load starts Python helper processes; run it from a source checkout.")
     out = print
+    out(f"cpu           {cpu_model()}, {physical_cores()} cores ({usable_cpus()} logical); {openmp_settings()}")
+    out(f"load average  {load_average()} (before)")
     t0 = time.perf_counter()
     synth = Synthesizer(args.model, threads=args.threads)
     out(f"bundle        {args.model} ({synth.bundle.precision}, {args.threads} threads)")
@@ -397,8 +402,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out(f"prefill       {tm.prefill * 1000:.1f} ms")
     out(f"talker step   {tm.talker / n * 1000:.1f} ms/frame")
     out(f"code pred.    {tm.code_predictor / n * 1000:.1f} ms/frame (15 steps)")
-    out(f"generation    {np.median(steady) * 1000:.1f} ms/frame median, {tm.total / n * 1000:.1f} ms/frame mean "
+    quiet = float(np.median(steady))
+    out(f"generation    {quiet * 1000:.1f} ms/frame median, {tm.total / n * 1000:.1f} ms/frame mean "
         f"(RTF {tm.total / (n / FRAME_RATE):.3f} without audio)")
+    if args.under_load:  # the same run with one busy process per logical CPU competing for the cores
+        busy = usable_cpus()
+        with busy_processes(busy):
+            frame_times.clear()
+            run(args.frames, codes_only=True)
+        loaded = float(np.median(frame_times[2:] or frame_times))
+        out(f"under load    {loaded * 1000:.1f} ms/frame median with {busy} busy processes, {loaded / quiet:.2f}x the "
+            f"figure above; threads now talker {synth.talker.governor.current}, "
+            f"code predictor {synth.code_predictor.governor.current}")
 
     # 2. decoder alone (whole utterance)
     try:
@@ -430,6 +445,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         except EngineError as e:
             out(f"{label:13s} not timed: {e}")
     out(f"peak RSS      {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    out(f"load average  {load_average()} (after)")
     return 0
 
 
@@ -591,6 +607,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--model", type=Path, required=True)
     b.add_argument("--frames", type=int, default=50)
     b.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
+    b.add_argument("--under-load", action="store_true",
+                   help="also time generation with one busy process per CPU competing (started and stopped here)")
     b.add_argument("--text", default="The quick brown fox jumps over the lazy dog, and then it runs far away.")
     b.add_argument("--language", default="english")
     b.set_defaults(func=cmd_bench)

@@ -14,6 +14,8 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE"}
@@ -100,3 +102,21 @@ def load_average() -> str:
         return " ".join(f"{v:.2f}" for v in os.getloadavg())
     except (AttributeError, OSError):
         return "n/a"
+
+
+@contextmanager
+def busy_processes(count: int) -> Iterator[None]:
+    """`count` CPU-bound helper processes (a stand-in for other programs) for the duration of the block."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()

@@ -5,7 +5,8 @@ hundreds of parallel regions in a step waits for a thread the OS has descheduled
 times faster than two (full-size chain of GEMVs at load average 14 on 2 cores: 34 ms on one thread, 300 ms on two).
 The governor times each call at the current count and now and then tries the other count once; whichever has the
 lower recent median is used. A losing try is repeated less and less often (every 8, 16, ... 128 calls), so a
-steady machine pays for at most one slow call in 128; a change of load is noticed within a few seconds.
+steady machine pays for at most one slow call in 128; two calls in a row twice as slow as usual trigger a try at once, so a
+busier machine is noticed within a frame or two, a quieter one within 128 calls.
 ncnn reads opt.num_threads at every extractor creation for the layers these graphs use (checked: identical
 results at 1 and 2 threads, no "load-time value" warning).
 """
@@ -20,6 +21,7 @@ WINDOW = 5  # recent calls per thread count whose median decides
 FIRST_TRY = 3  # calls before the first try of the other count
 MIN_GAP, MAX_GAP = 8, 128  # calls between tries of the losing count
 MARGIN = 0.9  # the other count must be 10 % faster to take over
+SLOWDOWN = 2.0  # a call this many times slower than the recent median triggers a try at once
 
 
 class ThreadGovernor:
@@ -34,6 +36,7 @@ class ThreadGovernor:
         self._gap = MIN_GAP
         self._next_try = FIRST_TRY
         self._trying: int | None = None
+        self._slow: list[float] = []
         self._t0 = 0.0
 
     def fixed(self) -> int:
@@ -55,9 +58,19 @@ class ThreadGovernor:
         if not self.adaptive:
             return
         used = self._trying or self.current
-        self._times[used].append(seconds)
         if self._trying is None:
+            usual = _median(self._times[used])
+            slow = usual is not None and len(self._times[used]) >= 3 and seconds > SLOWDOWN * usual
+            self._slow = self._slow + [seconds] if slow else []
+            if len(self._slow) == 2:  # two slow calls in a row: the machine got busier, try the other count now
+                self._times[used].clear()
+                self._times[used].extend(self._slow)
+                self._slow = []
+                self._next_try, self._gap = self._calls, MIN_GAP
+            else:
+                self._times[used].append(seconds)
             return
+        self._times[used].append(seconds)
         other, mine = _median(self._times[self._trying]), _median(self._times[self.current])
         if mine is not None and other is not None and other < MARGIN * mine:
             self.current, self._gap = self._trying, MIN_GAP

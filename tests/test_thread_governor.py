@@ -48,3 +48,12 @@ def test_one_thread_or_fixed_never_changes():
     m = Machine({1: 0.1, 4: 5.0})
     assert set(m.run(ThreadGovernor(1, clock=m.clock), 50)) == {1}
     assert set(m.run(ThreadGovernor(4, adaptive=False, clock=m.clock), 50)) == {4}
+
+
+def test_sudden_load_is_noticed_within_a_few_calls():
+    m = Machine({2: 0.10, 1: 0.17})
+    gov = ThreadGovernor(2, clock=m.clock)
+    m.run(gov, 400)  # tries have backed off to one in MAX_GAP
+    m.cost = {2: 1.0, 1: 0.3}
+    used = m.run(gov, 4)
+    assert gov.current == 1 and used[-1] == 1
