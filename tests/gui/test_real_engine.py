@@ -140,3 +140,27 @@ def test_entry_point_opens_a_model(demo_bundle, tmp_path):
     assert code == 0
     settings = tmp_path / "xdg_config_home" / "Qwen3-TTS Studio" / "qwen3tts-studio.conf"
     assert str(demo_bundle) in settings.read_text()  # remembered for next time
+
+
+def test_real_chapter_is_one_take(qtbot, make_window, demo_bundle, dialogs):
+    """Two paragraphs on the real demo engine: two chunks, one take of both chunks and the paragraph pause."""
+    from engine import GenerationSettings, JoinSettings
+
+    window = _real_window(make_window, demo_bundle)
+    _open(qtbot, window, demo_bundle)
+    voice = window.ctx.synth.create_voice((speech_like(3.0, 24000), 24000), name="Noise")
+    parts, pieces = [], []
+    assert window.generate("A first paragraph.\n\nA second one.", voice, "Noise", "english",
+                           GenerationSettings(seed=7, max_frames=3))
+    window.synth_worker.part.connect(lambda i, n: parts.append((i, n)))
+    window.synth_worker.chunk.connect(lambda ch: pieces.append(ch))
+    qtbot.waitUntil(lambda: window.synth_worker is None, timeout=120000)
+    assert not dialogs.errors and not dialogs.infos
+    take = window.output.current
+    assert parts == [(0, 2), (1, 2)] and take.seed == 7
+    frames = len(take.result.codes)
+    assert 2 <= frames <= 6  # each chunk 1..3 frames (a cap the caller set is kept)
+    pause = round(JoinSettings().paragraph_pause * 24000)
+    assert len(take.audio) == frames * 1920 + pause  # x-vector voice: 1920 samples per frame
+    np.testing.assert_array_equal(take.audio, np.concatenate([p.samples for p in pieces]))
+    assert np.all(take.audio[len(pieces[0].samples):len(pieces[0].samples) + pause] == 0)
