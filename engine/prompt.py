@@ -1,4 +1,4 @@
-"""Talker prompt rows for the Base model: x-vector clone and ICL clone, streaming and non-streaming text.
+"""Talker prompt rows: Base x-vector and ICL clones, CustomVoice speakers, VoiceDesign (protocol §3).
 
 Every prompt row is a text-track vector plus a codec-track vector (protocol §3). The functions here only
 arrange rows; embedding lookups are passed in, so this module needs no network.
@@ -85,11 +85,15 @@ def build_prompt(
     non_streaming: bool = False,
     ref_ids: Sequence[int] | None = None,
     ref_frame_rows: np.ndarray | None = None,
+    instruct_ids: Sequence[int] | None = None,
 ) -> Prompt:
     """Prefill and trailing rows as the official Qwen3TTSForConditionalGeneration.generate builds them.
 
-    input_ids: the templated target ids; speaker_row: the x-vector (raw, talker width).
+    input_ids: the templated target ids; speaker_row: the x-vector (raw, talker width) of a Base clone, the
+    codec row C(spk_id) of a CustomVoice speaker, None for VoiceDesign; language: the codec language key
+    (a dialect speaker's dialect already substituted, see model_kind.prompt_language).
     ICL when ref_ids (templated reference ids) and ref_frame_rows (T_ref, H) = F(reference frames) are given.
+    instruct_ids (the templated instruction): text-only rows placed before the role rows.
     """
     role, text = split_target_ids(input_ids)
     special = text_rows([ids.tts_bos, ids.tts_eos, ids.tts_pad])
@@ -105,7 +109,8 @@ def build_prompt(
 
     # role rows (text only), then the head block: K-2 TPAD + TBOS over codec rows 0..K-2
     head_text = np.concatenate([np.repeat(tpad[None], k - 2, axis=0), tbos[None]], axis=0)
-    rows = [text_rows(role), head_text + codec_seq[:-1]]
+    rows = [text_rows(instruct_ids)] if instruct_ids else []
+    rows += [text_rows(role), head_text + codec_seq[:-1]]
     bos_row = codec_seq[-1]
 
     if ref_ids is not None or ref_frame_rows is not None:

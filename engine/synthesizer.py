@@ -43,6 +43,7 @@ from .codec_decoder import CodecDecoder
 from .cpu import physical_cores
 from .errors import Cancelled, EngineError, TextError, VoiceError
 from .generation import SequenceState, generate
+from .model_kind import ModelKind, Speaker, prompt_language
 from .prompt import Prompt, PromptIds, build_prompt
 from .sampling import Sampler, SamplingConfig, resolve, settings_from_generation_config
 from .talker import Talker
@@ -60,6 +61,7 @@ from .types import (
 )
 from .voice import Voice
 
+VoiceChoice = Voice | Speaker | str | None  # a cloned voice (Base), a preset speaker (CustomVoice), None (VoiceDesign)
 FRAME_RATE = SAMPLE_RATE / SAMPLES_PER_FRAME  # 12.5 frames per second
 PRODUCT_MAX_SECONDS = 300.0  # one synthesis speaks at most 5 minutes unless --max-frames asks for more
 MIN_DEFAULT_FRAMES = 125  # a default cap never below 10 s
@@ -103,6 +105,7 @@ class Synthesizer:
         self.threads = threads
         info = self.bundle.part("text")
         self.ids = PromptIds.from_part(info)
+        self.kind = ModelKind.from_part(info)
         self.tokenizer = TextTokenizer(self.bundle)
         self._text_table = self.bundle.table(info.get("table", "text_rows"))
         self._max_positions = int(info.get("max_position_embeddings", 32768))
@@ -122,6 +125,25 @@ class Synthesizer:
     @property
     def languages(self) -> list[str]:
         return self.ids.languages()
+
+    @property
+    def model_kind(self) -> str:
+        """"base" (clones voices), "custom_voice" (preset speakers) or "voice_design" (voice from a description)."""
+        return self.kind.kind
+
+    @property
+    def speakers(self) -> list[Speaker]:
+        """The preset speakers of a CustomVoice model (name, dialect); empty for the other kinds."""
+        return list(self.kind.speakers)
+
+    @property
+    def honours_instruct(self) -> bool:
+        """Whether an instruct= given to synthesize() is used (1.7B CustomVoice, VoiceDesign)."""
+        return self.kind.honours_instruct
+
+    def instruct_note(self, instruct: str | None) -> str | None:
+        """A sentence to show when this model will ignore the instruction (0.6B CustomVoice), else None."""
+        return self.kind.instruct_note(instruct)
 
     @property
     def model_id(self) -> str:
@@ -169,9 +191,7 @@ class Synthesizer:
         """x-vector from the reference; with ref_text also its codec frames for in-context cloning (ICL)."""
         from .audio import load_audio
 
-        kind = self.bundle.part("text").get("tts_model_type", "base")
-        if kind != "base":
-            raise VoiceError(f"this model is a {kind} model; voice cloning needs a Base model")
+        self.kind.refuse_clone()
         language = self.check_language(language)
         if ref_text is not None:
             ref_text = clean_text(ref_text, "reference text")
@@ -225,24 +245,54 @@ class Synthesizer:
     def _sampling_config(self, settings: GenerationSettings | None) -> SamplingConfig:
         return resolve(settings, self.bundle.generation_config, self.ids.codec_eos, self.codec_vocab)
 
-    def build_prompt(self, text: str, voice: Voice, language: str = "auto", non_streaming: bool = False) -> Prompt:
-        """Prefill and trailing rows for this text and voice (ICL when the voice has codes and a transcript)."""
+    def build_prompt(
+        self, text: str, voice: VoiceChoice, language: str = "auto", non_streaming: bool | None = None,
+        instruct: str | None = None,
+    ) -> Prompt:
+        """Prefill and trailing rows for this text and voice: a cloned Voice on a Base model (ICL when it has
+        codes and a transcript), a speaker (name or Speaker) on a CustomVoice model, None on a VoiceDesign model.
+        non_streaming None: the model kind's default text mode."""
         language = self.check_language(language)
         clean_text(text)
-        self.check_voice(voice)
+        speaker_row, speaker, icl_voice = self._speaker_row(voice)
+        instruct = self.kind.check_instruct(instruct)
         input_ids = self.tokenizer.target_ids(text)
         if len(input_ids) < 9:
             raise TextError("the text is empty; type something to speak")
         ref_ids = ref_rows = None
-        if voice.icl:
-            ref_ids = self.tokenizer.reference_ids(voice.ref_text)
+        if icl_voice is not None:
+            ref_ids = self.tokenizer.reference_ids(icl_voice.ref_text)
             if len(ref_ids) < 6:
                 raise VoiceError("the voice's reference text is empty; create the voice again with its transcript")
-            ref_rows = self.code_predictor.frame_rows(np.asarray(voice.ref_codes, np.int64))
+            ref_rows = self.code_predictor.frame_rows(np.asarray(icl_voice.ref_codes, np.int64))
+        if non_streaming is None:
+            non_streaming = self.kind.default_non_streaming
         return build_prompt(
-            input_ids, language, voice.xvector, self.ids, self.text_rows, self.talker.codec_rows,
-            non_streaming=non_streaming, ref_ids=ref_ids, ref_frame_rows=ref_rows,
+            input_ids, prompt_language(language, speaker), speaker_row, self.ids, self.text_rows,
+            self.talker.codec_rows, non_streaming=non_streaming, ref_ids=ref_ids, ref_frame_rows=ref_rows,
+            instruct_ids=self.tokenizer.instruct_ids(instruct) if instruct else None,
         )
+
+    def speaker(self, name: str) -> Speaker:
+        """The CustomVoice preset speaker called `name` (any case); VoiceError lists the known ones."""
+        return self.kind.speaker(name)
+
+    def _speaker_row(self, voice: VoiceChoice) -> tuple[np.ndarray | None, Speaker | None, Voice | None]:
+        """(speaker row of the prompt, the preset speaker, the ICL voice) for this model kind."""
+        if isinstance(voice, Voice):
+            self.kind.refuse_clone()
+            self.check_voice(voice)
+            return voice.xvector, None, voice if voice.icl else None
+        if isinstance(voice, (str, Speaker)):
+            speaker = self.kind.speaker(voice if isinstance(voice, str) else voice.name)
+            return self.talker.codec_rows([speaker.codec_id])[0], speaker, None
+        if voice is not None:
+            raise VoiceError(f"a voice must be a Voice, a speaker name or None, not {type(voice).__name__}")
+        if self.kind.kind == "voice_design":
+            return None, None, None
+        if self.kind.kind == "custom_voice":
+            raise VoiceError(f"Choose a speaker: {', '.join(s.name for s in self.kind.speakers)}.")
+        raise VoiceError("Choose a voice to clone: this Base model speaks with a voice made from reference audio.")
 
     def _frame_limit(self, prefill_rows: int) -> int:
         """The most frames any synthesis may run: generation_config max_new_tokens - 1 and the position budget."""
@@ -257,16 +307,18 @@ class Synthesizer:
         settings.check()
 
     def synthesize(
-        self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None
+        self, text: str, voice: VoiceChoice, language: str = "auto", settings: GenerationSettings | None = None,
+        instruct: str | None = None,
     ) -> Iterator[SynthesisEvent]:
         """Validate everything now (errors surface before the first event), then return the event generator."""
         settings = settings or GenerationSettings()
         self.check_settings(settings)
-        job = self._plan(text, voice, language, settings)
+        job = self._plan(text, voice, language, settings, instruct)
         return self._events(job)
 
-    def _plan(self, text: str, voice: Voice, language: str, settings: GenerationSettings) -> _Job:
-        prompt = self.build_prompt(text, voice, language, settings.non_streaming_text)
+    def _plan(self, text: str, voice: VoiceChoice, language: str, settings: GenerationSettings,
+              instruct: str | None = None) -> _Job:
+        prompt = self.build_prompt(text, voice, language, settings.non_streaming_text, instruct)
         hard = self._frame_limit(prompt.prefill.shape[0])
         streamed_text = len(prompt.trailing) if len(prompt.trailing) > 1 else 0
         est = max(int(round(estimate_seconds(text) * FRAME_RATE)), streamed_text, 1)
@@ -289,7 +341,7 @@ class Synthesizer:
         return _Job(
             sequence=sequence,
             estimated_frames=min(est, max_frames),
-            ref_codes=np.asarray(voice.ref_codes, np.int64) if voice.icl else None,
+            ref_codes=np.asarray(voice.ref_codes, np.int64) if isinstance(voice, Voice) and voice.icl else None,
             stream_audio=settings.stream_audio,
             decode=not settings.codes_only,
         )

@@ -33,7 +33,9 @@ class GenerationSettings:
     subtalker_top_k: int | None = None
     subtalker_top_p: float | None = None
     max_frames: int | None = None  # at most this many generated frames (official max_new_tokens = N + 1)
-    non_streaming_text: bool = False  # whole text in the prefill instead of one token per frame
+    # whole text in the prefill instead of one token per frame; None: the model's default (as the official
+    # wrappers: the Base clone streams the text, CustomVoice and VoiceDesign do not)
+    non_streaming_text: bool | None = None
     stream_audio: bool = False  # also yield AudioChunk events decoded while generating
     ignore_eos: bool = False  # never stop at EOS: exactly max_frames frames (benchmarks need a fixed count)
     codes_only: bool = False  # skip decoding: the result has codes and no audio (cannot stream audio)

@@ -94,3 +94,21 @@ def test_bad_language_and_empty_text():
     with pytest.raises(TextError):
         build_prompt(ROLE + TAIL, "english", X, IDS, T, C)
     assert IDS.languages() == ["auto", "english"]
+
+
+@pytest.mark.parametrize("non_streaming", [False, True])
+def test_instruct_rows_come_first_text_only(non_streaming):
+    instruct = [100, 104, 20, 21, 22, 103, 102]  # <|im_start|>user\n ... <|im_end|>\n, used whole
+    plain = prompt(4, non_streaming=non_streaming)
+    styled = build_prompt(ids_for(4), "english", X, IDS, T, C, non_streaming=non_streaming, instruct_ids=instruct)
+    np.testing.assert_array_equal(styled.prefill[:7], T(instruct))
+    np.testing.assert_array_equal(styled.prefill[7:], plain.prefill)
+    np.testing.assert_array_equal(styled.trailing, plain.trailing)
+
+
+def test_no_speaker_row():
+    """VoiceDesign: the codec track goes straight from think_eos to codec_pad."""
+    p = build_prompt(ids_for(3), "english", None, IDS, T, C)
+    assert p.prefill.shape == (9, H)
+    np.testing.assert_array_equal(p.prefill[7], T([151])[0] + C([300])[0])
+    np.testing.assert_array_equal(p.prefill[8], T([10])[0] + C([301])[0])

@@ -1,0 +1,140 @@
+"""Model kinds: speaker table, dialect rule, instruct policy and the refusals, on the converted fixture bundles
+(the same config.json tables the official implementation reads) and on hand-made tables."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from engine.errors import TextError, VoiceError
+from engine.model_kind import ModelKind, Speaker, prompt_language
+from engine.synthesizer import Synthesizer
+from engine.voice import Voice
+from tests.bundles import MODELS, bundle_for
+
+PARTS = ("text", "talker", "codec_decoder")
+
+
+def synth(model: str) -> Synthesizer:
+    return Synthesizer(bundle_for(model, "fp32", parts=PARTS))
+
+
+def config(model: str) -> dict:
+    return json.loads((MODELS / model / "config.json").read_text())
+
+
+@pytest.mark.parametrize("model", ["tinycv06b", "tinycv17b"])
+def test_speakers_come_from_the_config(model):
+    tc = config(model)["talker_config"]
+    s = synth(model)
+    assert s.model_kind == "custom_voice"
+    got = {sp.name: (sp.codec_id, sp.dialect) for sp in s.speakers}
+    want = {k: (v[0] if isinstance(v, list) else v, tc["spk_is_dialect"][k] or None) for k, v in tc["spk_id"].items()}
+    assert got == want
+    assert s.speaker("ERIC").dialect == "sichuan_dialect"
+
+
+def test_instruct_policy_follows_the_model_size():
+    assert synth("tinycv17b").honours_instruct
+    assert not synth("tinycv06b").honours_instruct
+    assert synth("tinyvd17b").honours_instruct
+    assert not synth("tiny06b").honours_instruct
+    # the official test is `tts_model_size in "0b6"`, a substring test: an empty size also drops the instruct
+    assert not ModelKind("custom_voice", "").honours_instruct
+    assert ModelKind("custom_voice", "1b7").honours_instruct
+
+
+def test_dialect_rule():
+    eric = Speaker("eric", 5, "sichuan_dialect")
+    plain = Speaker("serena", 6)
+    assert prompt_language("Chinese", eric) == "sichuan_dialect"
+    assert prompt_language("auto", eric) == "sichuan_dialect"
+    assert prompt_language("english", eric) == "english"
+    assert prompt_language("chinese", plain) == "chinese"
+    assert prompt_language("auto", None) == "auto"
+    assert eric.label == "eric (Sichuan dialect)" and plain.label == "serena"
+
+
+def test_dialect_changes_the_language_row_of_the_prompt():
+    s = synth("tinycv06b")
+    lang = s.ids.language_ids
+    zh = s.build_prompt("你好。", "eric", "chinese")
+    en = s.build_prompt("你好。", "eric", "english")
+    auto = s.build_prompt("你好。", "eric", "auto")
+    codec = s.talker.codec_rows
+    tpad = s.text_rows([s.ids.tts_pad])[0]
+    # row 5 = TPAD + C(language id) (role rows 0-2, think, think_bos); auto switches to the think form too
+    np.testing.assert_allclose(zh.prefill[5], tpad + codec([lang["sichuan_dialect"]])[0], atol=1e-6)
+    np.testing.assert_allclose(en.prefill[5], tpad + codec([lang["english"]])[0], atol=1e-6)
+    np.testing.assert_array_equal(auto.prefill, zh.prefill)
+
+
+def test_speaker_names_are_case_insensitive_and_unknown_ones_are_listed():
+    s = synth("tinycv17b")
+    a = s.build_prompt("Hello.", "Serena", "english")
+    b = s.build_prompt("Hello.", s.speaker("serena"), "english")
+    np.testing.assert_array_equal(a.prefill, b.prefill)
+    with pytest.raises(VoiceError, match="Unknown speaker 'nobody'; this model's speakers are: dylan, eric, ryan, "
+                                         "serena, uncle_fu."):
+        s.build_prompt("Hello.", "nobody", "english")
+
+
+def test_refusals_name_what_the_model_can_do():
+    cv, vd, base = synth("tinycv06b"), synth("tinyvd17b"), synth("tiny06b")
+    x = Voice(xvector=np.zeros(cv.hidden_size, np.float32), model_id=cv.model_id)
+    with pytest.raises(VoiceError, match="Voice cloning needs a Base model; this CustomVoice model speaks with its "
+                                         "preset speakers: dylan, eric, serena, uncle_fu."):
+        cv.build_prompt("Hello.", x, "english")
+    with pytest.raises(VoiceError, match="Voice cloning needs a Base model"):
+        cv.create_voice((np.zeros(24000, np.float32), 24000))
+    with pytest.raises(VoiceError, match="Choose a speaker: dylan, eric, serena, uncle_fu."):
+        cv.build_prompt("Hello.", None, "english")
+    with pytest.raises(VoiceError, match="VoiceDesign model has no preset speakers"):
+        vd.build_prompt("Hello.", "serena", "english")
+    with pytest.raises(VoiceError, match="Voice cloning needs a Base model; this VoiceDesign model"):
+        vd.build_prompt("Hello.", Voice(xvector=np.zeros(vd.hidden_size, np.float32), model_id=vd.model_id), "english")
+    with pytest.raises(VoiceError, match="Base model has no preset speakers"):
+        base.build_prompt("Hello.", "serena", "english")
+    with pytest.raises(VoiceError, match="Choose a voice to clone"):
+        base.build_prompt("Hello.", None, "english")
+    bx = Voice(xvector=np.zeros(base.hidden_size, np.float32), model_id=base.model_id)
+    with pytest.raises(TextError, match="This Base model takes no instruction"):
+        base.build_prompt("Hello.", bx, "english", instruct="Sadly.")
+    with pytest.raises(TextError, match="unknown language"):
+        cv.build_prompt("Hello.", "eric", "sichuan_dialect")  # a dialect is the speaker's, not a language
+
+
+def test_instruct_rows_go_first_on_1_7b_and_are_dropped_on_0_6b():
+    big, small = synth("tinycv17b"), synth("tinycv06b")
+    ins = "Speak slowly."
+    plain = big.build_prompt("Hello.", "serena", "english")
+    styled = big.build_prompt("Hello.", "serena", "english", instruct=ins)
+    ids = big.tokenizer.instruct_ids(ins)
+    n = len(ids)
+    np.testing.assert_array_equal(styled.prefill[:n], big.text_rows(ids))
+    np.testing.assert_array_equal(styled.prefill[n:], plain.prefill)
+    assert small.instruct_note(ins) is not None and big.instruct_note(ins) is None
+    assert small.instruct_note("") is None
+    np.testing.assert_array_equal(small.build_prompt("Hello.", "serena", "english", instruct=ins).prefill,
+                                  small.build_prompt("Hello.", "serena", "english").prefill)
+
+
+def test_default_text_mode_per_kind():
+    cv, base = synth("tinycv06b"), synth("tiny06b")
+    text = "Hello world, this is a test."
+    n = len(cv.tokenizer.target_ids(text)) - 8
+    # non-streaming: the whole text and TEOS in the prefill, one TPAD trailing row
+    assert cv.build_prompt(text, "serena", "english").trailing.shape[0] == 1
+    assert cv.build_prompt(text, "serena", "english", non_streaming=False).trailing.shape[0] == n
+    x = Voice(xvector=np.zeros(base.hidden_size, np.float32), model_id=base.model_id)
+    assert base.build_prompt(text, x, "english").trailing.shape[0] == n
+
+
+def test_voice_design_without_instruction_has_no_speaker_row():
+    vd = synth("tinyvd17b")
+    p = vd.build_prompt("Hello.", None, "english")
+    # role 3 + think/think_bos/lang/think_eos 4 + TBOS row; then N text + TEOS + final row (non-streaming)
+    n = len(vd.tokenizer.target_ids("Hello.")) - 8
+    assert p.prefill.shape[0] == 3 + 4 + 1 + n + 1 + 1
