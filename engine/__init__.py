@@ -52,6 +52,7 @@ from .longform import (  # noqa: E402
     split_for_synthesis,
     synthesize_long,
 )
+from .model_kind import ModelKind, Speaker  # noqa: E402
 from .runaway import GuardSettings  # noqa: E402
 from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
 from .synthesizer import Synthesizer, run_synthesis  # noqa: E402
@@ -104,6 +105,8 @@ __all__ = [
     "JoinSettings",
     "LongResult",
     "LongTextOptions",
+    "ModelKind",
+    "Speaker",
     "SynthesisEvent",
     "SynthesisResult",
     "Synthesizer",

@@ -139,11 +139,23 @@ def _save_npy_atomic(path: Path, array) -> None:
 
 
 def _voice_for(synth, args: argparse.Namespace):
-    """The voice of a synth command: --voice FILE or --ref AUDIO [--ref-text TEXT] [--x-vector-only]."""
+    """The voice of a synth command: --voice FILE or --ref AUDIO [--ref-text TEXT] [--x-vector-only] (Base),
+    --speaker NAME (CustomVoice), nothing but --instruct (VoiceDesign)."""
     from dataclasses import replace
 
     from .voice import Voice
 
+    if args.voice is not None or args.ref is not None:
+        synth.kind.refuse_clone()  # CustomVoice / VoiceDesign explain what they do instead
+    if synth.model_kind != "custom_voice" and args.speaker is not None:
+        synth.kind.speaker(args.speaker)  # Base / VoiceDesign explain they have no preset speakers
+    if synth.model_kind == "voice_design":
+        return None
+    if synth.model_kind == "custom_voice":
+        if args.speaker is None:
+            raise UsageError(f"This CustomVoice model needs --speaker NAME; its speakers are: "
+                             f"{', '.join(s.name for s in synth.speakers)}.")
+        return synth.speaker(args.speaker)
     if args.voice is not None and args.ref is not None:
         raise UsageError("give either --voice or --ref, not both")
     if args.voice is not None:
@@ -183,12 +195,16 @@ def cmd_synth(args: argparse.Namespace) -> int:
     # cheap checks before the reference is processed
     synth.check_language(args.language)
     synth.check_settings(settings)
+    synth.check_instruct(args.instruct)
     voice = _voice_for(synth, args)
+    note = synth.instruct_note(args.instruct)
+    if note:
+        print(f"qwen3tts: {note}", file=sys.stderr)
     if long_text is not None:
         return _synth_long(args, synth, voice, settings, text, long_text)
     bar = ProgressBar("synth")
     result = run_synthesis(
-        synth.synthesize(text, voice, language=args.language, settings=settings),
+        synth.synthesize(text, voice, language=args.language, settings=settings, instruct=args.instruct),
         on_frame=lambda ev: bar.update(
             min((ev.index + 1) / max(ev.estimated_frames, ev.index + 1), 0.99),
             f"frame {ev.index + 1} ({(ev.index + 1) / FRAME_RATE:.1f} s)"),
@@ -249,7 +265,8 @@ def _synth_long(args: argparse.Namespace, synth, voice, settings, text: str, opt
     from .fileio import write_atomic
     from .longform import ChunkAudio, ChunkFrame, ChunkRetry, ChunkSkipped, LongResult, synthesize_long
 
-    events = synthesize_long(synth, text, voice, language=args.language, settings=settings, options=options)
+    events = synthesize_long(synth, text, voice, language=args.language, settings=settings, options=options,
+                             instruct=args.instruct)
     bar = ProgressBar("synth")
     subtype = "PCM_16" if args.pcm16 else _float_subtype(args.output)
     result = None
@@ -299,6 +316,21 @@ def _chunk_texts(text: str, language: str, options) -> list[str]:
 def _float_subtype(path: Path) -> str | None:
     """WAV keeps the decoder's float samples; FLAC/OGG use their usual formats."""
     return "FLOAT" if path.suffix.lower() == ".wav" else None
+
+
+def cmd_speakers(args: argparse.Namespace) -> int:
+    """One line per speaker: name, dialect; then the languages. Reads the bundle's tables only."""
+    from .model_kind import ModelKind
+
+    kind = ModelKind.of_bundle(args.model)
+    if kind.kind != "custom_voice":
+        kind.speaker("")  # raises the kind's own explanation
+    width = max(len(s.name) for s in kind.speakers) + 2
+    for s in kind.speakers:
+        print(f"{s.name:<{width}}{s.dialect_name} (for chinese and auto)" if s.dialect else s.name)
+    instruct = "follows --instruct" if kind.honours_instruct else "ignores --instruct (0.6B)"
+    print(f"CustomVoice model, {instruct}; languages: {', '.join(kind.languages)}", file=sys.stderr)
+    return 0
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
@@ -574,7 +606,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--top-p", type=float)
     s.add_argument("--repetition-penalty", type=float)
     s.add_argument("--max-frames", type=int, help="at most this many 80 ms frames")
-    s.add_argument("--non-streaming-text", action="store_true", help="put the whole text in the prompt")
+    mode = s.add_mutually_exclusive_group()
+    mode.add_argument("--non-streaming-text", dest="non_streaming_text", action="store_true", default=None,
+                      help="put the whole text in the prompt (default for CustomVoice and VoiceDesign models)")
+    mode.add_argument("--streaming-text", dest="non_streaming_text", action="store_false",
+                      help="feed the text one token per frame (default for Base models)")
+    s.add_argument("--speaker", help="a preset speaker of a CustomVoice model (see 'qwen3tts speakers')")
+    s.add_argument("--instruct", help="a style instruction (CustomVoice 1.7B) or the voice description "
+                                      "(VoiceDesign)")
     s.add_argument("--codes-out", type=Path, help="also write the generated codes (frames x 16) as .npy")
     s.add_argument("--pcm16", action="store_true", help="write 16-bit PCM instead of float (WAV)")
     s.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
@@ -598,6 +637,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--pcm16", action="store_true", help="write 16-bit PCM instead of float")
     d.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
     d.set_defaults(func=cmd_decode)
+
+    sp = sub.add_parser("speakers", help="list the preset speakers of a CustomVoice model")
+    sp.add_argument("--model", type=Path, required=True, help="bundle folder")
+    sp.set_defaults(func=cmd_speakers)
 
     m = sub.add_parser("demo-model", help="write a tiny random-weight bundle (speaks noise; for trying the app)")
     m.add_argument("dest", type=Path)

@@ -114,7 +114,7 @@ def split_for_synthesis(text: str, language: str = "auto", max_chars: int = DEFA
 
 
 def synthesize_long(synth, text: str, voice, language: str = "auto", settings: GenerationSettings | None = None,
-                    options: LongTextOptions | None = None) -> Iterator[LongEvent]:
+                    options: LongTextOptions | None = None, instruct: str | None = None) -> Iterator[LongEvent]:
     """Validate everything a chunk-independent check can (before the first event), then generate."""
     options = options or LongTextOptions()
     options.join.check()
@@ -123,15 +123,17 @@ def synthesize_long(synth, text: str, voice, language: str = "auto", settings: G
     synth.check_voice(voice)
     settings = settings or GenerationSettings()
     synth.check_settings(settings)
+    if instruct:
+        synth.check_instruct(instruct)
     chunks = split_for_synthesis(text, language, options.max_chars)
     if not chunks:
         raise TextError("The text is empty; type something to speak.")
     seed = settings.seed if settings.seed is not None else secrets.randbits(32)
-    return _generate(synth, chunks, voice, language, settings, options, seed)
+    return _generate(synth, chunks, voice, language, settings, options, seed, instruct)
 
 
 def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: GenerationSettings,
-              options: LongTextOptions, seed: int) -> Iterator[LongEvent]:
+              options: LongTextOptions, seed: int, instruct: str | None = None) -> Iterator[LongEvent]:
     t0 = time.perf_counter()
     n = len(chunks)
     written = 0
@@ -149,7 +151,7 @@ def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: Ge
             if attempt:
                 yield ChunkRetry(i, n, attempt, reason, attempt_seed)
             result, reason, retry = yield from _attempt(synth, chunk, voice, language, settings, options.guard,
-                                                        i, n, attempt, attempt_seed)
+                                                        i, n, attempt, attempt_seed, instruct)
             if result is not None or not retry:
                 break
         if result is None:
@@ -172,7 +174,7 @@ def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: Ge
 
 
 def _attempt(synth, chunk: TextChunk, voice, language: str, settings: GenerationSettings, guard_settings,
-             i: int, n: int, attempt: int, seed: int):
+             i: int, n: int, attempt: int, seed: int, instruct: str | None = None):
     """One generation of one chunk. Returns (result or None, reason, worth retrying)."""
     guard = RunawayGuard(int(round(estimate_seconds(chunk.text) * FRAME_RATE)), guard_settings)
     cap = guard.frame_limit if settings.max_frames is None else min(guard.frame_limit, int(settings.max_frames))
@@ -180,7 +182,8 @@ def _attempt(synth, chunk: TextChunk, voice, language: str, settings: Generation
     chunk_settings = replace(settings, seed=seed, greedy=settings.greedy and attempt == 0, max_frames=cap,
                              stream_audio=False)
     try:
-        events = synth.synthesize(chunk.text, voice, language, chunk_settings)
+        extra = {"instruct": instruct} if instruct else {}  # Base-only callers (and fakes) never see it
+        events = synth.synthesize(chunk.text, voice, language, chunk_settings, **extra)
     except Cancelled:
         raise
     except EngineError as e:

@@ -8,6 +8,7 @@ dialect when the language is chinese or auto, and the 0.6B CustomVoice model dro
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,11 +31,16 @@ class Speaker:
     dialect: str | None = None  # e.g. "sichuan_dialect"
 
     @property
+    def dialect_name(self) -> str:
+        """"Sichuan dialect" for "sichuan_dialect"; "" for a speaker without one."""
+        if not self.dialect:
+            return ""
+        return f"{self.dialect.replace('_dialect', '').replace('_', ' ').title()} dialect"
+
+    @property
     def label(self) -> str:
         """"eric (Sichuan dialect)" for lists and menus."""
-        if not self.dialect:
-            return self.name
-        return f"{self.name} ({self.dialect.replace('_dialect', '').replace('_', ' ').title()} dialect)"
+        return f"{self.name} ({self.dialect_name})" if self.dialect else self.name
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,7 @@ class ModelKind:
     kind: str  # BASE | CUSTOM_VOICE | VOICE_DESIGN
     size: str  # tts_model_size, e.g. "0b6" / "1b7"
     speakers: tuple[Speaker, ...] = ()
+    languages: tuple[str, ...] = ("auto",)  # what a user may ask for (dialects belong to speakers)
 
     @classmethod
     def from_part(cls, info: Mapping[str, Any]) -> ModelKind:
@@ -54,7 +61,16 @@ class ModelKind:
                 codec_id = codec_id[0]
             dialect = dialects.get(name) or None
             speakers.append(Speaker(str(name).lower(), int(codec_id), str(dialect) if dialect else None))
-        return cls(kind=kind, size=str(info.get("tts_model_size") or ""), speakers=tuple(speakers))
+        langs = ("auto",) + tuple(k for k in (info.get("codec_language_id") or {}) if "dialect" not in k)
+        return cls(kind=kind, size=str(info.get("tts_model_size") or ""), speakers=tuple(speakers), languages=langs)
+
+    @classmethod
+    def of_bundle(cls, bundle: str | os.PathLike | Any) -> ModelKind:
+        """Read from a bundle folder (or an open Bundle) without loading any network."""
+        from .bundle import Bundle
+
+        b = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
+        return cls.from_part(b.part("text"))
 
     @property
     def label(self) -> str:

@@ -141,6 +141,10 @@ class Synthesizer:
         """Whether an instruct= given to synthesize() is used (1.7B CustomVoice, VoiceDesign)."""
         return self.kind.honours_instruct
 
+    def check_instruct(self, instruct: str | None) -> str:
+        """The instruction as this model will use it ("" if none or dropped); TextError on a Base model."""
+        return self.kind.check_instruct(instruct)
+
     def instruct_note(self, instruct: str | None) -> str | None:
         """A sentence to show when this model will ignore the instruction (0.6B CustomVoice), else None."""
         return self.kind.instruct_note(instruct)
@@ -207,7 +211,15 @@ class Synthesizer:
         return Voice(xvector=xvector, model_id=self.model_id, ref_codes=ref_codes, ref_text=ref_text,
                      language=language, name=name, ref_audio=wav)
 
-    def check_voice(self, voice: Voice) -> None:
+    def check_voice(self, voice: VoiceChoice) -> None:
+        """Raise a clear VoiceError if this model cannot speak with `voice` (see build_prompt)."""
+        if isinstance(voice, Voice):
+            self.kind.refuse_clone()
+            self._check_clone_voice(voice)
+        else:
+            self._speaker_row(voice)
+
+    def _check_clone_voice(self, voice: Voice) -> None:
         if voice.model_id and self.model_id and voice.model_id != self.model_id:
             what = f"voice {voice.name!r}" if voice.name else "this voice"
             raise VoiceError(f"{what} was made with a different model; create it again from its reference audio")
@@ -280,7 +292,6 @@ class Synthesizer:
     def _speaker_row(self, voice: VoiceChoice) -> tuple[np.ndarray | None, Speaker | None, Voice | None]:
         """(speaker row of the prompt, the preset speaker, the ICL voice) for this model kind."""
         if isinstance(voice, Voice):
-            self.kind.refuse_clone()
             self.check_voice(voice)
             return voice.xvector, None, voice if voice.icl else None
         if isinstance(voice, (str, Speaker)):
