@@ -29,6 +29,7 @@ from .cpu import configure_openmp
 configure_openmp()  # before anything imports ncnn (libgomp reads its environment once, at load)
 
 from .bundle import Bundle  # noqa: E402
+from .designed_voice import designed_voice, is_designed  # noqa: E402
 from .errors import (  # noqa: E402
     AudioError,
     BundleError,
@@ -105,6 +106,8 @@ __all__ = [
     "JoinSettings",
     "LongResult",
     "LongTextOptions",
+    "designed_voice",
+    "is_designed",
     "ModelKind",
     "Speaker",
     "SynthesisEvent",

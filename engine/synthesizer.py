@@ -41,6 +41,7 @@ from .bundle import Bundle
 from .code_predictor import CodePredictor
 from .codec_decoder import CodecDecoder
 from .cpu import physical_cores
+from .designed_voice import is_designed
 from .errors import Cancelled, EngineError, TextError, VoiceError
 from .generation import SequenceState, generate
 from .model_kind import ModelKind, Speaker, prompt_language
@@ -220,6 +221,10 @@ class Synthesizer:
             self._speaker_row(voice)
 
     def _check_clone_voice(self, voice: Voice) -> None:
+        if is_designed(voice):
+            raise VoiceError(f"{voice.name or 'This voice'!r} is a designed voice: it holds only its reference "
+                             "recording. Make it into a voice for this model first (create_voice from its "
+                             "reference audio and text).")
         if voice.model_id and self.model_id and voice.model_id != self.model_id:
             what = f"voice {voice.name!r}" if voice.name else "this voice"
             raise VoiceError(f"{what} was made with a different model; create it again from its reference audio")

@@ -138,3 +138,27 @@ def test_voice_design_without_instruction_has_no_speaker_row():
     # role 3 + think/think_bos/lang/think_eos 4 + TBOS row; then N text + TEOS + final row (non-streaming)
     n = len(vd.tokenizer.target_ids("Hello.")) - 8
     assert p.prefill.shape[0] == 3 + 4 + 1 + n + 1 + 1
+
+
+def test_design_once_then_clone_with_a_base_model(tmp_path):
+    """VoiceDesign audio kept as a designed voice; a Base model refuses it as is and clones it from its audio."""
+    from engine import GenerationSettings, designed_voice, is_designed
+
+    vd = synth("tinyvd17b")
+    text = "Hello world, this is a test."
+    result = list(vd.synthesize(text, None, "english", GenerationSettings(seed=5, max_frames=12),
+                                instruct="A warm, low voice."))[-1]
+    voice = designed_voice(result.audio, text, "A warm, low voice.", vd.model_id, language="english")
+    path = voice.save(tmp_path / "designed.qvoice")
+    loaded = Voice.load(path)
+    assert is_designed(loaded) and loaded.name == "A warm, low voice." and loaded.ref_text == text
+    np.testing.assert_array_equal(loaded.ref_audio, result.audio)
+    base = Synthesizer(bundle_for("tiny06b", "fp32"))
+    assert loaded.model_id != base.model_id and loaded.model_id != vd.model_id
+    with pytest.raises(VoiceError, match="is a designed voice"):
+        base.build_prompt("Hi.", loaded, "english")
+    cloned = base.create_voice((loaded.ref_audio, 24000), ref_text=loaded.ref_text, name=loaded.name)
+    assert cloned.icl and not is_designed(cloned)
+    assert base.build_prompt("Hi.", cloned, "english").prefill.shape[0] > 10
+    with pytest.raises(VoiceError, match="too short"):
+        designed_voice(result.audio[:100], text, "x", vd.model_id)
