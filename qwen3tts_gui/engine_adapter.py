@@ -36,6 +36,8 @@ from engine import (
     Voice,
     VoiceError,
     VoiceSummary,
+    designed_voice,
+    is_designed,
     split_for_synthesis,
     synthesize_long,
 )
@@ -80,6 +82,8 @@ __all__ = [
     "VoiceError",
     "VoiceSummary",
     "convert_checkpoint",
+    "designed_voice",
+    "is_designed",
     "default_models_dir",
     "find_entry",
     "format_bytes",
@@ -118,8 +122,19 @@ class SynthesizerLike(Protocol):
     ) -> Voice: ...
 
     def synthesize(
-        self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None
+        self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None,
+        instruct: str | None = None,
     ) -> Iterator[SynthesisEvent]: ...
+
+    # model kinds: "base" clones voices, "custom_voice" has preset speakers, "voice_design" takes a description
+    @property
+    def model_kind(self) -> str: ...
+
+    @property
+    def speakers(self) -> list: ...
+
+    @property
+    def honours_instruct(self) -> bool: ...
 
     def check_language(self, language: str | None) -> str: ...
 

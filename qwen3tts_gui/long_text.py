@@ -48,9 +48,9 @@ class LongHandlers:
 
 
 def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, settings: GenerationSettings,
-               on: LongHandlers) -> tuple[SynthesisResult, list[str]]:
+               on: LongHandlers, instruct: str | None = None) -> tuple[SynthesisResult, list[str]]:
     """Generate every chunk; return one result (the joined recording, all codes) and the left-out messages."""
-    events = synthesize_long(synth, text, voice, language, settings)
+    events = synthesize_long(synth, text, voice, language, settings, instruct=instruct)
     pieces: list[np.ndarray] = []
     codes: list[np.ndarray] = []
     skipped: list[str] = []
@@ -102,7 +102,8 @@ class LongSynthesisWorker(SynthesisWorker):
     def work(self) -> None:
         handlers = LongHandlers(self.check_cancel, frame=self.frame.emit, part=self.part.emit,
                                 audio=self.chunk.emit, notice=self.notice.emit)
-        result, skipped = speak_long(self.synth, self.text, self.voice, self.language, self.settings, handlers)
+        result, skipped = speak_long(self.synth, self.text, self.voice, self.language, self.settings, handlers,
+                                     self.instruct)
         if skipped:
             self.left_out.emit(skipped)
         self.done.emit(result)

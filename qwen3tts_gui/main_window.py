@@ -33,19 +33,23 @@ from .engine_adapter import (
     GenerationSettings,
     SynthesisResult,
     Voice,
+    VoiceError,
     convert_checkpoint,
     is_demo_bundle,
+    is_designed,
     make_demo_bundle,
 )
 from .long_text import LongSynthesisWorker, needs_chunks
 from .paths import unique_path
 from .takes import Take
 from .widgets.batch_panel import BatchPanel
+from .widgets.design_panel import DesignPanel
 from .widgets.folders_dialog import FoldersDialog
 from .widgets.models_dialog import ModelsDialog
 from .widgets.output_panel import OutputPanel
 from .widgets.progress_panel import ProgressPanel
 from .widgets.settings_box import GenerationSettingsBox
+from .widgets.speaker_panel import SpeakerPanel
 from .widgets.voice_panel import VoicePanel, language_title
 from .widgets.welcome import WelcomeView
 from .workers import CallWorker, ProgressWorker, SynthesisWorker
@@ -83,6 +87,13 @@ class MainWindow(QMainWindow):
         self.welcome.use_demo.connect(self.use_demo_model)
 
         self.voice_panel = VoicePanel(ctx)
+        # what the model speaks with: cloned voices (Base), preset speakers (CustomVoice), a description (VoiceDesign)
+        self.speaker_panel = SpeakerPanel(ctx)
+        self.design_panel = DesignPanel(ctx)
+        self.design_panel.preview_requested.connect(self.preview_design)
+        self.voice_stack = QStackedWidget()
+        for panel in (self.voice_panel, self.speaker_panel, self.design_panel):
+            self.voice_stack.addWidget(panel)
         self.settings_box = GenerationSettingsBox(ctx.settings)
         self.progress = ProgressPanel()
         self.output = OutputPanel(ctx)
@@ -106,8 +117,8 @@ class MainWindow(QMainWindow):
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.setToolTip("Stop generating (Esc)")
         self.cancel_btn.clicked.connect(self.cancel_generation)
-        self.batch = BatchPanel(ctx, self.voice_panel.load_by_name, self.settings_box.generation_settings)
-        self.batch.voice_names = self.voice_panel.voice_names
+        self.batch = BatchPanel(ctx, self.batch_voice, self.settings_box.generation_settings)
+        self.batch.voice_names = self.batch_voice_names
 
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
@@ -129,7 +140,8 @@ class MainWindow(QMainWindow):
 
         ctx.model_changed.connect(self._model_changed)
         ctx.busy_changed.connect(lambda _: self._update_actions())
-        self.voice_panel.voice_changed.connect(self._update_actions)
+        for panel in (self.voice_panel, self.speaker_panel, self.design_panel):
+            panel.voice_changed.connect(self._update_actions)
         self._model_changed()
         self._restore_window()
         problems = ctx.settings.take_problems()
@@ -142,7 +154,7 @@ class MainWindow(QMainWindow):
         left.setObjectName("VoiceColumn")
         ll = QVBoxLayout(left)
         ll.setContentsMargins(14, 12, 10, 12)
-        ll.addWidget(self.voice_panel)
+        ll.addWidget(self.voice_stack)
         left_scroll = QScrollArea()
         left_scroll.setWidget(left)
         left_scroll.setWidgetResizable(True)
@@ -303,6 +315,11 @@ class MainWindow(QMainWindow):
         i = self.lang_combo.findData(self.ctx.settings.language)
         self.lang_combo.setCurrentIndex(max(i, 0))
         self.lang_combo.blockSignals(False)
+        kind = self.model_kind()
+        self.voice_stack.setCurrentWidget({"custom_voice": self.speaker_panel,
+                                           "voice_design": self.design_panel}.get(kind, self.voice_panel))
+        if kind == "custom_voice":
+            self.speaker_panel.set_model(synth)
         if synth is not None:
             self.settings_box.load_defaults(synth.default_settings)
             path = self.ctx.model_path
@@ -398,8 +415,15 @@ class MainWindow(QMainWindow):
         if code:
             self.ctx.settings.language = code
 
+    def model_kind(self) -> str:
+        """"base", "custom_voice" or "voice_design" for the loaded model ("base" when none is loaded)."""
+        return getattr(self.ctx.synth, "model_kind", "base") if self.ctx.synth is not None else "base"
+
     def generate(self, text: str | None = None, voice: Voice | None = None, voice_name: str | None = None,
-                 language: str | None = None, settings: GenerationSettings | None = None) -> bool:
+                 language: str | None = None, settings: GenerationSettings | None = None,
+                 instruct: str | None = None, design: bool = False) -> bool:
+        """voice and instruct None: what the voice column holds (a voice, a speaker and its instruction, or the
+        description of a voice to design)."""
         if self.synth_worker is not None or not self.ctx.can_start(self):
             return False
         text = (text if text is not None else self.text_edit.toPlainText()).strip()
@@ -407,16 +431,30 @@ class MainWindow(QMainWindow):
             self.ctx.dialogs.error(self, "No text", "Type the text to speak first.")
             self.text_edit.setFocus()
             return False
-        if voice is None:
-            voice = self.voice_panel.load_selected()
-            voice_name = self.voice_panel.selected_name()
-            if voice is None:
-                return False
+        kind = self.model_kind()
+        if voice is None and instruct is None:
+            if kind == "custom_voice":
+                voice, voice_name = self.speaker_panel.selected_speaker(), self.speaker_panel.selected_name()
+                instruct = self.speaker_panel.instruct()
+                if voice is None:
+                    self.ctx.dialogs.error(self, "No speaker", "Choose one of the model's speakers first.")
+                    return False
+            elif kind == "voice_design":
+                instruct, voice_name = self.design_panel.describe(), self.design_panel.selected_name()
+                if not instruct:
+                    self.ctx.dialogs.error(self, "No description", "Describe the voice to design first.")
+                    self.design_panel.description.setFocus()
+                    return False
+            else:
+                voice = self.voice_panel.load_selected()
+                voice_name = self.voice_panel.selected_name()
+                if voice is None:
+                    return False
         language = language or self.lang_combo.currentData() or "auto"
         settings = settings or self.settings_box.generation_settings()
         long_text = needs_chunks(text, language)
         worker_class = LongSynthesisWorker if long_text else SynthesisWorker
-        worker = worker_class(self.ctx.synth, text, voice, language, settings, self)
+        worker = worker_class(self.ctx.synth, text, voice, language, settings, self, instruct=instruct)
         if long_text:
             worker.part.connect(self.progress.set_part)
             worker.notice.connect(lambda message: self.statusBar().showMessage(message, 8000))
@@ -427,8 +465,9 @@ class MainWindow(QMainWindow):
         worker.failed.connect(self._on_failed)
         worker.cancelled.connect(self._on_cancelled)
         worker.finished.connect(self._synth_finished)
-        self._pending = dict(text=text, voice=voice, voice_name=voice_name or voice.name, language=language,
-                             settings=settings, t0=time.monotonic(), expected=False)
+        self._pending = dict(text=text, voice=voice, voice_name=voice_name or getattr(voice, "name", str(voice)),
+                             language=language, settings=settings, t0=time.monotonic(), expected=False,
+                             instruct=instruct, design=design)
         self.synth_worker = worker
         self.ctx.set_busy("generating")
         self.progress.begin()
@@ -438,7 +477,50 @@ class MainWindow(QMainWindow):
         return True
 
     def regenerate(self, take: Take) -> None:
-        self.generate(take.text, take.voice, take.voice_name, take.language, take.with_new_seed())
+        self.generate(take.text, take.voice, take.voice_name, take.language, take.with_new_seed(),
+                      instruct=take.instruct, design=take.voice is None and self.model_kind() == "voice_design")
+
+    def preview_design(self, regenerate: bool) -> None:
+        """VoiceDesign: speak the preview sentence in a voice made from the description (regenerate: new seed)."""
+        settings = self.settings_box.generation_settings()
+        if regenerate:  # another voice from the same description: sample with a fresh seed
+            settings.seed, settings.greedy = None, False
+        description = self.design_panel.describe()
+        if not description:
+            self.ctx.dialogs.error(self, "No description", "Describe the voice to design first.")
+            return
+        self.generate(self.design_panel.preview_sentence(), None, self.design_panel.selected_name(),
+                      settings=settings, instruct=description, design=True)
+
+    def batch_voice_names(self) -> list[str]:
+        """The batch's voice column: the model's speakers (CustomVoice) or the voice library."""
+        if self.model_kind() == "custom_voice":
+            return self.speaker_panel.speaker_names()
+        return self.voice_panel.voice_names()
+
+    def batch_voice(self, name: str):
+        """A batch line's voice by name ("" = the one selected): a speaker, a voice, or a designed voice (which
+        the batch clones with this Base model before its line)."""
+        kind = self.model_kind()
+        if kind == "voice_design":
+            raise VoiceError("A VoiceDesign model makes one voice per description: design it, save it as a voice, "
+                             "then run the batch with a Base model.")
+        if kind == "custom_voice":
+            name = name or self.speaker_panel.selected_name()
+            if name.lower() not in self.speaker_panel.speaker_names():
+                raise VoiceError(f"There is no speaker called “{name}”; this model's speakers are: "
+                                 f"{', '.join(self.speaker_panel.speaker_names())}.")
+            return name.lower()
+        try:
+            return self.voice_panel.load_by_name(name)
+        except VoiceError:
+            wanted = name or self.voice_panel.selected_name()
+            for entry in self.ctx.library.entries():
+                if entry.name == wanted:
+                    voice = self.ctx.library.load(entry.path)
+                    if is_designed(voice):
+                        return voice
+            raise
 
     def cancel_generation(self) -> None:
         if self.synth_worker is not None:
@@ -459,7 +541,9 @@ class MainWindow(QMainWindow):
             return
         self._take_count += 1
         take = Take(self._take_count, pending["text"], pending["voice_name"], pending["voice"], pending["language"],
-                    pending["settings"], result)
+                    pending["settings"], result, instruct=pending["instruct"])
+        if pending["design"]:
+            self.design_panel.designed(take, pending["instruct"])
         self.progress.finish(result, time.monotonic() - pending["t0"])
         self.output.end_stream(take)
         self.statusBar().showMessage(f"Generated {result.seconds:.1f} s of speech", 5000)
@@ -498,7 +582,8 @@ class MainWindow(QMainWindow):
         self.cancel_btn.setEnabled(generating and not self.synth_worker.cancel_requested)
         for a in (self.open_action, self.import_action, self.demo_action):
             a.setEnabled(not busy)
-        name = self.voice_panel.selected_name()
+        self.design_panel.set_busy(busy or generating)
+        name = self.voice_stack.currentWidget().selected_name()
         self.voice_label.setText(f"Voice: {name}" if name else "No voice selected")
 
     def edit_folders(self) -> None:

@@ -21,6 +21,7 @@ class Take:
     settings: GenerationSettings
     result: SynthesisResult
     created: str = field(default_factory=lambda: _dt.datetime.now().strftime("%H:%M:%S"))
+    instruct: str | None = None  # the style instruction (CustomVoice) or voice description (VoiceDesign)
 
     @property
     def audio(self) -> np.ndarray:
@@ -43,7 +44,8 @@ class Take:
             f"temperature {s.temperature}, top-k {s.top_k}, top-p {s.top_p}"
         )
         cap = f"{s.max_frames} frames" if s.max_frames else "automatic"
-        return (f"{self.text}\n\nVoice: {self.voice_name} · language: {self.language}\n"
+        instruct = f"Instruction: {self.instruct}\n" if self.instruct else ""
+        return (f"{self.text}\n\nVoice: {self.voice_name} · language: {self.language}\n{instruct}"
                 f"Seed {self.seed} · {sampling} · repetition penalty {s.repetition_penalty}\n"
                 f"Maximum length {cap} · {len(self.result.codes)} frames, ended by {self.result.ended_by} · "
                 f"made at {self.created}")

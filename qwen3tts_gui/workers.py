@@ -26,6 +26,7 @@ from .engine_adapter import (
     SynthesisResult,
     SynthesizerLike,
     Voice,
+    is_designed,
     save_audio,
 )
 
@@ -113,12 +114,16 @@ class SynthesisWorker(Worker):
     doing = "generating"
 
     def __init__(self, synth: SynthesizerLike, text: str, voice: Voice, language: str,
-                 settings: GenerationSettings, parent: QObject | None = None):
+                 settings: GenerationSettings, parent: QObject | None = None, instruct: str | None = None):
         super().__init__(parent)
         self.synth, self.text, self.voice, self.language, self.settings = synth, text, voice, language, settings
+        self.instruct = instruct  # CustomVoice style / VoiceDesign description; None for cloned voices
+
+    def instruct_kwargs(self) -> dict:
+        return {"instruct": self.instruct} if self.instruct else {}
 
     def work(self) -> None:
-        events = self.synth.synthesize(self.text, self.voice, self.language, self.settings)
+        events = self.synth.synthesize(self.text, self.voice, self.language, self.settings, **self.instruct_kwargs())
         try:
             for event in events:
                 self.check_cancel()  # the frame in flight is dropped: cancel lands within one frame
@@ -203,6 +208,9 @@ class BatchWorker(Worker):
 
     def _run_line(self, job: BatchJob) -> np.ndarray:
         assert job.voice is not None
+        if isinstance(job.voice, Voice) and is_designed(job.voice):  # a designed voice: clone it for this model
+            job.voice = self.synth.create_voice((job.voice.ref_audio, SAMPLE_RATE), ref_text=job.voice.ref_text,
+                                                name=job.voice.name, language=job.voice.language)
         from .long_text import LongHandlers, needs_chunks, speak_long  # (long_text imports this module)
 
         if needs_chunks(job.text, job.language):

@@ -59,6 +59,11 @@ class FakeSynthesizer:
     def model_id(self) -> str:
         return self._model_id
 
+    # a Base model: clones voices, no preset speakers, no instruction
+    model_kind = "base"
+    speakers: list = []
+    honours_instruct = False
+
     @property
     def default_settings(self) -> GenerationSettings:
         return GenerationSettings(greedy=False, temperature=0.9, top_k=50, top_p=1.0, repetition_penalty=1.05,
@@ -111,9 +116,13 @@ class FakeSynthesizer:
     def check_settings(self, settings: GenerationSettings) -> None:
         settings.check()
 
-    def synthesize(self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None):
+    def synthesize(self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None,
+                   instruct: str | None = None):
         settings = settings or GenerationSettings()
         self.check_settings(settings)
+        if instruct:
+            raise TextError("This Base model takes no instruction; style instructions need a CustomVoice 1.7B "
+                            "or a VoiceDesign model.")
         language = self._check_language(language)
         if not text.strip():
             raise TextError("the text is empty; type something to speak")
