@@ -20,6 +20,11 @@ CONTRACT (stable; the GUI depends on it):
         Cancelled).
     synth.decode(codes) -> float32 audio (codes: (T, 16) ints)
     run_synthesis(events, on_frame, on_audio, check_cancel) -> SynthesisResult: the one loop over the events
+    synth.model_kind           -> "base" | "custom_voice" | "voice_design"
+    synth.speakers             -> [Speaker(name, codec_id, dialect)] (CustomVoice), [] otherwise
+    synth.honours_instruct     -> bool; synth.instruct_note(instruct) -> sentence when it will be ignored, or None
+    synth.synthesize(text, voice, ..., instruct=None): voice is a Voice (Base), a speaker name or Speaker
+        (CustomVoice) or None (VoiceDesign, instruct = the voice description)
 Bad input raises engine.errors.EngineError subclasses with a one-line message. Input is validated when
 synthesize() is called (before the first event), so errors surface immediately.
 
@@ -303,7 +308,7 @@ class Synthesizer:
             speaker = self.kind.speaker(voice if isinstance(voice, str) else voice.name)
             return self.talker.codec_rows([speaker.codec_id])[0], speaker, None
         if voice is not None:
-            raise VoiceError(f"a voice must be a Voice, a speaker name or None, not {type(voice).__name__}")
+            raise VoiceError(f"A voice must be a Voice, a speaker name or None, not {type(voice).__name__}.")
         if self.kind.kind == "voice_design":
             return None, None, None
         if self.kind.kind == "custom_voice":
