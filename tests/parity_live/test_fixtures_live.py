@@ -1,4 +1,7 @@
-"""The committed fixtures equal a fresh run of the official implementation (bit-identical expected).
+"""The committed fixtures equal a fresh run of the official implementation, on this machine.
+
+Integers (ids, codes) must be identical; float32 arrays must agree within the rounding that a different CPU or
+thread count can cause, derived per quantity in tolerances.py.
 
 Run in the reference environment: /work/venv-ref/bin/python -m pytest tests/parity_live -m reference
 """
@@ -7,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,32 +19,50 @@ import pytest
 pytestmark = pytest.mark.reference
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
-# Same machine + same torch build gives bit-identical floats; the tolerance only absorbs a different
-# CPU's kernel choice (reported, see test output). Ids and codes are always compared exactly.
-RTOL, ATOL = 1e-5, 1e-6
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tolerances  # noqa: E402  (the per-quantity float32 tolerances and their derivation)
 
 
 def _json(p: Path) -> dict:
     return json.loads(p.read_text(encoding="utf-8"))
 
 
-def _compare_npz(a: Path, b: Path) -> list[str]:
-    """Return names of float arrays that are close but not bit-identical; assert the rest."""
-    inexact = []
-    with np.load(a, allow_pickle=True) as za, np.load(b, allow_pickle=True) as zb:
-        assert sorted(za.files) == sorted(zb.files), a.name
-        for k in za.files:
-            x, y = za[k], zb[k]
-            assert x.dtype == y.dtype and x.shape == y.shape, f"{a.name}:{k} {x.dtype}{x.shape} vs {y.dtype}{y.shape}"
+def _first_difference(x: np.ndarray, y: np.ndarray) -> str:
+    if x.shape != y.shape:
+        return f"shape {x.shape} vs {y.shape}"
+    idx = tuple(int(i) for i in np.argwhere(x != y)[0])
+    return f"first at index {idx}: {x[idx]} vs {y[idx]}"
+
+
+def _compare_npz(rel: Path, new_root: Path, entry: dict | None, entries: list[dict]) -> dict[str, float]:
+    """Assert one regenerated file against the committed one; return, per float array, the largest
+    difference as a fraction of its tolerance (0 = bit-identical)."""
+    used: dict[str, float] = {}
+    with np.load(FIX / rel, allow_pickle=True) as za, np.load(new_root / rel, allow_pickle=True) as zb:
+        assert sorted(za.files) == sorted(zb.files), rel
+        ref = {k: za[k] for k in za.files}
+        for k, x in ref.items():
+            y = zb[k]
+            assert x.dtype == y.dtype and x.shape == y.shape, f"{rel}:{k} {x.dtype}{x.shape} vs {y.dtype}{y.shape}"
             if x.dtype == object:
-                assert len(x) == len(y) and all(np.array_equal(u, v) for u, v in zip(x, y, strict=True)), f"{a.name}:{k}"
+                assert len(x) == len(y) and all(np.array_equal(u, v) for u, v in zip(x, y, strict=True)), f"{rel}:{k}"
             elif np.issubdtype(x.dtype, np.floating):
-                if not np.array_equal(x, y):
-                    np.testing.assert_allclose(y, x, rtol=RTOL, atol=ATOL, err_msg=f"{a.name}:{k}")
-                    inexact.append(f"{a.parent.name}/{a.name}:{k}")
+                tol = tolerances.tolerance(entry, k, x, ref, entries, FIX / "models")
+                diff = np.abs(y.astype(np.float64) - x.astype(np.float64))
+                over = diff > tol
+                assert not over.any(), (
+                    f"{rel}:{k}: {int(over.sum())} of {x.size} values beyond the float32 rounding tolerance, "
+                    f"largest difference {diff.max():.3g} (tolerance there {np.broadcast_to(tol, x.shape)[over].min():.3g})")
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    used[k] = float(np.max(np.where(diff > 0, diff / tol, 0.0)))
             else:
-                assert np.array_equal(x, y), f"{a.name}:{k} differs"
-    return inexact
+                # Exact: ids never depend on floats; codes do only at a near-tie of a greedy argmax or an RVQ
+                # argmin, and then the case must change (see tolerances.py), not the comparison.
+                assert np.array_equal(x, y), (
+                    f"{rel}:{k} differs, {_first_difference(x, y)}. Integer outputs must be identical; codes can "
+                    "differ between CPUs only at a near-tie, so pick another candidate text for this case in "
+                    "tests/reference/make_fixtures.py")
+    return used
 
 
 def test_models_identical(regenerated: Path) -> None:
@@ -74,13 +96,18 @@ def test_outputs_equal(regenerated: Path) -> None:
     old = sorted(p.relative_to(FIX) for p in (FIX / "outputs").rglob("*.npz"))
     new = sorted(p.relative_to(regenerated) for p in (regenerated / "outputs").rglob("*.npz"))
     assert old == new
-    inexact: list[str] = []
+    entries = _json(FIX / "cases.json")["entries"]
+    by_file = {e["file"]: e for e in entries}
+    worst: dict[str, tuple[float, str]] = {}
     for rel in old:
-        inexact += _compare_npz(FIX / rel, regenerated / rel)
-    if inexact:
-        print(f"\n{len(inexact)} float arrays within tolerance but not bit-identical: {inexact[:20]}")
-    else:
-        print("\nall outputs bit-identical")
+        entry = by_file.get(rel.as_posix())
+        for key, frac in _compare_npz(rel, regenerated, entry, entries).items():
+            name = f"{entry['kind'] if entry else rel.parent.name}:{key}"
+            if frac >= worst.get(name, (-1.0, ""))[0]:
+                worst[name] = (frac, rel.as_posix())
+    print("\nlargest float difference as a fraction of its tolerance (0 = bit-identical):")
+    for name, (frac, rel) in sorted(worst.items()):
+        print(f"  {name:24s} {frac:.3g}  ({rel})")
 
 
 def test_audio_regenerates(tmp_path: Path) -> None:
