@@ -10,18 +10,31 @@ export QT_QPA_PLATFORM=offscreen HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PIP_DIS
 mkdir -p .test-results
 rm -f .test-results/*.xml
 
-if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
-.venv/bin/pip install -q -e '.[test,package]'
+# pip stays quiet once an environment exists; on first set-up its progress lines show what is downloading.
+quiet() { if [ -e "$1/.installed" ]; then echo -q; fi; }
+if [ ! -x .venv/bin/python ]; then
+  echo "== Creating .venv: the app, test tools and PyInstaller (about 140 MB to download) ==" >&2
+  "$PY" -m venv .venv
+fi
+.venv/bin/pip install $(quiet .venv) -e '.[test,package]'
+touch .venv/.installed
 .venv/bin/ruff check .
 
 status=0
+echo "== Default tier: unit, parity against the committed fixtures, GUI, CLI ==" >&2
 .venv/bin/python -m pytest -m "not reference and not fullsize" --ignore=tests/parity_live --junitxml=.test-results/default.xml "$@" || status=$?
 
 if [ "${SKIP_REFERENCE:-0}" != 1 ]; then
-  if [ ! -x .venv-ref/bin/python ]; then "$PY" -m venv .venv-ref; fi
+  if [ ! -x .venv-ref/bin/python ]; then
+    echo "== Creating .venv-ref: the official implementation for the live tier, PyTorch (CPU) and qwen-tts" \
+         "(about 460 MB to download, 1.9 GB on disk) ==" >&2
+    "$PY" -m venv .venv-ref
+  fi
   # torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
-  .venv-ref/bin/pip install -q torch==2.13.0
-  .venv-ref/bin/pip install -q -r tests/reference/requirements.txt
+  .venv-ref/bin/pip install $(quiet .venv-ref) torch==2.13.0
+  .venv-ref/bin/pip install $(quiet .venv-ref) -r tests/reference/requirements.txt
+  touch .venv-ref/.installed
+  echo "== Live tier: regenerating the fixtures with the official implementation (1-3 minutes) ==" >&2
   rc=0
   .venv-ref/bin/python -m pytest -m reference tests/parity_live --junitxml=.test-results/reference.xml || rc=$?
   if [ "$rc" != 0 ] && [ "$rc" != 5 ]; then status=$rc; fi

@@ -3,9 +3,7 @@
 # Usage: ./studio.sh [--model BUNDLE]
 set -euo pipefail
 cd "$(dirname "$0")"
-PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
-if ! .venv/bin/python -c "import engine, qwen3tts_gui" 2>/dev/null; then
-  .venv/bin/pip install -q -e .
-fi
+. scripts/setup_venv.sh
+# Qt's own message names the wrong library when an X11 one is missing: name the missing ones and the apt-get line.
+.venv/bin/python -m qwen3tts_gui.qt_system_libs
 exec .venv/bin/python -m qwen3tts_gui "$@"

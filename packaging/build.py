@@ -24,15 +24,13 @@ sys.path.insert(0, str(ROOT / "packaging"))
 
 from make_icons import render  # noqa: E402
 
+from qwen3tts_gui.qt_system_libs import DEB_PACKAGES  # noqa: E402
+
 APP = "qwen3tts-studio"
 APP_ID = "io.github.qwen3tts.Studio"
-# Runtime libraries the bundled Qt (xcb platform) and sounddevice load from the system.
-DEB_DEPENDS = [
-    "libportaudio2", "libxcb-cursor0", "libxcb-icccm4", "libxcb-keysyms1", "libxcb-image0", "libxcb-randr0",
-    "libxcb-render-util0", "libxcb-shape0", "libxcb-xfixes0", "libxcb-xkb1", "libxcb-sync1", "libxcb-shm0",
-    "libxkbcommon-x11-0", "libegl1", "libgl1", "libfontconfig1", "libdbus-1-3", "libglib2.0-0",
-    "fonts-dejavu-core",
-]
+# Runtime libraries the bundled Qt (xcb platform) and sounddevice load from the system: one list, shared
+# with the launcher's check (qwen3tts_gui/qt_system_libs.py).
+DEB_DEPENDS = DEB_PACKAGES
 
 
 def version() -> str:

@@ -34,7 +34,8 @@ def test_deb_installs_bundle_launchers_desktop_entry_and_icons(tmp_path):
     fields = subprocess.run(["dpkg-deb", "-f", str(deb)], capture_output=True, text=True, check=True).stdout
     assert f"Package: {build.APP}" in fields
     depends = next(line for line in fields.splitlines() if line.startswith("Depends:"))
-    for lib in ("libportaudio2", "libxcb-cursor0", "libegl1"):
+    # the two Qt names wrongly as "xcb-cursor0" when missing, and PortAudio (dlopened, invisible to ldd)
+    for lib in ("libportaudio2", "libxcb-cursor0", "libxcb-icccm4", "libxcb-keysyms1", "libegl1"):
         assert lib in depends
 
     listing = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, check=True).stdout

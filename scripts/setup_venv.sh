@@ -1,0 +1,12 @@
+# Sourced by studio.sh and qwen3tts.sh (from the repository root): on first run, create .venv and install the
+# app into it, saying what is happening (pip's own progress lines, not a silent minute).
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "First run: creating the virtual environment .venv with $PY ..." >&2
+  "$PY" -m venv .venv
+fi
+if ! .venv/bin/python -c "import engine, qwen3tts_gui" 2>/dev/null; then
+  echo "Installing Qwen3-TTS Studio and its libraries into .venv (about 120 MB to download; 1-2 minutes)..." >&2
+  .venv/bin/pip install --disable-pip-version-check -e . >&2
+  echo "Set-up done." >&2
+fi
