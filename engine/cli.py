@@ -182,6 +182,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
     inputs = (args.ref, args.voice)
     _check_output(args.output, (".wav", ".flac", ".ogg"), "output", inputs)
+    _sample_format(args)  # --float on a non-WAV name is refused before any work
     if args.codes_out is not None:
         _check_output(args.codes_out, (".npy",), "--codes-out", (*inputs, args.output))
     text = clean_text(_text_of(args))
@@ -215,7 +216,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     # write the codes first: if the audio then fails, remove them again so nothing is left behind
     if args.codes_out is not None:
         _save_npy_atomic(args.codes_out, result.codes)
-    subtype = "PCM_16" if args.pcm16 else _float_subtype(args.output)
+    subtype = _sample_format(args)
     try:
         _save_or_rescue(args.output, lambda p: save_audio(p, result.audio, subtype=subtype))
     except BaseException:
@@ -268,7 +269,7 @@ def _synth_long(args: argparse.Namespace, synth, voice, settings, text: str, opt
     events = synthesize_long(synth, text, voice, language=args.language, settings=settings, options=options,
                              instruct=args.instruct)
     bar = ProgressBar("synth")
-    subtype = "PCM_16" if args.pcm16 else _float_subtype(args.output)
+    subtype = _sample_format(args)
     result = None
     made = 0
     if args.chunks_dir is not None:
@@ -313,9 +314,20 @@ def _chunk_texts(text: str, language: str, options) -> list[str]:
     return [c.text for c in split_for_synthesis(text, language, options.max_chars)]
 
 
-def _float_subtype(path: Path) -> str | None:
-    """WAV keeps the decoder's float samples; FLAC/OGG use their usual formats."""
-    return "FLOAT" if path.suffix.lower() == ".wav" else None
+def _add_sample_format(p: argparse.ArgumentParser) -> None:
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--float", dest="float_samples", action="store_true",
+                     help="write 32-bit float samples (WAV) instead of 16-bit PCM, the default (as in the app)")
+    fmt.add_argument("--pcm16", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for scripts
+
+
+def _sample_format(args: argparse.Namespace) -> str | None:
+    """16-bit PCM (the app's default too; FLAC likewise) unless --float asks for float WAV; OGG is Vorbis."""
+    if args.float_samples:
+        if args.output.suffix.lower() != ".wav":
+            raise UsageError(f"--float is for .wav files; {args.output.name} is not one.")
+        return "FLOAT"
+    return None
 
 
 def cmd_speakers(args: argparse.Namespace) -> int:
@@ -338,11 +350,12 @@ def cmd_decode(args: argparse.Namespace) -> int:
     from .audio import save_audio
 
     _check_output(args.output, (".wav", ".flac", ".ogg"), "output", (args.codes,))
+    _sample_format(args)
     codes = _read_codes(args.codes)
     t0 = time.monotonic()
     wav = decode_codes(args.model, codes, threads=args.threads)
     elapsed = time.monotonic() - t0
-    save_audio(args.output, wav, SAMPLE_RATE, subtype="PCM_16" if args.pcm16 else _float_subtype(args.output))
+    save_audio(args.output, wav, SAMPLE_RATE, subtype=_sample_format(args))
     seconds = len(wav) / SAMPLE_RATE
     print(f"wrote {args.output} ({len(codes)} frames, {seconds:.2f} s of audio) in {elapsed:.1f} s", file=sys.stderr)
     return 0
@@ -615,7 +628,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--instruct", help="a style instruction (CustomVoice 1.7B) or the voice description "
                                       "(VoiceDesign)")
     s.add_argument("--codes-out", type=Path, help="also write the generated codes (frames x 16) as .npy")
-    s.add_argument("--pcm16", action="store_true", help="write 16-bit PCM instead of float (WAV)")
+    _add_sample_format(s)
     s.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
     lt = s.add_argument_group("long text (split into chunks of whole sentences, joined into one file)")
     lt.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS,
@@ -634,7 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--model", type=Path, required=True)
     d.add_argument("--codes", type=Path, required=True)
     d.add_argument("-o", "--output", type=Path, required=True)
-    d.add_argument("--pcm16", action="store_true", help="write 16-bit PCM instead of float")
+    _add_sample_format(d)
     d.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
     d.set_defaults(func=cmd_decode)
 

@@ -52,7 +52,9 @@ def test_synth_x_vector_end_to_end(bundle, tmp_path, capsys):
     c = np.load(codes)
     assert c.ndim == 2 and c.shape[1] == 16 and 1 <= c.shape[0] <= 6 and c.dtype == np.int64
     wav, sr = sf.read(out, dtype="float32")
-    assert sr == 24000 and wav.shape == (c.shape[0] * 1920,)
+    # the official implementation returns 1920 samples per frame (samples == 1920 x frames in every synth case
+    # of tests/fixtures/cases.json, ICL included); 16-bit PCM is the default, as in the app
+    assert sr == 24000 and wav.shape == (c.shape[0] * 1920,) and sf.info(out).subtype == "PCM_16"
     assert "wrote" in err
     # same seed-free greedy run again: identical codes
     code, _ = run_cli(capsys, *synth_args(bundle, tmp_path / "b.wav", "--ref", str(REF), "--x-vector-only",
@@ -131,6 +133,13 @@ def test_bad_inputs_exit_2_with_one_line_and_write_nothing(bundle, tmp_path, cap
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("qwen3tts: "), f"{name}: {err!r}"
         assert not out.exists() and not codes.exists(), name
+
+
+def test_float_samples_only_for_wav(bundle, tmp_path, capsys):
+    out = tmp_path / "out.flac"
+    code, err = run_cli(capsys, *synth_args(bundle, out, "--ref", str(REF), "--x-vector-only", "--float"))
+    assert code == 2 and err.strip() == "qwen3tts: --float is for .wav files; out.flac is not one."
+    assert not out.exists()
 
 
 def test_bad_output_and_bundle(bundle, tmp_path, capsys):
