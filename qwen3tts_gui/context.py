@@ -1,7 +1,8 @@
-"""What the windows and panels share: settings, voice library, audio, dialogs, the loaded model, busy state."""
+"""What the windows and panels share: settings, voice library, audio, dialogs, the loaded model, the engine job."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal
@@ -12,6 +13,7 @@ from .engine_adapter import SynthesizerLike, SynthFactory, open_synthesizer
 from .paths import models_dir, voices_dir
 from .settings import Settings
 from .voices import VoiceLibrary
+from .workers import Worker
 
 
 class Dialogs:
@@ -74,7 +76,8 @@ class AppContext(QObject):
         self.player = Player(audio, self)
         self.synth: SynthesizerLike | None = None
         self.model_path: Path | None = None
-        self.busy: str | None = None  # what the engine is doing now ("generating", "running the batch"...)
+        self.job: Worker | None = None  # the one engine job running now (see start_job)
+        self._when_idle: list[Callable[[], object]] = []
 
     def models_folder(self) -> Path:
         """Where imported checkpoints and the demo model are converted to."""
@@ -92,16 +95,61 @@ class AppContext(QObject):
         self.synth, self.model_path = synth, path
         self.model_changed.emit()
 
-    def set_busy(self, what: str | None) -> None:
-        self.busy = what
-        self.busy_changed.emit(what is not None)
+    # --- the one engine job ---------------------------------------------------------------------------------
+    @property
+    def busy(self) -> str | None:
+        """What the engine is doing now ("generating", "opening the model"...), or None."""
+        return self.job.doing if self.job is not None else None
 
-    def can_start(self, parent: QWidget | None) -> bool:
+    def can_start(self, parent: QWidget | None, needs_model: bool = True) -> bool:
         """One engine job at a time (the model's networks are not shared between threads)."""
-        if self.synth is None:
+        if needs_model and self.synth is None:
             self.dialogs.error(parent, "No model", "Open a model first (File > Open model).")
             return False
-        if self.busy:
+        if self.job is not None:
             self.dialogs.error(parent, "Busy", f"Wait until {self.busy} has finished, or cancel it.")
             return False
         return True
+
+    def start_job(self, worker: Worker, parent: QWidget | None, needs_model: bool = True,
+                  finished: Callable[[], object] | None = None) -> bool:
+        """Start `worker` as the engine job, unless one is running (then say so and return False).
+
+        finished() runs when its thread has ended, right after the job is released (so it may start the next
+        one); the worker is deleted afterwards. Connect to its result signals before calling this."""
+        if not self.can_start(parent, needs_model):
+            worker.deleteLater()
+            return False
+        self.job = worker
+        worker.finished.connect(lambda: self._job_finished(finished))
+        self.busy_changed.emit(True)
+        worker.start()
+        return True
+
+    def when_idle(self, fn: Callable[[], object]) -> None:
+        """Run fn once no job runs: now, or when the current one has finished (e.g. open the model a conversion
+        has just made: its result arrives before its thread has ended)."""
+        if self.job is None:
+            fn()
+        else:
+            self._when_idle.append(fn)
+
+    def cancel_job(self) -> None:
+        if self.job is not None:
+            self.job.cancel()
+
+    def wait_for_job(self, ms: int = 60000) -> None:
+        """Block until the job's thread has ended (a QThread must not be destroyed while it runs)."""
+        if self.job is not None:
+            self.job.wait(ms)
+
+    def _job_finished(self, finished: Callable[[], object] | None) -> None:
+        worker, self.job = self.job, None
+        if finished is not None:
+            finished()
+        if worker is not None:
+            worker.deleteLater()
+        self.busy_changed.emit(False)
+        waiting, self._when_idle = self._when_idle, []
+        for fn in waiting:
+            fn()

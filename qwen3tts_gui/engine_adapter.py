@@ -38,6 +38,7 @@ from engine import (
     VoiceSummary,
     designed_voice,
     is_designed,
+    run_synthesis,
     split_for_synthesis,
     synthesize_long,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "pending_downloads",
     "precisions",
     "read_audio_file",
+    "run_synthesis",
     "save_audio",
     "split_for_synthesis",
     "synthesize_long",

@@ -70,9 +70,6 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(APP_NAME)
         self.resize(1280, 860)
         self.setMinimumSize(960, 640)
-        self.synth_worker: SynthesisWorker | None = None
-        self._model_worker: CallWorker | None = None
-        self._long_worker: ProgressWorker | None = None
         self._progress_dialog: QProgressDialog | None = None
         self._pending: dict | None = None  # what the running generation will become as a take
         self._take_count = 0
@@ -264,26 +261,21 @@ class MainWindow(QMainWindow):
         if folder:
             self.open_model(Path(folder))
 
+    @property
+    def synth_worker(self) -> SynthesisWorker | None:
+        """The generation running now (the engine job, when it is one)."""
+        job = self.ctx.job
+        return job if isinstance(job, SynthesisWorker) else None
+
     def open_model(self, path: Path) -> bool:
-        if self.ctx.busy or self._model_worker is not None:
-            self.ctx.dialogs.error(self, "Busy", f"Wait until {self.ctx.busy or 'the model has loaded'} has finished.")
-            return False
         worker = CallWorker(lambda: self.ctx.open_synth(path), "opening the model", self)
         worker.done.connect(lambda synth: self._model_loaded(path, synth))
         worker.failed.connect(lambda msg: self._model_failed(path, msg))
-        worker.finished.connect(self._model_worker_finished)
-        self._model_worker = worker
+        if not self.ctx.start_job(worker, self, needs_model=False, finished=lambda: self.welcome.set_busy("")):
+            return False
         self.welcome.set_busy(f"Opening {path.name}…")
         self.statusBar().showMessage(f"Opening model {path}…")
-        worker.start()
         return True
-
-    def _model_worker_finished(self) -> None:
-        if self._model_worker is not None:
-            self._model_worker.deleteLater()
-        self._model_worker = None
-        self.welcome.set_busy("")
-        self._update_actions()
 
     def _model_loaded(self, path: Path, synth) -> None:
         self.ctx.settings.remember_model(str(path))
@@ -301,7 +293,7 @@ class MainWindow(QMainWindow):
             self._demo_retried = True
             if self.ctx.dialogs.question(self, "Cannot open the demo model",
                                          f"{message}\n\nMake a fresh demo model in its place ({path})?"):
-                self._build_demo(path, replace=True)
+                self.ctx.when_idle(lambda: self._build_demo(path, replace=True))
             return
         self.ctx.dialogs.error(self, "Cannot open the model", message)
 
@@ -341,7 +333,7 @@ class MainWindow(QMainWindow):
 
     def _model_downloaded(self, path: Path) -> None:
         self.statusBar().showMessage(f"Installed {path.name}", 5000)
-        if self.ctx.busy or self._model_worker is not None:
+        if self.ctx.busy:
             return  # generating: the new model is in File > Models
         self.open_model(path)
 
@@ -373,8 +365,7 @@ class MainWindow(QMainWindow):
 
     def run_long_job(self, fn, doing: str, label: str, cancellable: bool) -> ProgressWorker | None:
         """Conversion-like jobs: a worker plus a progress dialog; the model it makes is opened at the end."""
-        if self.ctx.busy or self._long_worker is not None:
-            self.ctx.dialogs.error(self, "Busy", "Wait until the current job has finished.")
+        if not self.ctx.can_start(self, needs_model=False):
             return None
         worker = ProgressWorker(fn, doing, self)
         dialog = QProgressDialog(label, "Cancel" if cancellable else "", 0, 1000, self)
@@ -389,25 +380,21 @@ class MainWindow(QMainWindow):
         dialog.canceled.connect(worker.cancel)
         dialog.canceled.connect(lambda: dialog.setLabelText("Cancelling…"))
         worker.progress.connect(lambda f, msg: (dialog.setValue(int(f * 1000)), dialog.setLabelText(msg)))
-        worker.done.connect(lambda path: self.open_model(Path(path)))
+        worker.done.connect(lambda path: self.ctx.when_idle(lambda: self.open_model(Path(path))))
         worker.failed.connect(lambda msg: self.ctx.dialogs.error(self, f"Failed {doing}", msg))
         worker.cancelled.connect(lambda: self.statusBar().showMessage(f"Stopped {doing}", 5000))
-        worker.finished.connect(self._long_finished)
-        self._long_worker, self._progress_dialog = worker, dialog
+        self._progress_dialog = dialog
         self.welcome.set_busy(label)
         dialog.show()
-        worker.start()
+        self.ctx.start_job(worker, self, needs_model=False, finished=self._long_finished)
         return worker
 
     def _long_finished(self) -> None:
         if self._progress_dialog is not None:
             self._progress_dialog.close()
             self._progress_dialog.deleteLater()
-        if self._long_worker is not None:
-            self._long_worker.deleteLater()
-        self._long_worker, self._progress_dialog = None, None
-        if self._model_worker is None:
-            self.welcome.set_busy("")
+        self._progress_dialog = None
+        self.welcome.set_busy("")
 
     # --- generate ----------------------------------------------------------------------------------------
     def _language_changed(self) -> None:
@@ -424,7 +411,7 @@ class MainWindow(QMainWindow):
                  instruct: str | None = None, design: bool = False) -> bool:
         """voice and instruct None: what the voice column holds (a voice, a speaker and its instruction, or the
         description of a voice to design)."""
-        if self.synth_worker is not None or not self.ctx.can_start(self):
+        if not self.ctx.can_start(self):
             return False
         text = (text if text is not None else self.text_edit.toPlainText()).strip()
         if not text:
@@ -464,17 +451,13 @@ class MainWindow(QMainWindow):
         worker.done.connect(self._on_result)
         worker.failed.connect(self._on_failed)
         worker.cancelled.connect(self._on_cancelled)
-        worker.finished.connect(self._synth_finished)
         self._pending = dict(text=text, voice=voice, voice_name=voice_name or getattr(voice, "name", str(voice)),
                              language=language, settings=settings, t0=time.monotonic(), expected=False,
                              instruct=instruct, design=design)
-        self.synth_worker = worker
-        self.ctx.set_busy("generating")
         self.progress.begin()
         self.output.begin_stream(0)
         self.statusBar().showMessage("Generating…")
-        worker.start()
-        return True
+        return self.ctx.start_job(worker, self, finished=self._synth_finished)
 
     def regenerate(self, take: Take) -> None:
         self.generate(take.text, take.voice, take.voice_name, take.language, take.with_new_seed(),
@@ -524,7 +507,7 @@ class MainWindow(QMainWindow):
 
     def cancel_generation(self) -> None:
         if self.synth_worker is not None:
-            self.synth_worker.cancel()
+            self.ctx.cancel_job()
             self.cancel_btn.setEnabled(False)
             self.progress.bar.setFormat("Cancelling…")
 
@@ -565,24 +548,20 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Cancelled", 3000)
 
     def _synth_finished(self) -> None:
-        if self.synth_worker is not None:
-            self.synth_worker.deleteLater()
-        self.synth_worker = None
         self._pending = None
-        self.ctx.set_busy(None)
 
     def _take_selected(self, take: Take) -> None:
         if self.synth_worker is None:
             self.progress.tokens.set_codes(take.result.codes)
 
     def _update_actions(self) -> None:
-        busy = bool(self.ctx.busy) or self._model_worker is not None or self._long_worker is not None
-        generating = self.synth_worker is not None
+        busy = self.ctx.busy is not None
+        worker = self.synth_worker
         self.generate_btn.setEnabled(self.ctx.synth is not None and not busy)
-        self.cancel_btn.setEnabled(generating and not self.synth_worker.cancel_requested)
+        self.cancel_btn.setEnabled(worker is not None and not worker.cancel_requested)
         for a in (self.open_action, self.import_action, self.demo_action):
             a.setEnabled(not busy)
-        self.design_panel.set_busy(busy or generating)
+        self.design_panel.set_busy(busy)
         name = self.voice_stack.currentWidget().selected_name()
         self.voice_label.setText(f"Voice: {name}" if name else "No voice selected")
 
@@ -608,17 +587,10 @@ class MainWindow(QMainWindow):
                                              "A batch is still running. Stop it and quit?"):
                 event.ignore()
                 return
-            self.batch.cancel()
-            self.batch.wait()
-        for worker in (self.synth_worker, self._long_worker):
-            if worker is not None:
-                worker.cancel()
-                worker.wait(30000)
+        self.ctx.cancel_job()  # whatever it is: generating, the batch, a conversion, a voice, a model load
+        self.ctx.wait_for_job()  # a QThread must not be destroyed while it runs
         self.downloader.cancel()  # the partial files stay: the next Download resumes
         self.downloader.wait()
-        for waiting in (self._model_worker, self.voice_panel._worker):
-            if waiting is not None:  # a QThread must not be destroyed while it runs
-                waiting.wait(60000)
         if self.voice_panel.recorder.recording:
             self.voice_panel.recorder.stop()
         self.ctx.player.stop()

@@ -19,14 +19,12 @@ from PySide6.QtCore import QObject, QThread, Signal
 from .diagnostics import user_message
 from .engine_adapter import (
     SAMPLE_RATE,
-    AudioChunk,
     Cancelled,
-    FrameEvent,
     GenerationSettings,
-    SynthesisResult,
     SynthesizerLike,
     Voice,
     is_designed,
+    run_synthesis,
     save_audio,
 )
 
@@ -123,20 +121,9 @@ class SynthesisWorker(Worker):
         return {"instruct": self.instruct} if self.instruct else {}
 
     def work(self) -> None:
+        # the frame in flight is dropped on cancel: cancel lands within one frame
         events = self.synth.synthesize(self.text, self.voice, self.language, self.settings, **self.instruct_kwargs())
-        try:
-            for event in events:
-                self.check_cancel()  # the frame in flight is dropped: cancel lands within one frame
-                if isinstance(event, FrameEvent):
-                    self.frame.emit(event)
-                elif isinstance(event, AudioChunk):
-                    self.chunk.emit(event)
-                elif isinstance(event, SynthesisResult):
-                    self.done.emit(event)
-        finally:
-            close = getattr(events, "close", None)
-            if close is not None:
-                close()
+        self.done.emit(run_synthesis(events, self.frame.emit, self.chunk.emit, self.check_cancel))
 
 
 class _LineProblem(Exception):
@@ -223,15 +210,6 @@ class BatchWorker(Worker):
                 raise _LineProblem(f"Saved {job.out_path.name} without some parts. {' '.join(skipped)}")
             return result.audio
         events = self.synth.synthesize(job.text, job.voice, job.language, self.settings)
-        try:
-            for event in events:
-                self.check_cancel()
-                if isinstance(event, FrameEvent):
-                    self.line_progress.emit(job.key, event.index + 1, event.estimated_frames)
-                elif isinstance(event, SynthesisResult):
-                    return event.audio
-        finally:
-            close = getattr(events, "close", None)
-            if close is not None:
-                close()
-        raise RuntimeError("the engine ended without a result")
+        result = run_synthesis(events, lambda ev: self.line_progress.emit(job.key, ev.index + 1, ev.estimated_frames),
+                               check_cancel=self.check_cancel)
+        return result.audio

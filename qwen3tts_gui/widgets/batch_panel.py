@@ -438,20 +438,17 @@ class BatchPanel(QWidget):
         worker.failed.connect(lambda msg: self.ctx.dialogs.error(self, "Batch", msg))
         worker.cancelled.connect(self._cancelled)
         worker.done.connect(self._all_done)
-        worker.finished.connect(self._finished)
         self.worker = worker
         self._run_keys = keys
         self._t0 = time.monotonic()
         self._done_chars = 0
         self._total_chars = sum(len(self.model.line(k).text) for k in keys)
         self.model.locked = True
-        self.ctx.set_busy("the batch")
         self.running_changed.emit(True)
         self.progress.setRange(0, 1000)
         self.progress.setValue(0)
         self.progress.setFormat(f"0 of {len(keys)} lines")
-        worker.start()
-        return True
+        return self.ctx.start_job(worker, self, finished=self._finished)
 
     def cancel(self) -> None:
         if self.worker is not None:
@@ -529,17 +526,10 @@ class BatchPanel(QWidget):
         self.progress.setFormat(text)
 
     def _finished(self) -> None:
-        if self.worker is not None:
-            self.worker.deleteLater()
-        self.worker = None
+        self.worker = None  # the job runner deletes it
         self.model.locked = False
-        self.ctx.set_busy(None)
         self.running_changed.emit(False)
         self._update_buttons()
-
-    def wait(self, ms: int = 30000) -> None:
-        if self.worker is not None:
-            self.worker.wait(ms)
 
     def _update_buttons(self) -> None:
         running = self.running

@@ -52,7 +52,6 @@ class VoicePanel(QWidget):
         self.recorder.error.connect(self._record_failed)
         self._ref: tuple[np.ndarray, int] | None = None  # reference samples (n, ch) at their own rate
         self._ref_path: Path | None = None  # the file it came from (None for recordings)
-        self._worker: CallWorker | None = None
 
         title = QLabel("Voice")
         title.setObjectName("SectionTitle")
@@ -248,11 +247,8 @@ class VoicePanel(QWidget):
                             "making the voice again", self)
         worker.done.connect(lambda new: self._voice_recreated(entry.path, new))
         worker.failed.connect(self._voice_failed)
-        worker.finished.connect(self._worker_finished)
-        self._worker = worker
-        self.ctx.set_busy("making the voice again")
-        self.details.setText(f"Making “{entry.name}” again for this model…")
-        worker.start()
+        if self.ctx.start_job(worker, self):
+            self.details.setText(f"Making “{entry.name}” again for this model…")
 
     def _voice_recreated(self, path: Path, voice: Voice) -> None:
         try:
@@ -477,17 +473,8 @@ class VoicePanel(QWidget):
                             "creating the voice", self)
         worker.done.connect(self._voice_created)
         worker.failed.connect(self._voice_failed)
-        worker.finished.connect(self._worker_finished)
-        self._worker = worker
-        self.ctx.set_busy("creating the voice")
-        self.create_status.setText("Analysing the reference…")
-        worker.start()
-
-    def _worker_finished(self) -> None:
-        if self._worker is not None:
-            self._worker.deleteLater()
-        self._worker = None
-        self.ctx.set_busy(None)
+        if self.ctx.start_job(worker, self):
+            self.create_status.setText("Analysing the reference…")
 
     def _voice_created(self, voice: Voice) -> None:
         try:

@@ -93,7 +93,7 @@ def make_window(qtbot, tmp_path, settings, audio, dialogs, fake_synth):
         if model:
             with qtbot.waitSignal(ctx.model_changed, timeout=5000):
                 window.open_model(tmp_path / "fake-bundle")
-            qtbot.waitUntil(lambda: window._model_worker is None, timeout=5000)
+            qtbot.waitUntil(lambda: window.ctx.job is None, timeout=5000)
         return window
 
     yield make

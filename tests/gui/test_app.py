@@ -48,7 +48,7 @@ def test_demo_model_from_the_welcome_view(qtbot, make_window, settings, monkeypa
     assert window.lang_combo.count() == len(fake_synth.languages)
     # a second time the existing demo bundle is opened, not made again
     window.use_demo_model()
-    qtbot.waitUntil(lambda: window._model_worker is None, timeout=5000)
+    qtbot.waitUntil(lambda: window.ctx.job is None, timeout=5000)
     assert len(made) == 1
 
 
@@ -59,7 +59,7 @@ def test_non_bundle_folder_shows_a_message(qtbot, make_window, dialogs, tmp_path
     (folder / "readme.txt").write_text("hello")
     dialogs.dirs.append(str(folder))
     window.choose_model()
-    qtbot.waitUntil(lambda: window._model_worker is None, timeout=5000)
+    qtbot.waitUntil(lambda: window.ctx.job is None, timeout=5000)
     title, text = dialogs.errors[-1]
     assert title == "Cannot open the model"
     assert "not a model bundle" in text and "Traceback" not in text
@@ -70,7 +70,7 @@ def test_non_bundle_folder_shows_a_message(qtbot, make_window, dialogs, tmp_path
     (bad / "manifest.json").write_text("{ not json")
     for path in (bad, tmp_path / "missing"):
         window.open_model(path)
-        qtbot.waitUntil(lambda: window._model_worker is None, timeout=5000)
+        qtbot.waitUntil(lambda: window.ctx.job is None, timeout=5000)
         assert dialogs.errors[-1][0] == "Cannot open the model" and "Traceback" not in dialogs.errors[-1][1]
     assert len(dialogs.errors) == 3
 
@@ -100,10 +100,10 @@ def test_conversion_progress_and_cancel(qtbot, make_window, monkeypatch, dialogs
     assert dialog is not None and dialog.isVisible()
     qtbot.waitUntil(lambda: dialog.value() > 20, timeout=5000)
     assert "converting part" in dialog.labelText()
-    worker = window._long_worker
+    worker = window.ctx.job
     with qtbot.waitSignal(worker.finished, timeout=5000):
         dialog.canceled.emit()  # what its Cancel button (or Esc) does
-    qtbot.waitUntil(lambda: window._long_worker is None, timeout=5000)
+    qtbot.waitUntil(lambda: window.ctx.job is None, timeout=5000)
     assert not dialogs.errors
     assert window.stack.currentWidget() is window.welcome
     assert window.welcome.open_btn.isEnabled()

@@ -21,7 +21,7 @@ def _real_window(make_window, demo_bundle):
 def _open(qtbot, window, path):
     with qtbot.waitSignal(window.ctx.model_changed, timeout=60000):
         assert window.open_model(path)
-    qtbot.waitUntil(lambda: window._model_worker is None, timeout=60000)
+    qtbot.waitUntil(lambda: window.ctx.job is None, timeout=60000)
 
 
 def test_real_voice_generate_save(qtbot, make_window, demo_bundle, dialogs, tmp_path):
@@ -30,7 +30,7 @@ def test_real_voice_generate_save(qtbot, make_window, demo_bundle, dialogs, tmp_
     assert window.stack.currentWidget() is window.welcome
     window.welcome.demo_btn.click()
     qtbot.waitUntil(lambda: window.ctx.synth is not None, timeout=120000)
-    qtbot.waitUntil(lambda: window._model_worker is None and window._long_worker is None, timeout=60000)
+    qtbot.waitUntil(lambda: window.ctx.job is None, timeout=60000)
     assert window.ctx.model_path == models_dir() / "demo"
     assert window.stack.currentWidget() is window.tabs
     synth = window.ctx.synth
@@ -101,7 +101,7 @@ def test_real_batch_and_cancel(qtbot, make_window, demo_bundle, dialogs, setting
     window.settings_box.max_frames.setValue(200)
     window.text_edit.setPlainText("A long text. " * 20)
     seen = []
-    assert window.generate()
+    assert window.generate(), dialogs.errors
     worker = window.synth_worker
     worker.frame.connect(lambda ev: seen.append(ev.index))
     qtbot.waitUntil(lambda: len(seen) >= 2, timeout=60000)
