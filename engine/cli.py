@@ -618,7 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--top-k", type=int)
     s.add_argument("--top-p", type=float)
     s.add_argument("--repetition-penalty", type=float)
-    s.add_argument("--max-frames", type=int, help="at most this many 80 ms frames")
+    s.add_argument("--max-frames", type=int, help="at most this many 80 ms frames (for a long text: per chunk)")
     mode = s.add_mutually_exclusive_group()
     mode.add_argument("--non-streaming-text", dest="non_streaming_text", action="store_true", default=None,
                       help="put the whole text in the prompt (default for CustomVoice and VoiceDesign models)")

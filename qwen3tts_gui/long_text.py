@@ -20,14 +20,23 @@ from .engine_adapter import (
     EngineError,
     FrameEvent,
     GenerationSettings,
+    JoinSettings,
     LongResult,
+    LongTextOptions,
     SynthesisResult,
     SynthesizerLike,
     Voice,
     split_for_synthesis,
     synthesize_long,
 )
+from .settings import Settings
 from .workers import SynthesisWorker
+
+
+def long_text_options(settings: Settings) -> LongTextOptions:
+    """The pauses the user chose (Generation settings) for joining the chunks of a long text."""
+    return LongTextOptions(join=JoinSettings(sentence_pause=settings.sentence_pause_ms / 1000,
+                                             paragraph_pause=settings.paragraph_pause_ms / 1000))
 
 
 def needs_chunks(text: str, language: str) -> bool:
@@ -48,9 +57,10 @@ class LongHandlers:
 
 
 def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, settings: GenerationSettings,
-               on: LongHandlers, instruct: str | None = None) -> tuple[SynthesisResult, list[str]]:
+               on: LongHandlers, instruct: str | None = None, options: LongTextOptions | None = None,
+               ) -> tuple[SynthesisResult, list[str]]:
     """Generate every chunk; return one result (the joined recording, all codes) and the left-out messages."""
-    events = synthesize_long(synth, text, voice, language, settings, instruct=instruct)
+    events = synthesize_long(synth, text, voice, language, settings, options=options, instruct=instruct)
     pieces: list[np.ndarray] = []
     codes: list[np.ndarray] = []
     skipped: list[str] = []
@@ -99,11 +109,17 @@ class LongSynthesisWorker(SynthesisWorker):
     notice = Signal(str)
     left_out = Signal(list)  # messages of the chunks that are missing from the result
 
+    def __init__(self, synth: SynthesizerLike, text: str, voice: Voice, language: str,
+                 settings: GenerationSettings, parent=None, instruct: str | None = None,
+                 options: LongTextOptions | None = None):
+        super().__init__(synth, text, voice, language, settings, parent, instruct=instruct)
+        self.options = options
+
     def work(self) -> None:
         handlers = LongHandlers(self.check_cancel, frame=self.frame.emit, part=self.part.emit,
                                 audio=self.chunk.emit, notice=self.notice.emit)
         result, skipped = speak_long(self.synth, self.text, self.voice, self.language, self.settings, handlers,
-                                     self.instruct)
+                                     instruct=self.instruct, options=self.options)
         if skipped:
             self.left_out.emit(skipped)
         self.done.emit(result)

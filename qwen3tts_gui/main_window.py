@@ -39,7 +39,7 @@ from .engine_adapter import (
     is_designed,
     make_demo_bundle,
 )
-from .long_text import LongSynthesisWorker, needs_chunks
+from .long_text import LongSynthesisWorker, long_text_options, needs_chunks
 from .paths import unique_path
 from .takes import Take
 from .widgets.batch_panel import BatchPanel
@@ -439,13 +439,14 @@ class MainWindow(QMainWindow):
                     return False
         language = language or self.lang_combo.currentData() or "auto"
         settings = settings or self.settings_box.generation_settings()
-        long_text = needs_chunks(text, language)
-        worker_class = LongSynthesisWorker if long_text else SynthesisWorker
-        worker = worker_class(self.ctx.synth, text, voice, language, settings, self, instruct=instruct)
-        if long_text:
+        if needs_chunks(text, language):
+            worker = LongSynthesisWorker(self.ctx.synth, text, voice, language, settings, self, instruct=instruct,
+                                         options=long_text_options(self.ctx.settings))
             worker.part.connect(self.progress.set_part)
             worker.notice.connect(lambda message: self.statusBar().showMessage(message, 8000))
             worker.left_out.connect(self._on_left_out)
+        else:
+            worker = SynthesisWorker(self.ctx.synth, text, voice, language, settings, self, instruct=instruct)
         worker.frame.connect(self._on_frame)
         worker.chunk.connect(self.output.add_chunk)
         worker.done.connect(self._on_result)

@@ -97,6 +97,8 @@ class Settings:
     seed = Option("generate/seed", 1234, minimum=0, maximum=MAX_SEED)
     settings_open = Option("generate/settings_open", False)
     stream_audio = Option("generate/stream_audio", True)
+    sentence_pause_ms = Option("generate/sentence_pause_ms", 350, minimum=0, maximum=MAX_GAP_MS)  # long texts
+    paragraph_pause_ms = Option("generate/paragraph_pause_ms", 900, minimum=0, maximum=MAX_GAP_MS)
     # batch
     batch_dir = Option("batch/output_dir", "")
     batch_merge = Option("batch/merge", False)

@@ -153,9 +153,11 @@ class BatchWorker(Worker):
     doing = "running the batch"
 
     def __init__(self, synth: SynthesizerLike, jobs: list[BatchJob], settings: GenerationSettings,
-                 merge_path: Path | None = None, gap_seconds: float = 0.5, parent: QObject | None = None):
+                 merge_path: Path | None = None, gap_seconds: float = 0.5, parent: QObject | None = None,
+                 long_options=None):
         super().__init__(parent)
         self.synth, self.jobs, self.settings = synth, jobs, settings
+        self.long_options = long_options  # LongTextOptions for items that are long texts
         self.merge_path, self.gap_seconds = merge_path, gap_seconds
 
     def work(self) -> None:
@@ -203,7 +205,8 @@ class BatchWorker(Worker):
         if needs_chunks(job.text, job.language):
             handlers = LongHandlers(self.check_cancel, frame=lambda ev: self.line_progress.emit(
                 job.key, ev.index + 1, ev.estimated_frames))
-            result, skipped = speak_long(self.synth, job.text, job.voice, job.language, self.settings, handlers)
+            result, skipped = speak_long(self.synth, job.text, job.voice, job.language, self.settings, handlers,
+                                         options=self.long_options)
             if skipped:  # keep what was made, but a chapter with holes is not a finished line
                 job.out_path.parent.mkdir(parents=True, exist_ok=True)
                 save_audio(job.out_path, result.audio, SAMPLE_RATE)

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from ..batch import MERGED_NAME, BatchLine, output_name, parse_pasted, read_lines_file, read_long_text
 from ..context import AppContext
 from ..engine_adapter import GenerationSettings, Voice
+from ..long_text import long_text_options
 from ..paths import output_dir
 from ..settings import MAX_GAP_MS
 from ..workers import BatchJob, BatchWorker
@@ -430,7 +431,8 @@ class BatchPanel(QWidget):
         settings = self.current_settings()
         settings.stream_audio = False
         merge = folder / MERGED_NAME if self.merge.isChecked() else None
-        worker = BatchWorker(self.ctx.synth, jobs, settings, merge, self.gap.value() / 1000, self)
+        worker = BatchWorker(self.ctx.synth, jobs, settings, merge, self.gap.value() / 1000, self,
+                             long_options=long_text_options(self.ctx.settings))
         worker.line_started.connect(self._line_started)
         worker.line_progress.connect(self._line_progress)
         worker.line_done.connect(self._line_done)

@@ -83,6 +83,18 @@ class GenerationSettingsBox(QWidget):
         self.stream_audio.setToolTip("Make audio as the frames arrive, so playback can start before the end")
         self.stream_audio.setChecked(settings.stream_audio)
         self.stream_audio.toggled.connect(lambda on: setattr(self.settings, "stream_audio", on))
+        # long texts (several chunks): the silence between chunks of a paragraph and after a paragraph
+        self.sentence_pause = QDoubleSpinBox(minimum=0.0, maximum=10.0, singleStep=0.05, decimals=2, suffix=" s")
+        self.paragraph_pause = QDoubleSpinBox(minimum=0.0, maximum=10.0, singleStep=0.1, decimals=2, suffix=" s")
+        self.sentence_pause.setValue(settings.sentence_pause_ms / 1000)
+        self.paragraph_pause.setValue(settings.paragraph_pause_ms / 1000)
+        self.sentence_pause.setToolTip("A long text is spoken in chunks of whole sentences: the pause between "
+                                       "two chunks of one paragraph")
+        self.paragraph_pause.setToolTip("The pause after a paragraph (a blank line) in a long text")
+        self.sentence_pause.valueChanged.connect(
+            lambda v: setattr(self.settings, "sentence_pause_ms", round(v * 1000)))
+        self.paragraph_pause.valueChanged.connect(
+            lambda v: setattr(self.settings, "paragraph_pause_ms", round(v * 1000)))
         reset = QPushButton("Model defaults")
         reset.setToolTip("Reset every value to the model's generation_config.json")
         reset.clicked.connect(lambda: self.load_defaults(self.defaults))
@@ -91,6 +103,7 @@ class GenerationSettingsBox(QWidget):
             ("Seed", seed_row, "Temperature", self.temperature),
             ("Top-k", self.top_k, "Top-p", self.top_p),
             ("Repetition penalty", self.repetition_penalty, "Maximum length", length_row),
+            ("Pause between sentences", self.sentence_pause, "Pause after a paragraph", self.paragraph_pause),
         ]
         for r, (l1, w1, l2, w2) in enumerate(rows):
             for c, (label, field) in enumerate(((l1, w1), (l2, w2))):

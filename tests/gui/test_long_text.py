@@ -142,3 +142,16 @@ def test_batch_imports_a_txt_as_one_long_text(qtbot, make_window, settings, dial
     audio, _ = sf.read(out[0], dtype="float32")
     frames = [round(len(c) * 0.5) for c in _chunks()]
     assert len(audio) == sum(frames) * SPF + round(JOIN.sentence_pause * 24000) + round(JOIN.paragraph_pause * 24000)
+
+
+def test_pauses_come_from_the_settings_box_and_are_remembered(qtbot, make_window, fake_synth, settings):
+    window = make_window()
+    box = window.settings_box
+    box.sentence_pause.setValue(0.1)
+    box.paragraph_pause.setValue(1.5)
+    assert (settings.sentence_pause_ms, settings.paragraph_pause_ms) == (100, 1500)
+    window.text_edit.setPlainText(CHAPTER)
+    assert window.generate()
+    qtbot.waitUntil(lambda: window.synth_worker is None, timeout=20000)
+    frames = [round(len(c) * fake_synth.frames_per_char) for c in _chunks()]
+    assert len(window.output.current.audio) == sum(frames) * SPF + 2400 + 36000
