@@ -258,6 +258,9 @@ def test_catalogue_download_sizes_follow_the_official_tensor_lists():
     spec.loader.exec_module(sizes)
     for e in CATALOGUE:
         assert e.download_bytes == sizes.download_bytes(e.size.lower(), e.kind == "Base"), e.name
+    from engine.bundle import PRECISIONS
+
+    assert all(set(e.bundle_bytes) == set(PRECISIONS) for e in CATALOGUE)  # rerun the tool for a new precision
     # bf16 weights: 0.6B-Base is 914.6 M talker + speaker parameters x 2 bytes + the fp32 speech tokenizer
     base = next(e for e in CATALOGUE if e.name == NAME)
     assert abs(base.download_bytes - (914_643_008 * 2 + 170_557_441 * 4)) < 5_000_000
