@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 LFS_SUFFIXES = (".safetensors",)
 
@@ -55,6 +56,7 @@ class HubServer:
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Range header)
         self.drop_after: dict[str, int] = {}  # path -> bytes sent before the connection is cut (once)
         self.seconds_per_block = 0.0  # a slow line: this pause after every 64 KB of a file
+        self.stall_after: dict[str, tuple[int, float]] = {}  # path -> (bytes, seconds silent before hanging up), once
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -96,7 +98,7 @@ class HubServer:
             def _serve(self, head: bool) -> None:
                 with hub.lock:
                     hub.requests.append((self.command, self.path, self.headers.get("Range")))
-                path = self.path.split("?")[0]
+                path = urlsplit(self.path).path  # absolute-form when we are asked as a proxy
                 m = re.fullmatch(r"/api/models/([^/]+/[^/]+)(?:/revision/([^/]+))?", path)
                 if m:
                     repo = self._repo(m.group(1))
@@ -150,6 +152,14 @@ class HubServer:
                     return
                 with hub.lock:
                     cut = hub.drop_after.pop(rel, None)
+                with hub.lock:
+                    stall = hub.stall_after.pop(rel, None)
+                if stall is not None:  # send some, then go quiet (a stalled line), then hang up
+                    self.wfile.write(body[:stall[0]])
+                    self.wfile.flush()
+                    time.sleep(stall[1])
+                    self.close_connection = True
+                    return
                 if cut is not None:
                     self.wfile.write(body[:cut])
                     self.wfile.flush()

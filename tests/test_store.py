@@ -117,6 +117,43 @@ def test_dropped_connection_resumes_where_it_stopped(hub, env):
     assert ModelStore().installed()[0].name == NAME  # the kept checkpoint is not taken for a model
 
 
+def test_stalled_connection_times_out_and_resumes(hub, env, monkeypatch):
+    """A server that goes quiet mid-file: the read timeout fires and the retry asks for the rest only."""
+    import huggingface_hub.constants
+
+    from engine.store.hub import fetch_repo, repo_listing
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DOWNLOAD_TIMEOUT", 0.5)
+    hub.stall_after["speech_tokenizer/model.safetensors"] = (3 * CHUNK, 1.5)
+    repo = repo_listing(REPO, endpoint=hub.url)
+    fetch_repo(repo, env / "raw", endpoint=hub.url)
+    gets = hub.file_requests("speech_tokenizer/model.safetensors")
+    assert [r[2] for r in gets] == [None, f"bytes={3 * CHUNK}-"]
+    assert (env / "raw" / "speech_tokenizer/model.safetensors").read_bytes() == \
+        hub.repos[REPO].files["speech_tokenizer/model.safetensors"]
+
+
+def test_system_proxy_is_used(env, monkeypatch):
+    """HTTP_PROXY (what the system proxy settings become) carries every request; the hub host is never resolved."""
+    from huggingface_hub.utils import close_session
+
+    from engine.store.hub import fetch_repo, repo_listing
+
+    with HubServer({REPO: tiny_repo()}) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        close_session()  # huggingface_hub's shared client reads the proxy settings when it is made
+        try:
+            endpoint = "http://hub.example.invalid"
+            repo = repo_listing(REPO, endpoint=endpoint)
+            fetch_repo(repo, env / "raw", endpoint=endpoint)
+        finally:
+            close_session()
+    assert proxy.requests and all(r[1].startswith(endpoint + "/") for r in proxy.requests)
+    assert (env / "raw" / "model.safetensors").read_bytes() == proxy.repos[REPO].files["model.safetensors"]
+
+
 def test_cancel_keeps_the_partial_file_and_the_next_run_resumes(hub, env):
     store = ModelStore()
     seen: list[int] = []

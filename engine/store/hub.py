@@ -24,6 +24,7 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 # What the converter reads; other files in a repository (README, images, .gitattributes) are not fetched.
 WANTED_SUFFIXES = (".json", ".txt", ".safetensors")
 PART_SUFFIX = ".part"
+LIST_TIMEOUT = 30.0  # seconds; file transfers use huggingface_hub's read timeout (HF_HUB_DOWNLOAD_TIMEOUT, 10 s)
 
 
 class HubError(EngineError):
@@ -141,7 +142,7 @@ def repo_listing(repo_id: str, endpoint: str | None = None, token: str | None = 
     _check_repo_id(repo_id)
     try:
         info = HfApi(endpoint=endpoint, token=token or None).model_info(repo_id, revision=revision,
-                                                                         files_metadata=True)
+                                                                         files_metadata=True, timeout=LIST_TIMEOUT)
     except Exception as e:  # huggingface_hub and httpx errors: translated to one line
         raise _explain(e, repo_id, endpoint, token) from None
     files = []
