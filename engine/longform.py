@@ -134,56 +134,68 @@ def synthesize_long(synth, text: str, voice, language: str = "auto", settings: G
 
 def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: GenerationSettings,
               options: LongTextOptions, seed: int, instruct: str | None = None) -> Iterator[LongEvent]:
+    """One chunk after the other through synth.synthesize()."""
     t0 = time.perf_counter()
     n = len(chunks)
-    written = 0
-    skipped: list[ChunkSkipped] = []
-    after_paragraph = False  # did a paragraph end since the last chunk that made it into the recording?
+    recording = _Recording(chunks, options.join)
     for i, chunk in enumerate(chunks):
-        if not any(ch.isalnum() for ch in chunk.text):  # "* * *", "—": nothing to say, only its pause
-            after_paragraph = after_paragraph or chunk.ends_paragraph
+        if not _speakable(chunk):
             continue
         yield ChunkStarted(i, n, chunk.text)
         result, reason, attempts = None, "", 0
         for attempt in range(options.guard.retries + 1):
             attempts = attempt + 1
-            attempt_seed = (seed + i + attempt * RETRY_SEED_STEP) % 2**32
+            run = _ChunkRun(chunk, attempt, _seed(seed, i, attempt), settings, options.guard)
             if attempt:
-                yield ChunkRetry(i, n, attempt, reason, attempt_seed)
-            result, reason, retry = yield from _attempt(synth, chunk, voice, language, settings, options.guard,
-                                                        i, n, attempt, attempt_seed, instruct)
+                yield ChunkRetry(i, n, attempt, reason, run.seed)
+            result, reason, retry = yield from _attempt(synth, run, voice, language, i, n, instruct)
             if result is not None or not retry:
                 break
-        if result is None:
-            skip = ChunkSkipped(i, n, chunk.text, reason, attempts)
-            skipped.append(skip)
-            yield skip
-            after_paragraph = after_paragraph or chunk.ends_paragraph
-            continue
-        pause = pause_samples(after_paragraph, options.join) if written else 0
-        piece = joined_piece(result.audio, pause, options.join)
-        yield ChunkAudio(i, n, chunk.text, piece, written, result, attempts)
-        written += len(piece)
-        del piece, result  # not held while the next chunk is generated: memory stays at one chunk
-        after_paragraph = chunk.ends_paragraph
-    total = time.perf_counter() - t0
-    seconds = written / SAMPLE_RATE
-    yield LongResult(chunks=n, skipped=skipped, samples=written, seed=seed,
-                     timings=Timings(total=total, audio_seconds=seconds,
-                                     rtf=total / seconds if seconds > 0 else float("inf")))
+        yield from recording.done(i, result, reason, attempts)
+        del result  # not held while the next chunk is generated: memory stays at one chunk
+    yield recording.finish(seed, time.perf_counter() - t0)
 
 
-def _attempt(synth, chunk: TextChunk, voice, language: str, settings: GenerationSettings, guard_settings,
-             i: int, n: int, attempt: int, seed: int, instruct: str | None = None):
+def _speakable(chunk: TextChunk) -> bool:
+    """A chunk with no letter or digit ("* * *", "—") has nothing to say: only its pause is kept."""
+    return any(ch.isalnum() for ch in chunk.text)
+
+
+def _seed(base: int, chunk: int, attempt: int) -> int:
+    return (base + chunk + attempt * RETRY_SEED_STEP) % 2**32
+
+
+class _ChunkRun:
+    """One attempt at one chunk: its seed, its frame cap and the runaway guard that judges its frames."""
+
+    def __init__(self, chunk: TextChunk, attempt: int, seed: int, settings: GenerationSettings,
+                 guard_settings: GuardSettings):
+        self.chunk, self.attempt, self.seed = chunk, attempt, seed
+        self.guard = RunawayGuard(int(round(estimate_seconds(chunk.text) * FRAME_RATE)), guard_settings)
+        limit = self.guard.frame_limit
+        self.cap = limit if settings.max_frames is None else min(limit, int(settings.max_frames))
+        # a retry of a greedy run samples: argmax would only repeat the same runaway
+        self.settings = replace(settings, seed=seed, greedy=settings.greedy and attempt == 0, max_frames=self.cap,
+                                stream_audio=False)
+
+    def frame(self, codes) -> str | None:
+        """A reason to stop now, or None."""
+        return self.guard.push(int(codes[0]))
+
+    def judge(self, result: SynthesisResult | None) -> tuple[SynthesisResult | None, str, bool]:
+        """(the result, or None with the reason and whether another seed may help)."""
+        if result is None or result.codes.shape[0] == 0:
+            return None, "the model produced no audio for it", True
+        if result.ended_by == "cap" and self.cap == self.guard.frame_limit:
+            return None, self.guard.too_long(), True  # (a cap the caller set is kept: it asked for at most that)
+        return result, "", False
+
+
+def _attempt(synth, run: _ChunkRun, voice, language: str, i: int, n: int, instruct: str | None = None):
     """One generation of one chunk. Returns (result or None, reason, worth retrying)."""
-    guard = RunawayGuard(int(round(estimate_seconds(chunk.text) * FRAME_RATE)), guard_settings)
-    cap = guard.frame_limit if settings.max_frames is None else min(guard.frame_limit, int(settings.max_frames))
-    # a retry of a greedy run samples: argmax would only repeat the same runaway
-    chunk_settings = replace(settings, seed=seed, greedy=settings.greedy and attempt == 0, max_frames=cap,
-                             stream_audio=False)
     try:
         extra = {"instruct": instruct} if instruct else {}  # Base-only callers (and fakes) never see it
-        events = synth.synthesize(chunk.text, voice, language, chunk_settings, **extra)
+        events = synth.synthesize(run.chunk.text, voice, language, run.settings, **extra)
     except Cancelled:
         raise
     except EngineError as e:
@@ -192,8 +204,8 @@ def _attempt(synth, chunk: TextChunk, voice, language: str, settings: Generation
     try:
         for ev in events:
             if isinstance(ev, FrameEvent):
-                yield ChunkFrame(i, n, attempt, ev)
-                why = guard.push(int(ev.codes[0]))
+                yield ChunkFrame(i, n, run.attempt, ev)
+                why = run.frame(ev.codes)
                 if why:
                     return None, why, True
             elif isinstance(ev, SynthesisResult):
@@ -204,8 +216,47 @@ def _attempt(synth, chunk: TextChunk, voice, language: str, settings: Generation
         return None, str(e).rstrip("."), False
     finally:
         events.close()
-    if result is None or result.codes.shape[0] == 0:
-        return None, "the model produced no audio for it", True
-    if result.ended_by == "cap" and cap == guard.frame_limit:
-        return None, guard.too_long(), True  # (a cap the caller set is kept: it asked for at most that)
-    return result, "", False
+    return run.judge(result)
+
+
+class _Recording:
+    """Puts finished chunks into the recording in text order (they may finish in any order): a pause before
+    each one (a paragraph pause when a paragraph ended since the last chunk in the recording), then its faded
+    audio. A chunk waits here only until every chunk before it is done."""
+
+    def __init__(self, chunks: list[TextChunk], join: JoinSettings):
+        self.chunks, self.join = chunks, join
+        self.next = 0  # the first chunk not yet in the recording (or left out)
+        self.waiting: dict[int, tuple[SynthesisResult | None, str, int]] = {}
+        self.written = 0
+        self.after_paragraph = False
+        self.skipped: list[ChunkSkipped] = []
+
+    def done(self, i: int, result: SynthesisResult | None, reason: str, attempts: int) -> Iterator[LongEvent]:
+        self.waiting[i] = (result, reason, attempts)
+        n = len(self.chunks)
+        while self.next < n and (self.next in self.waiting or not _speakable(self.chunks[self.next])):
+            k, chunk = self.next, self.chunks[self.next]
+            self.next += 1
+            if not _speakable(chunk):
+                self.after_paragraph = self.after_paragraph or chunk.ends_paragraph
+                continue
+            result, reason, attempts = self.waiting.pop(k)
+            if result is None:
+                skip = ChunkSkipped(k, n, chunk.text, reason, attempts)
+                self.skipped.append(skip)
+                yield skip
+                self.after_paragraph = self.after_paragraph or chunk.ends_paragraph
+                continue
+            pause = pause_samples(self.after_paragraph, self.join) if self.written else 0
+            piece = joined_piece(result.audio, pause, self.join)
+            yield ChunkAudio(k, n, chunk.text, piece, self.written, result, attempts)
+            self.written += len(piece)
+            del piece, result
+            self.after_paragraph = chunk.ends_paragraph
+
+    def finish(self, seed: int, total: float) -> LongResult:
+        seconds = self.written / SAMPLE_RATE
+        return LongResult(chunks=len(self.chunks), skipped=self.skipped, samples=self.written, seed=seed,
+                          timings=Timings(total=total, audio_seconds=seconds,
+                                          rtf=total / seconds if seconds > 0 else float("inf")))

@@ -378,7 +378,8 @@ def test_long_text_end_to_end_on_the_demo_model(demo_bundle, tmp_path, capsys):
     assert expected_chunks == ["First one.", "Second one.", "Third."]
     code = main(["synth", "--model", str(demo_bundle), "--text-file", str(chapter), "-o", str(out),
                  "--ref", str(REF), "--x-vector-only", "--max-chars", "12", "--max-frames", "3", "--seed", "7",
-                 "--chunks-dir", str(chunks_dir), "--sentence-pause", "0.2", "--paragraph-pause", "0.6"])
+                 "--chunks-dir", str(chunks_dir), "--sentence-pause", "0.2", "--paragraph-pause", "0.6",
+                 "--float"])  # float WAV: the joined file can be compared sample for sample
     err = capsys.readouterr().err
     assert code == 0, err
     listing = (chunks_dir / "chunks.tsv").read_text(encoding="utf-8").splitlines()
