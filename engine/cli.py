@@ -394,8 +394,9 @@ def cmd_demo_model(args: argparse.Namespace) -> int:
 
     bar = ProgressBar("demo-model")
     t0 = time.monotonic()
-    out = make_demo_bundle(args.dest, progress=bar.update)
-    bar.done(f"wrote {out} in {time.monotonic() - t0:.1f} s: a tiny random-weight model (it speaks noise)")
+    out = make_demo_bundle(args.dest, progress=bar.update, kind=args.kind)
+    kind = "" if args.kind == "base" else f" {args.kind}"
+    bar.done(f"wrote {out} in {time.monotonic() - t0:.1f} s: a tiny random-weight{kind} model (it speaks noise)")
     return 0
 
 
@@ -657,6 +658,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("demo-model", help="write a tiny random-weight bundle (speaks noise; for trying the app)")
     m.add_argument("dest", type=Path)
+    m.add_argument("--kind", choices=["base", "custom_voice", "voice_design"], default="base",
+                   help="the model kind to imitate (preset speakers, or a voice designed from a description)")
     m.set_defaults(func=cmd_demo_model)
 
     b = sub.add_parser("bench", help="measure speed: ms per frame, real-time factor, time to first audio")

@@ -890,11 +890,22 @@ def write_random_checkpoint(
 DEMO_MARK = "qwen3tts_studio_demo"
 
 
+# Demo CustomVoice speakers: offsets from the codebook start as in the real table (serena 3066, eric 2875,
+# dylan 2878 with a real codebook of 2048); dialect language ids as in CustomVoice configs (2062, 2074).
+DEMO_SPEAKERS = {"serena": (1018, False), "eric": (827, "sichuan_dialect"), "dylan": (830, "beijing_dialect")}
+DEMO_DIALECTS = {"sichuan_dialect": 14, "beijing_dialect": 26}
+DEMO_KINDS = ("base", "custom_voice", "voice_design")
+
+
 def make_demo_bundle(dest: str | os.PathLike, progress: Progress | None = None, overwrite: bool = False,
-                     precision: str = "fp32") -> Path:
-    """A tiny random-weight bundle that speaks noise: the "demo" checkpoint converted into `dest`."""
+                     precision: str = "fp32", kind: str = "base") -> Path:
+    """A tiny random-weight bundle that speaks noise: the "demo" checkpoint converted into `dest`.
+    kind "custom_voice" (1.7B-like: follows instructions, three preset speakers, two with a dialect) or
+    "voice_design" gives the same weights under the other model kinds, for trying their panels."""
     from .convert import convert_checkpoint
 
+    if kind not in DEMO_KINDS:
+        raise EngineError(f"Unknown model kind {kind!r}; choose one of {', '.join(DEMO_KINDS)}.")
     dest = Path(dest)
     if dest.exists() and not overwrite and not (dest.is_dir() and not any(dest.iterdir())):
         raise EngineError(f"{dest} already exists; choose a new folder or remove it")
@@ -902,8 +913,21 @@ def make_demo_bundle(dest: str | os.PathLike, progress: Progress | None = None, 
         ckpt = write_random_checkpoint(Path(tmp) / "checkpoint", "demo", seed=0)
         config = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))
         config[DEMO_MARK] = True  # copied into the manifest: how the app knows this bundle is its own demo
+        if kind != "base":
+            _demo_kind(config, kind)
         _write_json(ckpt / "config.json", config)
         return convert_checkpoint(ckpt, dest, precision=precision, progress=progress, overwrite=overwrite)
+
+
+def _demo_kind(config: dict, kind: str) -> None:
+    """Turn the demo config into a 1.7B-like CustomVoice or VoiceDesign one (the weights stay the same)."""
+    tc = config["talker_config"]
+    codebook = int(tc["vocab_size"]) - 1024
+    config["tts_model_type"], config["tts_model_size"] = kind, "1b7"
+    if kind == "custom_voice":
+        tc["spk_id"] = {name: codebook + off for name, (off, _) in DEMO_SPEAKERS.items()}
+        tc["spk_is_dialect"] = {name: dialect for name, (_, dialect) in DEMO_SPEAKERS.items()}
+        tc["codec_language_id"].update({k: codebook + v for k, v in DEMO_DIALECTS.items()})
 
 
 def is_demo_bundle(path: str | os.PathLike) -> bool:

@@ -105,3 +105,41 @@ def test_long_text_keeps_the_speaker_and_instruction(tmp_path, capsys):
                                 instruct="Speak slowly."))[-1]
     got, _ = sf.read(chunks / "0001.wav", dtype="float32")
     np.testing.assert_allclose(got, res.audio, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["custom_voice", "voice_design"])
+def test_demo_model_of_each_kind(tmp_path, capsys, kind):
+    from engine import Synthesizer
+    from engine.demo import is_demo_bundle
+
+    dest = tmp_path / kind
+    code, _, err = run(capsys, "demo-model", dest, "--kind", kind)
+    assert code == 0, err
+    assert is_demo_bundle(dest)
+    synth = Synthesizer(dest)
+    assert synth.model_kind == kind and synth.honours_instruct
+    if kind == "custom_voice":
+        assert [(s.name, s.dialect) for s in synth.speakers] == [
+            ("dylan", "beijing_dialect"), ("eric", "sichuan_dialect"), ("serena", None)]
+        zh = synth.build_prompt("你好。", "eric", "chinese")
+        dialect = synth.talker.codec_rows([synth.ids.language_ids["sichuan_dialect"]])[0]
+        tpad = synth.text_rows([synth.ids.tts_pad])[0]
+        np.testing.assert_allclose(zh.prefill[5], tpad + dialect, atol=1e-6)
+        voice = "serena"
+    else:
+        assert synth.speakers == []
+        voice = None
+    from engine import GenerationSettings
+
+    result = list(synth.synthesize("Hello.", voice, "english", GenerationSettings(seed=1, max_frames=3),
+                                   instruct="Slowly."))[-1]
+    assert result.codes.shape[0] >= 1 and len(result.audio) == result.codes.shape[0] * 1920
+
+
+def test_demo_model_unknown_kind_is_refused(tmp_path):
+    from engine import EngineError
+    from engine.demo import make_demo_bundle
+
+    with pytest.raises(EngineError, match="Unknown model kind 'klingon'"):
+        make_demo_bundle(tmp_path / "x", kind="klingon")
+    assert not (tmp_path / "x").exists()
