@@ -30,7 +30,10 @@ from .fileio import current_umask
 FORMAT = "qwen3tts-bundle"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
-PRECISIONS = ("fp32", "fp16", "bf16", "q8")
+PRECISIONS = ("fp32", "fp16", "bf16", "q8")  # every precision a bundle may have (all of them load)
+# What convert offers users (CLI, store, GUI). bf16 is left out: measured slower than fp32 at full size on a
+# CPU with AVX512-BF16 and less exact (README "Speed"); the engine still converts and reads it for old bundles.
+OFFERED_PRECISIONS = ("fp32", "fp16", "q8")
 NCNN_PRECISIONS = ("fp32", "fp16", "bf16")  # ncnn option sets; q8 weights live in the graphs themselves
 
 

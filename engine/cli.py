@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .bundle import OFFERED_PRECISIONS
 from .cpu import physical_cores, usable_cpus
 from .errors import EngineError
 from .fileio import os_reason
@@ -599,7 +600,9 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("convert", help="convert a Hugging Face checkpoint folder into a model bundle")
     c.add_argument("src", type=Path, help="checkpoint folder (config.json, model.safetensors, speech_tokenizer/)")
     c.add_argument("dest", type=Path, help="bundle folder to create")
-    c.add_argument("--precision", choices=["fp32", "fp16", "bf16", "q8"], default="fp32")
+    c.add_argument("--precision", choices=OFFERED_PRECISIONS, default="fp32",
+                   help="fp32: exact; fp16: same talker output from bf16 checkpoints, smaller; q8: 8-bit talker "
+                        "weights, smallest, less exact (README: Speed)")
     c.add_argument("--force", action="store_true", help="replace an existing bundle at DEST")
     c.set_defaults(func=cmd_convert)
 

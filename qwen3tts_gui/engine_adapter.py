@@ -216,7 +216,7 @@ def install_model(source: str, models_dir: Path, precision: str, endpoint: str |
 
 
 def precisions() -> tuple[str, ...]:
-    from engine.bundle import PRECISIONS
+    from engine.bundle import OFFERED_PRECISIONS as PRECISIONS
 
     return tuple(PRECISIONS)
 

@@ -121,7 +121,7 @@ def install(
     cancel: Callable[[], bool] | None = None,
 ) -> InstalledModel:
     """Download `source` (catalogue name or repository id) and install it as `name`; returns the model."""
-    from ..bundle import PRECISIONS
+    from ..bundle import OFFERED_PRECISIONS as PRECISIONS
     from ..convert import convert_checkpoint
     from ..convert.checkpoint import REQUIRED_FILES
 
