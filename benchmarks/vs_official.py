@@ -1,7 +1,7 @@
 """Speed and greedy parity of our engine against the official qwen-tts, on one full-size random 0.6B checkpoint.
 
     flock /tmp/fullsize.lock python benchmarks/vs_official.py [--ckpt DIR] [--frames 50] [--threads 2]
-                                                              [--precision fp32 [fp16 ...]] [--skip-ours]
+                                                              [--precision fp32 q8 [fp16 ...]] [--skip-ours]
 
 Both sides run in their own subprocess (official: the reference environment with torch + qwen-tts; ours: the
 runtime environment, ncnn + numpy), on the same checkpoint, text, reference audio (x-vector clone), greedy
@@ -271,7 +271,7 @@ def main() -> int:
     ap.add_argument("--frames", type=int, default=50)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--text", default=TEXT)
-    ap.add_argument("--precision", nargs="+", default=["fp32"], choices=["fp32", "fp16", "bf16"])
+    ap.add_argument("--precision", nargs="+", default=["fp32", "q8"], choices=["fp32", "fp16", "bf16", "q8"])
     ap.add_argument("--attn", default="sdpa", help="official attention implementation (sdpa or eager)")
     ap.add_argument("--skip-ours", action="store_true")
     ap.add_argument("--skip-official", action="store_true")
@@ -288,6 +288,7 @@ def main() -> int:
         return 0
 
     ensure_checkpoint(a.ckpt)
+    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     out = a.ckpt.with_name(f"{a.ckpt.name}.vs_official")
     out.mkdir(parents=True, exist_ok=True)
     for f in out.glob("*_codes.npy"):
@@ -316,6 +317,7 @@ def main() -> int:
           f"{a.frames} frames, {a.threads} threads, greedy, text "
           f"{len(a.text)} chars, x-vector clone of a 4 s reference")
     report(results, out)
+    print(f"load average {load_before} before, {' '.join(f'{x:.2f}' for x in os.getloadavg())} after")
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     return 0 if all("error" not in r for r in results) else 1
 
