@@ -24,7 +24,7 @@ use, so `import engine` stays quick.
 
 from importlib import import_module
 
-from .cpu import configure_openmp
+from .cpu import configure_openmp, physical_cores, usable_cpus
 
 configure_openmp()  # before anything imports ncnn (libgomp reads its environment once, at load)
 
@@ -85,6 +85,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "physical_cores",
+    "usable_cpus",
     "DEFAULT_MAX_CHARS",
     "SAMPLE_RATE",
     "AudioChunk",

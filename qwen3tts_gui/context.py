@@ -63,7 +63,7 @@ class AppContext(QObject):
         settings: Settings,
         audio: AudioBackend,
         dialogs: Dialogs | None = None,
-        open_synth: SynthFactory = open_synthesizer,
+        open_synth: SynthFactory | None = None,
         library: VoiceLibrary | None = None,
         parent: QObject | None = None,
     ):
@@ -71,7 +71,8 @@ class AppContext(QObject):
         self.settings = settings
         self.audio = audio
         self.dialogs = dialogs or Dialogs()
-        self.open_synth = open_synth
+        # the default factory reads the thread setting each time a model is opened
+        self.open_synth = open_synth or (lambda path: open_synthesizer(path, threads=self.settings.threads or None))
         self.library = library or VoiceLibrary(Path(settings.voices_dir) if settings.voices_dir else voices_dir())
         self.player = Player(audio, self)
         self.synth: SynthesizerLike | None = None

@@ -40,9 +40,11 @@ from engine import (
     VoiceSummary,
     designed_voice,
     is_designed,
+    physical_cores,
     run_synthesis,
     split_for_synthesis,
     synthesize_long,
+    usable_cpus,
 )
 from engine.store import (
     CATALOGUE,
@@ -56,6 +58,8 @@ from engine.store import (
 )
 
 __all__ = [
+    "physical_cores",
+    "usable_cpus",
     "CATALOGUE",
     "DEFAULT_PRECISION",
     "SAMPLE_RATE",
@@ -150,8 +154,9 @@ class SynthesizerLike(Protocol):
 SynthFactory = Callable[[Path], SynthesizerLike]
 
 
-def open_synthesizer(bundle_dir: Path, threads: int = 2) -> SynthesizerLike:
-    """Load a model bundle (slow for full-size bundles: call it from a worker thread)."""
+def open_synthesizer(bundle_dir: Path, threads: int | None = None) -> SynthesizerLike:
+    """Load a model bundle (slow for full-size bundles: call it from a worker thread). threads: CPU threads per
+    network, None for the physical core count."""
     from engine import Synthesizer
 
     synth = Synthesizer(bundle_dir, threads=threads)

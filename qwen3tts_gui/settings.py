@@ -99,6 +99,7 @@ class Settings:
     stream_audio = Option("generate/stream_audio", True)
     sentence_pause_ms = Option("generate/sentence_pause_ms", 350, minimum=0, maximum=MAX_GAP_MS)  # long texts
     paragraph_pause_ms = Option("generate/paragraph_pause_ms", 900, minimum=0, maximum=MAX_GAP_MS)
+    threads = Option("engine/threads", 0, minimum=0, maximum=256)  # CPU threads per network; 0: physical cores
     # batch
     batch_dir = Option("batch/output_dir", "")
     batch_merge = Option("batch/merge", False)

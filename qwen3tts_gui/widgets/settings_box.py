@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine_adapter import GenerationSettings
+from ..engine_adapter import GenerationSettings, physical_cores, usable_cpus
 from ..settings import MAX_SEED, Settings
 
 # Used only where a bundle leaves a value unset (the official generation_config values).
@@ -95,6 +95,13 @@ class GenerationSettingsBox(QWidget):
             lambda v: setattr(self.settings, "sentence_pause_ms", round(v * 1000)))
         self.paragraph_pause.valueChanged.connect(
             lambda v: setattr(self.settings, "paragraph_pause_ms", round(v * 1000)))
+        self.threads = QSpinBox(minimum=0, maximum=max(1, usable_cpus()))
+        self.threads.setPrefix("Threads: ")
+        self.threads.setSpecialValueText(f"Threads: auto ({physical_cores()})")
+        self.threads.setToolTip("CPU threads for the model (auto: one per physical core); used when a model is "
+                                "next opened. Fewer threads leave cores free for other programs.")
+        self.threads.setValue(min(settings.threads, self.threads.maximum()))
+        self.threads.valueChanged.connect(lambda n: setattr(self.settings, "threads", n))
         reset = QPushButton("Model defaults")
         reset.setToolTip("Reset every value to the model's generation_config.json")
         reset.clicked.connect(lambda: self.load_defaults(self.defaults))
@@ -116,6 +123,8 @@ class GenerationSettingsBox(QWidget):
         flags.addWidget(self.greedy)
         flags.addSpacing(16)
         flags.addWidget(self.stream_audio)
+        flags.addSpacing(16)
+        flags.addWidget(self.threads)
         flags.addStretch(1)
         flags.addWidget(reset)
         grid.addLayout(flags, len(rows), 0, 1, 4)

@@ -219,3 +219,20 @@ def test_token_view_scrolls_with_new_frames(qtbot):
     view._bar.setValue(view._bar.maximum())  # back at the end: follows again
     view.add_frame(codes[0])
     assert view.first_visible() == view.frames - visible
+
+
+def test_threads_setting_reaches_the_engine_when_a_model_opens(qtbot, make_window, settings, monkeypatch):
+    import qwen3tts_gui.context as context
+
+    window = make_window(model=False)
+    box = window.settings_box
+    assert box.threads.value() == 0 and "auto" in box.threads.text().lower()
+    box.threads.setValue(1)
+    assert settings.threads == 1
+    opened = []
+    monkeypatch.setattr(context, "open_synthesizer", lambda path, threads=None: opened.append(threads))
+    default_ctx = context.AppContext(settings, window.ctx.audio, window.ctx.dialogs, library=window.ctx.library)
+    default_ctx.open_synth("some-bundle")
+    settings.threads = 0
+    default_ctx.open_synth("some-bundle")
+    assert opened == [1, None]  # 0 (auto) leaves the choice to the engine: the physical core count
