@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..downloads import ModelDownloader
-from ..engine_adapter import EngineError, ModelStore, format_bytes
+from ..engine_adapter import CATALOGUE, EngineError, ModelStore, format_bytes, pending_downloads
 from .download_panel import DownloadPanel
 
 
@@ -72,8 +72,15 @@ class ModelsDialog(QDialog):
         il.addWidget(self.table)
         il.addLayout(row)
 
+        self.available = QTreeWidget()
+        self.available.setHeaderLabels(["Model", "Can do", "Download", "On disk", ""])
+        self.available.setRootIsDecorated(False)
+        self.available.setColumnWidth(0, 250)
+        self.available.setColumnWidth(1, 250)
+        self.available.itemSelectionChanged.connect(self._pick_available)
         self.panel = DownloadPanel(downloader)
         self.panel.installed.connect(lambda _path: self.refresh())
+        self.panel.precision_combo.currentIndexChanged.connect(lambda _i: self._fill_available())
         self.endpoint = QLineEdit(self.ctx.settings.hub_endpoint)
         self.endpoint.setPlaceholderText("https://huggingface.co (or HF_ENDPOINT)")
         self.endpoint.setToolTip("A mirror of the Hugging Face hub, for networks that cannot reach it")
@@ -87,6 +94,7 @@ class ModelsDialog(QDialog):
         form.addRow("Token", self.token)
         available = QGroupBox("Download")
         al = QVBoxLayout(available)
+        al.addWidget(self.available)
         al.addWidget(self.panel)
         al.addLayout(form)
 
@@ -115,6 +123,36 @@ class ModelsDialog(QDialog):
             self.table.addTopLevelItem(item)
         self._update_buttons()
         self.panel.refresh()
+        self._fill_available(models)
+
+    def _fill_available(self, models=None) -> None:
+        """The catalogue: sizes at the chosen precision, and whether each is installed or half downloaded."""
+        models = self.store().installed() if models is None else models
+        have = {m.repo_id for m in models}
+        pending = {p.repo_id: p for p in pending_downloads(self.store())}
+        precision = self.panel.precision()
+        self.available.clear()
+        for e in CATALOGUE:
+            if e.repo_id in have:
+                state = "installed"
+            elif e.repo_id in pending:
+                p = pending[e.repo_id]
+                state = f"{100 * p.done_bytes // max(p.total_bytes, 1)} % downloaded"
+            else:
+                state = ""
+            size = e.bundle_size(precision)
+            item = QTreeWidgetItem([e.name, e.abilities, format_bytes(e.download_bytes),
+                                    f"{format_bytes(size)} ({precision})" if size else "?", state])
+            item.setToolTip(1, e.abilities)
+            item.setData(0, Qt.ItemDataRole.UserRole, e.repo_id)
+            self.available.addTopLevelItem(item)
+
+    def _pick_available(self) -> None:
+        items = self.available.selectedItems()
+        if items:
+            i = self.panel.model_combo.findData(items[0].data(0, Qt.ItemDataRole.UserRole))
+            if i >= 0 and not self.downloader.running:
+                self.panel.model_combo.setCurrentIndex(i)
 
     def selected(self) -> Path | None:
         items = self.table.selectedItems()
