@@ -75,7 +75,7 @@ def test_a_folder_called_demo_that_is_not_our_demo_is_never_deleted(qtbot, make_
     monkeypatch.setattr(main_window_module, "make_demo_bundle", lambda *a, **k: made.append(k))
     window = make_window(model=False, voice=False, open_synth=_failing_open)
     window.open_model(demo)
-    qtbot.waitUntil(lambda: window._model_worker is None, timeout=5000)
+    qtbot.waitUntil(lambda: window.ctx.job is None, timeout=5000)
     assert (demo / "my recording.wav").read_bytes() == b"precious"
     assert made == [] and dialogs.questions == []
     assert dialogs.errors and "damaged" in dialogs.errors[-1][1]
@@ -91,7 +91,7 @@ def test_our_own_broken_demo_is_replaced_only_after_asking(qtbot, make_window, d
     window = make_window(model=False, voice=False, open_synth=_failing_open)
     dialogs.answer = False
     window.open_model(demo)
-    qtbot.waitUntil(lambda: window._model_worker is None, timeout=5000)
+    qtbot.waitUntil(lambda: window.ctx.job is None, timeout=5000)
     assert len(dialogs.questions) == 1 and made == [] and (demo / "manifest.json").is_file()
     window._demo_retried = False
     dialogs.answer = True
