@@ -66,16 +66,31 @@ def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, s
     skipped: list[str] = []
     final: LongResult | None = None
     t0 = time.perf_counter()
+    # Progress follows the first chunk not yet in the recording (with batched chunks several run at once)
+    running: set[int] = set()
+    shown = -1
+
+    def follows(chunk: int, chunks: int) -> bool:
+        nonlocal shown
+        running.add(chunk)
+        if chunk != min(running):
+            return False
+        if chunk != shown:
+            shown = chunk
+            if on.part:
+                on.part(chunk, chunks)
+        return True
+
     try:
         for ev in events:
             on.check_cancel()
             if isinstance(ev, ChunkFrame):
-                if on.frame:  # elapsed counts from the start of the whole text, not of the chunk
+                if follows(ev.chunk, ev.chunks) and on.frame:  # elapsed: since the start of the whole text
                     on.frame(replace(ev.frame, elapsed=time.perf_counter() - t0))
             elif isinstance(ev, ChunkStarted):
-                if on.part:
-                    on.part(ev.chunk, ev.chunks)
+                follows(ev.chunk, ev.chunks)
             elif isinstance(ev, ChunkAudio):
+                running.discard(ev.chunk)
                 pieces.append(ev.samples)
                 codes.append(ev.result.codes)
                 if on.audio:
@@ -84,6 +99,7 @@ def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, s
                 if on.notice:
                     on.notice(f"Chunk {ev.chunk + 1} of {ev.chunks}: {ev.reason}; trying again with another seed.")
             elif isinstance(ev, ChunkSkipped):
+                running.discard(ev.chunk)
                 skipped.append(ev.message)
                 if on.notice:
                     on.notice(ev.message)
