@@ -166,12 +166,16 @@ class Bundle:
                 raise BundleError(f"model bundle {self.path}: table {name} is unreadable: {e}") from None
         return self._tables[name]
 
-    def net(self, name: str, threads: int = 2, precision: str | None = None) -> ncnn.Net:
-        """Load one ncnn network with explicit options."""
+    def net(self, name: str, threads: int = 2, precision: str | None = None, *,
+            param_text: str | None = None, packing: bool = True) -> ncnn.Net:
+        """Load one ncnn network with explicit options. param_text replaces the stored .param (a topology
+        derived from it over the same weights); packing=False keeps ncnn's layout one element per lane."""
         net = ncnn.Net()
         make_net_options(net, precision or self.runtime_precision, threads)
+        net.opt.use_packing_layout = packing
         param, binf = self.file(f"{name}.param"), self.file(f"{name}.bin")
-        if net.load_param(str(param)) != 0:
+        loaded = net.load_param(str(param)) if param_text is None else net.load_param_mem(param_text)
+        if loaded != 0:
             raise BundleError(f"model bundle {self.path}: {name}.param failed to load")
         if net.load_model(str(binf)) != 0:
             raise BundleError(f"model bundle {self.path}: {name}.bin failed to load")

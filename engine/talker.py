@@ -1,6 +1,6 @@
-"""The talker: decoder stack + codec head on ncnn, one extractor call per step, KV cache kept as ncnn Mats.
+"""The talker: decoder stack + codec head on ncnn, one step-graph call per step for any number of sequences.
 
-The caches are extracted raw (`extract(name, 1)`: packed layout, storage precision) and fed back unchanged;
+Each sequence keeps its own KV cache as ncnn Mats, extracted raw (`extract(name, 1)`) and fed back unchanged;
 ncnn's SDPA appends the new rows. Positions and RoPE rows are tracked here.
 """
 
@@ -12,7 +12,8 @@ import ncnn
 import numpy as np
 
 from .bundle import Bundle
-from .errors import BundleError, EngineError
+from .errors import EngineError
+from .step_graph import StepNet
 from .thread_governor import ThreadGovernor
 
 MASKED = np.float32(-1e9)  # additive mask value for future positions (exp underflows to exactly 0)
@@ -77,8 +78,20 @@ def check_ids(ids: np.ndarray, limit: int, what: str) -> None:
         raise EngineError(f"{what} id out of range: valid ids are 0..{limit - 1}")
 
 
+class TalkerSequence:
+    """One sequence's place in the talker: its KV cache (per attention layer, opaque Mats) and length."""
+
+    def __init__(self, layers: int):
+        self.caches: list[tuple[ncnn.Mat, ncnn.Mat] | None] = [None] * layers
+        self.position = 0
+
+
 class Talker:
-    """Talker stack with KV cache. prefill() starts a new sequence at position 0; step() continues it."""
+    """Talker stack on the row-stacked step graph (engine/step_graph.py).
+
+    start() prefills one sequence alone; step_many() advances several sequences by one position in one call
+    (each row at its own position, over its own KV cache); a row's numbers do not depend on the other rows.
+    prefill()/step() are the one-sequence form of the same calls."""
 
     def __init__(self, bundle: Bundle, threads: int = 2, *, compact_weights: bool = True):
         meta = bundle.part("talker")
@@ -86,52 +99,83 @@ class Talker:
         self.hidden_size = int(spec["hidden"])
         self.vocab_size = int(meta["vocab_size"])
         self.layers = int(spec["layers"])
-        self.net = bundle.net(meta["talker_graph"], threads, net_precision(bundle, meta, compact_weights))
+        self.net = StepNet(bundle, meta["talker_graph"], threads, net_precision(bundle, meta, compact_weights))
         self.governor = ThreadGovernor(threads)
         self._codec = np.asarray(bundle.table(meta["tables"]["codec"]))  # plain view of the mmap: fast indexing
         self._rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]))
-        self._cache_in = [f"{kv}_in_{i}" for i in range(self.layers) for kv in ("k", "v")]
-        self._cache_out = [f"{kv}_out_{i}" for i in range(self.layers) for kv in ("k", "v")]
-        self._caches: list[ncnn.Mat] = []
-        self._pos = 0
-        self._zeros = np.zeros((1, 1024), np.float32)  # decode-step mask row (no future positions)
+        self._single: TalkerSequence | None = None
 
     @property
     def position(self) -> int:
-        """Number of positions in the KV cache."""
-        return self._pos
+        """Number of positions in the KV cache of the one-sequence form (prefill/step)."""
+        return self._single.position if self._single is not None else 0
 
     def reset(self) -> None:
-        self._caches = []
-        self._pos = 0
+        self._single = None
 
-    def prefill(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Run the prompt rows at positions 0..L-1; returns (hidden, logits) of the last position."""
+    def start(self, rows: np.ndarray) -> tuple[TalkerSequence, np.ndarray, np.ndarray]:
+        """Prefill a new sequence with its prompt rows (L, H) at positions 0..L-1; returns the sequence and the
+        (hidden, logits) of its last position."""
         rows = np.ascontiguousarray(rows, dtype=np.float32)
         if rows.ndim != 2 or rows.shape[1] != self.hidden_size or rows.shape[0] < 1:
             raise EngineError(f"talker prefill needs (L, {self.hidden_size}) rows, got shape {rows.shape}")
-        self.reset()
+        seq = TalkerSequence(len(self.net.sites))
         n = rows.shape[0]
         mask = np.triu(np.full((n, n), MASKED, np.float32), 1)
-        self.net.opt.num_threads = self.governor.fixed()
-        hidden, logits = self._run(rows if n > 1 else rows[0], n, mask)
-        return hidden.reshape(n, -1)[-1].copy(), logits.reshape(n, -1)[-1].copy()
+
+        def attend(site, q, k, v):
+            att, seq.caches[site.layer] = self.net.attention(site, q[:, :n], k[:, :n], v[:, :n], mask, None)
+            return _pad_rows(att, q.shape[1])
+
+        cos, sin = self._rope.rows(0, n)
+        self.net.set_threads(self.governor.fixed())
+        hidden, logits = self.net.run(rows, cos, sin, attend, ("hidden", "logits"))
+        seq.position = n
+        return seq, hidden[-1].copy(), logits[-1].copy()
+
+    def step_many(self, seqs: list[TalkerSequence], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One new position for each sequence: rows (R, H), row j continues seqs[j]. Returns (hidden, logits),
+        (R, H) and (R, V)."""
+        rows = np.ascontiguousarray(rows, dtype=np.float32)
+        if rows.ndim != 2 or rows.shape != (len(seqs), self.hidden_size):
+            raise EngineError(f"talker step needs ({len(seqs)}, {self.hidden_size}) rows, got shape {rows.shape}")
+        if not seqs or any(s.position == 0 for s in seqs):
+            raise EngineError("talker step before prefill")
+        positions = [s.position for s in seqs]
+        self._rope.rows(0, max(positions) + 1)  # grow the table
+        cos, sin = self._rope.cos[positions], self._rope.sin[positions]
+        masks = {p: np.zeros((1, p + 1), np.float32) for p in set(positions)}
+
+        def attend(site, q, k, v):
+            out = np.zeros_like(q)
+            for j, s in enumerate(seqs):
+                out[:, j:j + 1], s.caches[site.layer] = self.net.attention(
+                    site, q[:, j:j + 1], k[:, j:j + 1], v[:, j:j + 1], masks[s.position], s.caches[site.layer])
+            return out
+
+        self.net.set_threads(self.governor.start())
+        try:
+            hidden, logits = self.net.run(rows, cos, sin, attend, ("hidden", "logits"))
+        finally:
+            self.governor.stop()
+        for s in seqs:
+            s.position += 1
+        return hidden, logits
+
+    def prefill(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Run the prompt rows at positions 0..L-1; returns (hidden, logits) of the last position."""
+        self._single, hidden, logits = self.start(rows)
+        return hidden, logits
 
     def step(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One new position (KV cache continues); returns (hidden, logits)."""
         row = np.ascontiguousarray(row, dtype=np.float32).reshape(-1)
         if row.shape[0] != self.hidden_size:
             raise EngineError(f"talker step needs a ({self.hidden_size},) row, got {row.shape[0]} values")
-        if not self._caches:
+        if self._single is None:
             raise EngineError("talker step before prefill")
-        n = self._pos + 1
-        if n > self._zeros.shape[1]:
-            self._zeros = np.zeros((1, 2 * n), np.float32)
-        self.net.opt.num_threads = self.governor.start()
-        try:
-            return self._run(row, 1, self._zeros[:, :n])
-        finally:
-            self.governor.stop()
+        hidden, logits = self.step_many([self._single], row[None])
+        return hidden[0], logits[0]
 
     def codec_rows(self, ids) -> np.ndarray:
         """Rows of the talker codec_embedding (C(id)), float32 (n, H)."""
@@ -139,25 +183,10 @@ class Talker:
         check_ids(ids, self._codec.shape[0], "codec")
         return as_rows(self._codec, ids)
 
-    def _run(self, x: np.ndarray, n: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        cos, sin = self._rope.rows(self._pos, n)
-        ex = self.net.create_extractor()
-        ex.input("in0", ncnn.Mat(x).clone())
-        ex.input("cos", ncnn.Mat(cos).clone())
-        ex.input("sin", ncnn.Mat(sin).clone())
-        ex.input("mask", ncnn.Mat(np.ascontiguousarray(mask)).clone())
-        for name, mat in zip(self._cache_in, self._caches, strict=False):
-            ex.input(name, mat)
-        ret_h, hidden = ex.extract("hidden")
-        ret_l, logits = ex.extract("logits")
-        caches = []
-        for name in self._cache_out:
-            ret, mat = ex.extract(name, 1)
-            if ret != 0:
-                raise BundleError(f"talker graph failed to produce {name} (ncnn error {ret})")
-            caches.append(mat)
-        if ret_h != 0 or ret_l != 0:
-            raise BundleError(f"talker graph failed (ncnn error {ret_h or ret_l})")
-        self._caches = caches
-        self._pos += n
-        return np.array(hidden, dtype=np.float32), np.array(logits, dtype=np.float32)
+
+def _pad_rows(att: np.ndarray, rows: int) -> np.ndarray:
+    """Attention output (heads, n, hd) padded with zero rows to `rows` (the step graph's even row count)."""
+    if att.shape[1] == rows:
+        return att
+    pad = np.zeros((att.shape[0], rows - att.shape[1], att.shape[2]), np.float32)
+    return np.concatenate([att, pad], axis=1)

@@ -1,0 +1,222 @@
+"""The row-stacked step graph: a bundle's talker or code-predictor .param rewritten at load time so that one
+extractor call runs any number of rows (several sequences, or a prompt) through every weight layer at once.
+
+Why a rewrite and not the stored graph: the stored graph runs one decode row as a vector through InnerProduct's
+GEMV kernel, and a row's result there depends on how many rows run with it (the GEMV kernel, the 2-D
+InnerProduct kernel and ncnn's packed layouts each add up a dot product in a different order). Batching must
+not change any result, so every row of every call goes through kernels whose per-row result does not depend on
+the other rows:
+- every InnerProduct becomes a Gemm over the same weights (same .bin bytes: Gemm with constant B, transB=1,
+  reads the tagged [out, in] weight and the raw bias exactly as InnerProduct stores them). ncnn's x86 Gemm adds
+  each output in k order for every row handled in blocks of 2, 4, 8 or 16 rows, but a lone leftover row takes a
+  4-accumulator path; callers therefore always pass an even number of rows (measured: rows bit-identical for
+  2..8 rows, see tests/test_batching.py);
+- the net runs with the packed layout off, so RMSNorm and the element-wise layers see one row at a time
+  whatever the row count (with packing, 4 or 8 rows are packed together and summed in another order);
+- attention is cut out of the graph: its q, k, v blobs become outputs and its result an input, and the caller
+  runs each sequence's attention over that sequence's own KV cache in a separate one-layer SDPA net
+  (`sdpa_param_text`). Weight-free layers (Reshape, Permute, RotaryEmbed with per-row cos/sin...) are kept.
+
+The weights in the .bin are untouched and shared: only weight-free layers change, so one loaded net serves every
+row count, and bundles need no re-conversion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import ncnn
+import numpy as np
+
+from .bundle import Bundle, make_net_options
+from .errors import BundleError
+
+PARAM_MAGIC = "7767517"
+# InnerProduct params that map onto Gemm: 0 num_output, 1 bias_term, 2 weight_data_size, 31 featmask
+_IP_KEYS = {"0", "1", "2", "31"}
+
+
+@dataclass(frozen=True)
+class AttentionSite:
+    """Where one attention layer was cut out: extract q, k, v; feed the attention output as `out`."""
+
+    layer: int
+    q: str
+    k: str
+    v: str
+    out: str
+    params: tuple[str, ...]  # the SDPA layer's k=v tokens (mask flag, scale, kv-cache mode)
+
+
+@dataclass(frozen=True)
+class _Line:
+    type: str
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+    params: list[str]
+
+    @classmethod
+    def parse(cls, text: str) -> _Line:
+        t = text.split()
+        n_in, n_out = int(t[2]), int(t[3])
+        return cls(t[0], t[1], t[4:4 + n_in], t[4 + n_in:4 + n_in + n_out], t[4 + n_in + n_out:])
+
+    def text(self) -> str:
+        return " ".join([self.type, self.name, str(len(self.inputs)), str(len(self.outputs)),
+                         *self.inputs, *self.outputs, *self.params])
+
+
+def _as_gemm(line: _Line) -> list[_Line]:
+    """InnerProduct -> Gemm over the same .bin bytes. A bias follows as MemoryData + BinaryOp add: Gemm would
+    read its C as a tagged array, while InnerProduct stores the bias raw (MemoryData reads it raw)."""
+    p = dict(tok.split("=", 1) for tok in line.params)
+    if set(p) - _IP_KEYS:
+        raise BundleError(f"layer {line.name}: InnerProduct options {sorted(set(p) - _IP_KEYS)} are not supported "
+                          "in the batched step graph")
+    n, size, bias = int(p["0"]), int(p["2"]), int(p.get("1", "0"))
+    if n <= 0 or size % n:
+        raise BundleError(f"layer {line.name}: weight size {size} is not a multiple of its {n} outputs")
+    params = ["2=0", "3=1", "4=0", "5=1", "6=1", "7=0", f"8={n}", f"9={size // n}", "10=-1"]
+    params += [f"31={p['31']}"] if "31" in p else []
+    if not bias:
+        return [_Line("Gemm", line.name, line.inputs, line.outputs, params)]
+    out = line.outputs[0]
+    return [
+        _Line("Gemm", line.name, line.inputs, [f"{out}__mm"], params),
+        _Line("MemoryData", f"{line.name}__bias", [], [f"{out}__bias"], [f"0={n}", "1=1"]),
+        _Line("BinaryOp", f"{line.name}__add", [f"{out}__mm", f"{out}__bias"], line.outputs, ["0=0"]),
+    ]
+
+
+def step_param_text(param_text: str) -> tuple[str, list[AttentionSite]]:
+    """Rewrite a talker / code-predictor .param (see the module docstring). Returns the new text and the
+    attention sites in layer order."""
+    lines = param_text.strip().splitlines()
+    if not lines or lines[0].strip() != PARAM_MAGIC:
+        raise BundleError("not an ncnn .param file (bad magic number)")
+    dropped_blobs: set[str] = set()
+    out: list[_Line] = []
+    sites: list[AttentionSite] = []
+    for raw_line in lines[2:]:
+        if not raw_line.strip():
+            continue
+        line = _Line.parse(raw_line)
+        if line.type == "Input" and (line.name == "mask" or line.name.startswith(("k_in_", "v_in_"))):
+            dropped_blobs.update(line.outputs)
+            continue
+        if line.type == "Split" and line.inputs[0] in dropped_blobs:
+            dropped_blobs.update(line.outputs)
+            continue
+        if line.type == "SDPA":
+            q, k, v = line.inputs[:3]
+            att = line.outputs[0]
+            sites.append(AttentionSite(len(sites), q, k, v, att, tuple(line.params)))
+            out.append(_Line("Input", f"{att}__in", [], [att], []))
+            continue
+        if line.type == "InnerProduct":
+            out.extend(_as_gemm(line))
+            continue
+        if line.type == "Squeeze":  # rows stay a matrix: a 1-row vector would take the GEMV kernel
+            line = _Line("Noop", line.name, line.inputs, line.outputs, [])
+        if any(b in dropped_blobs for b in line.inputs):
+            raise BundleError(f"layer {line.name} reads a mask or cache blob outside attention")
+        out.append(line)
+    if not sites:
+        raise BundleError("the graph has no attention layers to batch")
+    blobs = {b for line in out for b in line.outputs}
+    text = "\n".join([PARAM_MAGIC, f"{len(out)} {len(blobs)}", *(line.text() for line in out)]) + "\n"
+    return text, sites
+
+
+def sdpa_param_text(site: AttentionSite) -> str:
+    """A one-layer net running the cut-out attention with its KV cache: inputs q, k, v, (mask,) k_in, v_in;
+    outputs att, k_out, v_out."""
+    params = dict(tok.split("=", 1) for tok in site.params)
+    masked = params.get("5", "0") == "1"
+    names = ["q", "k", "v"] + (["mask"] if masked else []) + ["k_in", "v_in"]
+    lines = [f"Input {n} 0 1 {n}" for n in names]
+    lines.append(" ".join(["SDPA", "sdpa", str(len(names)), "3", *names, "att", "k_out", "v_out", *site.params]))
+    return "\n".join([PARAM_MAGIC, f"{len(lines)} {len(names) + 3}", *lines]) + "\n"
+
+
+Attend = Callable[[AttentionSite, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+class StepNet:
+    """A loaded step graph plus one SDPA net per distinct attention layout.
+
+    run() takes R rows, pads them to an even count (a copy of row 0; see the module docstring), and hands each
+    attention site's q, k, v ((heads, M, head_dim) float32, M = padded row count) to `attend`, which returns
+    the attention output in the same layout (padding rows may hold anything finite)."""
+
+    def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str):
+        text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
+        step_text, self.sites = step_param_text(text)
+        self.net = bundle.net(graph, threads, precision, param_text=step_text, packing=False)
+        self._sdpa: dict[tuple[str, ...], ncnn.Net] = {}
+        for site in self.sites:
+            if site.params not in self._sdpa:
+                net = ncnn.Net()
+                make_net_options(net, "fp32", threads)
+                if net.load_param_mem(sdpa_param_text(site)) != 0 or net.load_model(ncnn.DataReaderFromEmpty()) != 0:
+                    raise BundleError(f"model bundle {bundle.path}: the attention net for {graph} failed to load")
+                self._sdpa[site.params] = net
+
+    def set_threads(self, threads: int) -> None:
+        """Thread count of the next calls (engine/thread_governor.py picks it)."""
+        self.net.opt.num_threads = threads
+        for net in self._sdpa.values():
+            net.opt.num_threads = threads
+
+    def run(self, rows: np.ndarray, cos: np.ndarray, sin: np.ndarray, attend: Attend,
+            outputs: Sequence[str]) -> list[np.ndarray]:
+        """Rows (R, width) at RoPE rows cos/sin (R, head_dim/2) -> each output blob's first R rows."""
+        r = rows.shape[0]
+        if r % 2:
+            rows, cos, sin = (np.concatenate([a, a[:1]]) for a in (rows, cos, sin))
+        ex = self.net.create_extractor()
+        ex.input("in0", _mat(rows))
+        ex.input("cos", _mat(cos))
+        ex.input("sin", _mat(sin))
+        for site in self.sites:
+            q, k, v = (_extract(ex, b) for b in (site.q, site.k, site.v))
+            ex.input(site.out, _mat(attend(site, q, k, v)))
+        return [_extract(ex, name).reshape(rows.shape[0], -1)[:r] for name in outputs]
+
+    def attention(self, site: AttentionSite, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                  mask: np.ndarray | None, cache: tuple[ncnn.Mat, ncnn.Mat] | None
+                  ) -> tuple[np.ndarray, tuple[ncnn.Mat, ncnn.Mat]]:
+        """One sequence's attention (heads, rows, head_dim) over its cache; returns the output and the grown
+        cache (opaque Mats, to be fed back unchanged)."""
+        ex = self._sdpa[site.params].create_extractor()
+        for name, arr in (("q", q), ("k", k), ("v", v)):
+            ex.input(name, _mat(arr))
+        if mask is not None:
+            ex.input("mask", _mat(mask))
+        if cache is not None:
+            ex.input("k_in", cache[0])
+            ex.input("v_in", cache[1])
+        att = _extract(ex, "att")
+        grown = []
+        for name in ("k_out", "v_out"):
+            ret, mat = ex.extract(name, 1)
+            if ret != 0:
+                raise BundleError(f"attention failed to produce {name} (ncnn error {ret})")
+            grown.append(mat)
+        return att, (grown[0], grown[1])
+
+
+def _mat(arr: np.ndarray) -> ncnn.Mat:
+    # ncnn.Mat(arr) borrows the numpy buffer without a reference (see the ncnn notes): keep the contiguous copy
+    # in a local until clone() has copied it (a temporary would be freed before clone() runs)
+    data = np.ascontiguousarray(arr, dtype=np.float32)
+    return ncnn.Mat(data).clone()
+
+
+def _extract(ex, name: str) -> np.ndarray:
+    ret, mat = ex.extract(name)
+    if ret != 0:
+        raise BundleError(f"step graph failed to produce {name} (ncnn error {ret})")
+    return np.array(mat, dtype=np.float32)
