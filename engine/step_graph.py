@@ -165,8 +165,10 @@ class StepNet:
                 self._sdpa[site.params] = net
 
     def set_threads(self, threads: int) -> None:
-        """Thread count of the next calls (engine/thread_governor.py picks it)."""
-        self.net.opt.num_threads = threads
+        """Thread count of the next attention calls (engine/thread_governor.py picks it). The weight layers keep
+        their load-time count: ncnn's fp32 Gemm packs its weights for that count and ignores (and logs) any
+        other, and the 8-bit block Gemm's rows change with the thread count (measured on the q8 fixture code
+        predictor), which would make a sequence's codes depend on the machine's load."""
         for net in self._sdpa.values():
             net.opt.num_threads = threads
 
