@@ -3,6 +3,7 @@
 Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these names):
     Synthesizer                the one door: voices, synthesis, decoding (see engine/synthesizer.py CONTRACT)
     run_synthesis(events, on_frame, on_audio, check_cancel)   the one loop consuming synthesis events
+    SynthesisJob, JobEvent, BatchRun   several syntheses sharing each model step (Synthesizer.synthesize_many)
     GenerationSettings         sampling and output options of one synthesis (validated by the Synthesizer)
     FrameEvent, AudioChunk, SynthesisResult, SynthesisEvent, Timings   what synthesis yields
     Voice                      a cloned voice (x-vector, optional reference codes); Voice.load / save
@@ -56,13 +57,15 @@ from .longform import (  # noqa: E402
 from .model_kind import ModelKind, Speaker  # noqa: E402
 from .runaway import GuardSettings  # noqa: E402
 from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
-from .synthesizer import Synthesizer, run_synthesis  # noqa: E402
+from .synthesizer import BatchRun, Synthesizer, run_synthesis  # noqa: E402
 from .types import (  # noqa: E402
     SAMPLE_RATE,
     AudioChunk,
     FrameEvent,
     GenerationSettings,
+    JobEvent,
     SynthesisEvent,
+    SynthesisJob,
     SynthesisResult,
     Timings,
 )
@@ -91,6 +94,7 @@ __all__ = [
     "SAMPLE_RATE",
     "AudioChunk",
     "AudioError",
+    "BatchRun",
     "Bundle",
     "BundleError",
     "Cancelled",
@@ -105,6 +109,7 @@ __all__ = [
     "FrameEvent",
     "GenerationSettings",
     "GuardSettings",
+    "JobEvent",
     "JoinSettings",
     "LongResult",
     "LongTextOptions",
@@ -113,6 +118,7 @@ __all__ = [
     "ModelKind",
     "Speaker",
     "SynthesisEvent",
+    "SynthesisJob",
     "SynthesisResult",
     "Synthesizer",
     "TextChunk",

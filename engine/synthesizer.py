@@ -25,6 +25,10 @@ CONTRACT (stable; the GUI depends on it):
     synth.honours_instruct     -> bool; synth.instruct_note(instruct) -> sentence when it will be ignored, or None
     synth.synthesize(text, voice, ..., instruct=None): voice is a Voice (Base), a speaker name or Speaker
         (CustomVoice) or None (VoiceDesign, instruct = the voice description)
+    synth.synthesize_many(jobs, settings=None, batch_size=4) -> BatchRun (iterable of JobEvent)
+        jobs: SynthesisJob(text, voice, language, max_frames=None, seed=None, instruct=None) each (voice and
+        instruct as for synthesize()); up to batch_size of them
+        share every model step; each job's codes are exactly what synthesize() alone gives it. See BatchRun.
 Bad input raises engine.errors.EngineError subclasses with a one-line message. Input is validated when
 synthesize() is called (before the first event), so errors surface immediately.
 
@@ -36,12 +40,13 @@ from __future__ import annotations
 import secrets
 import time
 import unicodedata
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from .batching import MAX_BATCH_SIZE, ContinuousBatch
 from .bundle import Bundle
 from .code_predictor import CodePredictor
 from .codec_decoder import CodecDecoder
@@ -61,7 +66,9 @@ from .types import (
     AudioChunk,
     FrameEvent,
     GenerationSettings,
+    JobEvent,
     SynthesisEvent,
+    SynthesisJob,
     SynthesisResult,
     Timings,
 )
@@ -71,6 +78,7 @@ VoiceChoice = Voice | Speaker | str | None  # a cloned voice (Base), a preset sp
 FRAME_RATE = SAMPLE_RATE / SAMPLES_PER_FRAME  # 12.5 frames per second
 PRODUCT_MAX_SECONDS = 300.0  # one synthesis speaks at most 5 minutes unless --max-frames asks for more
 MIN_DEFAULT_FRAMES = 125  # a default cap never below 10 s
+DEFAULT_BATCH_SIZE = 4  # synthesize_many: see the README's batching table
 POSITION_MARGIN = 8
 
 
@@ -388,15 +396,18 @@ class Synthesizer:
             if self._active is not token:
                 raise Cancelled("another synthesis started on this model; this one was abandoned")
 
+        yield self._result(job, timings, t_start, stream.audio(seq.position) if stream is not None else None)
+
+    def _result(self, job: _Job, timings: Timings, t_start: float, audio: np.ndarray | None) -> SynthesisResult:
+        """The finished sequence's result: its audio (decoded whole here unless streamed or codes only)."""
+        seq = job.sequence
         codes = seq.codes()
-        if stream is not None:
-            audio = stream.audio(codes.shape[0])
-        elif job.decode:
+        if audio is None and job.decode:
             t = time.perf_counter()
             audio = self._final_audio(codes, job.ref_codes)
             timings.decode += time.perf_counter() - t
             timings.first_audio = time.perf_counter() - t_start
-        else:
+        elif audio is None:
             audio = np.zeros(0, np.float32)
         timings.total = time.perf_counter() - t_start
         if timings.first_audio == 0.0:
@@ -405,8 +416,62 @@ class Synthesizer:
         timings.audio_seconds = len(audio) / SAMPLE_RATE
         if timings.audio_seconds > 0:
             timings.rtf = timings.total / timings.audio_seconds
-        yield SynthesisResult(audio=audio, codes=codes, ended_by=seq.ended_by, seed=seq.sampler.seed,
-                              timings=timings)
+        return SynthesisResult(audio=audio, codes=codes, ended_by=seq.ended_by, seed=seq.sampler.seed,
+                               timings=timings)
+
+    def synthesize_many(self, jobs: Sequence[SynthesisJob], settings: GenerationSettings | None = None,
+                        batch_size: int = DEFAULT_BATCH_SIZE) -> BatchRun:
+        """Several syntheses in one run, up to batch_size at a time sharing every talker / code-predictor step
+        (continuous batching: a finished job leaves, the next waiting one takes its place). See BatchRun."""
+        settings = settings or GenerationSettings()
+        self.check_settings(settings)
+        if settings.stream_audio:
+            raise TextError("Batched synthesis decodes each job when it ends; it cannot stream audio.")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or not 1 <= batch_size <= MAX_BATCH_SIZE:
+            raise TextError(f"Batch size must be a whole number from 1 to {MAX_BATCH_SIZE}, not {batch_size!r}.")
+        planned: list[tuple[int, _Job]] = []
+        failed: list[tuple[int, EngineError]] = []
+        for i, job in enumerate(jobs):
+            try:
+                if not isinstance(job, SynthesisJob):
+                    raise TextError(f"Job {i + 1} is a {type(job).__name__}, not a SynthesisJob.")
+                own = replace(settings, max_frames=job.max_frames if job.max_frames is not None else settings.max_frames,
+                              seed=job.seed if job.seed is not None else settings.seed)
+                self.check_settings(own)
+                planned.append((i, self._plan(job.text, job.voice, job.language, own, job.instruct)))
+            except EngineError as e:
+                failed.append((i, e))
+        return BatchRun(self, planned, failed, batch_size)
+
+    def _many_events(self, run: BatchRun, planned: list[tuple[int, _Job]], failed: list[tuple[int, EngineError]],
+                     batch_size: int) -> Iterator[JobEvent]:
+        token = object()
+        self._active = token  # the talker serves one synthesis (or one batch) at a time
+        t_start = time.perf_counter()
+        for i, error in failed:
+            yield JobEvent(job=i, error=error)
+        batch = ContinuousBatch(self.talker, self.code_predictor, batch_size)
+        jobs = dict(planned)
+        timings = {i: Timings(load=self.load_seconds) for i in jobs}
+        for i, job in planned:
+            batch.add(i, job.sequence, timings[i])
+        while not batch.done:
+            for i in run.take_cancelled():
+                if batch.drop(i):
+                    yield JobEvent(job=i, error=Cancelled("This job was cancelled."))
+            if batch.done:
+                break
+            step = batch.step()
+            now = time.perf_counter()
+            for i, frame in step.frames:
+                seq, k = jobs[i].sequence, jobs[i].sequence.position - 1
+                yield JobEvent(job=i, event=FrameEvent(
+                    index=k, codes=frame.copy(), elapsed=now - t_start, frame_seconds=step.seconds,
+                    max_frames=seq.max_frames, estimated_frames=max(jobs[i].estimated_frames, k + 1)))
+            for i in step.ended:
+                yield JobEvent(job=i, event=self._result(jobs[i], timings[i], t_start, None))
+            if self._active is not token:
+                raise Cancelled("another synthesis started on this model; this batch was abandoned")
 
     def _final_audio(self, codes: np.ndarray, ref_codes: np.ndarray | None) -> np.ndarray:
         """Decode as the official wrapper does: ICL decodes reference + generated frames, then cuts the reference
@@ -491,3 +556,36 @@ class _StreamedAudio:
             if 0 < extra <= len(self._ref_tail):
                 parts.insert(0, self._ref_tail[len(self._ref_tail) - extra:])
         return np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, np.float32)
+
+
+class BatchRun:
+    """The events of Synthesizer.synthesize_many, in the order they happen: iterate it for JobEvents.
+
+    Per job: FrameEvents (index 0, 1, ...; elapsed counts from the start of the run), then either one
+    JobEvent with the SynthesisResult, or one with `error` (a job whose text, voice or settings are invalid
+    fails at once with its own message; a cancelled job gets Cancelled). Jobs that fail never stop the others.
+    cancel(job) drops one job before the next frame; close() (or leaving the loop) cancels everything.
+    Each job's codes are exactly those it would get from synthesize() alone with the same settings and seed."""
+
+    def __init__(self, synth: Synthesizer, planned, failed, batch_size: int):
+        self._cancelled: set[int] = set()
+        self._events = synth._many_events(self, planned, failed, batch_size)
+
+    def __iter__(self) -> BatchRun:
+        return self
+
+    def __next__(self) -> JobEvent:
+        return next(self._events)
+
+    def cancel(self, job: int) -> None:
+        """Stop job number `job` between frames (a finished or unknown job is ignored)."""
+        self._cancelled.add(int(job))
+
+    def take_cancelled(self) -> list[int]:
+        out = sorted(self._cancelled)
+        self._cancelled.clear()
+        return out
+
+    def close(self) -> None:
+        """Cancel every job still running or waiting."""
+        self._events.close()

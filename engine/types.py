@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import TextError
+from .errors import EngineError, TextError
+
+if TYPE_CHECKING:
+    from .voice import Voice
 
 SAMPLE_RATE = 24000
 SAMPLES_PER_FRAME = 1920  # 12.5 frames per second
@@ -132,3 +136,28 @@ class SynthesisResult:
 
 
 SynthesisEvent = FrameEvent | AudioChunk | SynthesisResult
+
+
+@dataclass(frozen=True)
+class SynthesisJob:
+    """One utterance of a batched run (Synthesizer.synthesize_many). voice and instruct are as for
+    Synthesizer.synthesize (a Voice, a CustomVoice speaker name, or None for VoiceDesign); max_frames / seed,
+    when given, replace the run's settings for this job only."""
+
+    text: str
+    voice: Voice | str | None
+    language: str = "auto"
+    max_frames: int | None = None
+    seed: int | None = None
+    instruct: str | None = None
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """An event of job number `job` (its index in the list given to synthesize_many): `event` is a FrameEvent
+    or the job's final SynthesisResult; `error` is set instead when the job failed or was cancelled (then it
+    has no other events after this one)."""
+
+    job: int
+    event: FrameEvent | SynthesisResult | None = None
+    error: EngineError | None = None

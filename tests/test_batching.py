@@ -1,0 +1,211 @@
+"""Batched generation changes no result.
+
+- the step-graph rewrite (engine/step_graph.py) on a hand-written .param;
+- talker / code-predictor rows run together are bit-identical to the same rows run alone, for every row count
+  up to the largest batch, at each fixture precision whose kernels guarantee it;
+- synthesize_many over the official fixture cases (x-vector and ICL voices with different reference lengths,
+  jobs ending at different frames, more jobs than the batch size): greedy codes equal the official codes and
+  synthesize() alone; with sampling and seeds, each job's audio equals synthesize() alone with its seed;
+- cancelling one job or the whole run, and a bad job failing alone.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from engine import Cancelled, GenerationSettings, SynthesisJob, SynthesisResult, TextError
+from engine.batching import MAX_BATCH_SIZE
+from engine.bundle import Bundle
+from engine.code_predictor import CodePredictor
+from engine.step_graph import step_param_text
+from engine.synthesizer import Synthesizer
+from engine.talker import Talker
+from tests.bundles import OUTPUTS, bundle_for, fixture_models
+from tests.test_synth_parity import injected_voice, load_case
+
+MODELS = [m for m in ("tiny06b", "tiny17b") if m in fixture_models()]  # tiny17b: the projection with a bias
+
+
+def test_step_graph_rewrite():
+    param = "\n".join([
+        "7767517", "9 12",
+        "Input in0 0 1 in0", "Input mask 0 1 mask", "Split mask__split 1 1 mask mask__s0",
+        "Input k_in_0 0 1 k_in_0", "Input v_in_0 0 1 v_in_0",
+        "InnerProduct ip_1 1 1 in0 ip_1 0=8 1=1 2=32 31=2",
+        "Slice s 1 3 ip_1 q k v -23300=3,4,2,2 1=-1",
+        "SDPA sdpa_0 6 3 q k v mask__s0 k_in_0 v_in_0 att_0 k_out_0 v_out_0 5=1 6=0.5 7=1",
+        "Squeeze sq 1 1 att_0 sq 1=1",
+    ])
+    text, sites = step_param_text(param)
+    lines = text.splitlines()
+    assert lines[0] == "7767517"
+    assert [(s.q, s.k, s.v, s.out, s.params) for s in sites] == [("q", "k", "v", "att_0", ("5=1", "6=0.5", "7=1"))]
+    types = [line.split()[0] for line in lines[2:]]
+    assert types == ["Input", "Gemm", "MemoryData", "BinaryOp", "Slice", "Input", "Noop"]
+    gemm = lines[3].split()
+    assert gemm[4:6] == ["in0", "ip_1__mm"]  # the bias is added after the product, read raw by MemoryData
+    assert {"3=1", "5=1", "8=8", "9=4", "10=-1", "31=2"} <= set(gemm[6:])
+    assert lines[4].split()[-2:] == ["0=8", "1=1"]
+    assert lines[5].split()[4:7] == ["ip_1__mm", "ip_1__bias", "ip_1"]
+    layer_count, blob_count = map(int, lines[1].split())
+    assert layer_count == len(lines) - 2
+    assert blob_count == len({b for line in lines[2:] for b in line.split()[4 + int(line.split()[2]):][:int(line.split()[3])]})
+    assert "mask" not in text and "k_in_0" not in text
+
+
+@functools.cache
+def _nets(model: str, precision: str) -> tuple[Talker, CodePredictor]:
+    bundle = Bundle.open(bundle_for(model, precision, parts=("talker",)))
+    talker, cp = Talker(bundle, 2), CodePredictor(bundle, 2)
+    talker.net.set_threads = cp.net.set_threads = lambda n: None  # results do not depend on it; keep runs alike
+    return talker, cp
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("model", MODELS)
+def test_rows_identical_to_alone(model, precision):
+    """Every row count 1..MAX_BATCH_SIZE: each sequence's talker hidden/logits over several steps and each
+    frame's code-predictor logits are bit-identical to the sequence run alone."""
+    talker, cp = _nets(model, precision)
+    rng = np.random.default_rng(7)
+    h = talker.hidden_size
+    n = MAX_BATCH_SIZE
+    prompts = [rng.standard_normal((length, h)).astype(np.float32) for length in rng.integers(3, 24, n)]
+    steps = rng.standard_normal((n, 4, h)).astype(np.float32)
+    hidden = rng.standard_normal((n, h)).astype(np.float32)
+    c0 = rng.integers(0, cp.codebook_size, n)
+
+    def talker_run(ids):
+        seqs, outs = [], []
+        for j in ids:
+            seq, hid, logits = talker.start(prompts[j])
+            seqs.append(seq)
+            outs.append([(hid, logits)])
+        for s in range(steps.shape[1]):
+            hid, logits = talker.step_many(seqs, steps[ids, s])
+            for k in range(len(ids)):
+                outs[k].append((hid[k], logits[k]))
+        return outs
+
+    def cp_run(ids):
+        logs = [[] for _ in ids]
+        chooses = [lambda lg, g, k=k: (logs[k].append(np.array(lg)), int(np.argmax(lg)))[1] for k in range(len(ids))]
+        return cp.predict_many(hidden[ids], c0[ids], chooses), logs
+
+    alone_t = [talker_run([j])[0] for j in range(n)]
+    alone_c = [cp_run([j]) for j in range(n)]
+    for r in range(2, n + 1):
+        ids = list(range(r))
+        for j, out in zip(ids, talker_run(ids), strict=True):
+            for (a, b), (c, d) in zip(out, alone_t[j], strict=True):
+                assert np.array_equal(a, c) and np.array_equal(b, d), f"talker row {j} of {r} differs"
+        codes, logs = cp_run(ids)
+        for j in ids:
+            assert np.array_equal(codes[j], alone_c[j][0][0]), f"code predictor row {j} of {r}: codes differ"
+            assert all(np.array_equal(x, y) for x, y in zip(logs[j], alone_c[j][1][0], strict=True))
+
+
+# ------------------------------------------------------------------------------------------------ synthesis
+
+
+@functools.cache
+def _synth(model: str) -> Synthesizer:
+    return Synthesizer(bundle_for(model, "fp32", parts=("text", "talker", "codec_decoder")), threads=2)
+
+
+def _cases(model: str) -> list[dict]:
+    """The model's streaming-text cases (non_streaming_text is a run-wide setting)."""
+    cases = [load_case(p) for p in sorted((OUTPUTS / model).glob("synth_*.npz"))]
+    return [d for d in cases if not d["non_streaming"]]
+
+
+def _results(run) -> tuple[dict[int, SynthesisResult], dict[int, list[int]], dict[int, Exception]]:
+    results, frames, errors = {}, {}, {}
+    for ev in run:
+        if ev.error is not None:
+            errors[ev.job] = ev.error
+        elif isinstance(ev.event, SynthesisResult):
+            results[ev.job] = ev.event
+        else:
+            frames.setdefault(ev.job, []).append(ev.event.index)
+    return results, frames, errors
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_greedy_batch_equals_official_and_alone(model):
+    synth = _synth(model)
+    cases = _cases(model)
+    assert len(cases) > 3, "need more jobs than the batch size"
+    jobs = [SynthesisJob(d["text"], injected_voice(synth, d), d["language"], max_frames=d["max_new_tokens"] - 1)
+            for d in cases]
+    assert len({len(d["codes"]) for d in cases}) > 1, "jobs should end at different frames"
+    results, frames, errors = _results(synth.synthesize_many(jobs, GenerationSettings(greedy=True), batch_size=3))
+    assert not errors
+    for i, d in enumerate(cases):
+        got = results[i]
+        assert np.array_equal(got.codes, d["codes"]), f"job {i}: codes differ from the official run"
+        assert got.ended_by == d["ended_by"]
+        assert frames[i] == list(range(len(d["codes"])))
+        alone = list(synth.synthesize(jobs[i].text, jobs[i].voice, jobs[i].language,
+                                      GenerationSettings(greedy=True, max_frames=jobs[i].max_frames)))[-1]
+        assert np.array_equal(got.audio, alone.audio), f"job {i}: audio differs from the job alone"
+
+
+def test_sampled_batch_equals_alone():
+    """Sampling with a seed per job (and a shared one): each job's codes and audio equal the job alone."""
+    synth = _synth(MODELS[0])
+    cases = _cases(MODELS[0])[:5]
+    caps = [6, 30, 12, 25, 9]
+    jobs = [SynthesisJob(d["text"], injected_voice(synth, d), d["language"], max_frames=cap,
+                         seed=None if i == 2 else 100 + i) for i, (d, cap) in enumerate(zip(cases, caps, strict=True))]
+    settings = GenerationSettings(seed=42)
+    results, _, errors = _results(synth.synthesize_many(jobs, settings, batch_size=2))
+    assert not errors
+    for i, job in enumerate(jobs):
+        seed = job.seed if job.seed is not None else settings.seed
+        alone = list(synth.synthesize(job.text, job.voice, job.language, GenerationSettings(seed=seed, max_frames=job.max_frames)))[-1]
+        assert results[i].seed == seed
+        assert np.array_equal(results[i].codes, alone.codes), f"job {i}: codes differ"
+        assert np.array_equal(results[i].audio, alone.audio), f"job {i}: audio differs"
+
+
+def test_cancel_one_job_and_bad_job():
+    synth = _synth(MODELS[0])
+    cases = _cases(MODELS[0])[:3]
+    jobs = [SynthesisJob(d["text"], injected_voice(synth, d), d["language"], max_frames=20) for d in cases]
+    jobs.insert(1, SynthesisJob("   ", jobs[0].voice))  # empty text fails on its own
+    run = synth.synthesize_many(jobs, GenerationSettings(greedy=True, codes_only=True), batch_size=4)
+    results, errors, seen = {}, {}, []
+    for ev in run:
+        if ev.error is not None:
+            errors[ev.job] = ev.error
+        elif isinstance(ev.event, SynthesisResult):
+            results[ev.job] = ev.event
+        else:
+            seen.append(ev.job)
+            if ev.job == 2 and ev.event.index == 1:
+                run.cancel(2)
+    assert isinstance(errors[1], TextError)
+    assert isinstance(errors[2], Cancelled) and seen.count(2) == 2
+    for i in (0, 3):
+        alone = list(synth.synthesize(jobs[i].text, jobs[i].voice, jobs[i].language,
+                                      GenerationSettings(greedy=True, max_frames=20, codes_only=True)))[-1]
+        assert np.array_equal(results[i].codes, alone.codes)
+
+
+def test_close_cancels_all_and_bad_batch_size():
+    synth = _synth(MODELS[0])
+    d = _cases(MODELS[0])[0]
+    jobs = [SynthesisJob(d["text"], injected_voice(synth, d), d["language"], max_frames=50)] * 3
+    run = synth.synthesize_many(jobs, GenerationSettings(greedy=True, codes_only=True), batch_size=2)
+    first = next(run)
+    assert first.event is not None and first.event.index == 0
+    run.close()
+    with pytest.raises(StopIteration):
+        next(run)
+    for bad in (0, MAX_BATCH_SIZE + 1, 2.5):
+        with pytest.raises(TextError, match="Batch size"):
+            synth.synthesize_many(jobs, batch_size=bad)
