@@ -1,0 +1,49 @@
+"""`qwen3tts batch`: jobs from JSONL, one status line per job, exit codes, a bad line fails only itself."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from engine.cli import main
+from tests.bundles import OUTPUTS, bundle_for
+from tests.test_synth_parity import AUDIO, load_case
+
+
+def test_batch_command(tmp_path, capsys):
+    model = "tiny06b"
+    bundle = bundle_for(model, "fp32")
+    xv = load_case(OUTPUTS / model / "synth_xv_en_16k.npz")
+    icl = load_case(OUTPUTS / model / "synth_icl_en_22k.npz")
+    jobs = tmp_path / "jobs.jsonl"
+    (tmp_path / "a.wav").write_bytes((AUDIO / xv["ref_audio"]).read_bytes())
+    lines = [
+        json.dumps({"name": "xv", "text": xv["text"], "language": xv["language"], "ref": "a.wav",
+                    "x_vector_only": True, "max_frames": xv["max_new_tokens"] - 1}),
+        '{"name": "broken", "text": ',
+        json.dumps({"name": "icl", "text": icl["text"], "language": icl["language"],
+                    "ref": str(AUDIO / icl["ref_audio"]), "ref_text": icl["ref_text"],
+                    "max_frames": icl["max_new_tokens"] - 1}),
+        json.dumps({"name": "nolang", "text": "hello", "language": "klingon", "ref": "a.wav", "x_vector_only": True}),
+    ]
+    jobs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    rc = main(["batch", "--model", str(bundle), "--jobs", str(jobs), "--out-dir", str(out), "--greedy", "--codes",
+               "--batch-size", "2", "--threads", "1"])
+    stdout = capsys.readouterr().out.splitlines()
+    assert rc == 1
+    assert len(stdout) == 4
+    assert any(s.startswith("failed  line2: Line 2: not valid JSON") for s in stdout)
+    assert any(s.startswith("failed  nolang: Line 4:") and "klingon" in s for s in stdout)
+    for name, d in (("xv", xv), ("icl", icl)):
+        assert any(s.startswith(f"ok      {name}: wrote") for s in stdout)
+        assert np.array_equal(np.load(out / f"{name}.codes.npy"), d["codes"]), name  # greedy = official
+        assert (out / f"{name}.wav").stat().st_size > 44
+    assert sorted(p.name for p in out.iterdir()) == ["icl.codes.npy", "icl.wav", "xv.codes.npy", "xv.wav"]
+    # a second run refuses to overwrite, per job (exit 1), and bad usage exits 2
+    jobs.write_text(lines[0] + "\n", encoding="utf-8")
+    assert main(["batch", "--model", str(bundle), "--jobs", str(jobs), "--out-dir", str(out)]) == 1
+    assert "already exists" in capsys.readouterr().out
+    assert main(["batch", "--model", str(bundle), "--jobs", str(tmp_path / "none.jsonl"), "--out-dir", str(out)]) == 2
+    assert main(["batch", "--model", str(bundle), "--jobs", str(jobs), "--out-dir", str(out), "--batch-size", "0"]) == 2
