@@ -293,7 +293,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
                 wav = out / f"{line.name}.wav"
                 if args.codes:
                     _save_npy_atomic(out / f"{line.name}.codes.npy", result.codes)
-                save_audio(wav, result.audio, subtype="FLOAT")
+                save_audio(wav, result.audio)  # 16-bit PCM, as `synth` and the app write
             except (EngineError, OSError) as e:
                 fail(line, f"Line {line.line}: {e}")
                 continue
