@@ -8,7 +8,7 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     FrameEvent, AudioChunk, SynthesisResult, SynthesisEvent, Timings   what synthesis yields
     Voice                      a cloned voice (x-vector, optional reference codes); Voice.load / save
     VoiceSummary               a voice file's metadata, read without loading the voice
-    SAMPLE_RATE                24000 Hz output
+    SAMPLE_RATE, SAMPLES_PER_FRAME, FRAME_RATE   24000 Hz output, 1920 samples per 80 ms frame, 12.5 frames/s
     long texts: synthesize_long, split_for_synthesis, LongTextOptions, JoinSettings, GuardSettings and its events
         ChunkStarted, ChunkFrame, ChunkRetry, ChunkAudio, ChunkSkipped, LongResult (engine/longform.py)
     split_text, TextChunk, DEFAULT_MAX_CHARS   the text splitter; read_text_file   a text file as str
@@ -59,7 +59,9 @@ from .runaway import GuardSettings  # noqa: E402
 from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
 from .synthesizer import BatchRun, Synthesizer, run_synthesis  # noqa: E402
 from .types import (  # noqa: E402
+    FRAME_RATE,
     SAMPLE_RATE,
+    SAMPLES_PER_FRAME,
     AudioChunk,
     FrameEvent,
     GenerationSettings,
@@ -91,7 +93,9 @@ __all__ = [
     "physical_cores",
     "usable_cpus",
     "DEFAULT_MAX_CHARS",
+    "FRAME_RATE",
     "SAMPLE_RATE",
+    "SAMPLES_PER_FRAME",
     "AudioChunk",
     "AudioError",
     "BatchRun",

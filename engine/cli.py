@@ -177,9 +177,9 @@ def _voice_for(synth, args: argparse.Namespace):
 
 def cmd_synth(args: argparse.Namespace) -> int:
     from .audio import save_audio
-    from .synthesizer import FRAME_RATE, Synthesizer, run_synthesis
+    from .synthesizer import Synthesizer, run_synthesis
     from .text import clean_text
-    from .types import GenerationSettings
+    from .types import FRAME_RATE, GenerationSettings
 
     inputs = (args.ref, args.voice)
     _check_output(args.output, (".wav", ".flac", ".ogg"), "output", inputs)
@@ -490,8 +490,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .cpu import busy_processes, cpu_model, load_average, openmp_settings, physical_cores, usable_cpus
-    from .synthesizer import FRAME_RATE, Synthesizer, run_synthesis
-    from .types import SAMPLE_RATE, GenerationSettings
+    from .synthesizer import Synthesizer, run_synthesis
+    from .types import FRAME_RATE, SAMPLE_RATE, GenerationSettings
     from .voice import Voice
 
     if args.frames < 2:

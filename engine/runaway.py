@@ -14,9 +14,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 
 from .errors import TextError
-from .types import SAMPLE_RATE, SAMPLES_PER_FRAME
-
-FRAME_RATE = SAMPLE_RATE / SAMPLES_PER_FRAME
+from .types import FRAME_RATE
 
 
 @dataclass(frozen=True)

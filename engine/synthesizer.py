@@ -60,6 +60,7 @@ from .sampling import Sampler, SamplingConfig, resolve, settings_from_generation
 from .talker import Talker
 from .text import TextTokenizer, clean_text
 from .types import (
+    FRAME_RATE,
     NUM_CODE_GROUPS,
     SAMPLE_RATE,
     SAMPLES_PER_FRAME,
@@ -75,7 +76,6 @@ from .types import (
 from .voice import Voice
 
 VoiceChoice = Voice | Speaker | str | None  # a cloned voice (Base), a preset speaker (CustomVoice), None (VoiceDesign)
-FRAME_RATE = SAMPLE_RATE / SAMPLES_PER_FRAME  # 12.5 frames per second
 PRODUCT_MAX_SECONDS = 300.0  # one synthesis speaks at most 5 minutes unless --max-frames asks for more
 MIN_DEFAULT_FRAMES = 125  # a default cap never below 10 s
 DEFAULT_BATCH_SIZE = 4  # synthesize_many: see the README's batching table

@@ -16,6 +16,7 @@ import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from .diagnostics import log
+from .engine_adapter import SAMPLE_RATE
 
 Fill = Callable[[np.ndarray], bool]  # write into the (frames,) buffer; return False when there is no more
 Consume = Callable[[np.ndarray], None]  # receive a (frames,) block of recorded samples
@@ -160,8 +161,8 @@ class Player(QObject):
         self._pos = 0
         self._ended = False
         self._stream: AudioStream | None = None
-        self._samplerate = 24000
-        self._device_rate = 24000
+        self._samplerate = SAMPLE_RATE
+        self._device_rate = SAMPLE_RATE
         self._resampler = None  # soxr.ResampleStream when the device cannot play the sound's own rate
         self.owner: object | None = None  # who started the current sound (lets views show their own state)
         self._timer = QTimer(self)
@@ -175,7 +176,7 @@ class Player(QObject):
     def problem(self) -> str | None:
         return self.backend.output_problem()
 
-    def play(self, samples: np.ndarray, samplerate: int = 24000, complete: bool = True, start: int = 0,
+    def play(self, samples: np.ndarray, samplerate: int = SAMPLE_RATE, complete: bool = True, start: int = 0,
              owner: object | None = None) -> bool:
         """Start playing; with complete=False more samples may follow via append(). False if no device."""
         self.stop()

@@ -15,7 +15,9 @@ from typing import Protocol
 import numpy as np
 
 from engine import (
+    FRAME_RATE,
     SAMPLE_RATE,
+    SAMPLES_PER_FRAME,
     AudioChunk,
     AudioError,
     BundleError,
@@ -62,7 +64,9 @@ __all__ = [
     "usable_cpus",
     "CATALOGUE",
     "DEFAULT_PRECISION",
+    "FRAME_RATE",
     "SAMPLE_RATE",
+    "SAMPLES_PER_FRAME",
     "AudioChunk",
     "AudioError",
     "BundleError",

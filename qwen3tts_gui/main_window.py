@@ -41,7 +41,7 @@ from .engine_adapter import (
 )
 from .long_text import LongSynthesisWorker, long_text_options, needs_chunks
 from .paths import unique_path
-from .takes import Take
+from .takes import PendingTake, Take
 from .widgets.batch_panel import BatchPanel
 from .widgets.design_panel import DesignPanel
 from .widgets.folders_dialog import FoldersDialog
@@ -71,7 +71,7 @@ class MainWindow(QMainWindow):
         self.resize(1280, 860)
         self.setMinimumSize(960, 640)
         self._progress_dialog: QProgressDialog | None = None
-        self._pending: dict | None = None  # what the running generation will become as a take
+        self._pending: PendingTake | None = None
         self._take_count = 0
         self._demo_retried = False
 
@@ -452,9 +452,8 @@ class MainWindow(QMainWindow):
         worker.done.connect(self._on_result)
         worker.failed.connect(self._on_failed)
         worker.cancelled.connect(self._on_cancelled)
-        self._pending = dict(text=text, voice=voice, voice_name=voice_name or getattr(voice, "name", str(voice)),
-                             language=language, settings=settings, t0=time.monotonic(), expected=False,
-                             instruct=instruct, design=design)
+        self._pending = PendingTake(text, voice, voice_name or getattr(voice, "name", str(voice)), language,
+                                    settings, instruct=instruct, design=design)
         self.progress.begin()
         self.output.begin_stream(0)
         self.statusBar().showMessage("Generating…")
@@ -510,25 +509,24 @@ class MainWindow(QMainWindow):
         if self.synth_worker is not None:
             self.ctx.cancel_job()
             self.cancel_btn.setEnabled(False)
-            self.progress.bar.setFormat("Cancelling…")
+            self.progress.show_cancelling()
 
     def _on_frame(self, ev: FrameEvent) -> None:
         self.progress.on_frame(ev)
-        if self._pending is not None and not self._pending["expected"]:
-            self._pending["expected"] = True
+        if self._pending is not None and not self._pending.length_known:
+            self._pending.length_known = True
             estimate = min(ev.estimated_frames, ev.max_frames) if ev.max_frames else ev.estimated_frames
-            self.output.wave.set_expected(estimate * 1920)
+            self.output.expect_frames(estimate)
 
     def _on_result(self, result: SynthesisResult) -> None:
         pending = self._pending
         if pending is None:
             return
         self._take_count += 1
-        take = Take(self._take_count, pending["text"], pending["voice_name"], pending["voice"], pending["language"],
-                    pending["settings"], result, instruct=pending["instruct"])
-        if pending["design"]:
-            self.design_panel.designed(take, pending["instruct"])
-        self.progress.finish(result, time.monotonic() - pending["t0"])
+        take = pending.take(self._take_count, result)
+        if pending.design:
+            self.design_panel.designed(take, pending.instruct)
+        self.progress.finish(result, time.monotonic() - pending.started)
         self.output.end_stream(take)
         self.statusBar().showMessage(f"Generated {result.seconds:.1f} s of speech", 5000)
 
@@ -553,7 +551,7 @@ class MainWindow(QMainWindow):
 
     def _take_selected(self, take: Take) -> None:
         if self.synth_worker is None:
-            self.progress.tokens.set_codes(take.result.codes)
+            self.progress.show_codes(take.result.codes)
 
     def _update_actions(self) -> None:
         busy = self.ctx.busy is not None
@@ -592,8 +590,7 @@ class MainWindow(QMainWindow):
         self.ctx.wait_for_job()  # a QThread must not be destroyed while it runs
         self.downloader.cancel()  # the partial files stay: the next Download resumes
         self.downloader.wait()
-        if self.voice_panel.recorder.recording:
-            self.voice_panel.recorder.stop()
+        self.voice_panel.stop_recording()
         self.ctx.player.stop()
         self._save_window()
         event.accept()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -56,3 +57,22 @@ class Take:
     def with_new_seed(self) -> GenerationSettings:
         """Same settings, a fresh random seed (the engine picks it and reports it in the result)."""
         return replace(self.settings, seed=None)
+
+
+@dataclass
+class PendingTake:
+    """What the running generation will become as a take, once its result arrives."""
+
+    text: str
+    voice: Voice | None  # None: VoiceDesign makes the voice from the instruction
+    voice_name: str
+    language: str
+    settings: GenerationSettings
+    instruct: str | None = None
+    design: bool = False  # a VoiceDesign preview
+    started: float = field(default_factory=time.monotonic)
+    length_known: bool = False  # the output view has been told how long the audio will roughly be
+
+    def take(self, number: int, result: SynthesisResult) -> Take:
+        return Take(number, self.text, self.voice_name, self.voice, self.language, self.settings, result,
+                    instruct=self.instruct)

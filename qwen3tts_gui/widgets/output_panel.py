@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..context import AppContext
-from ..engine_adapter import SAMPLE_RATE, AudioChunk
+from ..engine_adapter import SAMPLE_RATE, SAMPLES_PER_FRAME, AudioChunk
 from ..save import ask_and_save
 from ..takes import Take
 from .waveform import WaveformView
@@ -94,9 +94,13 @@ class OutputPanel(QWidget):
         self.streaming = True
         self.current = None
         self.history.clearSelection()
-        self.wave.begin_stream(SAMPLE_RATE, expected_frames * 1920)
+        self.wave.begin_stream(SAMPLE_RATE, expected_frames * SAMPLES_PER_FRAME)
         self.info.setText("Generating…")
         self._update_buttons()
+
+    def expect_frames(self, frames: int) -> None:
+        """A better guess of the length being generated (the waveform scales to it)."""
+        self.wave.set_expected(frames * SAMPLES_PER_FRAME)
 
     def add_chunk(self, chunk: AudioChunk) -> None:
         self.wave.append(chunk.samples)

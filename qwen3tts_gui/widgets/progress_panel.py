@@ -7,11 +7,11 @@ from collections import deque
 
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
-from ..engine_adapter import FrameEvent, SynthesisResult
+from ..engine_adapter import FRAME_RATE, FrameEvent, SynthesisResult
 from .throttle import Throttle
 from .token_view import TokenView
 
-FRAME_SECONDS = 0.08
+FRAME_SECONDS = 1 / FRAME_RATE
 
 
 class ProgressPanel(QWidget):
@@ -57,6 +57,13 @@ class ProgressPanel(QWidget):
         self._earlier_frames = 0
         # Frames may come faster than it is worth repainting: numbers and tokens refresh at most ~20 times/s.
         self._throttle = Throttle(50, self._refresh, self)
+
+    def show_cancelling(self) -> None:
+        self.bar.setFormat("Cancelling…")
+
+    def show_codes(self, codes) -> None:
+        """The token view shows these codes (frames, 16), e.g. of a take picked from the history."""
+        self.tokens.set_codes(codes)
 
     def set_part(self, chunk: int, chunks: int) -> None:
         """A long text: chunk (0-based) of chunks is being generated; frames count within it."""

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine_adapter import GenerationSettings, physical_cores, usable_cpus
+from ..engine_adapter import FRAME_RATE, GenerationSettings, physical_cores, usable_cpus
 from ..settings import MAX_SEED, Settings
 
 # Used only where a bundle leaves a value unset (the official generation_config values).
@@ -151,7 +151,7 @@ class GenerationSettingsBox(QWidget):
             w.setEnabled(not on)
 
     def _show_seconds(self, frames: int) -> None:
-        s = frames * 0.08
+        s = frames / FRAME_RATE
         self.max_seconds.setText(f"≈ {int(s // 60)}:{s % 60:04.1f}" if frames else "")
 
     def load_defaults(self, defaults: GenerationSettings) -> None:

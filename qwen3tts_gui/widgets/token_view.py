@@ -12,6 +12,8 @@ from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPaintEvent
 from PySide6.QtWidgets import QScrollBar, QVBoxLayout, QWidget
 
+from ..engine_adapter import FRAME_RATE
+
 ROWS = 16
 GUTTER = 28
 
@@ -166,6 +168,6 @@ class TokenView(QWidget):
         frame = self.first_visible() + int((x - GUTTER) // self.cell_width)
         row = int(y / max(canvas.height(), 1) * ROWS)
         if x >= GUTTER and 0 <= frame < self._frames and 0 <= row < ROWS:
-            canvas.setToolTip(f"frame {frame} ({frame * 0.08:.2f} s), codebook {row}: token {self._codes[frame, row]}")
+            canvas.setToolTip(f"frame {frame} ({frame / FRAME_RATE:.2f} s), codebook {row}: token {self._codes[frame, row]}")
         else:
             canvas.setToolTip(self.toolTip())

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 from ..coach import voiced_range
 from ..context import AppContext
 from ..diagnostics import log, user_message
-from ..engine_adapter import Voice, VoiceError, read_audio_file
+from ..engine_adapter import SAMPLE_RATE, Voice, VoiceError, read_audio_file
 from ..voices import SUFFIX, VoiceEntry
 from ..workers import CallWorker
 from .level_meter import LevelMeter
@@ -242,7 +242,7 @@ class VoicePanel(QWidget):
         ) or not self.ctx.can_start(self):
             return
         synth = self.ctx.synth
-        worker = CallWorker(lambda: synth.create_voice((voice.ref_audio, 24000), ref_text=voice.ref_text,
+        worker = CallWorker(lambda: synth.create_voice((voice.ref_audio, SAMPLE_RATE), ref_text=voice.ref_text,
                                                        name=voice.name or entry.name, language=voice.language),
                             "making the voice again", self)
         worker.done.connect(lambda new: self._voice_recreated(entry.path, new))
@@ -293,7 +293,7 @@ class VoicePanel(QWidget):
         if voice.ref_audio is None:
             self.ctx.dialogs.info(self, "No reference audio", "This voice file has no reference audio to play.")
             return
-        self._play(voice.ref_audio, 24000, ("voice", entry.path))
+        self._play(voice.ref_audio, SAMPLE_RATE, ("voice", entry.path))
 
     def rename_selected(self) -> None:
         entry = self.selected_entry()
@@ -387,6 +387,10 @@ class VoicePanel(QWidget):
             self.coach.set_notes([])
             self.record_btn.setText("■ Stop")
             self._update_buttons()
+
+    def stop_recording(self) -> None:
+        if self.recorder.recording:
+            self.recorder.stop()
 
     def _record_failed(self, message: str) -> None:
         self.record_btn.setText("● Record")

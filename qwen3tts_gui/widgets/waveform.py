@@ -8,6 +8,7 @@ from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPaintEvent, QP
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from ..coach import to_mono
+from ..engine_adapter import SAMPLE_RATE
 from .throttle import Throttle
 
 _BACKGROUND = 0xFF1E2430  # xRGB
@@ -30,7 +31,7 @@ class WaveformView(QWidget):
         self.placeholder = placeholder
         self._data = np.zeros(0, np.float32)
         self._len = 0
-        self._sr = 24000
+        self._sr = SAMPLE_RATE
         self._expected = 0  # samples the view is scaled for while audio is still arriving
         self._selection: tuple[int, int] | None = None
         self._drag_from: int | None = None
