@@ -5,11 +5,27 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from .paths import readable_name
 
 MERGED_NAME = "all lines (merged).wav"
+
+
+class LineState(StrEnum):
+    """Where a batch line is in its run (a str: compares equal to its value, e.g. "done")."""
+
+    READY = "ready"
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+STATE_TEXT = {LineState.READY: "Ready", LineState.QUEUED: "Waiting", LineState.DONE: "Done",
+              LineState.CANCELLED: "Cancelled"}
 
 
 @dataclass
@@ -18,7 +34,7 @@ class BatchLine:
     text: str
     voice: str = ""  # a voice name from the library; "" = the voice selected in the voice panel
     language: str = "auto"
-    state: str = "ready"  # ready | queued | running | done | failed | cancelled
+    state: LineState = LineState.READY
     frames: int = 0
     estimated: int = 0
     duration: float | None = None
@@ -26,16 +42,14 @@ class BatchLine:
     error: str = ""
 
     def status_text(self) -> str:
-        if self.state == "running":
+        if self.state == LineState.RUNNING:
             return f"Generating {self.frames}/{max(self.estimated, self.frames)}" if self.frames else "Starting…"
-        if self.state == "failed":
+        if self.state == LineState.FAILED:
             return f"Failed: {self.error}"
-        return {"ready": "Ready", "queued": "Waiting", "done": "Done", "cancelled": "Cancelled"}.get(
-            self.state, self.state
-        )
+        return STATE_TEXT[self.state]
 
     def reset(self) -> None:
-        self.state, self.frames, self.estimated, self.error = "ready", 0, 0, ""
+        self.state, self.frames, self.estimated, self.error = LineState.READY, 0, 0, ""
 
 
 def output_name(number: int, text: str) -> str:

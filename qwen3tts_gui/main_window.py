@@ -8,7 +8,6 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, Qt, QUrl
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QComboBox,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -45,12 +44,13 @@ from .takes import PendingTake, Take
 from .widgets.batch_panel import BatchPanel
 from .widgets.design_panel import DesignPanel
 from .widgets.folders_dialog import FoldersDialog
+from .widgets.language_combo import LanguageCombo
 from .widgets.models_dialog import ModelsDialog
 from .widgets.output_panel import OutputPanel
 from .widgets.progress_panel import ProgressPanel
 from .widgets.settings_box import GenerationSettingsBox
 from .widgets.speaker_panel import SpeakerPanel
-from .widgets.voice_panel import VoicePanel, language_title
+from .widgets.voice_panel import VoicePanel
 from .widgets.welcome import WelcomeView
 from .workers import CallWorker, ProgressWorker, SynthesisWorker
 
@@ -102,7 +102,7 @@ class MainWindow(QMainWindow):
         self.text_edit.setPlaceholderText("Type what the voice should say…  (Ctrl+Enter generates)")
         self.text_edit.setMinimumHeight(72)
         self.text_edit.setMaximumHeight(150)  # long texts scroll; the rest of the height goes to the results
-        self.lang_combo = QComboBox()
+        self.lang_combo = LanguageCombo()
         self.lang_combo.setMinimumWidth(140)
         self.lang_combo.currentIndexChanged.connect(self._language_changed)
         self.voice_label = QLabel("")
@@ -300,13 +300,8 @@ class MainWindow(QMainWindow):
     def _model_changed(self) -> None:
         synth = self.ctx.synth
         self.stack.setCurrentWidget(self.tabs if synth is not None else self.welcome)
-        self.lang_combo.blockSignals(True)
-        self.lang_combo.clear()
-        for code in synth.languages if synth is not None else ["auto"]:
-            self.lang_combo.addItem(language_title(code), code)
-        i = self.lang_combo.findData(self.ctx.settings.language)
-        self.lang_combo.setCurrentIndex(max(i, 0))
-        self.lang_combo.blockSignals(False)
+        self.lang_combo.set_languages(synth.languages if synth is not None else ["auto"],
+                                      select=self.ctx.settings.language)
         kind = self.model_kind()
         self.voice_stack.setCurrentWidget({"custom_voice": self.speaker_panel,
                                            "voice_design": self.design_panel}.get(kind, self.voice_panel))
@@ -437,7 +432,7 @@ class MainWindow(QMainWindow):
                 voice_name = self.voice_panel.selected_name()
                 if voice is None:
                     return False
-        language = language or self.lang_combo.currentData() or "auto"
+        language = language or self.lang_combo.language()
         settings = settings or self.settings_box.generation_settings()
         if needs_chunks(text, language):
             worker = LongSynthesisWorker(self.ctx.synth, text, voice, language, settings, self, instruct=instruct,

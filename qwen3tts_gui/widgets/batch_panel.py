@@ -25,20 +25,29 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..batch import MERGED_NAME, BatchLine, output_name, parse_pasted, read_lines_file, read_long_text
+from ..batch import (
+    MERGED_NAME,
+    BatchLine,
+    LineState,
+    output_name,
+    parse_pasted,
+    read_lines_file,
+    read_long_text,
+)
 from ..context import AppContext
 from ..engine_adapter import GenerationSettings, Voice
 from ..long_text import long_text_options
 from ..paths import output_dir
 from ..settings import MAX_GAP_MS
 from ..workers import BatchJob, BatchWorker
+from .language_combo import language_items, language_title
 from .throttle import Throttle
-from .voice_panel import language_title
 
 COLUMNS = ["#", "Text", "Voice", "Language", "Status", "Duration", "Output file"]
 TEXT, VOICE, LANGUAGE, STATUS, DURATION, OUTPUT = 1, 2, 3, 4, 5, 6
 _ROOT = QModelIndex()
-_STATE_COLORS = {"done": "#2e9d5b", "failed": "#d64541", "running": "#2f6fde", "cancelled": "#8a93a6"}
+_STATE_COLORS = {LineState.DONE: "#2e9d5b", LineState.FAILED: "#d64541", LineState.RUNNING: "#2f6fde",
+                 LineState.CANCELLED: "#8a93a6"}
 
 
 class BatchModel(QAbstractTableModel):
@@ -187,7 +196,7 @@ class _StatusDelegate(QStyledItemDelegate):
     def paint(self, painter, option, index):
         super().paint(painter, option, index)
         line = self.model.lines[index.row()]
-        if line.state != "running" or not line.estimated:
+        if line.state != LineState.RUNNING or not line.estimated:
             return
         r = option.rect.adjusted(6, 0, -8, -4)
         fraction = min(1.0, line.frames / max(line.estimated, 1))
@@ -236,7 +245,7 @@ class BatchPanel(QWidget):
             VOICE, _ComboDelegate(lambda: [("(selected voice)", "")] + [(n, n) for n in self.voice_names()], self)
         )
         self.table.setItemDelegateForColumn(
-            LANGUAGE, _ComboDelegate(lambda: [(language_title(c), c) for c in self._languages()], self)
+            LANGUAGE, _ComboDelegate(lambda: language_items(self._languages()), self)
         )
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
         self.model.rowsInserted.connect(lambda *_: self._update_buttons())
@@ -395,7 +404,7 @@ class BatchPanel(QWidget):
 
     def retry_failed(self) -> bool:
         # also lines edited since (they are "ready" again): fixing a failed line and retrying should run it
-        return self.start([line.key for line in self.model.lines if line.state != "done"])
+        return self.start([line.key for line in self.model.lines if line.state != LineState.DONE])
 
     def start(self, keys: list[int]) -> bool:
         if not keys or self.running or not self.ctx.can_start(self):
@@ -411,7 +420,7 @@ class BatchPanel(QWidget):
             row = self.model.row_of(key)
             line = self.model.lines[row]
             line.reset()
-            line.state, line.duration, line.output = "queued", None, ""
+            line.state, line.duration, line.output = LineState.QUEUED, None, ""
             voice, problem = None, None
             try:
                 voice = self.resolve_voice(line.voice)
@@ -460,7 +469,7 @@ class BatchPanel(QWidget):
     def _line_started(self, key: int) -> None:
         line = self.model.line(key)
         if line:
-            line.state = "running"
+            line.state = LineState.RUNNING
             self.model.changed(key)
             row = self.model.row_of(key)
             self.table.scrollTo(self.model.index(row, 0))
@@ -474,7 +483,7 @@ class BatchPanel(QWidget):
 
     def _show_progress(self) -> None:
         line = self._current
-        if line is not None and line.state == "running":
+        if line is not None and line.state == LineState.RUNNING:
             self.model.changed(line.key)
             self._update_overall(line)
 
@@ -489,13 +498,13 @@ class BatchPanel(QWidget):
     def _line_done(self, key: int, path: str, seconds: float) -> None:
         line = self.model.line(key)
         if line:
-            line.state, line.output, line.duration = "done", path, seconds
+            line.state, line.output, line.duration = LineState.DONE, path, seconds
         self._finish_line(key)
 
     def _line_failed(self, key: int, message: str) -> None:
         line = self.model.line(key)
         if line:
-            line.state, line.error = "failed", message
+            line.state, line.error = LineState.FAILED, message
         self._finish_line(key)
 
     def _update_overall(self, current: BatchLine | None) -> None:
@@ -504,7 +513,7 @@ class BatchPanel(QWidget):
             done += len(current.text) * min(1.0, current.frames / max(current.estimated, 1))
         fraction = done / max(self._total_chars, 1)
         self.progress.setValue(int(1000 * fraction))
-        finished = sum(1 for k in self._run_keys if (ln := self.model.line(k)) and ln.state in ("done", "failed"))
+        finished = sum(1 for k in self._run_keys if (ln := self.model.line(k)) and ln.state in (LineState.DONE, LineState.FAILED))
         text = f"{finished} of {len(self._run_keys)} lines"
         elapsed = time.monotonic() - self._t0
         if fraction > 0.02 and elapsed > 1.0:
@@ -515,8 +524,8 @@ class BatchPanel(QWidget):
     def _cancelled(self) -> None:
         for key in self._run_keys:
             line = self.model.line(key)
-            if line and line.state in ("queued", "running"):
-                line.state = "cancelled"
+            if line and line.state in (LineState.QUEUED, LineState.RUNNING):
+                line.state = LineState.CANCELLED
                 self.model.changed(key)
         self.progress.setFormat("Cancelled")
 
@@ -544,8 +553,8 @@ class BatchPanel(QWidget):
         can_run = has_rows and not running and self.ctx.synth is not None and not self.ctx.busy
         self.run_btn.setEnabled(can_run)
         states = {ln.state for ln in self.model.lines}
-        self.retry_btn.setEnabled(can_run and bool(states & {"failed", "cancelled"}
-                                                   or ("done" in states and "ready" in states)))
+        self.retry_btn.setEnabled(can_run and bool(states & {LineState.FAILED, LineState.CANCELLED}
+                                                   or (LineState.DONE in states and LineState.READY in states)))
         self.cancel_btn.setEnabled(running)
 
 

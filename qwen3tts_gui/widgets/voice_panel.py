@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QComboBox,
     QFormLayout,
     QFrame,
     QGridLayout,
@@ -28,15 +27,12 @@ from ..diagnostics import log, user_message
 from ..engine_adapter import SAMPLE_RATE, Voice, VoiceError, read_audio_file
 from ..voices import SUFFIX, VoiceEntry
 from ..workers import CallWorker
+from .language_combo import LanguageCombo, language_title
 from .level_meter import LevelMeter
 from .reference_coach import ReferenceCoach
 from .waveform import WaveformView
 
 AUDIO_FILTERS = "Audio files (*.wav *.flac *.ogg *.oga *.opus *.mp3);;All files (*)"
-
-
-def language_title(code: str) -> str:
-    return "Auto-detect" if code == "auto" else code.replace("_", " ").title()
 
 
 class VoicePanel(QWidget):
@@ -133,7 +129,7 @@ class VoicePanel(QWidget):
         self.name_edit = QLineEdit()
         self.name_edit.setPlaceholderText("e.g. Anna, calm")
         form.addRow("Name", self.name_edit)
-        self.lang_combo = QComboBox()
+        self.lang_combo = LanguageCombo()
         form.addRow("Language", self.lang_combo)
         self.transcript = QPlainTextEdit()
         self.transcript.setPlaceholderText(
@@ -472,7 +468,7 @@ class VoicePanel(QWidget):
         audio = (samples[a:b], sr) if trimmed or self._ref_path is None else self._ref_path
         ref_text = self.transcript.toPlainText().strip() or None
         name = self.name_edit.text().strip() or (self._ref_path.stem if self._ref_path else "My voice")
-        language = self.lang_combo.currentData() or "auto"
+        language = self.lang_combo.language()
         worker = CallWorker(lambda: synth.create_voice(audio, ref_text=ref_text, name=name, language=language),
                             "creating the voice", self)
         worker.done.connect(self._voice_created)
@@ -516,10 +512,7 @@ class VoicePanel(QWidget):
 
     # --- state -------------------------------------------------------------------------------------------
     def _model_changed(self) -> None:
-        self.lang_combo.clear()
-        languages = self.ctx.synth.languages if self.ctx.synth is not None else ["auto"]
-        for code in languages:
-            self.lang_combo.addItem(language_title(code), code)
+        self.lang_combo.set_languages(self.ctx.synth.languages if self.ctx.synth is not None else ["auto"])
         if self.list.count():
             self.refresh()
         self._update_buttons()
