@@ -82,7 +82,28 @@ def run(workdir: Path) -> None:
     if not np.allclose(data[:, 0], result.audio, atol=1e-4):
         raise RuntimeError("WAV round trip changed the samples")
     print(f"ok: wrote and re-read {out.name} ({data.shape[0]} samples at {sr} Hz)")
+    _check_download_client()
     del app
+
+
+def _check_download_client() -> None:
+    """The model download client is frozen in: asking a closed local port gives the store's own message."""
+    import socket
+
+    from engine.store import HubError
+    from engine.store.hub import repo_listing
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    try:
+        repo_listing("Qwen/Qwen3-TTS-12Hz-0.6B-Base", endpoint=f"http://127.0.0.1:{port}")
+    except HubError as e:
+        if "Cannot reach" not in str(e) and "HF_HUB_OFFLINE" not in str(e):
+            raise
+    else:
+        raise RuntimeError(f"a closed port 127.0.0.1:{port} answered")
+    print("ok: model download client present (huggingface_hub)")
 
 
 def main() -> int:
