@@ -639,14 +639,14 @@ def cmd_models_list(args: argparse.Namespace) -> int:
 
 
 def cmd_models_download(args: argparse.Namespace) -> int:
-    from .store import ModelStore, install
+    from .store import ModelStore, format_bytes, install
 
     bar = ProgressBar("download")
     t0 = time.monotonic()
     model = install(args.source, name=args.name, precision=args.precision, store=ModelStore(),
                     endpoint=args.endpoint, token=args.token, keep_checkpoint=args.keep_checkpoint,
                     progress=bar.update)
-    bar.done(f"installed {model.name} ({model.precision}, {model.disk_bytes / 1e9:.2f} GB) in {model.path} "
+    bar.done(f"installed {model.name} ({model.precision}, {format_bytes(model.disk_bytes)}) in {model.path} "
              f"in {time.monotonic() - t0:.1f} s")
     return 0
 
