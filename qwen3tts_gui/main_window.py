@@ -327,10 +327,14 @@ class MainWindow(QMainWindow):
         return dialog
 
     def _model_downloaded(self, path: Path) -> None:
+        """The first model opens by itself; with a model already open, the new one waits in File > Models.
+
+        Downloads are not the engine job (AppContext.start_job): a long download must not stop generating."""
+        if self.ctx.synth is not None:
+            self.statusBar().showMessage(f"Installed {path.name}: open it from File > Models", 8000)
+            return
         self.statusBar().showMessage(f"Installed {path.name}", 5000)
-        if self.ctx.busy:
-            return  # generating: the new model is in File > Models
-        self.open_model(path)
+        self.ctx.when_idle(lambda: self.open_model(path))
 
     def import_checkpoint(self) -> None:
         start = self.ctx.settings.last_checkpoint_dir or str(Path.home())

@@ -142,3 +142,12 @@ def test_gui_model_option_takes_an_installed_name(tmp_path, monkeypatch):
     (tmp_path / "models" / "mine" / "manifest.json").write_text("{}")
     assert installed_model(Path("mine")) == tmp_path / "models" / "mine"
     assert installed_model(Path("not-installed")) == Path("not-installed")  # app.py then says it does not exist
+
+
+def test_a_download_does_not_replace_the_open_model(qtbot, make_window, tmp_path):
+    window = make_window(model=True)
+    before = window.ctx.model_path
+    window.downloader.installed.emit(tmp_path / "models" / "new-model")
+    qtbot.wait(50)
+    assert window.ctx.model_path == before and window.ctx.busy is None  # nothing is being opened
+    assert "open it from File > Models" in window.statusBar().currentMessage()
