@@ -311,3 +311,27 @@ def test_git_blob_id_matches_git(tmp_path):
     # `git hash-object` of "hello\n"
     assert git_blob_sha1(f) == "ce013625030ba8dba906f756967f9e9ca394464a"
     assert hashlib.sha1(b"blob 6\0hello\n").hexdigest() == git_blob_sha1(f)
+
+
+def test_progress_reports_bytes_speed_and_time_left(monkeypatch):
+    """The meter's speed is bytes over the last seconds; time left is what remains at that speed."""
+    import engine.store.hub as hub_mod
+
+    clock = [100.0]
+    monkeypatch.setattr(hub_mod.time, "monotonic", lambda: clock[0])
+    seen: list = []
+    meter = hub_mod._Meter(total=10_000_000, done=1_000_000, progress=seen.append, cancel=None)
+    meter.file = "model.safetensors"
+    for _ in range(4):  # 500 kB every second
+        clock[0] += 1.0
+        meter.add(500_000)
+    last = seen[-1]
+    assert last.done == 3_000_000 and last.total == 10_000_000
+    assert last.bytes_per_second == pytest.approx(500_000)
+    assert last.seconds_left == pytest.approx(14.0)
+    assert last.describe() == ("downloading model.safetensors: 3.0 MB of 10.0 MB, 500.0 KB/s, 14 s left")
+    for _ in range(6):  # the line gets faster: the speed follows within the 5 s window
+        clock[0] += 1.0
+        meter.add(1_000_000)
+    assert seen[-1].done == 9_000_000
+    assert seen[-1].bytes_per_second == pytest.approx(1_000_000) and seen[-1].seconds_left == pytest.approx(1.0)
