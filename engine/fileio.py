@@ -131,11 +131,13 @@ MAX_TEXT_FILE_BYTES = 16 * 1024 * 1024  # ~250 hours of speech; anything larger 
 def read_text_file(path: str | os.PathLike) -> str:
     """A UTF-8 text file (a byte-order mark is dropped). Raises TextError with one line on any problem."""
     from .errors import TextError
+    from .safefile import regular_file_problem
 
     path = Path(path)
+    problem = regular_file_problem(path, "text file")  # a FIFO would block the read forever
+    if problem:
+        raise TextError(problem)
     try:
-        if path.is_dir():
-            raise TextError(f"{path} is a folder, not a text file.")
         size = path.stat().st_size
         if size > MAX_TEXT_FILE_BYTES:
             raise TextError(f"{path.name} is {size / 2**20:.0f} MB; a text file can be at most "

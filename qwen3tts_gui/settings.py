@@ -20,11 +20,13 @@ MAX_GAP_MS = 10000
 class Option(Generic[T]):
     """One setting: key, default and type. Reads convert whatever the backend stored back to that type."""
 
-    def __init__(self, key: str, default: T, minimum: int | None = None, maximum: int | None = None):
+    def __init__(self, key: str, default: T, minimum: int | None = None, maximum: int | None = None,
+                 items: type | None = None):
         self.key = key
         self.default = default
         self.kind = type(default)
         self.minimum, self.maximum = minimum, maximum  # for int options: what the widget showing it accepts
+        self.items = items  # for list options: the type every element must have
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -72,16 +74,21 @@ class Option(Generic[T]):
             value = json.loads(raw) if isinstance(raw, str) else raw
             if not isinstance(value, kind):
                 raise TypeError
+            if self.items is not None and not all(isinstance(x, self.items) for x in value):
+                raise TypeError
             return value
         if kind is QByteArray:
             return raw if isinstance(raw, QByteArray) else QByteArray(raw)  # type: ignore[return-value]
-        return kind(raw)  # type: ignore[call-arg]
+        value = kind(raw)  # type: ignore[call-arg]
+        if isinstance(value, str) and "\0" in value:
+            raise ValueError  # no path or name holds a NUL; Path() would raise on it later
+        return value
 
 
 class Settings:
     # model
     model_path = Option("model/path", "")
-    recent_models = Option("model/recent", [])
+    recent_models = Option("model/recent", [], items=str)
     last_checkpoint_dir = Option("model/last_checkpoint_dir", "")
     hub_endpoint = Option("model/hub_endpoint", "")  # a mirror; empty: HF_ENDPOINT, else huggingface.co
     download_precision = Option("model/download_precision", "")  # empty: the store's default
@@ -120,7 +127,11 @@ class Settings:
         self._problems.append(message)
 
     def take_problems(self) -> list[str]:
-        """Values that were unusable and reset since the last call (each is reported once: it is removed)."""
+        """Values that were unusable and reset, found by reading every option (a bad value is removed when
+        found, so each is reported once)."""
+        for name, option in vars(type(self)).items():
+            if isinstance(option, Option):
+                getattr(self, name)
         problems, self._problems = self._problems, []
         return problems
 

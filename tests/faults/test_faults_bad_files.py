@@ -79,6 +79,16 @@ def test_fifo_as_reference_or_voice_is_refused_not_waited_on(tmp_path):
         finishes(lambda: Voice.load(fifo))
 
 
+def test_fifo_as_text_file_is_refused_not_waited_on(tmp_path):
+    from engine.errors import TextError
+    from engine.fileio import read_text_file
+
+    fifo = tmp_path / "book.txt"
+    os.mkfifo(fifo)
+    with pytest.raises(TextError, match="not a regular file"):
+        finishes(lambda: read_text_file(fifo))
+
+
 def test_symlink_loops_and_dangling_links_are_named_as_such(tmp_path):
     loop = tmp_path / "loop.wav"
     loop.symlink_to(loop)

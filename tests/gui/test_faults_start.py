@@ -52,12 +52,16 @@ def test_out_of_range_settings_are_reset_and_shown_once(qtbot, make_window, dial
     raw.setValue("generate/seed", "99999999999999999999")
     raw.setValue("batch/gap_ms", "99999999999")
     raw.setValue("window/tab", "-7")
+    raw.setValue("model/recent", json.dumps(["/ok", 5, None]))  # the File menu called addAction(5)
+    raw.setValue("folders/voices", "/bad\0path")
     raw.sync()
     window = make_window(model=False, voice=False)
     assert window.settings_box.seed.value() == 1234
     assert len(dialogs.notices) == 1
-    for key in ("generate/seed", "batch/gap_ms", "window/tab"):
+    for key in ("generate/seed", "batch/gap_ms", "window/tab", "model/recent", "folders/voices"):
         assert key in dialogs.notices[0][1]
+    window._fill_recent()
+    assert [a.text() for a in window.recent_menu.actions()] == ["(none yet)"]  # the damaged list was reset
     assert settings.take_problems() == [] and settings.seed == 1234 and settings.batch_gap_ms == 500
     assert settings.take_problems() == []  # the bad values were removed: no notice at the next start
 
