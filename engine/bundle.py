@@ -143,9 +143,12 @@ class Bundle:
     def part(self, name: str) -> dict[str, Any]:
         """Per-network metadata written by the converter (blob names, sizes, ids)."""
         try:
-            return self.manifest["parts"][name]
+            info = self.manifest["parts"][name]
         except KeyError:
             raise BundleError(f"model bundle {self.path} has no '{name}' part; convert it again") from None
+        if not isinstance(info, dict):
+            raise BundleError(f"The manifest of {self.path} is damaged: its '{name}' part is not a table of values.")
+        return _Part.wrap(info, f"The manifest of {self.path} is damaged: its '{name}' part")
 
     def file(self, rel: str) -> Path:
         """A file of the bundle; a name from the manifest that points outside the bundle folder is refused."""
@@ -254,6 +257,24 @@ def sweep_partials(folder: Path) -> list[Path]:
         finally:
             os.close(fd)
     return swept
+
+
+class _Part(dict):
+    """A manifest part whose missing keys are a BundleError naming the key (a KeyError reached the app's
+    "Unexpected error" dialog); nested tables behave the same."""
+
+    where: str = ""
+
+    @classmethod
+    def wrap(cls, value: Any, where: str) -> Any:
+        if not isinstance(value, dict):
+            return value
+        part = cls({k: cls.wrap(v, f"{where}.{k}") for k, v in value.items()})
+        part.where = where
+        return part
+
+    def __missing__(self, key: str) -> Any:
+        raise BundleError(f"{self.where} has no {key!r}; convert the checkpoint again.")
 
 
 class _VerifiedCache:

@@ -202,6 +202,17 @@ def test_malformed_manifest_entries(bundle_copy):
         Bundle.open(bundle_copy)
 
 
+def test_manifest_parts_missing_values_name_the_value(bundle_copy):
+    from engine.synthesizer import Synthesizer
+
+    _edit_manifest(bundle_copy, lambda m: m["parts"]["talker"].pop("talker_graph"))
+    with pytest.raises(BundleError, match="'talker' part has no 'talker_graph'"):  # was KeyError: 'talker_graph'
+        Synthesizer(bundle_copy, threads=1)
+    _edit_manifest(bundle_copy, lambda m: m["parts"].update(talker=[1, 2]))
+    with pytest.raises(BundleError, match="'talker' part is not a table"):
+        Synthesizer(bundle_copy, threads=1)
+
+
 def _safetensors(path: Path, header: dict, data: bytes = b"") -> Path:
     raw = json.dumps(header).encode()
     path.write_bytes(len(raw).to_bytes(8, "little") + raw + data)
