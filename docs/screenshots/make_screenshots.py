@@ -117,14 +117,14 @@ def main() -> int:
                                    language=lang)
         ctx.library.add(voice)
     window.voice_panel.refresh()
-    window.voice_panel.list.setCurrentRow(0)
+    window.voice_panel.library.list.setCurrentRow(0)
 
     # A reference being prepared in the new-voice editor (waveform with a trim, coach notes).
     ref = voice_like(7.2, 48000, 150.0, 3)
-    window.voice_panel._set_reference(ref.reshape(-1, 1), 48000, None)
-    window.voice_panel.trim_silence()
-    window.voice_panel.name_edit.setText("Dana, warm")
-    window.voice_panel.transcript.setPlainText("The quick brown fox jumps over the lazy dog.")
+    window.voice_panel.editor.set_reference(ref.reshape(-1, 1), 48000, None)
+    window.voice_panel.editor.trim_silence()
+    window.voice_panel.editor.name_edit.setText("Dana, warm")
+    window.voice_panel.editor.transcript.setPlainText("The quick brown fox jumps over the lazy dog.")
 
     text = ("Welcome to Qwen3-TTS Studio. Type any text, pick a voice, and press Generate: "
             "the speech is made right here on your computer.")
@@ -142,7 +142,7 @@ def main() -> int:
     window.grab().save(str(args.out / "main.png"))
 
     # Mid-generation: progress, live tokens, settings open.
-    window.voice_panel.discard_reference()
+    window.voice_panel.editor.discard_reference()
     box.toggle.setChecked(True)
     box.max_frames.setValue(400)
     box.seed.setValue(99)

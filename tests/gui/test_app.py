@@ -113,8 +113,8 @@ def test_no_audio_device(qtbot, make_window, dialogs, tmp_path):
     backend = FakeAudioBackend(has_output=False, has_input=False)
     window = make_window(backend=backend)
     panel = window.voice_panel
-    assert "no microphone" in panel.record_btn.text().lower()
-    assert "No microphone" in panel.record_btn.toolTip()
+    assert "no microphone" in panel.editor.record_btn.text().lower()
+    assert "No microphone" in panel.editor.record_btn.toolTip()
     panel.toggle_record()
     assert dialogs.errors[-1][0] == "Cannot record" and "No microphone" in dialogs.errors[-1][1]
     # generating and saving still work; play explains why it cannot

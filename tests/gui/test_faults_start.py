@@ -36,7 +36,7 @@ def _bad_library(folder):
 def test_bad_library_entries_are_skipped_and_shown_once(qtbot, make_window, dialogs, tmp_path):
     _bad_library(tmp_path / "voices")
     window = make_window(model=False, voice=False)
-    names = [window.voice_panel.list.item(i).text().split("\n")[0] for i in range(window.voice_panel.list.count())]
+    names = [window.voice_panel.library.list.item(i).text().split("\n")[0] for i in range(window.voice_panel.library.list.count())]
     assert names == ["Good"]
     assert len(dialogs.notices) == 1
     text = dialogs.notices[0][1]

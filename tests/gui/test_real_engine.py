@@ -41,9 +41,9 @@ def test_real_voice_generate_save(qtbot, make_window, demo_bundle, dialogs, tmp_
     sf.write(ref, speech_like(4.0, 44100), 44100)
     panel = window.voice_panel
     assert panel.load_reference_file(ref)
-    panel.trim_silence()
-    panel.transcript.setPlainText("Hello there.")
-    panel.create_voice()
+    panel.editor.trim_silence()
+    panel.editor.transcript.setPlainText("Hello there.")
+    panel.editor.create_voice()
     qtbot.waitUntil(lambda: window.ctx.busy is None, timeout=60000)
     assert not dialogs.errors, dialogs.errors
     entry = panel.selected_entry()

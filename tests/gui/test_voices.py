@@ -19,38 +19,38 @@ def _no_traceback(dialogs):
 def test_record_from_fake_device_and_create_voice(qtbot, make_window, audio, dialogs, fake_synth):
     window = make_window(voice=False)
     panel = window.voice_panel
-    assert panel.list.count() == 0
+    assert panel.library.list.count() == 0
     levels = []
-    panel.recorder.level.connect(levels.append)
+    panel.editor.recorder.level.connect(levels.append)
     panel.toggle_record()
-    assert panel.recorder.recording and panel.rec_row.isVisible()
-    qtbot.waitUntil(lambda: panel.recorder._count >= 48000 * 4.3, timeout=10000)  # 4.3 s at 4x speed
+    assert panel.editor.recorder.recording and panel.editor.rec_row.isVisible()
+    qtbot.waitUntil(lambda: panel.editor.recorder._count >= 48000 * 4.3, timeout=10000)  # 4.3 s at 4x speed
     panel.toggle_record()
-    assert not panel.recorder.recording
+    assert not panel.editor.recorder.recording
     assert not dialogs.errors
     assert max(levels) > -20  # the meter saw the signal
-    samples, sr = panel._ref
+    samples, sr = panel.editor.reference()
     assert sr == 48000 and len(samples) >= 48000 * 4.3
-    a, b = panel.ref_wave.selected_samples()
+    a, b = panel.editor.ref_wave.selected_samples()
     assert 0.3 * sr < a < 0.7 * sr  # the leading silence is suggested for trimming
     assert b < len(samples)
-    assert panel.coach.notes and not panel.coach.has_blocking_problem()
-    panel.name_edit.setText("Mic voice")
-    panel.transcript.setPlainText("Hello from the microphone.")
-    panel.create_voice()
-    qtbot.waitUntil(lambda: panel.list.count() == 1, timeout=5000)
+    assert panel.editor.coach.notes and not panel.editor.coach.has_blocking_problem()
+    panel.editor.name_edit.setText("Mic voice")
+    panel.editor.transcript.setPlainText("Hello from the microphone.")
+    panel.editor.create_voice()
+    qtbot.waitUntil(lambda: panel.library.list.count() == 1, timeout=5000)
     entry = panel.selected_entry()
     assert entry.name == "Mic voice" and entry.icl
-    assert not panel.editor.isVisible()
+    assert not panel.editor.is_open()
 
 
 def test_recording_refused_and_no_microphone(qtbot, make_window, dialogs):
     window = make_window(backend=FakeAudioBackend(refuse_input=True))
     panel = window.voice_panel
     panel.toggle_record()
-    assert not panel.recorder.recording
+    assert not panel.editor.recorder.recording
     assert "permission denied" in dialogs.errors[-1][1]
-    assert "permission denied" in panel.record_btn.toolTip()
+    assert "permission denied" in panel.editor.record_btn.toolTip()
     _no_traceback(dialogs)
 
 
@@ -67,15 +67,15 @@ def test_load_each_reference_format(qtbot, make_window, dialogs, tmp_path, suffi
     dialogs.files.append(str(path))
     panel.choose_reference_file()
     assert not dialogs.errors, dialogs.errors
-    samples, got_sr = panel._ref
+    samples, got_sr = panel.editor.reference()
     assert got_sr == sr
     assert abs(len(samples) - 4.0 * sr) < 0.1 * sr  # mp3 adds a little padding
-    assert panel.editor.isVisible() and panel.name_edit.text() == "ref"
-    assert len(panel.ref_wave.samples) == len(samples)
-    assert any("Length 4.0 s" in n.text or "Length 3.9 s" in n.text for n in panel.coach.notes)
+    assert panel.editor.is_open() and panel.editor.name_edit.text() == "ref"
+    assert len(panel.editor.ref_wave.samples) == len(samples)
+    assert any("Length 4.0 s" in n.text or "Length 3.9 s" in n.text for n in panel.editor.coach.notes)
     # trimmed: the selected part goes to the engine as (samples, rate)
-    panel.ref_wave.set_selection(sr, 3 * sr)
-    panel.create_voice()
+    panel.editor.ref_wave.set_selection(sr, 3 * sr)
+    panel.editor.create_voice()
     qtbot.waitUntil(lambda: window.ctx.busy is None, timeout=5000)
     assert not dialogs.errors
 
@@ -88,7 +88,7 @@ def test_untrimmed_file_goes_to_the_engine_by_path(qtbot, make_window, dialogs, 
     path = tmp_path / "whole.wav"
     sf.write(path, speech_like(4.0, 16000), 16000)
     assert window.voice_panel.load_reference_file(path)
-    window.voice_panel.create_voice()
+    window.voice_panel.editor.create_voice()
     qtbot.waitUntil(lambda: window.ctx.busy is None, timeout=5000)
     assert seen == [path]
 
@@ -105,7 +105,7 @@ def test_bad_reference_files_show_a_message(qtbot, make_window, dialogs, tmp_pat
         title, msg = dialogs.errors[-1]
         assert title == "Cannot use this file" and msg
     assert len(dialogs.errors) == 4
-    assert not panel.editor.isVisible()
+    assert not panel.editor.is_open()
     _no_traceback(dialogs)
 
 
@@ -114,8 +114,8 @@ def test_silent_reference_is_refused_by_the_engine(qtbot, make_window, dialogs, 
     path = tmp_path / "silence.wav"
     sf.write(path, np.zeros(48000, np.float32), 16000)
     assert window.voice_panel.load_reference_file(path)
-    assert window.voice_panel.coach.has_blocking_problem()
-    window.voice_panel.create_voice()
+    assert window.voice_panel.editor.coach.has_blocking_problem()
+    window.voice_panel.editor.create_voice()
     qtbot.waitUntil(lambda: window.ctx.busy is None, timeout=5000)
     assert dialogs.errors[-1] == ("Cannot create the voice", "the reference is silent")
 
@@ -123,9 +123,9 @@ def test_silent_reference_is_refused_by_the_engine(qtbot, make_window, dialogs, 
 def test_library_rename_delete_export_import(qtbot, make_window, dialogs, tmp_path):
     window = make_window()
     panel = window.voice_panel
-    assert panel.list.count() == 1
+    assert panel.library.list.count() == 1
     dialogs.texts.append("Renamed voice")
-    panel.rename_selected()
+    panel.library.rename_selected()
     assert panel.selected_entry().name == "Renamed voice"
     assert panel.selected_entry().path.name == "Renamed voice.qvoice"
     out = tmp_path / "exported.qvoice"
@@ -133,11 +133,11 @@ def test_library_rename_delete_export_import(qtbot, make_window, dialogs, tmp_pa
     panel.export_selected()
     assert Voice.load(out).name == "Renamed voice"
     dialogs.answer = True
-    panel.delete_selected()
-    assert panel.list.count() == 0
+    panel.library.delete_selected()
+    assert panel.library.list.count() == 0
     dialogs.files.append(str(out))
     panel.import_voice()
-    assert panel.list.count() == 1 and panel.selected_entry().name == "Renamed voice"
+    assert panel.library.list.count() == 1 and panel.selected_entry().name == "Renamed voice"
     # a damaged voice file is refused with its one line
     bad = tmp_path / "bad.qvoice"
     bad.write_bytes(b"not a zip")
@@ -159,11 +159,11 @@ def test_voice_from_another_model_is_made_again(qtbot, make_window, dialogs, fak
     panel.refresh()
     window.text_edit.setPlainText("Hello")
 
-    panel.list.setCurrentRow(panel.voice_names().index("No reference"))
+    panel.library.list.setCurrentRow(panel.voice_names().index("No reference"))
     assert not window.generate()
     assert "different model" in dialogs.errors[-1][1]
 
-    panel.list.setCurrentRow(panel.voice_names().index("Foreign"))
+    panel.library.list.setCurrentRow(panel.voice_names().index("Foreign"))
     dialogs.answer = False
     assert not window.generate()
     assert dialogs.questions[-1][0] == "Voice from another model"
@@ -202,7 +202,7 @@ def test_drop_audio_and_voice_files(qtbot, make_window, dialogs, tmp_path, fake_
     panel.dragEnterEvent(event)
     assert event.accepted
     panel.dropEvent(_Drop(wav))
-    assert panel._ref is not None and panel.name_edit.text() == "dropped voice"
+    assert panel.editor.reference() is not None and panel.editor.name_edit.text() == "dropped voice"
     exported = tmp_path / "shared.qvoice"
     fake_synth.create_voice((speech_like(4.0, 24000), 24000), name="Shared").save(exported)
     panel.dropEvent(_Drop(exported))
@@ -214,11 +214,11 @@ def test_changing_the_voices_folder(qtbot, make_window, dialogs, tmp_path, setti
     from qwen3tts_gui.widgets.folders_dialog import FoldersDialog
 
     window = make_window()
-    assert window.voice_panel.list.count() == 1
+    assert window.voice_panel.library.list.count() == 1
     dialog = FoldersDialog(window.ctx, window)
     dialog.voices.setText(str(tmp_path / "other voices"))
     dialog.models.setText(str(tmp_path / "models"))
     dialog.accept()
-    assert window.voice_panel.list.count() == 0
+    assert window.voice_panel.library.list.count() == 0
     assert settings.voices_dir == str(tmp_path / "other voices")
     assert window.ctx.models_folder() == tmp_path / "models"
