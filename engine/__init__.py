@@ -4,6 +4,7 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     Synthesizer                the one door: voices, synthesis, decoding (see engine/synthesizer.py CONTRACT)
     run_synthesis(events, on_frame, on_audio, check_cancel)   the one loop consuming synthesis events
     SynthesisJob, JobEvent, BatchRun   several syntheses sharing each model step (Synthesizer.synthesize_many)
+    DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE   its default and largest batch size
     GenerationSettings         sampling and output options of one synthesis (validated by the Synthesizer)
     FrameEvent, AudioChunk, SynthesisResult, SynthesisEvent, Timings   what synthesis yields
     Voice                      a cloned voice (x-vector, optional reference codes); Voice.load / save
@@ -29,6 +30,7 @@ from .cpu import configure_openmp, physical_cores, usable_cpus
 
 configure_openmp()  # before anything imports ncnn (libgomp reads its environment once, at load)
 
+from .batching import MAX_BATCH_SIZE  # noqa: E402
 from .bundle import Bundle  # noqa: E402
 from .designed_voice import designed_voice, is_designed  # noqa: E402
 from .errors import (  # noqa: E402
@@ -57,7 +59,7 @@ from .longform import (  # noqa: E402
 from .model_kind import ModelKind, Speaker  # noqa: E402
 from .runaway import GuardSettings  # noqa: E402
 from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
-from .synthesizer import BatchRun, Synthesizer, run_synthesis  # noqa: E402
+from .synthesizer import DEFAULT_BATCH_SIZE, BatchRun, Synthesizer, run_synthesis  # noqa: E402
 from .types import (  # noqa: E402
     FRAME_RATE,
     SAMPLE_RATE,
@@ -92,8 +94,10 @@ def __getattr__(name: str):
 __all__ = [
     "physical_cores",
     "usable_cpus",
+    "DEFAULT_BATCH_SIZE",
     "DEFAULT_MAX_CHARS",
     "FRAME_RATE",
+    "MAX_BATCH_SIZE",
     "SAMPLE_RATE",
     "SAMPLES_PER_FRAME",
     "AudioChunk",

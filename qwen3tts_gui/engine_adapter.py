@@ -15,7 +15,9 @@ from typing import Protocol
 import numpy as np
 
 from engine import (
+    DEFAULT_BATCH_SIZE,
     FRAME_RATE,
+    MAX_BATCH_SIZE,
     SAMPLE_RATE,
     SAMPLES_PER_FRAME,
     AudioChunk,
@@ -31,10 +33,12 @@ from engine import (
     EngineError,
     FrameEvent,
     GenerationSettings,
+    JobEvent,
     JoinSettings,
     LongResult,
     LongTextOptions,
     SynthesisEvent,
+    SynthesisJob,
     SynthesisResult,
     TextError,
     Voice,
@@ -60,6 +64,10 @@ from engine.store import (
 )
 
 __all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "MAX_BATCH_SIZE",
+    "JobEvent",
+    "SynthesisJob",
     "physical_cores",
     "usable_cpus",
     "CATALOGUE",
@@ -139,6 +147,10 @@ class SynthesizerLike(Protocol):
         self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None,
         instruct: str | None = None,
     ) -> Iterator[SynthesisEvent]: ...
+
+    def synthesize_many(
+        self, jobs: list[SynthesisJob], settings: GenerationSettings | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> Iterator[JobEvent]: ...
 
     # model kinds: "base" clones voices, "custom_voice" has preset speakers, "voice_design" takes a description
     @property

@@ -12,6 +12,8 @@ from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import QByteArray, QSettings
 
+from .engine_adapter import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE
+
 T = TypeVar("T")
 MAX_SEED = 2**31 - 1  # what the seed box (a 32-bit QSpinBox) holds
 MAX_GAP_MS = 10000
@@ -111,6 +113,7 @@ class Settings:
     batch_dir = Option("batch/output_dir", "")
     batch_merge = Option("batch/merge", False)
     batch_gap_ms = Option("batch/gap_ms", 500, minimum=0, maximum=MAX_GAP_MS)
+    batch_size = Option("batch/lines_at_once", DEFAULT_BATCH_SIZE, minimum=1, maximum=MAX_BATCH_SIZE)
     # window
     geometry = Option("window/geometry", QByteArray())
     window_state = Option("window/state", QByteArray())

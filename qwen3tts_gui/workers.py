@@ -18,9 +18,12 @@ from PySide6.QtCore import QObject, QThread, Signal
 
 from .diagnostics import user_message
 from .engine_adapter import (
+    DEFAULT_BATCH_SIZE,
     SAMPLE_RATE,
     Cancelled,
     GenerationSettings,
+    SynthesisJob,
+    SynthesisResult,
     SynthesizerLike,
     Voice,
     is_designed,
@@ -141,7 +144,9 @@ class BatchJob:
 
 
 class BatchWorker(Worker):
-    """Runs the lines one after another; a failed line is reported and the others go on."""
+    """Runs the lines: ordinary lines several at a time through synth.synthesize_many (up to batch_size share
+    each model step, each line exactly as if it ran alone), long texts afterwards one by one in chunks. A failed
+    line is reported and the others go on; the merged file keeps the table order."""
 
     line_started = Signal(int)
     line_progress = Signal(int, int, int)  # key, frames so far, estimated frames
@@ -154,37 +159,40 @@ class BatchWorker(Worker):
 
     def __init__(self, synth: SynthesizerLike, jobs: list[BatchJob], settings: GenerationSettings,
                  merge_path: Path | None = None, gap_seconds: float = 0.5, parent: QObject | None = None,
-                 long_options=None):
+                 long_options=None, batch_size: int = DEFAULT_BATCH_SIZE):
         super().__init__(parent)
         self.synth, self.jobs, self.settings = synth, jobs, settings
         self.long_options = long_options  # LongTextOptions for items that are long texts
         self.merge_path, self.gap_seconds = merge_path, gap_seconds
+        self.batch_size = batch_size
+        self._audio: dict[int, np.ndarray] = {}
+        self._failed = 0
 
     def work(self) -> None:
-        ok, failed = 0, 0
-        pieces: list[np.ndarray] = []
+        from .long_text import needs_chunks  # (long_text imports this module)
+
+        together, chapters = [], []
         for job in self.jobs:
-            self.check_cancel()
-            self.line_started.emit(job.key)
             try:
                 if job.problem:
                     raise _LineProblem(job.problem)
-                audio = self._run_line(job)
-                job.out_path.parent.mkdir(parents=True, exist_ok=True)
-                save_audio(job.out_path, audio, SAMPLE_RATE)
+                self._ready_voice(job)
+            except BaseException as e:
+                self._line_failed(job, e)
+                continue
+            (chapters if needs_chunks(job.text, job.language) else together).append(job)
+        if together:
+            self._run_together(together)
+        for job in chapters:
+            self.check_cancel()
+            self.line_started.emit(job.key)
+            try:
+                self._save(job, self._run_chapter(job))
             except Cancelled:
                 raise
-            except _LineProblem as e:
-                failed += 1
-                self.line_failed.emit(job.key, str(e))
-                continue
             except BaseException as e:  # a failed line must not stop the others
-                failed += 1
-                self.line_failed.emit(job.key, user_message(e, f"generating line {job.key}"))
-                continue
-            ok += 1
-            pieces.append(audio)
-            self.line_done.emit(job.key, str(job.out_path), len(audio) / SAMPLE_RATE)
+                self._line_failed(job, e)
+        pieces = [self._audio[job.key] for job in self.jobs if job.key in self._audio]
         if self.merge_path is not None and pieces:
             gap = np.zeros(int(self.gap_seconds * SAMPLE_RATE), np.float32)
             joined = [p for piece in pieces for p in (piece, gap)][:-1]
@@ -193,26 +201,57 @@ class BatchWorker(Worker):
                 self.merged.emit(str(self.merge_path))
             except BaseException as e:
                 self.failed.emit(user_message(e, "writing the merged file"))
-        self.done.emit(ok, failed)
+        self.done.emit(len(self._audio), self._failed)
 
-    def _run_line(self, job: BatchJob) -> np.ndarray:
+    def _ready_voice(self, job: BatchJob) -> None:
         assert job.voice is not None
         if isinstance(job.voice, Voice) and is_designed(job.voice):  # a designed voice: clone it for this model
             job.voice = self.synth.create_voice((job.voice.ref_audio, SAMPLE_RATE), ref_text=job.voice.ref_text,
                                                 name=job.voice.name, language=job.voice.language)
-        from .long_text import LongHandlers, needs_chunks, speak_long  # (long_text imports this module)
 
-        if needs_chunks(job.text, job.language):
-            handlers = LongHandlers(self.check_cancel, frame=lambda ev: self.line_progress.emit(
-                job.key, ev.index + 1, ev.estimated_frames))
-            result, skipped = speak_long(self.synth, job.text, job.voice, job.language, self.settings, handlers,
-                                         options=self.long_options)
-            if skipped:  # keep what was made, but a chapter with holes is not a finished line
-                job.out_path.parent.mkdir(parents=True, exist_ok=True)
-                save_audio(job.out_path, result.audio, SAMPLE_RATE)
-                raise _LineProblem(f"Saved {job.out_path.name} without some parts. {' '.join(skipped)}")
-            return result.audio
-        events = self.synth.synthesize(job.text, job.voice, job.language, self.settings)
-        result = run_synthesis(events, lambda ev: self.line_progress.emit(job.key, ev.index + 1, ev.estimated_frames),
-                               check_cancel=self.check_cancel)
+    def _run_together(self, jobs: list[BatchJob]) -> None:
+        run = self.synth.synthesize_many([SynthesisJob(j.text, j.voice, j.language) for j in jobs], self.settings,
+                                         batch_size=self.batch_size)
+        started: set[int] = set()
+        try:
+            for ev in run:
+                self.check_cancel()  # cancel lands within one frame (closing the run stops every line)
+                job = jobs[ev.job]
+                if ev.error is not None:
+                    self._line_failed(job, ev.error)
+                elif isinstance(ev.event, SynthesisResult):
+                    try:
+                        self._save(job, ev.event.audio)
+                    except BaseException as e:
+                        self._line_failed(job, e)
+                else:
+                    if job.key not in started:
+                        started.add(job.key)
+                        self.line_started.emit(job.key)
+                    self.line_progress.emit(job.key, ev.event.index + 1, ev.event.estimated_frames)
+        finally:
+            run.close()
+
+    def _save(self, job: BatchJob, audio: np.ndarray) -> None:
+        job.out_path.parent.mkdir(parents=True, exist_ok=True)
+        save_audio(job.out_path, audio, SAMPLE_RATE)
+        self._audio[job.key] = audio
+        self.line_done.emit(job.key, str(job.out_path), len(audio) / SAMPLE_RATE)
+
+    def _line_failed(self, job: BatchJob, error: BaseException) -> None:
+        self._failed += 1
+        message = str(error) if isinstance(error, _LineProblem) else user_message(error, f"generating line {job.key}")
+        self.line_failed.emit(job.key, message)
+
+    def _run_chapter(self, job: BatchJob) -> np.ndarray:
+        from .long_text import LongHandlers, speak_long  # (long_text imports this module)
+
+        handlers = LongHandlers(self.check_cancel, frame=lambda ev: self.line_progress.emit(
+            job.key, ev.index + 1, ev.estimated_frames))
+        result, skipped = speak_long(self.synth, job.text, job.voice, job.language, self.settings, handlers,
+                                     options=self.long_options)
+        if skipped:  # keep what was made, but a chapter with holes is not a finished line
+            job.out_path.parent.mkdir(parents=True, exist_ok=True)
+            save_audio(job.out_path, result.audio, SAMPLE_RATE)
+            raise _LineProblem(f"Saved {job.out_path.name} without some parts. {' '.join(skipped)}")
         return result.audio

@@ -209,3 +209,38 @@ def test_close_cancels_all_and_bad_batch_size():
     for bad in (0, MAX_BATCH_SIZE + 1, 2.5):
         with pytest.raises(TextError, match="Batch size"):
             synth.synthesize_many(jobs, batch_size=bad)
+
+
+def test_gui_fake_follows_the_contract():
+    """tests/gui/fakes.FakeSynthesizer.synthesize_many behaves like the real one: the same event shapes per
+    job, a bad job fails alone with the same error class, at most batch_size jobs interleaved, cancel, and
+    the same refusals."""
+    from tests.gui.fakes import FakeSynthesizer
+
+    real = _synth(MODELS[0])
+    fake = FakeSynthesizer(frame_delay=0)
+    d = _cases(MODELS[0])[0]
+    for synth in (real, fake):
+        voice = injected_voice(real, d) if synth is real else fake.create_voice((np.ones(24000, np.float32) * 0.1, 24000))
+        jobs = [SynthesisJob("Hello there.", voice, "english", max_frames=m) for m in (5, 9, 3)]
+        jobs.insert(1, SynthesisJob("Hello.", voice, "klingon"))
+        run = synth.synthesize_many(jobs, GenerationSettings(greedy=True, codes_only=True), batch_size=2)
+        order, results, errors = [], {}, {}
+        for ev in run:
+            assert (ev.event is None) != (ev.error is None)
+            if ev.error is not None:
+                errors[ev.job] = type(ev.error)
+            elif isinstance(ev.event, SynthesisResult):
+                results[ev.job] = ev.event
+            else:
+                order.append((ev.job, ev.event.index))
+                if ev.job == 3 and ev.event.index == 0:
+                    run.cancel(3)
+        assert errors == {1: TextError, 3: Cancelled}, type(synth).__name__
+        assert sorted(results) == [0, 2]
+        for j in (0, 2):
+            assert [k for i, k in order if i == j] == list(range(results[j].codes.shape[0]))
+        assert [i for i, k in order if k == 0][:2] == [0, 2]  # the first two valid jobs start side by side
+        for bad in (0, MAX_BATCH_SIZE + 1):
+            with pytest.raises(TextError):
+                synth.synthesize_many(jobs, batch_size=bad)

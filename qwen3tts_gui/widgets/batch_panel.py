@@ -1,4 +1,4 @@
-"""Batch panel: a table of lines spoken one after another into numbered files, with progress and retry."""
+"""Batch panel: a table of lines spoken into numbered files (several at once), with progress and retry."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from ..batch import (
     read_long_text,
 )
 from ..context import AppContext
-from ..engine_adapter import GenerationSettings, Voice
+from ..engine_adapter import MAX_BATCH_SIZE, GenerationSettings, Voice
 from ..long_text import long_text_options
 from ..paths import output_dir
 from ..settings import MAX_GAP_MS
@@ -224,7 +224,7 @@ class BatchPanel(QWidget):
         self._done_chars = 0
         self._total_chars = 0
         self._run_keys: list[int] = []
-        self._current: BatchLine | None = None
+        self._moved: set[int] = set()  # lines with new frames since the last repaint (several run at once)
         self._progress_soon = Throttle(100, self._show_progress, self)  # frames can outpace repaints
         self.model = BatchModel(self)
         self.table = QTableView()
@@ -293,6 +293,14 @@ class BatchPanel(QWidget):
         out_row.addSpacing(16)
         out_row.addWidget(self.merge)
         out_row.addWidget(self.gap)
+        self.at_once = QSpinBox(minimum=1, maximum=MAX_BATCH_SIZE)
+        self.at_once.setValue(ctx.settings.batch_size)
+        self.at_once.setToolTip("Lines generated side by side: more is faster overall, each line a little slower. "
+                                "The results are the same for any value.")
+        self.at_once.valueChanged.connect(lambda v: setattr(ctx.settings, "batch_size", v))
+        out_row.addSpacing(16)
+        out_row.addWidget(QLabel("Lines at once"))
+        out_row.addWidget(self.at_once)
 
         self.progress = QProgressBar()
         self.progress.setFormat("")
@@ -441,7 +449,7 @@ class BatchPanel(QWidget):
         settings.stream_audio = False
         merge = folder / MERGED_NAME if self.merge.isChecked() else None
         worker = BatchWorker(self.ctx.synth, jobs, settings, merge, self.gap.value() / 1000, self,
-                             long_options=long_text_options(self.ctx.settings))
+                             long_options=long_text_options(self.ctx.settings), batch_size=self.at_once.value())
         worker.line_started.connect(self._line_started)
         worker.line_progress.connect(self._line_progress)
         worker.line_done.connect(self._line_done)
@@ -478,22 +486,22 @@ class BatchPanel(QWidget):
         line = self.model.line(key)
         if line:
             line.frames, line.estimated = frames, estimated
-            self._current = line
+            self._moved.add(key)
             self._progress_soon.ping()
 
     def _show_progress(self) -> None:
-        line = self._current
-        if line is not None and line.state == LineState.RUNNING:
-            self.model.changed(line.key)
-            self._update_overall(line)
+        for key in self._moved:
+            self.model.changed(key)
+        self._moved.clear()
+        self._update_overall()
 
     def _finish_line(self, key: int) -> None:
-        self._current = None
+        self._moved.discard(key)
         line = self.model.line(key)
         if line:
             self._done_chars += len(line.text)
             self.model.changed(key)
-        self._update_overall(None)
+        self._update_overall()
 
     def _line_done(self, key: int, path: str, seconds: float) -> None:
         line = self.model.line(key)
@@ -507,10 +515,12 @@ class BatchPanel(QWidget):
             line.state, line.error = LineState.FAILED, message
         self._finish_line(key)
 
-    def _update_overall(self, current: BatchLine | None) -> None:
+    def _update_overall(self) -> None:
         done = self._done_chars
-        if current is not None and current.estimated:
-            done += len(current.text) * min(1.0, current.frames / max(current.estimated, 1))
+        for key in self._run_keys:  # every line generating now counts with its own progress
+            line = self.model.line(key)
+            if line is not None and line.state == LineState.RUNNING and line.estimated:
+                done += len(line.text) * min(1.0, line.frames / max(line.estimated, 1))
         fraction = done / max(self._total_chars, 1)
         self.progress.setValue(int(1000 * fraction))
         finished = sum(1 for k in self._run_keys if (ln := self.model.line(k)) and ln.state in (LineState.DONE, LineState.FAILED))
@@ -546,7 +556,7 @@ class BatchPanel(QWidget):
         running = self.running
         has_rows = self.model.rowCount() > 0
         selected = bool(self._selected_rows())
-        for b in (self.add_btn, self.paste_btn, self.import_btn, self.folder_btn):
+        for b in (self.add_btn, self.paste_btn, self.import_btn, self.folder_btn, self.at_once):
             b.setEnabled(not running)
         for b in (self.up_btn, self.down_btn, self.remove_btn):
             b.setEnabled(selected and not running)

@@ -11,17 +11,22 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import soundfile as sf
 
 from engine import (
+    DEFAULT_BATCH_SIZE,
+    MAX_BATCH_SIZE,
     AudioChunk,
     AudioError,
+    Cancelled,
+    EngineError,
     FrameEvent,
     GenerationSettings,
+    JobEvent,
     SynthesisResult,
     TextError,
     Timings,
@@ -48,6 +53,7 @@ class FakeSynthesizer:
         self.produced = 0  # frames produced over the object's life
         self.closed_at: list[int] = []  # self.produced when each generator was closed or finished
         self.calls: list[dict] = []
+        self.most_at_once = 0  # synthesize_many: most jobs generating side by side
         self.voices_created = 0
 
     # --- contract properties ---
@@ -164,6 +170,68 @@ class FakeSynthesizer:
                                                   rtf=total / max(n * 0.08, 1e-9)))
         finally:
             self.closed_at.append(self.produced)
+
+
+    def synthesize_many(self, jobs, settings: GenerationSettings | None = None, batch_size: int = DEFAULT_BATCH_SIZE):
+        """The engine's contract: validated now; JobEvents of up to batch_size jobs interleaved frame by frame
+        (continuous batching); a bad job fails alone; cancel(job) / close()."""
+        settings = settings or GenerationSettings()
+        self.check_settings(settings)
+        if settings.stream_audio:
+            raise TextError("Batched synthesis decodes each job when it ends; it cannot stream audio.")
+        if not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH_SIZE:
+            raise TextError(f"Batch size must be a whole number from 1 to {MAX_BATCH_SIZE}, not {batch_size!r}.")
+        runs, failed = [], []
+        for i, job in enumerate(jobs):
+            own = replace(settings, max_frames=job.max_frames or settings.max_frames,
+                          seed=job.seed if job.seed is not None else settings.seed)
+            try:
+                runs.append((i, self.synthesize(job.text, job.voice, job.language, own)))
+            except EngineError as e:
+                failed.append((i, e))
+        return FakeBatchRun(self, runs, failed, batch_size)
+
+
+class FakeBatchRun:
+    def __init__(self, synth: FakeSynthesizer, runs, failed, batch_size: int):
+        self.synth, self.batch_size = synth, batch_size
+        self._cancelled: set[int] = set()
+        self._events = self._generate(runs, failed)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> JobEvent:
+        return next(self._events)
+
+    def cancel(self, job: int) -> None:
+        self._cancelled.add(job)
+
+    def close(self) -> None:
+        self._events.close()
+
+    def _generate(self, runs, failed):
+        for i, e in failed:
+            yield JobEvent(job=i, error=e)
+        waiting, running = list(runs), []
+        try:
+            while waiting or running:
+                while len(running) < self.batch_size and waiting:
+                    running.append(waiting.pop(0))
+                self.synth.most_at_once = max(self.synth.most_at_once, len(running))
+                for i, gen in list(running):
+                    if i in self._cancelled:
+                        gen.close()
+                        running.remove((i, gen))
+                        yield JobEvent(job=i, error=Cancelled("This job was cancelled."))
+                        continue
+                    event = next(gen)
+                    if isinstance(event, SynthesisResult):
+                        running.remove((i, gen))
+                    yield JobEvent(job=i, event=event)
+        finally:
+            for _, gen in running + waiting:
+                gen.close()
 
 
 # ------------------------------------------------------------------------------------------------ audio

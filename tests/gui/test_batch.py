@@ -53,22 +53,26 @@ def test_batch_with_bad_lines(qtbot, make_window, settings, dialogs, tmp_path, f
 
 
 def test_batch_cancel_and_progress(qtbot, make_window, settings, tmp_path):
+    """Two lines at a time (the batch-size setting): both rows show their own progress; cancel stops both."""
     synth = FakeSynthesizer(frame_delay=0.02)
     window = make_window(synth=synth)
     panel = window.batch
     settings.batch_dir = str(tmp_path / "out")
+    panel.at_once.setValue(2)
+    assert settings.batch_size == 2  # remembered
     panel.add_rows([(f"Line number {i} with some words in it.", "", "auto") for i in range(5)])
     assert panel.run_all()
-    assert not window.generate_btn.isEnabled()  # one engine job at a time
+    assert not window.generate_btn.isEnabled() and not panel.at_once.isEnabled()  # one engine job at a time
     qtbot.waitUntil(lambda: "left" in panel.progress.format(), timeout=10000)  # time left, once it can tell
-    running = next(i for i, ln in enumerate(panel.model.lines) if ln.state == "running")
-    assert 0 < running < 4
-    qtbot.waitUntil(lambda: panel.model.lines[running].frames > 3, timeout=5000)
-    assert "Generating" in panel.model.lines[running].status_text()
+    running = [i for i, ln in enumerate(panel.model.lines) if ln.state == "running"]
+    assert len(running) == 2 and running[0] > 0  # the first pair is done, the next two generate side by side
+    qtbot.waitUntil(lambda: all(panel.model.lines[i].frames > 3 for i in running), timeout=5000)
+    assert all("Generating" in panel.model.lines[i].status_text() for i in running)
     panel.cancel()
     qtbot.waitUntil(lambda: not panel.running, timeout=5000)
     states = [ln.state for ln in panel.model.lines]
-    assert states == ["done"] * running + ["cancelled"] * (5 - running)
+    assert states == ["done"] * running[0] + ["cancelled"] * (5 - running[0])
+    assert synth.most_at_once == 2
     assert panel.retry_btn.isEnabled()
     assert window.generate_btn.isEnabled()
 
