@@ -64,8 +64,12 @@ def test_batch_cancel_and_progress(qtbot, make_window, settings, tmp_path):
     assert panel.run_all()
     assert not window.generate_btn.isEnabled() and not panel.at_once.isEnabled()  # one engine job at a time
     qtbot.waitUntil(lambda: "left" in panel.progress.format(), timeout=10000)  # time left, once it can tell
-    running = [i for i, ln in enumerate(panel.model.lines) if ln.state == "running"]
-    assert len(running) == 2 and running[0] > 0  # the first pair is done, the next two generate side by side
+
+    def generating() -> list[int]:
+        return [i for i, ln in enumerate(panel.model.lines) if ln.state == "running"]
+
+    qtbot.waitUntil(lambda: len(generating()) == 2 and generating()[0] > 0, timeout=5000)
+    running = generating()  # the first pair is done, the next two generate side by side
     qtbot.waitUntil(lambda: all(panel.model.lines[i].frames > 3 for i in running), timeout=5000)
     assert all("Generating" in panel.model.lines[i].status_text() for i in running)
     panel.cancel()
