@@ -62,7 +62,16 @@ def os_reason(e: OSError) -> str:
 
 
 def current_umask() -> int:
-    with _umask_lock:  # os.umask can only be read by setting it
+    """The process umask, read without changing it where Linux allows (os.umask alone must set it, briefly
+    giving files other threads create meanwhile the wrong mode)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _umask_lock:
         mask = os.umask(0o022)
         os.umask(mask)
     return mask

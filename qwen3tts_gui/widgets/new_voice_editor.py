@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 from ..coach import voiced_range
 from ..context import AppContext
 from ..diagnostics import log, user_message
-from ..engine_adapter import Voice, read_audio_file
+from ..engine_adapter import Voice, VoiceError, read_audio_file
 from ..workers import CallWorker
 from .language_combo import LanguageCombo
 from .level_meter import LevelMeter
@@ -274,7 +274,7 @@ class NewVoiceEditor(QWidget):
     def _voice_created(self, voice: Voice) -> None:
         try:
             path = self.ctx.library.add(voice)
-        except OSError as e:
+        except (VoiceError, OSError) as e:  # Voice.save reports a full disk as VoiceError
             self.create_status.setText("")
             self.ctx.dialogs.error(self, "Cannot save the voice", user_message(e, "saving the voice"))
             return

@@ -154,7 +154,7 @@ class VoiceLibraryView(QWidget):
     def _voice_recreated(self, path: Path, voice: Voice) -> None:
         try:
             voice.save(path)  # same file, same name: it simply works with the new model now
-        except OSError as e:
+        except (VoiceError, OSError) as e:  # Voice.save reports a full disk as VoiceError
             self.ctx.dialogs.error(self, "Cannot save the voice", user_message(e, "saving the voice"))
             return
         self.refresh(select=path)
@@ -239,7 +239,7 @@ class VoiceLibraryView(QWidget):
             return
         try:
             self.ctx.library.export(entry.path, dest_path)
-        except OSError as e:
+        except (VoiceError, OSError) as e:  # Voice.save reports a full disk as VoiceError
             self.ctx.dialogs.error(self, "Cannot export voice", user_message(e, "exporting the voice"))
 
     def update_buttons(self) -> None:

@@ -283,3 +283,15 @@ def test_bundles_and_exported_voices_get_ordinary_modes(checkpoint, tmp_path):
     exported = library.export(path, tmp_path / "anna")
     assert exported.name == "anna.qvoice"
     assert stat.S_IMODE(exported.stat().st_mode) == stat.S_IMODE(path.stat().st_mode) == 0o666 & ~current_umask()
+
+
+def test_new_files_follow_the_users_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        write_atomic(tmp_path / "a.wav", b"x")
+        create_new(tmp_path / "b.qvoice", b"x")
+        assert current_umask() == 0o027
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.wav").stat().st_mode) == 0o640
+    assert stat.S_IMODE((tmp_path / "b.qvoice").stat().st_mode) == 0o640

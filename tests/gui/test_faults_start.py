@@ -125,3 +125,18 @@ def test_home_unset_falls_back_to_the_account_home(monkeypatch):
     ensure_home()
     assert os.environ["HOME"] == pwd.getpwuid(os.getuid()).pw_dir
     assert ensure_home() is None  # set: left alone
+
+
+def test_full_disk_when_saving_a_new_voice_is_a_message(qtbot, make_window, dialogs, monkeypatch):
+    import errno
+
+    import engine.voice
+
+    def full(*_a, **_k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    window = make_window(model=False, voice=False)
+    monkeypatch.setattr(engine.voice, "create_new", full)
+    window.voice_panel.editor._voice_created(Voice(xvector=np.ones(8, np.float32), model_id="m", name="Anna"))
+    assert dialogs.errors and "disk is full" in dialogs.errors[-1][1]
+    assert "Unexpected" not in dialogs.errors[-1][1]
