@@ -28,14 +28,19 @@ def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
         old = None
     tmp = _write_temp(target, memoryview(data), old)
     try:
-        if old is not None and stat.S_ISREG(old.st_mode) and (old.st_nlink > 1 or not _same_owner(tmp, old)):
-            _rewrite_in_place(target, memoryview(data))
-            os.unlink(tmp)
-        else:
+        in_place = (old is not None and stat.S_ISREG(old.st_mode)
+                    and (old.st_nlink > 1 or not _same_owner(tmp, old)))
+        if not in_place:
             os.replace(tmp, target)
+            return path
     except BaseException:
         _discard(tmp)
         raise
+    try:
+        _rewrite_in_place(target, memoryview(data))
+    except OSError as e:  # the target may be half written now: keep the complete copy and say where
+        raise OSError(e.errno, f"{e.strerror or e} (the complete new content is kept in {tmp})", str(path)) from None
+    _discard(tmp)
     return path
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import multiprocessing
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -295,3 +296,20 @@ def test_new_files_follow_the_users_umask(tmp_path):
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "a.wav").stat().st_mode) == 0o640
     assert stat.S_IMODE((tmp_path / "b.qvoice").stat().st_mode) == 0o640
+
+
+def test_a_failed_in_place_rewrite_keeps_the_complete_copy(tmp_path, monkeypatch):
+    import engine.fileio
+
+    target, twin = tmp_path / "a.wav", tmp_path / "b.wav"
+    target.write_bytes(b"old")
+    os.link(target, twin)  # hard links are rewritten in place
+
+    def fails(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(engine.fileio, "_rewrite_in_place", fails)
+    with pytest.raises(OSError, match="complete new content is kept in") as e:
+        write_atomic(target, b"new content")
+    kept = Path(re.search(r"kept in (\S+)\)", str(e.value)).group(1))
+    assert kept.read_bytes() == b"new content" and kept.parent == tmp_path
