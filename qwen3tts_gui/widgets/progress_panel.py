@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import math
-from collections import deque
-
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from ..engine_adapter import FRAME_RATE, FrameEvent, SynthesisResult
@@ -31,8 +28,9 @@ class ProgressPanel(QWidget):
         for col, (title, value, tip) in enumerate(
             [
                 ("Elapsed", self.elapsed, "Time since Generate"),
-                ("Per frame", self.ms_per_frame, "Compute time per 80 ms frame (average of the last 10)"),
-                ("Real-time factor", self.rtf, "Compute time / audio time: below 1 is faster than real time"),
+                ("Per frame", self.ms_per_frame, "Elapsed time / frames so far (start-up included): each frame is "
+                 "80 ms of speech"),
+                ("Real-time factor", self.rtf, "Elapsed time / audio time: below 1 is faster than real time"),
                 ("Audio", self.audio_len, "Length of the speech generated so far"),
             ]
         ):
@@ -50,7 +48,6 @@ class ProgressPanel(QWidget):
         lay.addWidget(self.bar)
         lay.addLayout(stats)
         lay.addWidget(self.tokens, 1)
-        self._recent: deque[float] = deque(maxlen=10)
         self.frames = 0
         self._last: FrameEvent | None = None
         self._part = ""  # "Chunk i of n · " while a long text runs
@@ -77,7 +74,6 @@ class ProgressPanel(QWidget):
         self._earlier_frames = 0
         self.frames = 0
         self._last = None
-        self._recent.clear()
         self.tokens.clear()
         self.bar.setRange(0, 0)  # busy indicator until the first frame (prefill)
         self.bar.setFormat("Starting…")
@@ -86,7 +82,6 @@ class ProgressPanel(QWidget):
 
     def on_frame(self, ev: FrameEvent) -> None:
         self.frames = ev.index + 1
-        self._recent.append(ev.frame_seconds)
         self._last = ev
         self.tokens.add_frame(ev.codes, update=False)
         self._throttle.ping()
@@ -101,12 +96,18 @@ class ProgressPanel(QWidget):
         self.bar.setRange(0, total)
         self.bar.setValue(self.frames)
         self.bar.setFormat(f"{self._part}{'frame' if self._part else 'Frame'} {self.frames} of ~{total}")
-        audio_s = (self._earlier_frames + self.frames) * FRAME_SECONDS
-        self.elapsed.setText(f"{ev.elapsed:.1f} s")
-        self.ms_per_frame.setText(f"{1000 * sum(self._recent) / len(self._recent):.0f} ms")
-        self.rtf.setText(f"{ev.elapsed / audio_s:.2f}")
-        self.audio_len.setText(f"{audio_s:.1f} s")
+        self._show_stats(ev.elapsed, self._earlier_frames + self.frames)
         self.tokens.refresh()
+
+    def _show_stats(self, elapsed: float, frames: int) -> None:
+        """One source for all four numbers, so they agree: per frame x frames = elapsed, RTF = per frame / 80 ms."""
+        self.elapsed.setText(f"{elapsed:.1f} s")
+        if frames <= 0:
+            return
+        audio_s = frames * FRAME_SECONDS
+        self.ms_per_frame.setText(f"{1000 * elapsed / frames:.0f} ms")
+        self.rtf.setText(f"{elapsed / audio_s:.2f}")
+        self.audio_len.setText(f"{audio_s:.1f} s")
 
     def finish(self, result: SynthesisResult, wall_seconds: float) -> None:
         self._throttle.flush()
@@ -116,13 +117,7 @@ class ProgressPanel(QWidget):
         self.bar.setValue(frames)
         why = "end of speech" if result.ended_by == "eos" else "length limit reached"
         self.bar.setFormat(f"Done: {frames} frames ({why})")
-        rtf = result.timings.rtf
-        if not math.isfinite(rtf) and result.seconds > 0:
-            rtf = wall_seconds / result.seconds
-        if math.isfinite(rtf):
-            self.rtf.setText(f"{rtf:.2f}")
-        self.elapsed.setText(f"{wall_seconds:.1f} s")
-        self.audio_len.setText(f"{result.seconds:.1f} s")
+        self._show_stats(wall_seconds, frames)
         if self.tokens.frames != frames:  # e.g. a take shown again from the history
             self.tokens.set_codes(result.codes)
 
