@@ -66,6 +66,8 @@ class BatchModel(QAbstractTableModel):
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             return COLUMNS[section]
+        if role == Qt.ItemDataRole.ToolTipRole and orientation == Qt.Orientation.Horizontal and section == VOICE:
+            return "“(selected voice)” is the voice selected on the Studio tab when the batch runs"
         return None
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
@@ -94,6 +96,8 @@ class BatchModel(QAbstractTableModel):
                 return line.output
             if col == TEXT:
                 return line.text
+            if col == VOICE and not line.voice:
+                return "The voice selected on the Studio tab when the batch runs (double-click to pick another)"
         if role == Qt.ItemDataRole.ForegroundRole and col == STATUS and line.state in _STATE_COLORS:
             return QColor(_STATE_COLORS[line.state])
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (0, DURATION):
@@ -225,6 +229,7 @@ class BatchPanel(QWidget):
         self._total_chars = 0
         self._run_keys: list[int] = []
         self._moved: set[int] = set()  # lines with new frames since the last repaint (several run at once)
+        self._merged = ""  # the merged file of the last run, if one was written
         self._progress_soon = Throttle(100, self._show_progress, self)  # frames can outpace repaints
         self.model = BatchModel(self)
         self.table = QTableView()
@@ -248,6 +253,19 @@ class BatchPanel(QWidget):
             LANGUAGE, _ComboDelegate(lambda: language_items(self._languages()), self)
         )
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
+        self.empty_hint = QLabel(
+            "No lines yet. Add a line, paste lines (Ctrl+V) or import a .txt or .csv file: each line is spoken "
+            "into a numbered file of its own.\n“(selected voice)” in the Voice column means the voice selected "
+            "on the Studio tab; pick another voice per line by double-clicking the cell.", self.table.viewport())
+        self.empty_hint.setObjectName("Muted")
+        self.empty_hint.setWordWrap(True)
+        self.empty_hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        # the lines of the last session (text, voice, language); their results are files on disk
+        self.model.add([(str(t), str(v), str(lang)) for t, v, lang in
+                        (row for row in ctx.settings.batch_lines if isinstance(row, list) and len(row) == 3) if t])
+        for signal in (self.model.rowsInserted, self.model.rowsRemoved, self.model.rowsMoved,
+                       self.model.dataChanged, self.model.modelReset):
+            signal.connect(self._remember_lines)
         self.model.rowsInserted.connect(lambda *_: self._update_buttons())
         self.model.rowsRemoved.connect(lambda *_: self._update_buttons())
         self.model.dataChanged.connect(lambda *_: self._update_buttons())
@@ -331,6 +349,24 @@ class BatchPanel(QWidget):
         ctx.model_changed.connect(self._update_buttons)
         self._show_folder()
         self._update_buttons()
+
+    def _remember_lines(self, *_) -> None:
+        rows = [[line.text, line.voice, line.language] for line in self.model.lines]
+        if rows != self.ctx.settings.batch_lines:
+            self.ctx.settings.batch_lines = rows
+        self._place_hint()
+
+    def _place_hint(self) -> None:
+        self.empty_hint.setVisible(self.model.rowCount() == 0)
+        self.empty_hint.setGeometry(self.table.viewport().rect().adjusted(24, 12, -24, -12))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._place_hint()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self._place_hint()
 
     # --- editing -----------------------------------------------------------------------------------------
     @property
@@ -456,8 +492,10 @@ class BatchPanel(QWidget):
         worker.line_failed.connect(self._line_failed)
         worker.failed.connect(lambda msg: self.ctx.dialogs.error(self, "Batch", msg))
         worker.cancelled.connect(self._cancelled)
+        worker.merged.connect(lambda path: setattr(self, "_merged", path))
         worker.done.connect(self._all_done)
         self.worker = worker
+        self._merged = ""
         self._run_keys = keys
         self._t0 = time.monotonic()
         self._done_chars = 0
@@ -541,9 +579,11 @@ class BatchPanel(QWidget):
 
     def _all_done(self, ok: int, failed: int) -> None:
         self.progress.setValue(1000)
-        text = f"Done: {ok} file(s) written"
+        text = f"Done: {ok} {'line' if ok == 1 else 'lines'} written"
         if failed:
             text += f", {failed} failed (hover the status for the reason)"
+        if self._merged:
+            text += f", and the merged file {Path(self._merged).name}"
         self.progress.setFormat(text)
 
     def _finished(self) -> None:
