@@ -41,6 +41,7 @@ from engine import (
     SynthesisJob,
     SynthesisResult,
     TextError,
+    Timings,
     Voice,
     VoiceError,
     VoiceSummary,
@@ -97,6 +98,7 @@ __all__ = [
     "SynthFactory",
     "SynthesisEvent",
     "SynthesisResult",
+    "Timings",
     "SynthesizerLike",
     "TextError",
     "Voice",
@@ -195,11 +197,11 @@ def load_audio(src: AudioSource) -> np.ndarray:
     return _load(src)
 
 
-def save_audio(path: str | Path, samples: np.ndarray, sr: int = SAMPLE_RATE) -> None:
-    """Atomic write; the format follows the suffix (.wav .flac .ogg)."""
+def save_audio(path: str | Path, samples: np.ndarray, sr: int = SAMPLE_RATE, subtype: str | None = None) -> None:
+    """Atomic write; the format follows the suffix (.wav .flac .ogg); subtype None: 16-bit PCM (Vorbis for .ogg)."""
     from engine.audio import save_audio as _save
 
-    _save(path, samples, sr)
+    _save(path, samples, sr, subtype=subtype)
 
 
 def convert_checkpoint(

@@ -39,7 +39,8 @@ from .engine_adapter import (
     make_demo_bundle,
 )
 from .long_text import LongSynthesisWorker, long_text_options, needs_chunks
-from .paths import unique_path
+from .paths import takes_dir, unique_path
+from .take_store import TakeStore
 from .takes import PendingTake, Take
 from .widgets.batch_panel import BatchPanel
 from .widgets.design_panel import DesignPanel
@@ -96,12 +97,16 @@ class MainWindow(QMainWindow):
         self.output = OutputPanel(ctx)
         self.output.regenerate.connect(self.regenerate)
         self.output.take_selected.connect(self._take_selected)
+        self.take_store = TakeStore(takes_dir())
+        self.output.take_removed.connect(self.take_store.remove)
+        self.output.clear_requested.connect(self.clear_takes)
 
         self.text_edit = QPlainTextEdit()
         self.text_edit.setObjectName("TextEdit")
         self.text_edit.setPlaceholderText("Type what the voice should say…  (Ctrl+Enter generates)")
         self.text_edit.setMinimumHeight(72)
         self.text_edit.setMaximumHeight(150)  # long texts scroll; the rest of the height goes to the results
+        self.text_edit.setPlainText(ctx.settings.text)
         self.lang_combo = LanguageCombo()
         self.lang_combo.setMinimumWidth(140)
         self.lang_combo.currentIndexChanged.connect(self._language_changed)
@@ -141,7 +146,8 @@ class MainWindow(QMainWindow):
             panel.voice_changed.connect(self._update_actions)
         self._model_changed()
         self._restore_window()
-        problems = ctx.settings.take_problems()
+        self._restore_takes()
+        problems = ctx.settings.take_problems() + self.take_store.take_problems()
         if problems:  # the values were reset to defaults and removed: this shows once, not at every start
             ctx.dialogs.notice(self, "Some settings were reset", "\n".join(problems))
 
@@ -219,11 +225,27 @@ class MainWindow(QMainWindow):
         self.recent_menu.aboutToShow.connect(self._fill_recent)
 
         voice_menu = bar.addMenu("&Voice")
-        voice_menu.addAction("New voice from &file…", self.voice_panel.choose_reference_file)
-        voice_menu.addAction("&Record a new voice", self.voice_panel.toggle_record)
-        voice_menu.addSeparator()
-        voice_menu.addAction("&Import voice file…", self.voice_panel.import_voice)
-        voice_menu.addAction("&Export selected voice…", self.voice_panel.export_selected)
+        for entry in (
+            ("New voice from &file…", self.voice_panel.choose_reference_file, "Ctrl+Shift+O"),
+            ("&Record a new voice", self.voice_panel.toggle_record, "Ctrl+R"),
+            None,
+            ("&Import voice file…", self.voice_panel.import_voice, "Ctrl+I"),
+            ("&Export selected voice…", self.voice_panel.export_selected, "Ctrl+E"),
+        ):
+            if entry is None:
+                voice_menu.addSeparator()
+                continue
+            label, slot, keys = entry
+            voice_menu.addAction(QAction(label, self, shortcut=QKeySequence(keys), triggered=slot))
+
+        take_menu = bar.addMenu("&Take")
+        self.play_action = QAction("&Play / stop", self, shortcut=QKeySequence("Ctrl+P"),
+                                   triggered=self.output.toggle_play)
+        take_menu.addAction(self.play_action)
+        take_menu.addAction(QAction("&Regenerate with a new seed", self, shortcut=QKeySequence("Ctrl+Shift+R"),
+                                    triggered=lambda: self.output.current and self.regenerate(self.output.current)))
+        take_menu.addSeparator()
+        take_menu.addAction(QAction("&Clear all takes…", self, triggered=self.clear_takes))
 
         help_menu = bar.addMenu("&Help")
         help_menu.addAction("Open the &log folder", self._open_log_folder)
@@ -246,8 +268,38 @@ class MainWindow(QMainWindow):
             self.splitter.restoreState(s.splitter)
         self.tabs.setCurrentIndex(min(max(s.tab, 0), self.tabs.count() - 1))
 
+    def _restore_takes(self) -> None:
+        takes = self.take_store.load_all()
+        self.output.restore_takes(takes)
+        self._take_count = self.take_store.last_number()
+
+    def _keep_take(self, take: Take) -> None:
+        """Write the take into the history and trim the oldest ones past the size limit."""
+        if self.take_store.save(take):
+            limit = self.ctx.settings.takes_limit_mb * 1024 * 1024
+            self.output.drop_takes(self.take_store.enforce_limit(limit, keep=take.number))
+        problems = self.take_store.take_problems()
+        if problems:
+            self.statusBar().showMessage(problems[-1], 10000)
+
+    def clear_takes(self) -> None:
+        if not self.output.takes:
+            return
+        if not self.ctx.dialogs.question(
+                self, "Clear all takes",
+                f"Delete all {len(self.output.takes)} takes from the history? Files you saved are not touched."):
+            return
+        self.output.clear_takes()
+        self.take_store.clear()
+
+    def set_takes_limit(self, megabytes: int) -> None:
+        self.ctx.settings.takes_limit_mb = megabytes
+        keep = self.output.current.number if self.output.current is not None else None
+        self.output.drop_takes(self.take_store.enforce_limit(megabytes * 1024 * 1024, keep=keep))
+
     def _save_window(self) -> None:
         s = self.ctx.settings
+        s.text = self.text_edit.toPlainText()
         s.geometry = QByteArray(self.saveGeometry())
         s.window_state = QByteArray(self.saveState())
         s.splitter = QByteArray(self.splitter.saveState())
@@ -527,6 +579,7 @@ class MainWindow(QMainWindow):
             self.design_panel.designed(take, pending.instruct)
         self.progress.finish(result, time.monotonic() - pending.started)
         self.output.end_stream(take)
+        self._keep_take(take)
         self.statusBar().showMessage(f"Generated {result.seconds:.1f} s of speech", 5000)
 
     def _on_left_out(self, messages: list[str]) -> None:
@@ -564,7 +617,10 @@ class MainWindow(QMainWindow):
         self.voice_label.setText(f"Voice: {name}" if name else "No voice selected")
 
     def edit_folders(self) -> None:
-        FoldersDialog(self.ctx, self).exec()
+        dialog = FoldersDialog(self.ctx, self, history_bytes=self.take_store.size_bytes,
+                               clear_history=self.clear_takes)
+        if dialog.exec():
+            self.set_takes_limit(self.ctx.settings.takes_limit_mb)
 
     # --- misc --------------------------------------------------------------------------------------------
     def _open_log_folder(self) -> None:

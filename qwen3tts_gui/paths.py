@@ -29,6 +29,11 @@ def voices_dir() -> Path:
     return data_dir() / "voices"
 
 
+def takes_dir() -> Path:
+    """The take history (audio, text, voice and settings of every take), kept across restarts."""
+    return data_dir() / "takes"
+
+
 def log_dir() -> Path:
     return Path(_DIRS.user_log_dir)
 

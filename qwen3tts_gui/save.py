@@ -38,7 +38,9 @@ def ask_and_save(ctx: AppContext, parent: QWidget | None, audio: np.ndarray, ste
     ):
         return None
     try:
-        save_audio(path, audio, SAMPLE_RATE)
+        # 16-bit PCM WAV by default, as the command line writes; 32-bit float when chosen in File > Folders
+        float_wav = ctx.settings.wav_float and path.suffix.lower() == ".wav"
+        save_audio(path, audio, SAMPLE_RATE, subtype="FLOAT" if float_wav else None)
     except Exception as e:
         ctx.dialogs.error(parent, "Could not save", user_message(e, f"saving {path.name}"))
         return None

@@ -17,6 +17,7 @@ from .engine_adapter import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE
 T = TypeVar("T")
 MAX_SEED = 2**31 - 1  # what the seed box (a 32-bit QSpinBox) holds
 MAX_GAP_MS = 10000
+MIN_TAKES_MB, MAX_TAKES_MB = 10, 100_000
 
 
 class Option(Generic[T]):
@@ -109,11 +110,17 @@ class Settings:
     sentence_pause_ms = Option("generate/sentence_pause_ms", 350, minimum=0, maximum=MAX_GAP_MS)  # long texts
     paragraph_pause_ms = Option("generate/paragraph_pause_ms", 900, minimum=0, maximum=MAX_GAP_MS)
     threads = Option("engine/threads", 0, minimum=0, maximum=256)  # CPU threads per network; 0: physical cores
+    text = Option("generate/text", "")  # the text box, as it was when the app closed
+    generation_values = Option("generate/values", {})  # the settings box's values the user set (not defaults)
+    # the take history kept in <data>/takes
+    takes_limit_mb = Option("takes/limit_mb", 500, minimum=MIN_TAKES_MB, maximum=MAX_TAKES_MB)
+    wav_float = Option("save/wav_float", False)  # WAV files as 32-bit float instead of 16-bit PCM
     # batch
     batch_dir = Option("batch/output_dir", "")
     batch_merge = Option("batch/merge", False)
     batch_gap_ms = Option("batch/gap_ms", 500, minimum=0, maximum=MAX_GAP_MS)
     batch_size = Option("batch/lines_at_once", DEFAULT_BATCH_SIZE, minimum=1, maximum=MAX_BATCH_SIZE)
+    batch_lines = Option("batch/lines", [])  # [[text, voice, language], ...]
     # window
     geometry = Option("window/geometry", QByteArray())
     window_state = Option("window/state", QByteArray())

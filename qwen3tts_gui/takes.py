@@ -21,7 +21,7 @@ class Take:
     language: str
     settings: GenerationSettings
     result: SynthesisResult
-    created: str = field(default_factory=lambda: _dt.datetime.now().strftime("%H:%M:%S"))
+    created: str = field(default_factory=lambda: _dt.datetime.now().isoformat(sep=" ", timespec="seconds"))
     instruct: str | None = None  # the style instruction (CustomVoice) or voice description (VoiceDesign)
 
     @property
@@ -49,7 +49,7 @@ class Take:
         return (f"{self.text}\n\nVoice: {self.voice_name} · language: {self.language}\n{instruct}"
                 f"Seed {self.seed} · {sampling} · repetition penalty {s.repetition_penalty}\n"
                 f"Maximum length {cap} · {len(self.result.codes)} frames, ended by {self.result.ended_by} · "
-                f"made at {self.created}")
+                f"made {self.created}")
 
     def file_stem(self) -> str:
         return readable_name(self.text)

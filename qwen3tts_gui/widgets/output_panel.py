@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -24,12 +25,15 @@ from .waveform import WaveformView
 class OutputPanel(QWidget):
     regenerate = Signal(object)  # Take
     take_selected = Signal(object)  # Take
+    take_removed = Signal(int)  # its number
+    clear_requested = Signal()
 
     def __init__(self, ctx: AppContext, parent: QWidget | None = None):
         super().__init__(parent)
         self.ctx = ctx
         self.takes: list[Take] = []
         self.current: Take | None = None
+        self._before_stream: Take | None = None  # shown again when a generation ends without a take
         self.streaming = False
         self._adding = False
 
@@ -56,6 +60,10 @@ class OutputPanel(QWidget):
         self.history.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.history.currentRowChanged.connect(self._row_changed)
         self.history.itemDoubleClicked.connect(lambda _: self.play_take(self.current))
+        self.history.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        self.clear_action = QAction("Clear all takes…", self.history)
+        self.clear_action.triggered.connect(self.clear_requested.emit)
+        self.history.addAction(self.clear_action)
         self.regen_btn = QPushButton("Regenerate with new seed")
         self.regen_btn.clicked.connect(lambda: self.current and self.regenerate.emit(self.current))
         self.remove_btn = QPushButton("Remove")
@@ -92,8 +100,9 @@ class OutputPanel(QWidget):
         if self.ctx.player.owner is self:
             self.ctx.player.stop()
         self.streaming = True
-        self.current = None
-        self.history.clearSelection()
+        self._before_stream, self.current = self.current, None
+        # no current row either: otherwise clicking the row that was current changes nothing (no signal)
+        self.history.setCurrentRow(-1)
         self.wave.begin_stream(SAMPLE_RATE, expected_frames * SAMPLES_PER_FRAME)
         self.info.setText("Generating…")
         self._update_buttons()
@@ -112,23 +121,69 @@ class OutputPanel(QWidget):
         """Generation is over: with a take, show it (and let a running stream play to its end)."""
         streamed = len(self.wave.samples)
         was_streaming, self.streaming = self.streaming, False
-        if take is None:
+        if take is None:  # cancelled or failed: show the take that was shown before
             if self.ctx.player.owner is self:
                 self.ctx.player.mark_complete()
-            self.info.setText("")
+            before, self._before_stream = self._before_stream, None
+            row = self._row_of(before.number) if before is not None and before in self.takes else -1
+            if row >= 0:
+                self._adding = True  # a partial stream still playing is left to finish
+                try:
+                    self.history.setCurrentRow(row)
+                finally:
+                    self._adding = False
+            else:
+                self.wave.clear()
+                self.info.setText("")
             self._update_buttons()
             return
+        self._before_stream = None
         if was_streaming and self.ctx.player.owner is self:
             self.ctx.player.append(take.audio[streamed:], complete=True)
         self.add_take(take)
 
     # --- takes -------------------------------------------------------------------------------------------
-    def add_take(self, take: Take) -> None:
+    def restore_takes(self, takes: list[Take]) -> None:
+        """Takes from an earlier session, oldest first; none is selected (the waveform stays empty)."""
+        for take in takes:
+            self._insert(take)
+        self._update_buttons()
+
+    def _insert(self, take: Take) -> None:
         self.takes.append(take)
         item = QListWidgetItem(take.label())
         item.setToolTip(take.details())
         item.setData(Qt.ItemDataRole.UserRole, take.number)
         self.history.insertItem(0, item)
+
+    def _row_of(self, number: int) -> int:
+        for row in range(self.history.count()):
+            if self.history.item(row).data(Qt.ItemDataRole.UserRole) == number:
+                return row
+        return -1
+
+    def drop_takes(self, numbers: list[int]) -> None:
+        """Forget takes the history no longer keeps (the size limit removed them from disk)."""
+        for number in numbers:
+            take = next((t for t in self.takes if t.number == number), None)
+            if take is None or take is self.current:
+                continue
+            self.takes.remove(take)
+            self.history.takeItem(self._row_of(number))
+
+    def clear_takes(self) -> None:
+        if self.ctx.player.owner is self:
+            self.ctx.player.stop()
+        self.takes.clear()
+        self.history.clear()
+        self.current = self._before_stream = None
+        if not self.streaming:
+            self.wave.clear()
+            self.info.setText("")
+        self._update_buttons()
+
+    def add_take(self, take: Take) -> None:
+        self._insert(take)
         self._adding = True  # a stream still playing goes on playing into its finished take
         try:
             self.history.setCurrentRow(0)
@@ -157,9 +212,11 @@ class OutputPanel(QWidget):
             return
         if self.ctx.player.owner is self:
             self.ctx.player.stop()
+        number = self.current.number
         self.takes.remove(self.current)
         self.history.takeItem(row)
         self.current = None
+        self.take_removed.emit(number)
         if self.history.count():
             self.history.setCurrentRow(min(row, self.history.count() - 1))
         else:

@@ -104,7 +104,7 @@ class GenerationSettingsBox(QWidget):
         self.threads.valueChanged.connect(lambda n: setattr(self.settings, "threads", n))
         reset = QPushButton("Model defaults")
         reset.setToolTip("Reset every value to the model's generation_config.json")
-        reset.clicked.connect(lambda: self.load_defaults(self.defaults))
+        reset.clicked.connect(self.reset_to_defaults)
 
         rows = [
             ("Seed", seed_row, "Temperature", self.temperature),
@@ -138,7 +138,12 @@ class GenerationSettingsBox(QWidget):
         lay.addWidget(self.body)
         self.toggle.setChecked(settings.settings_open)
         self._set_open(settings.settings_open)
+        self._loading = False
         self.load_defaults(FALLBACK)
+        # values the user sets are kept (and win over the model's defaults at the next start)
+        for spin in (self.temperature, self.top_k, self.top_p, self.repetition_penalty, self.max_frames):
+            spin.valueChanged.connect(self._remember)
+        self.greedy.toggled.connect(self._remember)
 
     def _set_open(self, on: bool) -> None:
         self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
@@ -155,14 +160,38 @@ class GenerationSettingsBox(QWidget):
         self.max_seconds.setText(f"≈ {int(s // 60)}:{s % 60:04.1f}" if frames else "")
 
     def load_defaults(self, defaults: GenerationSettings) -> None:
+        """The model's defaults, then whatever the user set (remembered in the settings) on top."""
         self.defaults = defaults
-        self.greedy.setChecked(bool(defaults.greedy))
-        self.temperature.setValue(float(_value(defaults, "temperature")))
-        self.top_k.setValue(int(_value(defaults, "top_k")))
-        self.top_p.setValue(float(_value(defaults, "top_p")))
-        self.repetition_penalty.setValue(float(_value(defaults, "repetition_penalty")))
-        self.max_frames.setValue(int(defaults.max_frames or 0))
+        user = self.settings.generation_values
+        self._loading = True
+        try:
+            self.greedy.setChecked(bool(user.get("greedy", defaults.greedy)))
+            for name, spin, kind in (("temperature", self.temperature, float), ("top_k", self.top_k, int),
+                                     ("top_p", self.top_p, float),
+                                     ("repetition_penalty", self.repetition_penalty, float)):
+                try:
+                    spin.setValue(kind(user.get(name, _value(defaults, name))))
+                except (TypeError, ValueError):  # a hand-edited value: the default instead
+                    spin.setValue(kind(_value(defaults, name)))
+            try:
+                self.max_frames.setValue(int(user.get("max_frames", defaults.max_frames or 0) or 0))
+            except (TypeError, ValueError):
+                self.max_frames.setValue(int(defaults.max_frames or 0))
+        finally:
+            self._loading = False
         self._show_seconds(self.max_frames.value())
+
+    def reset_to_defaults(self) -> None:
+        self.settings.generation_values = {}
+        self.load_defaults(self.defaults)
+
+    def _remember(self, *_) -> None:
+        if self._loading:
+            return
+        self.settings.generation_values = dict(
+            greedy=self.greedy.isChecked(), temperature=self.temperature.value(), top_k=self.top_k.value(),
+            top_p=self.top_p.value(), repetition_penalty=self.repetition_penalty.value(),
+            max_frames=self.max_frames.value())
 
     def generation_settings(self) -> GenerationSettings:
         random_seed = self.seed_random.isChecked()
