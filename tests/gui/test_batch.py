@@ -40,7 +40,9 @@ def test_batch_with_bad_lines(qtbot, make_window, settings, dialogs, tmp_path, f
     merged, _ = sf.read(out / MERGED_NAME, dtype="float32")
     assert len(merged) == len(a) + len(c) + 6000
     assert np.all(merged[len(a) : len(a) + 6000] == 0)
-    assert "2 failed" in panel.progress.format()
+    # two lines became two files; the merged file is named on its own, not counted as a line
+    assert panel.progress.format() == (f"Done: 2 lines written, 2 failed (hover the status for the reason), "
+                                       f"and the merged file {MERGED_NAME}")
     assert not dialogs.errors  # line failures are shown in the table, not as message boxes
 
     # fix the bad line and retry only the failed ones
@@ -130,3 +132,16 @@ def test_import_paste_reorder_remove(qtbot, make_window, dialogs, tmp_path):
     assert not panel.import_path(tmp_path / "missing.csv")
     assert panel.model.rowCount() == count
     assert [t for t, _ in dialogs.errors] == ["Cannot import", "Cannot import"]
+
+
+def test_empty_table_says_what_to_do(qtbot, make_window):
+    window = make_window()
+    window.tabs.setCurrentWidget(window.batch)
+    panel = window.batch
+    assert panel.model.rowCount() == 0 and panel.empty_hint.isVisible()
+    assert "paste lines" in panel.empty_hint.text() and "(selected voice)" in panel.empty_hint.text()
+    panel.add_rows([("A line.", "", "auto")])
+    assert not panel.empty_hint.isVisible()
+    panel.table.selectRow(0)
+    panel.remove_selected()
+    assert panel.empty_hint.isVisible()
