@@ -279,6 +279,9 @@ def test_names_and_resolution(env, tmp_path):
         store.path_of("../escape")
     with pytest.raises(StoreError, match="neither a repository id"):
         install("tiny-thing")
+    (store.root / "taken").mkdir(parents=True)  # a folder the user made: never overwritten
+    with pytest.raises(StoreError, match="not a model"):
+        install(REPO, name="taken", endpoint="http://127.0.0.1:9")
     # an existing folder is used as given, a missing path is left to Bundle.open to explain
     assert store.resolve(tmp_path) == tmp_path
     assert store.resolve(tmp_path / "missing" / "bundle") == tmp_path / "missing" / "bundle"

@@ -132,6 +132,8 @@ def install(
     name = check_name(name or repo_id.rstrip("/").split("/")[-1])
     if store.get(name) is not None:
         raise StoreError(f"A model called {name!r} is already installed; remove it first or choose another --name.")
+    if (store.root / name).exists():
+        raise StoreError(f"{store.root / name} already exists and is not a model; choose another --name.")
     report = progress or (lambda _f, _m: None)
     endpoint = endpoint_url(endpoint)
 
