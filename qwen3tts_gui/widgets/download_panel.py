@@ -85,7 +85,21 @@ class DownloadPanel(QWidget):
         downloader.failed.connect(self._failed)
         downloader.cancelled.connect(self._cancelled)
         downloader.running_changed.connect(lambda _running: self.refresh())
+        self._show_unfinished()
         self.refresh()
+
+    def _show_unfinished(self) -> None:
+        """After a restart, offer the download that was left unfinished (its model and precision)."""
+        pending = pending_downloads(ModelStore(self.ctx.models_folder()))
+        if not pending or self.downloader.running:
+            return
+        p = pending[0]
+        i = self.model_combo.findData(p.repo_id)
+        if i >= 0:
+            self.model_combo.setCurrentIndex(i)
+        else:
+            self.model_combo.setEditText(p.repo_id)
+        self.precision_combo.setCurrentIndex(max(self.precision_combo.findData(p.precision), 0))
 
     def source(self) -> str:
         """The repository id to download (a catalogue choice, or what the user typed)."""

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.store import installer
 from qwen3tts_gui.engine_adapter import ModelStore
 from tests.hub_server import HubServer, Repo
 
@@ -15,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "fixtures" / "models" / "tiny06b"
 REPO = "Qwen/Qwen3-TTS-12Hz-0.6B-Base"
 NAME = "Qwen3-TTS-12Hz-0.6B-Base"
+BIG = "Qwen/Qwen3-TTS-12Hz-1.7B-Base"  # served with the same tiny checkpoint: the store does not mind
+BIG_NAME = "Qwen3-TTS-12Hz-1.7B-Base"
 
 
 @pytest.fixture
@@ -28,7 +31,8 @@ def hub(tmp_path, monkeypatch, settings):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setattr(huggingface_hub.constants, "DOWNLOAD_CHUNK_SIZE", 1 << 16)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # run_tests.sh sets it; 127.0.0.1 only
-    with HubServer({REPO: Repo.from_folder(TINY)}) as server:
+    monkeypatch.setattr(installer, "free_bytes", lambda folder: 1 << 40)  # catalogue sizes are full-size GBs
+    with HubServer({REPO: Repo.from_folder(TINY), BIG: Repo.from_folder(TINY)}) as server:
         monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the app's own address field must win
         settings.hub_endpoint = server.url
         yield server
@@ -40,6 +44,8 @@ def test_welcome_download_cancel_resume_after_restart_and_open(qtbot, make_windo
     assert panel is not None and window.stack.currentWidget() is window.welcome
     assert panel.source() == REPO  # the first catalogue entry, with its sizes shown
     assert "2.5 GB to download" in panel.sizes.text()
+    panel.model_combo.setCurrentIndex(panel.model_combo.findData(BIG))
+    assert panel.source() == BIG and "4.5 GB to download" in panel.sizes.text()
     panel.precision_combo.setCurrentIndex(panel.precision_combo.findData("fp32"))
 
     hub.seconds_per_block = 0.05  # slow enough to cancel in the middle of model.safetensors
@@ -60,11 +66,12 @@ def test_welcome_download_cancel_resume_after_restart_and_open(qtbot, make_windo
     hub.requests.clear()
     window2 = make_window(model=False)
     panel2 = window2.welcome.download
+    assert panel2.source() == BIG and panel2.precision() == "fp32"  # the unfinished one is offered
     assert panel2.download_btn.text() == "Resume download"
     with qtbot.waitSignal(window2.ctx.model_changed, timeout=20000):
         qtbot.mouseClick(panel2.download_btn, qtbot_left())
     installed = ModelStore(Path(hub_models(settings))).installed()
-    assert [m.name for m in installed] == [NAME] and installed[0].precision == "fp32"
+    assert [m.name for m in installed] == [BIG_NAME] and installed[0].precision == "fp32"
     assert window2.ctx.model_path == installed[0].path
     assert any(r[2] and r[2] != "bytes=0-" for r in hub.requests)  # a Range request: it resumed
     assert dialogs.errors == []
