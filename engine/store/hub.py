@@ -56,6 +56,7 @@ class DownloadProgress:
     total: int
     bytes_per_second: float  # over the last few seconds; 0 until measured
     file: str  # the file being fetched
+    stage: str = "downloading"  # or "checking" (its sha256, a few seconds for a large file)
 
     @property
     def seconds_left(self) -> float | None:
@@ -64,7 +65,7 @@ class DownloadProgress:
         return max(self.total - self.done, 0) / self.bytes_per_second
 
     def describe(self) -> str:
-        text = f"downloading {self.file}: {format_bytes(self.done)} of {format_bytes(self.total)}"
+        text = f"{self.stage} {self.file}: {format_bytes(self.done)} of {format_bytes(self.total)}"
         if self.bytes_per_second > 0:
             text += f", {format_bytes(self.bytes_per_second)}/s"
             left = self.seconds_left
@@ -195,6 +196,10 @@ class _Meter:
         if self.progress is not None:  # once per chunk (10 MB): callers throttle their own display
             self.progress(DownloadProgress(self.done, self.total, self.speed(now), self.file))
 
+    def report(self, stage: str) -> None:
+        if self.progress is not None:
+            self.progress(DownloadProgress(self.done, self.total, 0.0, self.file, stage))
+
     def speed(self, now: float) -> float:
         t0, b0 = self._window[0]
         return (self.done - b0) / (now - t0) if now - t0 >= 0.5 else 0.0
@@ -271,6 +276,7 @@ def _fetch_file(repo: RemoteRepo, f: RemoteFile, target: Path, endpoint: str, to
         raise _explain(e, repo.repo_id, endpoint, token) from None
     except Exception as e:
         raise _explain(e, repo.repo_id, endpoint, token) from None
+    meter.report("checking")
     _verify(repo, f, part)
     os.replace(part, target)
 
