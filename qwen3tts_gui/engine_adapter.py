@@ -62,6 +62,7 @@ from engine.store import (
     find_entry,
     format_bytes,
     pending_downloads,
+    remember_models_dir,
 )
 
 __all__ = [
@@ -119,6 +120,7 @@ __all__ = [
     "pending_downloads",
     "precisions",
     "read_audio_file",
+    "remember_models_dir",
     "run_synthesis",
     "save_audio",
     "split_for_synthesis",

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..context import AppContext
+from ..engine_adapter import remember_models_dir
 from ..paths import output_dir, takes_dir
 from ..settings import MAX_TAKES_MB, MIN_TAKES_MB
 
@@ -89,7 +90,10 @@ class FoldersDialog(QDialog):
 
     def accept(self) -> None:
         s = self.ctx.settings
-        s.models_dir = self.models.text().strip()
+        models = self.models.text().strip()
+        if models and Path(models) != self.ctx.models_folder():
+            remember_models_dir(Path(models))  # `qwen3tts models ...` and --model NAME look there too
+        s.models_dir = models
         s.output_dir = self.output.text().strip()
         s.wav_float = self.wav_float.isChecked()
         s.takes_limit_mb = self.takes_limit.value()

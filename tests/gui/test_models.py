@@ -158,3 +158,14 @@ def test_a_download_does_not_replace_the_open_model(qtbot, make_window, tmp_path
     qtbot.wait(50)
     assert window.ctx.model_path == before and window.ctx.busy is None  # nothing is being opened
     assert "open it from File > Models" in window.statusBar().currentMessage()
+
+
+def test_folders_dialog_models_folder_is_shared_with_the_command_line(qtbot, make_window, tmp_path, monkeypatch):
+    from qwen3tts_gui.widgets.folders_dialog import FoldersDialog
+
+    monkeypatch.delenv("QWEN3TTS_MODELS_DIR", raising=False)
+    window = make_window(model=False)
+    dialog = FoldersDialog(window.ctx, window)
+    dialog.models.setText(str(tmp_path / "my models"))
+    dialog.accept()
+    assert window.ctx.models_folder() == tmp_path / "my models" == ModelStore().root
