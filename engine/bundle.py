@@ -373,9 +373,6 @@ class BundleWriter:
     def add_table(self, name: str, array: np.ndarray) -> None:
         np.save(self.path(f"{name}.npy"), np.ascontiguousarray(array))
 
-    def add_json(self, rel: str, data: Any) -> None:
-        self.path(rel).write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
-
     def copy_file(self, src: Path, rel: str) -> None:
         shutil.copyfile(src, self.path(rel))
 

@@ -9,7 +9,7 @@ Code predictor (codes 1..15): no penalty, no suppression; its own temperature / 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -229,6 +229,3 @@ class Sampler:
             return int(np.argmax(scores))
         return sample(scores, c.sub_temperature, c.sub_top_k, c.sub_top_p, self.rng)
 
-
-def with_greedy(config: SamplingConfig) -> SamplingConfig:
-    return replace(config, do_sample=False, sub_do_sample=False)

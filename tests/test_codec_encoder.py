@@ -104,7 +104,7 @@ def test_sliding_window_is_not_applied(model):
 
 @pytest.mark.parametrize("n", [1, 959, 960, 1919, 1920, 1921, 3841])
 def test_frame_count(n):
-    model = (MODELS or pytest.skip("no fixtures"))[0]
+    model = MODELS[0]  # IndexError when the committed encoder fixtures are missing: a failure, never a skip
     rng = np.random.default_rng(n)
     codes = encoder(model).encode((0.1 * rng.standard_normal(n)).astype(np.float32))
     assert codes.shape == (math.ceil(n / 1920), 16)
@@ -128,7 +128,7 @@ def test_mask():
     (np.array([0.0, np.nan] * 50, np.float32), "NaN"),
 ])
 def test_bad_audio(bad, msg):
-    model = (MODELS or pytest.skip("no fixtures"))[0]
+    model = MODELS[0]  # IndexError when the committed encoder fixtures are missing: a failure, never a skip
     with pytest.raises(AudioError, match=msg):
         encoder(model).encode(bad)
 

@@ -1,5 +1,5 @@
 """The .deb layout and metadata, built from a stand-in onedir folder (the real PyInstaller build runs in CI's
-install test, packaging/ci_install_test.sh)."""
+install test, tests/test_install.py with QWEN3TTS_INSTALL_TEST=1)."""
 
 import importlib.util
 import shutil

@@ -18,10 +18,7 @@ AUDIO = Path(__file__).resolve().parent / "fixtures" / "audio"
 
 @pytest.fixture(scope="module")
 def synth() -> Synthesizer:
-    models = fixture_models()
-    if not models:
-        pytest.skip("fixture models are not generated yet")
-    return Synthesizer(bundle_for(models[0], "fp32", parts=["text", "talker", "codec_decoder"]))
+    return Synthesizer(bundle_for(fixture_models()[0], "fp32", parts=["text", "talker", "codec_decoder"]))
 
 
 @pytest.fixture(scope="module")

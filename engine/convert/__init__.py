@@ -43,20 +43,6 @@ class ConvertOptions:
             self.progress(fraction, message)
 
 
-def available_parts() -> list[tuple[str, str]]:
-    """The parts whose converter module exists in this build."""
-    out = []
-    for mod, label in PARTS:
-        try:
-            importlib.import_module(f"{__name__}.{mod}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{mod}":
-                raise
-            continue
-        out.append((mod, label))
-    return out
-
-
 def convert_checkpoint(
     src: str | Path,
     dest: str | Path,
@@ -79,7 +65,8 @@ def convert_checkpoint(
             raise ConvertError(f"unknown part(s) {', '.join(unknown)}; known: {', '.join(known)}")
     ckpt = Checkpoint.open(src)
     wanted = parts
-    parts = [(mod, label) for mod, label in available_parts() if wanted is None or mod in wanted]
+    # every part's module is imported, never skipped: a build missing one must fail, not write half a bundle
+    parts = [(mod, label) for mod, label in PARTS if wanted is None or mod in wanted]
     try:
         check_free_space(Path(dest), estimated_bundle_bytes(ckpt, precision))
         with BundleWriter(dest, overwrite=overwrite, protect=[Path(src)]) as writer:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import mmap
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -216,6 +215,3 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise ConvertError(f"{path} does not hold a JSON object")
     return data
 
-
-def iter_prefixed(f: SafetensorsFile, prefix: str) -> Iterator[str]:
-    return (k for k in f.keys() if k.startswith(prefix))
