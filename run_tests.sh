@@ -37,7 +37,7 @@ if [ "${SKIP_REFERENCE:-0}" != 1 ]; then
   echo "== Live tier: regenerating the fixtures with the official implementation (1-3 minutes) ==" >&2
   rc=0
   .venv-ref/bin/python -m pytest -m reference tests/parity_live --junitxml=.test-results/reference.xml || rc=$?
-  if [ "$rc" != 0 ] && [ "$rc" != 5 ]; then status=$rc; fi
+  if [ "$rc" != 0 ]; then status=$rc; fi  # 5 (no tests collected) fails too
 fi
 
 .venv/bin/python scripts/summarize_junit.py .test-results/*.xml

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
 pytestmark = pytest.mark.reference
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference"))
 
-oracle = pytest.importorskip("oracle")  # installs the torchaudio stub before qwen_tts is imported
+import oracle  # noqa: E402  (installs the torchaudio stub before qwen_tts; missing packages fail, never skip)
 from transformers import AutoConfig, AutoProcessor  # noqa: E402
 
 from engine.text import TextTokenizer, split_pattern_for, target_template  # noqa: E402
