@@ -22,7 +22,7 @@ touch .venv/.installed
 
 status=0
 echo "== Default tier: unit, parity against the committed fixtures, GUI, CLI ==" >&2
-.venv/bin/python -m pytest -m "not reference and not fullsize" --ignore=tests/parity_live --junitxml=.test-results/default.xml "$@" || status=$?
+.venv/bin/python -m pytest -m "not reference" --ignore=tests/parity_live --junitxml=.test-results/default.xml "$@" || status=$?
 
 if [ "${SKIP_REFERENCE:-0}" != 1 ]; then
   if [ ! -x .venv-ref/bin/python ]; then

@@ -95,26 +95,27 @@ def _bad_inputs(tmp: Path, bundle: Path) -> dict[str, list[str]]:
     foreign = tmp / "foreign.qvoice"
     Voice(xvector=np.zeros(8, np.float32), model_id="another-model").save(foreign)
     ref = ["--ref", str(REF), "--x-vector-only"]
+    # name: (extra arguments, words the one-line message must contain: it names the problem)
     return {
-        "empty text": ["--text", "   ", *ref],
-        "unknown language": ["--language", "klingon", *ref],
-        "no voice": [],
-        "silent reference": ["--ref", str(silent), "--x-vector-only"],
-        "short reference": ["--ref", str(short), "--x-vector-only"],
-        "corrupt reference": ["--ref", str(corrupt), "--x-vector-only"],
-        "missing reference": ["--ref", str(tmp / "nope.wav"), "--x-vector-only"],
-        "empty reference text": ["--ref", str(REF), "--ref-text", "  "],
-        "ICL without reference text": ["--ref", str(REF)],
-        "voice of another model": ["--voice", str(foreign)],
-        "voice and ref": ["--voice", str(foreign), *ref],
-        "zero max frames": ["--max-frames", "0", *ref],
-        "bad top-p": ["--top-p", "0", *ref],
-        "bad codes suffix": ["--codes-out", str(tmp / "codes.txt"), *ref],
+        "empty text": (["--text", "   ", *ref], ["text is empty"]),
+        "unknown language": (["--language", "klingon", *ref], ["unknown language", "klingon"]),
+        "no voice": ([], ["--ref", "--voice"]),
+        "silent reference": (["--ref", str(silent), "--x-vector-only"], ["silent.wav", "silent"]),
+        "short reference": (["--ref", str(short), "--x-vector-only"], ["short.wav", "too short"]),
+        "corrupt reference": (["--ref", str(corrupt), "--x-vector-only"], ["corrupt.wav", "damaged"]),
+        "missing reference": (["--ref", str(tmp / "nope.wav"), "--x-vector-only"], ["nope.wav", "does not exist"]),
+        "empty reference text": (["--ref", str(REF), "--ref-text", "  "], ["reference text is empty"]),
+        "ICL without reference text": (["--ref", str(REF)], ["--ref-text", "--x-vector-only"]),
+        "voice of another model": (["--voice", str(foreign)], ["foreign.qvoice", "different model"]),
+        "voice and ref": (["--voice", str(foreign), *ref], ["--voice", "--ref", "not both"]),
+        "zero max frames": (["--max-frames", "0", *ref], ["Max frames", "not 0"]),
+        "bad top-p": (["--top-p", "0", *ref], ["Top-p", "not 0.0"]),
+        "bad codes suffix": (["--codes-out", str(tmp / "codes.txt"), *ref], ["codes.txt", ".npy"]),
     }
 
 
 def test_bad_inputs_exit_2_with_one_line_and_write_nothing(bundle, tmp_path, capsys):
-    for name, extra in _bad_inputs(tmp_path, bundle).items():
+    for name, (extra, words) in _bad_inputs(tmp_path, bundle).items():
         out, codes = tmp_path / f"{name}.wav", tmp_path / f"{name}.npy"
         args = synth_args(bundle, out, *extra)
         if "--codes-out" not in extra:
@@ -123,6 +124,7 @@ def test_bad_inputs_exit_2_with_one_line_and_write_nothing(bundle, tmp_path, cap
         assert code == 2, f"{name}: exit {code}: {err}"
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("qwen3tts: "), f"{name}: {err!r}"
+        assert all(w in lines[0] for w in words), f"{name}: the message should name {words}: {lines[0]!r}"
         assert not out.exists() and not codes.exists(), name
 
 
@@ -135,14 +137,18 @@ def test_float_samples_only_for_wav(bundle, tmp_path, capsys):
 
 def test_bad_output_and_bundle(bundle, tmp_path, capsys):
     cases = {
-        "bad suffix": synth_args(bundle, tmp_path / "out.mp4", "--ref", str(REF), "--x-vector-only"),
-        "missing folder": synth_args(bundle, tmp_path / "nope" / "out.wav", "--ref", str(REF), "--x-vector-only"),
-        "not a bundle": synth_args(tmp_path, tmp_path / "o.wav", "--ref", str(REF), "--x-vector-only"),
+        "bad suffix": (synth_args(bundle, tmp_path / "out.mp4", "--ref", str(REF), "--x-vector-only"),
+                       ["out.mp4", ".wav"]),
+        "missing folder": (synth_args(bundle, tmp_path / "nope" / "out.wav", "--ref", str(REF), "--x-vector-only"),
+                           ["nope", "does not exist"]),
+        "not a bundle": (synth_args(tmp_path, tmp_path / "o.wav", "--ref", str(REF), "--x-vector-only"),
+                         ["not a model bundle"]),
     }
-    for name, args in cases.items():
+    for name, (args, words) in cases.items():
         code, err = run_cli(capsys, *args)
         assert code == 2 and len(err.strip().splitlines()) == 1, f"{name}: {err!r}"
+        assert all(w in err for w in words), f"{name}: the message should name {words}: {err!r}"
     assert not list(tmp_path.glob("*.wav"))
     code, err = run_cli(capsys, "voice", "create", str(REF), "--model", str(bundle), "--ref-text", "",
                         "-o", str(tmp_path / "v.qvoice"))
-    assert code == 2 and not (tmp_path / "v.qvoice").exists()
+    assert code == 2 and "reference text is empty" in err and not (tmp_path / "v.qvoice").exists()

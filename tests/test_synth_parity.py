@@ -23,6 +23,9 @@ AUDIO = Path(__file__).resolve().parent / "fixtures" / "audio"
 CASES = sorted(OUTPUTS.glob("*/synth_*.npz")) if OUTPUTS.is_dir() else []
 CORE_PARTS = ("text", "talker", "codec_decoder")
 FRONT_END_PARTS = ("speaker", "codec_encoder")
+# With identical codes the waveform is the codec decoder's output, so it gets the decoder's own bound
+# (tests/test_codec_decoder.py); the README states the same. Worst case measured: 5.5e-6 (peaks of 1.0).
+WAV_ATOL = 1e-4
 
 
 
@@ -124,7 +127,7 @@ def test_greedy_codes_and_wav_injected_voice(path):
     assert_codes(result.codes, d["codes"])
     assert result.ended_by == d["ended_by"]
     assert result.audio.shape == d["wav"].shape
-    np.testing.assert_allclose(result.audio, d["wav"], rtol=0, atol=1e-3)
+    np.testing.assert_allclose(result.audio, d["wav"], rtol=0, atol=WAV_ATOL)
 
 
 @pytest.mark.parametrize("path", CASES, ids=case_id)
@@ -139,7 +142,7 @@ def test_greedy_codes_and_wav_own_front_end(path):
     result = run(synth, d, voice)
     assert_codes(result.codes, d["codes"])
     assert result.ended_by == d["ended_by"]
-    np.testing.assert_allclose(result.audio, d["wav"], rtol=0, atol=1e-3)
+    np.testing.assert_allclose(result.audio, d["wav"], rtol=0, atol=WAV_ATOL)
 
 
 @pytest.mark.parametrize("path", CASES, ids=case_id)
@@ -156,4 +159,4 @@ def test_streaming_audio_equals_final_audio(path):
     played = np.concatenate([c.samples for c in chunks]) if chunks else np.zeros(0, np.float32)
     assert [c.start_sample for c in chunks] == list(np.cumsum([0] + [len(c.samples) for c in chunks])[:-1])
     np.testing.assert_allclose(result.audio[len(result.audio) - len(played):], played, rtol=0, atol=0)
-    np.testing.assert_allclose(result.audio, d["wav"], rtol=0, atol=1e-3)
+    np.testing.assert_allclose(result.audio, d["wav"], rtol=0, atol=WAV_ATOL)

@@ -43,12 +43,15 @@ LANGUAGES = ["auto", "chinese", "english", "french", "german", "italian", "japan
 
 class FakeSynthesizer:
     def __init__(self, frame_delay: float = 0.005, frames_per_char: float = 0.5, model_id: str = "fake-model",
-                 chunk_every: int = 4, fail_at_frame: int | None = None, xvector_size: int = 32):
+                 chunk_every: int = 4, fail_at_frame: int | None = None, xvector_size: int = 32,
+                 hold_at_frame: int | None = None):
         self.frame_delay = frame_delay
         self.frames_per_char = frames_per_char
         self._model_id = model_id
         self.chunk_every = chunk_every
         self.fail_at_frame = fail_at_frame  # raise a RuntimeError there (a bug, not bad input)
+        self.hold_at_frame = hold_at_frame  # wait there until `release` is set (tests that need "still running")
+        self.release = threading.Event()
         self.xvector_size = xvector_size
         self.produced = 0  # frames produced over the object's life
         self.closed_at: list[int] = []  # self.produced when each generator was closed or finished
@@ -153,6 +156,8 @@ class FakeSynthesizer:
                 time.sleep(self.frame_delay)  # stands in for one talker + code-predictor step
                 if self.fail_at_frame is not None and k == self.fail_at_frame:
                     raise RuntimeError("simulated engine bug")
+                if self.hold_at_frame is not None and k == self.hold_at_frame:
+                    self.release.wait(30)
                 codes[k] = rng.integers(0, 2048, 16)
                 ph = np.arange(k * SPF, (k + 1) * SPF) / SR
                 audio[k * SPF : (k + 1) * SPF] = 0.3 * np.sin(2 * np.pi * (180 + codes[k, 0] % 200) * ph)

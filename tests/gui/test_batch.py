@@ -96,7 +96,8 @@ def test_closing_mid_batch_asks_first(qtbot, make_window, settings, dialogs, tmp
     assert window.isVisible() and panel.running
     dialogs.answer = True
     window.close()
-    assert not window.isVisible() and not panel.running or panel.worker.isFinished()
+    assert not window.isVisible()
+    qtbot.waitUntil(lambda: not panel.running and window.ctx.job is None, timeout=5000)
 
 
 def test_import_paste_reorder_remove(qtbot, make_window, dialogs, tmp_path):
