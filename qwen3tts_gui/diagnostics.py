@@ -20,6 +20,8 @@ def setup_logging(path: Path | None = None) -> Path:
         return path
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and not path.is_file():
+            raise IsADirectoryError(path)  # a folder or a FIFO (opening that would wait forever): use stderr
         handler: logging.Handler = logging.handlers.RotatingFileHandler(
             path, maxBytes=1_000_000, backupCount=2, encoding="utf-8"
         )

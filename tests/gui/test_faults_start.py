@@ -140,3 +140,22 @@ def test_full_disk_when_saving_a_new_voice_is_a_message(qtbot, make_window, dial
     window.voice_panel.editor._voice_created(Voice(xvector=np.ones(8, np.float32), model_id="m", name="Anna"))
     assert dialogs.errors and "disk is full" in dialogs.errors[-1][1]
     assert "Unexpected" not in dialogs.errors[-1][1]
+
+
+def test_a_fifo_where_the_log_file_goes_does_not_block_the_start(tmp_path):
+    import threading
+
+    from qwen3tts_gui import diagnostics
+
+    fifo = tmp_path / "qwen3tts-gui.log"
+    os.mkfifo(fifo)
+    before, configured = list(diagnostics.log.handlers), list(diagnostics._configured)
+    t = threading.Thread(target=diagnostics.setup_logging, args=(fifo,), daemon=True)
+    t.start()
+    t.join(20)
+    try:
+        assert not t.is_alive(), "setup_logging blocked opening a FIFO"
+    finally:
+        for h in diagnostics.log.handlers[len(before):]:
+            diagnostics.log.removeHandler(h)
+        diagnostics._configured[:] = configured
