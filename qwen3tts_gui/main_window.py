@@ -397,7 +397,9 @@ class MainWindow(QMainWindow):
             return
         src = Path(folder)
         self.ctx.settings.last_checkpoint_dir = str(src.parent)
-        dest = unique_path(self.ctx.models_folder() / src.name)
+        # "demo" is the app's own demo model's folder, which the app may replace: an import never lands there
+        name = src.name if src.name != DEMO_NAME else f"{DEMO_NAME} (imported)"
+        dest = unique_path(self.ctx.models_folder() / name)
         self.run_long_job(
             lambda progress, cancel: convert_checkpoint(src, dest, progress=progress, cancel=cancel),
             "converting the checkpoint", f"Converting {src.name}…", cancellable=True,

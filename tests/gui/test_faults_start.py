@@ -159,3 +159,17 @@ def test_a_fifo_where_the_log_file_goes_does_not_block_the_start(tmp_path):
         for h in diagnostics.log.handlers[len(before):]:
             diagnostics.log.removeHandler(h)
         diagnostics._configured[:] = configured
+
+
+def test_a_checkpoint_called_demo_is_never_imported_into_the_demo_folder(qtbot, make_window, dialogs, tmp_path,
+                                                                         monkeypatch):
+    src = tmp_path / "demo"
+    src.mkdir()
+    targets = []
+    monkeypatch.setattr(main_window_module, "convert_checkpoint",
+                        lambda s, dest, **k: targets.append(dest) or dest)
+    window = make_window(model=False, voice=False)
+    dialogs.dirs = [str(src)]
+    window.import_checkpoint()
+    qtbot.waitUntil(lambda: bool(targets), timeout=5000)
+    assert targets == [models_dir() / "demo (imported)"]
