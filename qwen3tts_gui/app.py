@@ -71,6 +71,15 @@ def load_style_sheet() -> str:
     return path.read_text(encoding="utf-8").replace("@RESOURCES@", path.parent.as_posix())
 
 
+def _exists(path: Path) -> bool:
+    """Path.exists that cannot raise (a folder without permission raises PermissionError): opening the model
+    then says what is wrong, in a message."""
+    try:
+        return path.exists()
+    except OSError:
+        return True
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
@@ -129,10 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     window.show()
     log.info("started; log file %s", log_path)
     model = args.model or (Path(settings.model_path) if settings.model_path else None)
-    if args.model is not None and not args.model.exists():
+    if args.model is not None and not _exists(args.model):
         model = installed_model(args.model)  # --model also takes an installed model's name
     if model is not None:
-        if model.exists():
+        if _exists(model):
             window.open_model(model)
         elif args.model is not None:
             ctx.dialogs.error(window, "Cannot open the model", f"{model} does not exist")
