@@ -173,3 +173,13 @@ def test_a_checkpoint_called_demo_is_never_imported_into_the_demo_folder(qtbot, 
     window.import_checkpoint()
     qtbot.waitUntil(lambda: bool(targets), timeout=5000)
     assert targets == [models_dir() / "demo (imported)"]
+
+
+def test_a_model_path_that_cannot_be_checked_does_not_stop_the_start(monkeypatch, tmp_path):
+    from qwen3tts_gui import app
+
+    def denied(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "exists", denied)
+    assert app._exists(tmp_path / "locked" / "model") is True  # opened, so the worker reports the problem
