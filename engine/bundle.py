@@ -10,7 +10,6 @@ Layout (all paths relative to the bundle folder):
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -26,6 +25,11 @@ import numpy as np
 
 from .errors import BundleError
 from .fileio import current_umask
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 FORMAT = "qwen3tts-bundle"
 FORMAT_VERSION = 1
@@ -234,7 +238,9 @@ def sweep_partials(folder: Path) -> list[Path]:
     """Remove bundle temp folders left in `folder` by a writer that died (killed, power cut); returns them.
 
     A live writer holds a lock on its temp folder, so a conversion still running elsewhere is left alone."""
-    swept = []
+    swept: list[Path] = []
+    if fcntl is None:
+        return swept  # no advisory locks (Windows): a live writer cannot be told from a dead one
     try:
         candidates = [p for p in folder.iterdir() if PARTIAL_MARK in p.name and p.name.startswith(".")]
     except OSError:
@@ -351,8 +357,10 @@ class BundleWriter:
             self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}{PARTIAL_MARK}", dir=self.dest.parent))
         except OSError as e:
             raise BundleError(f"cannot write the bundle in {self.dest.parent}: {e.strerror or e}") from None
-        self._lock = os.open(self.tmp, os.O_RDONLY | os.O_DIRECTORY)
-        fcntl.flock(self._lock, fcntl.LOCK_EX)  # tells sweep_partials that this folder is alive
+        self._lock = None
+        if fcntl is not None:
+            self._lock = os.open(self.tmp, os.O_RDONLY | os.O_DIRECTORY)
+            fcntl.flock(self._lock, fcntl.LOCK_EX)  # tells sweep_partials that this folder is alive
         self.manifest: dict[str, Any] = {"format": FORMAT, "version": FORMAT_VERSION, "parts": {}}
 
     def __enter__(self) -> BundleWriter:
@@ -360,7 +368,8 @@ class BundleWriter:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)  # still there: failed or never finished
-        os.close(self._lock)
+        if self._lock is not None:
+            os.close(self._lock)
 
     def path(self, rel: str) -> Path:
         p = self.tmp / rel

@@ -91,7 +91,7 @@ def _write_temp(target: Path, data: memoryview, old: os.stat_result | None) -> s
             if old is not None and stat.S_ISREG(old.st_mode):
                 try:
                     os.fchown(fd, old.st_uid, old.st_gid)
-                except OSError:
+                except (OSError, AttributeError):  # AttributeError: no owners to keep (Windows)
                     pass  # another owner: _same_owner sends the write in place instead
                 os.fchmod(fd, stat.S_IMODE(old.st_mode))
             else:
