@@ -82,7 +82,7 @@ class AppContext(QObject):
 
     def models_folder(self) -> Path:
         """Where imported checkpoints and the demo model are converted to."""
-        return Path(self.settings.models_dir) if self.settings.models_dir else models_dir()
+        return models_dir(self.settings.models_dir)  # QWEN3TTS_MODELS_DIR first, as for the command line
 
     def set_voices_folder(self, folder: Path) -> None:
         self.settings.voices_dir = str(folder)

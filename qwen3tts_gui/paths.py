@@ -18,11 +18,12 @@ def data_dir() -> Path:
     return Path(_DIRS.user_data_dir)
 
 
-def models_dir() -> Path:
-    """The model store's folder (QWEN3TTS_MODELS_DIR, where it was moved to, else <data>/models)."""
+def models_dir(chosen: str = "") -> Path:
+    """The model store's folder: QWEN3TTS_MODELS_DIR, the folder chosen in the app, where it was moved to,
+    else <data>/models."""
     from .engine_adapter import default_models_dir
 
-    return default_models_dir()
+    return default_models_dir(chosen)
 
 
 def voices_dir() -> Path:

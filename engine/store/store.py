@@ -34,11 +34,14 @@ def _pointer_file() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "models-folder.txt"
 
 
-def default_models_dir() -> Path:
-    """Where installed models live (see the module docstring for the order)."""
+def default_models_dir(chosen: str | os.PathLike | None = None) -> Path:
+    """Where installed models live: QWEN3TTS_MODELS_DIR, else `chosen` (the app's setting), else the module
+    docstring's order."""
     env = os.environ.get(ENV_DIR)
     if env:
         return Path(env).expanduser()
+    if chosen:
+        return Path(chosen).expanduser()
     try:
         moved = _pointer_file().read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
