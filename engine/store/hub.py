@@ -121,30 +121,31 @@ def _explain(e: BaseException, repo_id: str, endpoint: str, token: str | None) -
             return HubError(f"{repo_id} was not found on {endpoint}; if it is private or gated, give a token "
                             "(--token or HF_TOKEN).")
         return HubError(f"Repository {repo_id} does not exist on {endpoint}.")
-    if isinstance(e, HfHubHTTPError) and status in (401, 403):
+    if isinstance(e, HfHubHTTPError) and status in (401, 403) and token:
         return HubError(f"The hub refused the token for {repo_id} (HTTP {status}); check it, or give a new one.")
+    if isinstance(e, HfHubHTTPError) and status in (401, 403):
+        return HubError(f"{repo_id} needs a token (HTTP {status}): give --token or set HF_TOKEN.")
     if isinstance(e, HfHubHTTPError):
         return HubError(f"The hub answered HTTP {status} for {repo_id}; try again later.")
     if isinstance(e, httpx2.HTTPError | ConnectionError | TimeoutError):
         return HubError(f"Cannot reach {endpoint} ({type(e).__name__}); check the network, the proxy or the mirror "
                         "address (HF_ENDPOINT).")
-    if isinstance(e, OSError) and "Consistency check failed" in str(e):
-        return HubError(f"A file of {repo_id} arrived with the wrong size; the partial download was removed, "
-                        "try again.")
     return HubError(f"Cannot fetch {repo_id}: {str(e).splitlines()[0] if str(e) else type(e).__name__}.")
 
 
 def repo_listing(repo_id: str, endpoint: str | None = None, token: str | None = None,
                  revision: str | None = None) -> RemoteRepo:
     """The files of a repository (the ones the converter needs) with their sizes and checksums."""
+    import httpx2
     from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
 
     endpoint = endpoint_url(endpoint)
     _check_repo_id(repo_id)
     try:
         info = HfApi(endpoint=endpoint, token=token or None).model_info(repo_id, revision=revision,
                                                                          files_metadata=True, timeout=LIST_TIMEOUT)
-    except Exception as e:  # huggingface_hub and httpx errors: translated to one line
+    except (HfHubHTTPError, httpx2.HTTPError, OSError, ValueError) as e:  # hub, network, bad id: one line
         raise _explain(e, repo_id, endpoint, token) from None
     files = []
     for s in info.siblings or []:
@@ -247,7 +248,9 @@ def fetch_repo(repo: RemoteRepo, dest: Path, endpoint: str | None = None, token:
 
 def _fetch_file(repo: RemoteRepo, f: RemoteFile, target: Path, endpoint: str, token: str | None,
                 meter: _Meter) -> None:
+    import httpx2
     from huggingface_hub import hf_hub_url
+    from huggingface_hub.errors import HfHubHTTPError
     from huggingface_hub.file_download import http_get
     from huggingface_hub.utils import build_hf_headers
 
@@ -274,7 +277,7 @@ def _fetch_file(repo: RemoteRepo, f: RemoteFile, target: Path, endpoint: str, to
         if not _is_network_error(e):
             raise  # a full disk or a permission problem: the caller reports it
         raise _explain(e, repo.repo_id, endpoint, token) from None
-    except Exception as e:
+    except (HfHubHTTPError, httpx2.HTTPError) as e:
         raise _explain(e, repo.repo_id, endpoint, token) from None
     meter.report("checking")
     _verify(repo, f, part)
