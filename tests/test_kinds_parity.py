@@ -121,3 +121,27 @@ def test_greedy_codes_and_wav(path, stream_audio):
     if stream_audio:
         played = np.concatenate([e.samples for e in events if hasattr(e, "start_sample")])
         np.testing.assert_array_equal(played, result.audio)
+
+
+@pytest.mark.parametrize("model", sorted({p.parent.name for p in CASES}))
+def test_batched_greedy_codes(model):
+    """synthesize_many: every case of one model side by side (speakers, instructions of different lengths, no
+    speaker row) gives the official codes, grouped by text mode (a run has one)."""
+    from engine import SynthesisJob, SynthesisResult
+
+    synth = synth_for(model)
+    cases = [load_case(p) for p in CASES if p.parent.name == model]
+    for mode in sorted({d["non_streaming"] for d in cases}):
+        group = [d for d in cases if d["non_streaming"] == mode]
+        jobs = [SynthesisJob(d["text"], voice_of(d), d["language"], max_frames=d["max_new_tokens"] - 1,
+                             instruct=d["instruct"] or None) for d in group]
+        settings = GenerationSettings(greedy=True, non_streaming_text=mode, codes_only=True)
+        results = {}
+        for ev in synth.synthesize_many(jobs, settings, batch_size=3):
+            assert ev.error is None, ev.error
+            if isinstance(ev.event, SynthesisResult):
+                results[ev.job] = ev.event
+        assert sorted(results) == list(range(len(group)))
+        for i, d in enumerate(group):
+            assert_codes(results[i].codes, d["codes"])
+            assert results[i].ended_by == d["ended_by"]
