@@ -7,6 +7,8 @@ no model yet): its reference audio and the text it speaks are what a Base model'
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .errors import VoiceError
@@ -30,6 +32,7 @@ def designed_voice(audio: np.ndarray, text: str, description: str, model_id: str
                  language=language, name=name, ref_audio=samples)
 
 
-def is_designed(voice: Voice) -> bool:
-    """True for a voice that holds only a reference recording (made by designed_voice)."""
-    return np.asarray(voice.xvector).size == 0 and voice.ref_audio is not None
+def is_designed(voice: Voice | Any) -> bool:
+    """True for a designed voice (made by designed_voice, not yet cloned by a Base model): a Voice, or anything
+    with its model_id, such as the voice library's VoiceSummary."""
+    return str(getattr(voice, "model_id", "") or "").startswith(DESIGN_PREFIX)

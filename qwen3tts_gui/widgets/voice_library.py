@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 
 from ..context import AppContext
 from ..diagnostics import user_message
-from ..engine_adapter import SAMPLE_RATE, Voice, VoiceError
+from ..engine_adapter import SAMPLE_RATE, Voice, VoiceError, is_designed
 from ..voices import SUFFIX, VoiceEntry
 from ..workers import CallWorker
 from .language_combo import language_title
@@ -78,7 +78,9 @@ class VoiceLibraryView(QWidget):
             item.setData(Qt.ItemDataRole.UserRole, entry)
             if self.ctx.synth is not None and entry.model_id != self.ctx.synth.model_id:
                 item.setForeground(Qt.GlobalColor.gray)
-                item.setToolTip("Made with a different model: create it again from its reference audio")
+                item.setToolTip("Designed with a VoiceDesign model: select it to clone it from its recording"
+                                if is_designed(entry) else
+                                "Made with a different model: create it again from its reference audio")
             self.list.addItem(item)
             if keep is not None and entry.path == keep:
                 self.list.setCurrentItem(item)
@@ -136,10 +138,13 @@ class VoiceLibraryView(QWidget):
                                    f"“{entry.name}” was made with a different model and has no reference audio "
                                    "to make it again; create a new voice from a recording.")
             return
+        designed = is_designed(voice)
+        question = (f"“{entry.name}” is a designed voice. Clone it with this model from its recording? "
+                    "(Then press Generate again.)" if designed else
+                    f"“{entry.name}” was made with a different model. Make it again for this model from its saved "
+                    "reference recording? (Then press Generate again.)")
         if not self.ctx.dialogs.question(
-            self, "Voice from another model",
-            f"“{entry.name}” was made with a different model. Make it again for this model from its saved "
-            "reference recording? (Then press Generate again.)",
+            self, "Designed voice" if designed else "Voice from another model", question,
         ) or not self.ctx.can_start(self):
             return
         synth = self.ctx.synth

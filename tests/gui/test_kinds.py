@@ -154,3 +154,30 @@ def test_batch_takes_speakers_on_custom_voice(qtbot, make_window, settings, tmp_
     states = [ln.state for ln in panel.model.lines]
     assert states == ["done", "failed", "done"]
     assert "There is no speaker called “bob”" in panel.model.lines[1].error
+
+
+def test_designed_voice_in_the_studio_is_cloned_once_then_used(qtbot, make_window, dialogs):
+    from engine import designed_voice
+
+    vd = real("tinyvd17b")
+    with np.load(OUTPUTS / "tinyvd17b" / "kind_vd_en.npz") as z:
+        text, description = str(z["text"]), str(z["instruct"])
+    made = list(vd.synthesize(text, None, "english", short_settings(), instruct=description))[-1]
+    base = real("tiny06b", tuple(PARTS + ["speaker", "codec_encoder"]))
+    window = make_window(voice=False, synth=base)
+    path = window.ctx.library.add(designed_voice(made.audio, text, description, vd.model_id, name="Deep"))
+    window.ctx.voices_changed.emit()
+    window.voice_panel.refresh(select=path)
+    item = window.voice_panel.library.list.currentItem()
+    assert item.toolTip().startswith("Designed with a VoiceDesign model")
+    window.text_edit.setPlainText("Hello.")
+    dialogs.answer = True
+    assert not window.generate()  # first the voice is cloned for this model (asked), then Generate again
+    assert dialogs.questions[-1][0] == "Designed voice"
+    qtbot.waitUntil(lambda: not window.ctx.busy, timeout=20000)
+    voice = window.ctx.library.load(path)
+    assert voice.model_id == base.model_id and voice.icl and voice.ref_text == text
+    short(window, 3)
+    assert window.generate()
+    wait_done(qtbot, window)
+    assert window.output.current is not None and window.output.current.voice_name == "Deep"
