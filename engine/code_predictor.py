@@ -59,7 +59,9 @@ class CodePredictor:
         check_ids(c0s, self._codec.shape[0], "code 0")
         self.net.set_threads(self.governor.start())
         try:
-            return self._predict_many(past_hidden, c0s, chooses)
+            chunk = self.net.max_rows  # rows per call that stay independent of each other
+            return np.concatenate([self._predict_many(past_hidden[c:c + chunk], c0s[c:c + chunk], chooses[c:c + chunk])
+                                   for c in range(0, r, chunk)])
         finally:
             self.governor.stop()
 

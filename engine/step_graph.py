@@ -147,13 +147,30 @@ Attend = Callable[[AttentionSite, np.ndarray, np.ndarray, np.ndarray], np.ndarra
 class StepNet:
     """A loaded step graph plus one SDPA net per distinct attention layout.
 
-    run() takes R rows, pads them to an even count (a copy of row 0; see the module docstring), and hands each
-    attention site's q, k, v ((heads, M, head_dim) float32, M = padded row count) to `attend`, which returns
-    the attention output in the same layout (padding rows may hold anything finite)."""
+    run() takes R rows, pads them to an even count when the float Gemm needs it (a copy of row 0; see the
+    module docstring), and hands each attention site's q, k, v ((heads, M, head_dim) float32, M = padded row
+    count) to `attend`, which returns the attention output in the same layout (padding rows may hold anything
+    finite). Callers pass at most `max_rows` rows per call when they need rows independent of each other.
+
+    8-bit block Gemm (q8 bundles) quantises each input row on the fly, and rows handled in its 4-row blocks are
+    rounded differently from rows handled one at a time (measured: rows 0-3 of a 4..15-row call differ from the
+    same rows alone at full size, rows of a 1..3-row call never do). So q8 graphs take at most 3 rows per call
+    and no padding row; a batch of 8 costs three weight passes instead of one."""
+
+    FLOAT_MAX_ROWS = 8  # float Gemm rows measured identical for 2..8 rows (a 16-row call was not)
+    Q8_MAX_ROWS = 3
 
     def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str):
         text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
         step_text, self.sites = step_param_text(text)
+        gemms = [line for line in step_text.splitlines() if line.startswith("Gemm ")]
+        q8 = [line for line in gemms if " 18=" in line]
+        if not q8:
+            self.max_rows, self.pad_even = self.FLOAT_MAX_ROWS, True
+        elif len(q8) == len(gemms):
+            self.max_rows, self.pad_even = self.Q8_MAX_ROWS, False
+        else:  # float and 8-bit layers want different row handling: one row per call keeps both exact
+            self.max_rows, self.pad_even = 1, True
         self.net = bundle.net(graph, threads, precision, param_text=step_text, packing=False)
         self._sdpa: dict[tuple[str, ...], ncnn.Net] = {}
         for site in self.sites:
@@ -176,7 +193,7 @@ class StepNet:
             outputs: Sequence[str]) -> list[np.ndarray]:
         """Rows (R, width) at RoPE rows cos/sin (R, head_dim/2) -> each output blob's first R rows."""
         r = rows.shape[0]
-        if r % 2:
+        if r % 2 and self.pad_even:
             rows, cos, sin = (np.concatenate([a, a[:1]]) for a in (rows, cos, sin))
         ex = self.net.create_extractor()
         ex.input("in0", _mat(rows))

@@ -141,6 +141,15 @@ class Talker:
             raise EngineError(f"talker step needs ({len(seqs)}, {self.hidden_size}) rows, got shape {rows.shape}")
         if not seqs or any(s.position == 0 for s in seqs):
             raise EngineError("talker step before prefill")
+        self.net.set_threads(self.governor.start())
+        try:
+            chunk = self.net.max_rows  # rows per call that stay independent of each other
+            parts = [self._step_rows(seqs[c:c + chunk], rows[c:c + chunk]) for c in range(0, len(seqs), chunk)]
+        finally:
+            self.governor.stop()
+        return np.concatenate([h for h, _ in parts]), np.concatenate([lg for _, lg in parts])
+
+    def _step_rows(self, seqs: list[TalkerSequence], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         positions = [s.position for s in seqs]
         self._rope.rows(0, max(positions) + 1)  # grow the table
         cos, sin = self._rope.cos[positions], self._rope.sin[positions]
@@ -153,11 +162,7 @@ class Talker:
                     site, q[:, j:j + 1], k[:, j:j + 1], v[:, j:j + 1], masks[s.position], s.caches[site.layer])
             return out
 
-        self.net.set_threads(self.governor.start())
-        try:
-            hidden, logits = self.net.run(rows, cos, sin, attend, ("hidden", "logits"))
-        finally:
-            self.governor.stop()
+        hidden, logits = self.net.run(rows, cos, sin, attend, ("hidden", "logits"))
         for s in seqs:
             s.position += 1
         return hidden, logits

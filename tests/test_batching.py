@@ -64,7 +64,7 @@ def _nets(model: str, precision: str) -> tuple[Talker, CodePredictor]:
     return talker, cp
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "q8"])
 @pytest.mark.parametrize("model", MODELS)
 def test_rows_identical_to_alone(model, precision):
     """Every row count 1..MAX_BATCH_SIZE: each sequence's talker hidden/logits over several steps and each
