@@ -12,7 +12,7 @@ import soundfile as sf
 
 from .audio import SAVE_FORMATS
 from .errors import AudioError
-from .fileio import file_mode
+from .fileio import os_reason, place, target_of
 from .types import SAMPLE_RATE
 
 
@@ -33,7 +33,8 @@ class AudioFileWriter:
         if self.path.is_dir():
             raise AudioError(f"Cannot save {self.path}: it is a folder.")
         self._clip = subtype.startswith("PCM") or subtype in ("ULAW", "ALAW")
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=parent)
+        target = target_of(self.path)  # beside what a symlink points to, so the final rename stays in one folder
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         os.close(fd)
         self._tmp = Path(tmp)
         try:
@@ -62,12 +63,14 @@ class AudioFileWriter:
         try:
             self._file.close()
             with open(self._tmp, "rb+") as f:
-                os.fchmod(f.fileno(), file_mode())
                 os.fsync(f.fileno())
-            os.replace(self._tmp, self.path)
         except (OSError, RuntimeError) as e:
             self._tmp.unlink(missing_ok=True)
             raise AudioError(f"Cannot save {self.path.name}: {e}.") from None
+        try:
+            place(self._tmp, self.path)  # an existing file keeps its mode, owner, symlink and hard links
+        except OSError as e:
+            raise AudioError(f"Cannot save {self.path.name}: {os_reason(e)}.") from None
         return self.path
 
     def abort(self) -> None:

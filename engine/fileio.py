@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
 import tempfile
 import threading
@@ -21,27 +22,58 @@ _umask_lock = threading.Lock()
 def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> Path:
     """Write `data` to `path` atomically. Raises OSError (the temporary file is removed)."""
     path = Path(path)
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    return place(_write_temp(target_of(path), memoryview(data)), path)
+
+
+def target_of(path: str | os.PathLike) -> Path:
+    """The file a write to `path` replaces: a symlink's target (the link itself stays), else path."""
+    path = Path(path)
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def place(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
+    """Put the complete, synced file `tmp` (made in the folder of target_of(path)) in place of `path`.
+
+    An existing file keeps its mode and owner and its hard links (those are rewritten in place); a new one gets
+    file_mode(). Raises OSError; tmp is removed, except when an in-place rewrite failed half way: then it holds
+    the complete new content and the error names it."""
+    path, tmp = Path(path), str(tmp)
+    target = target_of(path)
     try:
-        old = target.stat()
-    except FileNotFoundError:
-        old = None
-    tmp = _write_temp(target, memoryview(data), old)
-    try:
-        in_place = (old is not None and stat.S_ISREG(old.st_mode)
-                    and (old.st_nlink > 1 or not _same_owner(tmp, old)))
-        if not in_place:
+        try:
+            old = target.stat()
+        except FileNotFoundError:
+            old = None
+        keep = old is not None and stat.S_ISREG(old.st_mode)
+        if keep:
+            try:
+                os.chown(tmp, old.st_uid, old.st_gid)
+            except (OSError, AttributeError):  # AttributeError: no owners to keep (Windows)
+                pass  # another owner: rewritten in place below
+            os.chmod(tmp, stat.S_IMODE(old.st_mode))
+        else:
+            os.chmod(tmp, file_mode())
+        if not (keep and (old.st_nlink > 1 or not _same_owner(tmp, old))):
             os.replace(tmp, target)
             return path
     except BaseException:
         _discard(tmp)
         raise
     try:
-        _rewrite_in_place(target, memoryview(data))
+        _rewrite_in_place(target, tmp)
     except OSError as e:  # the target may be half written now: keep the complete copy and say where
-        raise OSError(e.errno, f"{e.strerror or e} (the complete new content is kept in {tmp})", str(path)) from None
+        raise KeptCopyError(e.errno, f"{e.strerror or e} (the complete new content is kept in {tmp})",
+                            str(path), kept=Path(tmp)) from None
     _discard(tmp)
     return path
+
+
+class KeptCopyError(OSError):
+    """Rewriting a file in place failed part way; `kept` holds the complete new content."""
+
+    def __init__(self, *args, kept: Path):
+        super().__init__(*args)
+        self.kept = kept
 
 
 def create_new(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> Path:
@@ -49,8 +81,9 @@ def create_new(path: str | os.PathLike, data: bytes | bytearray | memoryview) ->
 
     Raises FileExistsError when the name is taken (two writers can never both get it), OSError otherwise."""
     path = Path(path)
-    tmp = _write_temp(path, memoryview(data), None)
+    tmp = _write_temp(path, memoryview(data))
     try:
+        os.chmod(tmp, file_mode())
         os.link(tmp, path)  # fails with EEXIST instead of replacing: the exclusive step
     finally:
         _discard(tmp)
@@ -59,10 +92,11 @@ def create_new(path: str | os.PathLike, data: bytes | bytearray | memoryview) ->
 
 def os_reason(e: OSError) -> str:
     """What went wrong with a write, in words a user acts on."""
+    kept = f" (the complete new content is kept in {e.kept})" if isinstance(e, KeptCopyError) else ""
     if e.errno in (errno.ENOSPC, errno.EDQUOT):
-        return "the disk is full"
+        return "the disk is full" + kept
     if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return "no permission to write there"
+        return "no permission to write there" + kept
     return e.strerror or str(e)
 
 
@@ -82,20 +116,12 @@ def current_umask() -> int:
     return mask
 
 
-def _write_temp(target: Path, data: memoryview, old: os.stat_result | None) -> str:
+def _write_temp(target: Path, data: memoryview) -> str:
     parent = target.parent if str(target.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
     try:
         try:
             _write_all(fd, data)
-            if old is not None and stat.S_ISREG(old.st_mode):
-                try:
-                    os.fchown(fd, old.st_uid, old.st_gid)
-                except (OSError, AttributeError):  # AttributeError: no owners to keep (Windows)
-                    pass  # another owner: _same_owner sends the write in place instead
-                os.fchmod(fd, stat.S_IMODE(old.st_mode))
-            else:
-                os.fchmod(fd, file_mode())
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -110,15 +136,13 @@ def _same_owner(tmp: str, old: os.stat_result) -> bool:
     return (st.st_uid, st.st_gid) == (old.st_uid, old.st_gid)
 
 
-def _rewrite_in_place(target: Path, data: memoryview) -> None:
-    """Overwrite the existing inode (keeps hard links and owner); the full copy already sits next to it."""
-    fd = os.open(target, os.O_WRONLY)
-    try:
-        _write_all(fd, data)
-        os.ftruncate(fd, len(data))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _rewrite_in_place(target: Path, tmp: str) -> None:
+    """Overwrite the existing inode with tmp's content (keeps hard links and owner)."""
+    with open(tmp, "rb") as src, open(target, "r+b") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+        dst.truncate()
+        dst.flush()
+        os.fsync(dst.fileno())
 
 
 def _discard(tmp: str) -> None:

@@ -313,3 +313,20 @@ def test_a_failed_in_place_rewrite_keeps_the_complete_copy(tmp_path, monkeypatch
         write_atomic(target, b"new content")
     kept = Path(re.search(r"kept in (\S+)\)", str(e.value)).group(1))
     assert kept.read_bytes() == b"new content" and kept.parent == tmp_path
+
+
+def test_streamed_long_outputs_keep_mode_symlink_and_hard_links(tmp_path):
+    from engine.audio_writer import AudioFileWriter
+
+    target = tmp_path / "book.wav"
+    sf.write(target, np.zeros(100, np.float32), 24000)
+    os.chmod(target, 0o600)
+    link, twin = tmp_path / "link.wav", tmp_path / "twin.wav"
+    link.symlink_to(target)
+    os.link(target, twin)
+    with AudioFileWriter(link) as w:
+        w.write(np.full(2400, 0.5, np.float32))
+    assert link.is_symlink() and os.path.samefile(target, twin)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert sf.info(twin).frames == 2400  # the hard link sees the new recording
+    assert sorted(os.listdir(tmp_path)) == ["book.wav", "link.wav", "twin.wav"]
