@@ -4,6 +4,7 @@ FakeSynthesizer follows engine/synthesizer.py's CONTRACT: languages, model_id, d
 create_voice(audio, ref_text, name, language) -> Voice, synthesize(...) validating eagerly and returning a
 generator of FrameEvent (one per frame, after a sleep that stands in for compute), AudioChunk (with
 settings.stream_audio) and a final SynthesisResult; closing the generator cancels it.
+tests/gui/test_contract.py runs the same checks against it and the real Synthesizer, so the two cannot drift.
 """
 
 from __future__ import annotations

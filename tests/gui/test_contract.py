@@ -1,0 +1,128 @@
+"""The GUI tests' FakeSynthesizer and the real Synthesizer (on the demo bundle) pass the same contract checks.
+
+Every check runs against both, so the fake cannot drift from the engine the GUI really talks to: eager
+validation, the reference checks of voice creation, events in order with one final result, streaming chunks that
+add up to the audio, seeds, the frame cap, and cancelling by closing the generator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine import (
+    SAMPLES_PER_FRAME,
+    AudioChunk,
+    AudioError,
+    FrameEvent,
+    GenerationSettings,
+    SynthesisResult,
+    TextError,
+    Timings,
+    Voice,
+    VoiceError,
+)
+
+from .fakes import FakeSynthesizer, speech_like
+
+SR = 24000
+
+
+@pytest.fixture(scope="module", params=["fake", "real"])
+def synth(request):
+    if request.param == "fake":
+        return FakeSynthesizer(frame_delay=0.0)
+    from engine import Synthesizer
+
+    return Synthesizer(request.getfixturevalue("demo_bundle"), threads=1)
+
+
+@pytest.fixture(scope="module")
+def voice(synth) -> Voice:
+    return synth.create_voice((speech_like(2.0, SR), SR), name="Contract")
+
+
+def run(synth, voice, text="Hello there, how are you?", **settings):
+    return list(synth.synthesize(text, voice, "english", GenerationSettings(**settings)))
+
+
+def test_properties(synth):
+    assert synth.languages[0] == "auto" and "english" in synth.languages
+    assert isinstance(synth.model_id, str) and synth.model_id
+    d = synth.default_settings
+    assert isinstance(d, GenerationSettings)
+    assert None not in (d.temperature, d.top_k, d.top_p, d.repetition_penalty)
+
+
+def test_voice_from_a_reference(synth, voice):
+    assert voice.model_id == synth.model_id and voice.name == "Contract" and not voice.icl
+    assert voice.xvector.ndim == 1 and np.isfinite(voice.xvector).all()
+    icl = synth.create_voice((speech_like(2.0, SR), SR), ref_text="Hello there.", language="english")
+    assert icl.icl and icl.language == "english"
+    assert icl.ref_codes.ndim == 2 and icl.ref_codes.shape[1] == 16 and icl.ref_codes.shape[0] >= 1
+
+
+@pytest.mark.parametrize("samples", [speech_like(2.0, SR)[: SR // 5], np.zeros(SR, np.float32)],
+                         ids=["too short", "silent"])
+def test_unusable_reference_is_an_audio_error(synth, samples):
+    with pytest.raises(AudioError):
+        synth.create_voice((samples, SR))
+
+
+def test_bad_input_is_refused_before_the_first_event(synth, voice):
+    with pytest.raises(TextError):
+        synth.synthesize("   ", voice, "english")
+    with pytest.raises(TextError):
+        synth.synthesize("Hello.", voice, "klingon")
+    with pytest.raises(TextError):
+        synth.synthesize("Hello.", voice, "english", GenerationSettings(temperature=0.0))
+    with pytest.raises(VoiceError):
+        synth.synthesize("Hello.", Voice(xvector=voice.xvector, model_id="another-model"), "english")
+    synth.check_language("english")
+    synth.check_voice(voice)
+    synth.check_settings(GenerationSettings(seed=3))
+
+
+def test_events_in_order_then_one_result(synth, voice):
+    events = run(synth, voice, seed=7, max_frames=12, stream_audio=True)
+    result = events[-1]
+    assert isinstance(result, SynthesisResult) and sum(isinstance(e, SynthesisResult) for e in events) == 1
+    frames = [e for e in events if isinstance(e, FrameEvent)]
+    assert 1 <= len(frames) <= 12 and [f.index for f in frames] == list(range(len(frames)))
+    assert all(f.max_frames == 12 and f.estimated_frames >= f.index + 1 for f in frames)
+    assert np.array_equal(np.stack([f.codes for f in frames]), result.codes) and result.codes.shape[1] == 16
+    # chunks are contiguous, never ahead of the frames made so far, and add up to the result's audio
+    made, streamed = 0, []
+    for e in events:
+        if isinstance(e, FrameEvent):
+            made = e.index + 1
+        elif isinstance(e, AudioChunk):
+            assert e.start_sample == sum(len(s) for s in streamed)
+            streamed.append(e.samples)
+            assert e.start_sample + len(e.samples) <= made * SAMPLES_PER_FRAME
+    assert np.array_equal(np.concatenate(streamed), result.audio)
+    assert len(result.audio) == len(result.codes) * SAMPLES_PER_FRAME and result.audio.dtype == np.float32
+    assert result.seed == 7 and result.ended_by in ("eos", "cap") and isinstance(result.timings, Timings)
+
+
+def test_no_chunks_without_streaming_and_the_cap_holds(synth, voice):
+    events = run(synth, voice, "A sentence long enough to run into the frame cap of three. " * 3, seed=1,
+                 max_frames=3)
+    assert not any(isinstance(e, AudioChunk) for e in events)
+    assert len(events[-1].codes) <= 3
+
+
+def test_same_seed_same_codes(synth, voice):
+    a, b = run(synth, voice, seed=11, max_frames=6)[-1], run(synth, voice, seed=11, max_frames=6)[-1]
+    assert np.array_equal(a.codes, b.codes) and np.array_equal(a.audio, b.audio)
+
+
+def test_closing_the_generator_cancels(synth, voice):
+    gen = synth.synthesize("A long sentence to be cut short. " * 4, voice, "english",
+                           GenerationSettings(seed=2, max_frames=40))
+    first = next(gen)
+    assert isinstance(first, FrameEvent) and first.index == 0
+    gen.close()
+    with pytest.raises(StopIteration):
+        next(gen)
+    assert isinstance(run(synth, voice, seed=2, max_frames=4)[-1], SynthesisResult)  # the next one runs
