@@ -1,11 +1,11 @@
 """Codec decoder at full size: ncnn vs the official decoder, speed (ms per frame, real-time factor) and error.
 
-    flock /tmp/fullsize.lock /work/venv/bin/python benchmarks/codec_decoder_speed.py CHECKPOINT WORK
+    flock /tmp/fullsize.lock .venv/bin/python benchmarks/codec_decoder_speed.py CHECKPOINT WORK
         [--frames 50,330] [--threads 2] [--precisions fp32,fp16,bf16] [--rounds 2]
 
 CHECKPOINT: a hub-layout checkpoint (e.g. benchmarks/make_checkpoint.py --preset 0.6b). WORK: a scratch folder;
 the codec_decoder part is converted into WORK/bundle_<precision>, random codes go to WORK/codes.npz, and the
-official decoder (run in /work/venv-ref through `--official`) writes its waveforms and times to WORK/official.npz.
+official decoder (run in the reference environment, bench_env.REF_PYTHON, through `--official`) writes its waveforms and times to WORK/official.npz.
 Times are the best of --rounds (the machine is shared). Random weights often saturate the output at +-1, which
 hides errors; the error columns are meaningful only when `clipped` is small.
 """
@@ -19,9 +19,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_env import REF_PYTHON, ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-OFFICIAL_PYTHON = "/work/venv-ref/bin/python"
 FRAME_SECONDS = 0.08
 
 
@@ -58,7 +57,7 @@ def main() -> None:
     ap.add_argument("--precisions", default="fp32,fp16,bf16")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--official", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--official-python", default=OFFICIAL_PYTHON)
+    ap.add_argument("--official-python", default=REF_PYTHON)
     a = ap.parse_args()
     if a.official:
         official(a.checkpoint, a.work, a.threads, a.rounds)

@@ -1,6 +1,6 @@
 """Official speech-tokenizer encoder at full size: random weights, timings, reference codes (venv-ref only).
 
-    flock /tmp/fullsize.lock /work/venv-ref/bin/python benchmarks/codec_encoder_official.py WORK_DIR
+    flock /tmp/fullsize.lock .venv-ref/bin/python benchmarks/codec_encoder_official.py WORK_DIR
         [--seconds 3,10,30] [--threads 2] [--repeat 2]
     ... codec_encoder_official.py WORK_DIR --serve [--threads N]   (used by codec_encoder_speed.py --compare)
 

@@ -1,7 +1,7 @@
 """ncnn speech-tokenizer encoder at full size: time, peak memory and codes against the official encoder.
 
-    flock /tmp/fullsize.lock /work/venv-ref/bin/python benchmarks/codec_encoder_official.py WORK
-    flock /tmp/fullsize.lock /work/venv/bin/python benchmarks/codec_encoder_speed.py WORK
+    flock /tmp/fullsize.lock .venv-ref/bin/python benchmarks/codec_encoder_official.py WORK
+    flock /tmp/fullsize.lock .venv/bin/python benchmarks/codec_encoder_speed.py WORK
         [--precisions fp32,fp16,bf16] [--threads 2] [--rounds 3] [--chunk-frames N] [--official-python PY]
 
 WORK holds speech_tokenizer/ (random full-size Mimi encoder) and official.npz (inputs, official codes) from the
@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_env import REF_PYTHON, ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engine.bundle import Bundle, BundleWriter  # noqa: E402
@@ -34,8 +34,6 @@ from engine.codec_encoder import DEFAULT_CHUNK_FRAMES, CodecEncoder  # noqa: E40
 from engine.convert import ConvertOptions  # noqa: E402
 from engine.convert import codec_encoder as encoder_convert  # noqa: E402
 from engine.convert.checkpoint import Checkpoint, SafetensorsFile  # noqa: E402
-
-OFFICIAL_PYTHON = "/work/venv-ref/bin/python"
 
 
 def rss_mb() -> float:
@@ -121,7 +119,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--chunk-frames", type=int, default=DEFAULT_CHUNK_FRAMES)
-    ap.add_argument("--official-python", default=OFFICIAL_PYTHON)
+    ap.add_argument("--official-python", default=REF_PYTHON)
     ap.add_argument("--memory", nargs=2, metavar=("PRECISION", "SECONDS"), help=argparse.SUPPRESS)
     ap.add_argument("--serve", metavar="PRECISION", help=argparse.SUPPRESS)
     args = ap.parse_args()

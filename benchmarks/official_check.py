@@ -1,4 +1,4 @@
-"""Check a checkpoint folder against the official qwen-tts loader (reference environment: /work/venv-ref).
+"""Check a checkpoint folder against the official qwen-tts loader (reference environment: .venv-ref).
 
     python benchmarks/official_check.py names DIR [-o names.json]   official tensor names + shapes for DIR's configs
                                                                     (built on the meta device: no weights, no RAM)

@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_env import WORK_DIR  # noqa: E402
 from talker_speed import run, talker_bundle  # noqa: E402
 
 from engine.bundle import Bundle  # noqa: E402
@@ -75,7 +76,7 @@ def compare(name: str, ckpt: Path, work: Path, precisions: list[str], frames: in
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", type=Path, action="append", default=[])
-    ap.add_argument("--work", type=Path, default=Path(os.environ.get("QWEN3TTS_BENCH_DIR", "bench-out")) / "q8")
+    ap.add_argument("--work", type=Path, default=WORK_DIR / "q8")
     ap.add_argument("--frames", type=int, default=50)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--precisions", default="q8")

@@ -1,8 +1,8 @@
 """x-vector extraction time on the full-size speaker encoder (random weights, real 0.6B shapes: enc_dim 1024).
 
-    flock /tmp/fullsize.lock /work/venv/bin/python benchmarks/speaker_speed.py [--precisions fp32,fp16,bf16]
+    flock /tmp/fullsize.lock .venv/bin/python benchmarks/speaker_speed.py [--precisions fp32,fp16,bf16]
         [--seconds 3,10,30] [--threads 2] [--repeat 5] [--enc-dim 1024]
-    flock /tmp/fullsize.lock /work/venv-ref/bin/python benchmarks/speaker_speed.py --official   # also torch
+    flock /tmp/fullsize.lock .venv-ref/bin/python benchmarks/speaker_speed.py --official   # also torch
 
 Weights are drawn with numpy (N(0, 1/fan_in), biases N(0, 0.05^2)), stored as a safetensors file and converted
 with engine.convert.speaker. References are the 12 s fixture recording tiled to each length. Prints, per

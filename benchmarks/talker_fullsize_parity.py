@@ -1,7 +1,7 @@
 """Full-size talker + code predictor parity against the official implementation (teacher-forced greedy).
 
-    flock /tmp/fullsize.lock /work/venv-ref/bin/python benchmarks/talker_fullsize_parity.py ref CKPT OUT.npz [--frames 16]
-    flock /tmp/fullsize.lock /work/venv/bin/python benchmarks/talker_fullsize_parity.py ours OUT.npz BUNDLE [BUNDLE ...]
+    flock /tmp/fullsize.lock .venv-ref/bin/python benchmarks/talker_fullsize_parity.py ref CKPT OUT.npz [--frames 16]
+    flock /tmp/fullsize.lock .venv/bin/python benchmarks/talker_fullsize_parity.py ours OUT.npz BUNDLE [BUNDLE ...]
 
 `ref` (torch + qwen-tts) runs the official talker generate (greedy, repetition penalty 1.05, EOS masked for two
 steps, top-1024 suppression) on random prompt rows and records codes and raw logits. `ours` (ncnn + numpy) feeds

@@ -1,6 +1,6 @@
 """Talker + code predictor speed per precision on a full-size random checkpoint (numpy + ncnn only).
 
-    flock /tmp/fullsize.lock /work/venv/bin/python benchmarks/talker_speed.py [--checkpoint DIR] [--work DIR]
+    flock /tmp/fullsize.lock .venv/bin/python benchmarks/talker_speed.py [--checkpoint DIR] [--work DIR]
         [--frames 40] [--threads 2] [--precisions fp32,fp16,bf16] [--preset 0.6b]
 
 Without --checkpoint a random checkpoint of the preset is written once into --work (engine.demo; bf16 weights like
@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_env import WORK_DIR  # noqa: E402
 
 from engine.bundle import Bundle, BundleWriter  # noqa: E402
 from engine.code_predictor import CodePredictor  # noqa: E402
@@ -102,7 +104,7 @@ def rel_err(a: np.ndarray, ref: np.ndarray) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", type=Path)
-    ap.add_argument("--work", type=Path, default=Path("/tmp/qwen3tts-bench"))
+    ap.add_argument("--work", type=Path, default=WORK_DIR)
     ap.add_argument("--preset", default="0.6b")
     ap.add_argument("--frames", type=int, default=40)
     ap.add_argument("--threads", type=int, default=2)

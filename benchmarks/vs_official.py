@@ -27,10 +27,9 @@ import time
 import wave
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CKPT = Path(os.environ.get("QWEN3TTS_BENCH_DIR", "/tmp/qwen3tts-bench")) / "random-0.6b"
-REF_PYTHON = os.environ.get("QWEN3TTS_REF_PYTHON", "/work/venv-ref/bin/python")
-OUR_PYTHON = os.environ.get("QWEN3TTS_PYTHON", "/work/venv/bin/python")
+from bench_env import OUR_PYTHON, REF_PYTHON, ROOT, WORK_DIR
+
+DEFAULT_CKPT = WORK_DIR / "random-0.6b"
 TEXT = ("The quick brown fox jumps over the lazy dog, and then it runs back home across the wide green field "
         "before the evening rain begins to fall.")
 FRAME_SECONDS = 0.08
