@@ -1,6 +1,6 @@
-"""Find the constants engine/demo.py presets use so random voices are audible and demo runs end on their own.
+"""Find the constants tools/random_checkpoint.py presets use so random voices are audible and demo runs end on their own.
 
-Dev tool, reference environment (.venv-ref). The constants are then written into engine/demo.py PRESETS.
+Dev tool, reference environment (.venv-ref). The constants are then written into tools/random_checkpoint.py PRESETS.
 
     python benchmarks/calibrate_demo.py decoder demo|0.6b     decoder output gain and bias (target std 0.2, no DC)
     python benchmarks/calibrate_demo.py eos [--frames 120]     demo talker EOS-row gain for a median sampled run
@@ -32,7 +32,7 @@ from qwen_tts.core.tokenizer_12hz.configuration_qwen3_tts_tokenizer_v2 import ( 
 )
 from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Model  # noqa: E402
 
-from engine import demo  # noqa: E402
+from tools import random_checkpoint as demo  # noqa: E402
 
 TARGET_STD = 0.2
 

@@ -16,8 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.cli import ProgressBar  # noqa: E402
-from engine.demo import PRESETS, write_random_checkpoint  # noqa: E402
 from engine.errors import EngineError  # noqa: E402
+from tools.random_checkpoint import PRESETS, write_random_checkpoint  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,7 @@
 steps, top-1024 suppression) on random prompt rows and records codes and raw logits. `ours` (ncnn + numpy) feeds
 the same rows to each bundle's Talker/CodePredictor, teacher-forced on the official frames, and prints code
 mismatches and the talker logit error per bundle (an fp32 bundle also runs with its weights widened to fp32).
-The checkpoint can be made with engine.demo.write_random_checkpoint(dest, "0.6b") (benchmarks/talker_speed.py does).
+The checkpoint can be made with tools.random_checkpoint.write_random_checkpoint(dest, "0.6b") (benchmarks/talker_speed.py does).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""engine.demo: random-weight checkpoints in the hub layout, and the demo bundle.
+"""tools/random_checkpoint.py (random-weight checkpoints in the hub layout) and engine.demo (the shipped demo).
 
 The official tensor names/shapes (tests/data/official_tensors_*.json) come from the official qwen-tts modules
 built from the presets' config files (benchmarks/official_check.py names); the full-size presets are compared
@@ -18,24 +18,33 @@ from safetensors import safe_open
 
 from engine.bundle import Bundle
 from engine.convert.checkpoint import Checkpoint
-from engine.demo import (
-    DEMO_MARK,
+from engine.demo import DEMO_CHECKPOINT, DEMO_MARK, is_demo_bundle, make_demo_bundle
+from engine.errors import EngineError
+from tools.random_checkpoint import (
+    DEMO_SEED,
     PRESETS,
     QWEN2_SPLIT,
     checkpoint_layout,
     codec_ids,
-    is_demo_bundle,
-    make_demo_bundle,
     write_random_checkpoint,
 )
-from engine.errors import EngineError
 
 DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture(scope="module")
 def demo_ckpt(tmp_path_factory) -> Path:
-    return write_random_checkpoint(tmp_path_factory.mktemp("demo") / "ckpt", "demo", seed=0)
+    return write_random_checkpoint(tmp_path_factory.mktemp("demo") / "ckpt", "demo", seed=DEMO_SEED)
+
+
+def test_shipped_demo_checkpoint_is_what_the_tool_writes(demo_ckpt):
+    """One source of truth: engine/demo_checkpoint/ holds exactly the files tools/random_checkpoint.py writes
+    (regenerate with `python -m tools.random_checkpoint` after changing the demo preset)."""
+    shipped = sorted(p.relative_to(DEMO_CHECKPOINT) for p in DEMO_CHECKPOINT.rglob("*") if p.is_file())
+    written = sorted(p.relative_to(demo_ckpt) for p in demo_ckpt.rglob("*") if p.is_file())
+    assert shipped == written
+    for rel in written:
+        assert (DEMO_CHECKPOINT / rel).read_bytes() == (demo_ckpt / rel).read_bytes(), rel
 
 
 def _header(raw: bytes) -> dict:

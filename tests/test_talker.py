@@ -229,10 +229,10 @@ def test_bad_input_raises_engine_error():
 def test_fp32_bundle_of_bf16_checkpoint_keeps_exact_weights(tmp_path):
     """bf16 checkpoints (the real form) get fp16-stored weights in an fp32 bundle: lossless, so the compact run
     equals the run with the weights widened to fp32 at load."""
-    from engine import demo
     from tests.bundles import convert_parts
+    from tools.random_checkpoint import write_random_checkpoint
 
-    ckpt = demo.write_random_checkpoint(tmp_path / "ckpt", "demo", seed=1, dtype="bf16")
+    ckpt = write_random_checkpoint(tmp_path / "ckpt", "demo", seed=1, dtype="bf16")
     bundle = Bundle.open(convert_parts(ckpt, tmp_path / "bundle", "fp32", ("talker",)))
     meta = bundle.part("talker")
     assert meta["fp16_weight_layers"] > 0 and meta["fp32_weight_layers"] == 0
