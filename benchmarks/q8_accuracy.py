@@ -1,7 +1,7 @@
 """How close q8 bundles come to fp32: the figures behind the default precision (README "Speed").
 
     python benchmarks/q8_accuracy.py [--checkpoint DIR ...] [--work DIR] [--frames 50] [--threads 2]
-                                     [--precisions q8,fp16,bf16]
+                                     [--precisions q8,fp16,bf16] [--q8-block 32|64|128]
 
 For every fixture model (tests/fixtures/models/*) and every --checkpoint (e.g. a full-size random one from
 benchmarks/make_checkpoint.py), the talker part is converted once per precision into --work, then:
@@ -59,7 +59,7 @@ def compare(name: str, ckpt: Path, work: Path, precisions: list[str], frames: in
     greedy32 = run(ref_bundle, threads, frames, None)
     forced = greedy32["codes"]
     for prec in precisions:
-        bundle = Bundle.open(talker_bundle(ckpt, work / f"talker-{name}-{prec}", prec))
+        bundle = Bundle.open(talker_bundle(ckpt, work / f"talker-{name}-{prec}", prec.split("b")[0]))
         tf = run(bundle, threads, frames, forced)
         free = run(bundle, threads, frames, None)
         same = np.all(free["codes"] == forced, axis=1)
@@ -80,7 +80,13 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=50)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--precisions", default="q8")
+    ap.add_argument("--q8-block", type=int, choices=[32, 64, 128], help="q8 block size (default: the converter's)")
     args = ap.parse_args()
+    if args.q8_block:  # a separate bundle name per block size
+        import engine.convert.talker as talker_convert
+
+        talker_convert.Q8_BLOCK = args.q8_block
+        args.precisions = args.precisions.replace("q8", f"q8b{args.q8_block}")
     models = [(p.name, p) for p in sorted(FIXTURES.iterdir()) if (p / "config.json").is_file()]
     models += [(p.name, p) for p in args.checkpoint]
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.frames} frames, "

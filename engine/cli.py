@@ -682,9 +682,9 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("convert", help="convert a Hugging Face checkpoint folder into a model bundle")
     c.add_argument("src", type=Path, help="checkpoint folder (config.json, model.safetensors, speech_tokenizer/)")
     c.add_argument("dest", type=Path, help="bundle folder to create")
-    c.add_argument("--precision", choices=(*OFFERED_PRECISIONS, "q8"), default="fp32",
-                   help="fp32: exact; fp16: same talker output from bf16 checkpoints, smaller; q8: experimental "
-                        "8-bit talker weights, smallest but slower and less exact with this ncnn (README: Speed)")
+    c.add_argument("--precision", choices=OFFERED_PRECISIONS, default="fp32",
+                   help="fp32: exact; fp16: same talker output from bf16 checkpoints, smaller; q8: 8-bit talker "
+                        "weights, smallest and faster, slightly less exact (README: Speed)")
     c.add_argument("--force", action="store_true", help="replace an existing bundle at DEST")
     c.set_defaults(func=cmd_convert)
 

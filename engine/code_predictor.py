@@ -22,7 +22,8 @@ Choose = Callable[[np.ndarray, int], int]
 
 
 class CodePredictor:
-    def __init__(self, bundle: Bundle, threads: int = 2, *, compact_weights: bool = True):
+    def __init__(self, bundle: Bundle, threads: int = 2, *, compact_weights: bool = True,
+                 adaptive_threads: bool = True):
         meta = bundle.part("talker")
         spec = meta["code_predictor"]
         self.groups = int(meta["num_code_groups"])  # 16: code 0 from the talker + 15 from here
@@ -30,7 +31,7 @@ class CodePredictor:
         self.hidden_size = int(meta["talker"]["hidden"])  # inputs and the feedback are talker width
         self.layers = int(spec["layers"])
         self.net = StepNet(bundle, meta["cp_graph"], threads, net_precision(bundle, meta, compact_weights))
-        self.governor = ThreadGovernor(threads)
+        self.governor = ThreadGovernor(threads, adaptive=adaptive_threads)
         # plain ndarray views of the memory-mapped tables (memmap indexing is slow)
         self._codec = np.asarray(bundle.table(meta["tables"]["codec"]))
         self._cp = np.asarray(bundle.table(meta["tables"]["cp_codec"]))  # (groups-1, codebook, talker hidden)

@@ -111,8 +111,9 @@ class _Job:
 
 
 class Synthesizer:
-    def __init__(self, bundle: str | Path | Bundle, threads: int | None = None):
-        """threads: CPU threads per network (default: the physical core count)."""
+    def __init__(self, bundle: str | Path | Bundle, threads: int | None = None, adaptive_threads: bool = True):
+        """threads: CPU threads per network (default: the physical core count). adaptive_threads: let the talker
+        and code predictor drop to one thread while other programs hold the cores (engine/thread_governor.py)."""
         t0 = time.perf_counter()
         self.bundle = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
         threads = threads or physical_cores()
@@ -123,8 +124,8 @@ class Synthesizer:
         self.tokenizer = TextTokenizer(self.bundle)
         self._text_table = self.bundle.table(info.get("table", "text_rows"))
         self._max_positions = int(info.get("max_position_embeddings", 32768))
-        self.talker = Talker(self.bundle, threads)
-        self.code_predictor = CodePredictor(self.bundle, threads)
+        self.talker = Talker(self.bundle, threads, adaptive_threads=adaptive_threads)
+        self.code_predictor = CodePredictor(self.bundle, threads, adaptive_threads=adaptive_threads)
         self.codec_vocab = int(self.talker.vocab_size)
         # Loaded now, not on first use: pyncnn can hold the GIL inside load_model, which would freeze a GUI
         # thread for seconds in the middle of the first generation (measured 1.4-3 s at full size).

@@ -93,14 +93,15 @@ class Talker:
     (each row at its own position, over its own KV cache); a row's numbers do not depend on the other rows.
     prefill()/step() are the one-sequence form of the same calls."""
 
-    def __init__(self, bundle: Bundle, threads: int = 2, *, compact_weights: bool = True):
+    def __init__(self, bundle: Bundle, threads: int = 2, *, compact_weights: bool = True,
+                 adaptive_threads: bool = True):
         meta = bundle.part("talker")
         spec = meta["talker"]
         self.hidden_size = int(spec["hidden"])
         self.vocab_size = int(meta["vocab_size"])
         self.layers = int(spec["layers"])
         self.net = StepNet(bundle, meta["talker_graph"], threads, net_precision(bundle, meta, compact_weights))
-        self.governor = ThreadGovernor(threads)
+        self.governor = ThreadGovernor(threads, adaptive=adaptive_threads)
         self._codec = np.asarray(bundle.table(meta["tables"]["codec"]))  # plain view of the mmap: fast indexing
         self._rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]))
         self._single: TalkerSequence | None = None

@@ -42,7 +42,9 @@ FP16_MAX = 65504.0
 FP16_MIN_NORMAL = 2.0**-14
 FEATMASK_NO_FP16 = 1 << 1  # ncnn per-layer featmask bit: no fp16 storage/packing for this layer
 FEATMASK_ONE_THREAD = 1 << 7  # ncnn per-layer featmask bit: run this layer on one thread
-Q8_BLOCK = 32  # values per scale in q8 Linears (measured against 64/128 in benchmarks/q8_accuracy.py)
+# values per scale in q8 Linears: 128 ran 1.1-1.4x faster than 32 at full size (benchmarks/precision_speed.py) for
+# 1.4x the sampling KL divergence (3.9e-4 vs 2.7e-4 per position, benchmarks/q8_accuracy.py); README "Speed"
+Q8_BLOCK = 128
 
 
 @dataclass(frozen=True)
