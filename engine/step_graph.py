@@ -165,6 +165,7 @@ class StepNet:
         step_text, self.sites = step_param_text(text)
         gemms = [line for line in step_text.splitlines() if line.startswith("Gemm ")]
         q8 = [line for line in gemms if " 18=" in line]
+        self.threads_follow_option = bool(q8) and len(q8) == len(gemms)  # see set_threads
         if not q8:
             self.max_rows, self.pad_even = self.FLOAT_MAX_ROWS, True
         elif len(q8) == len(gemms):
@@ -182,10 +183,12 @@ class StepNet:
                 self._sdpa[site.params] = net
 
     def set_threads(self, threads: int) -> None:
-        """Thread count of the next attention calls (engine/thread_governor.py picks it). The weight layers keep
-        their load-time count: ncnn's fp32 Gemm packs its weights for that count and ignores (and logs) any
-        other, and the 8-bit block Gemm's rows change with the thread count (measured on the q8 fixture code
-        predictor), which would make a sequence's codes depend on the machine's load."""
+        """Thread count of the next calls (engine/thread_governor.py picks it). A float graph's weight layers
+        keep their load-time count: ncnn's fp32 Gemm packs its weights for that count and ignores (and logs)
+        any other. The 8-bit block Gemm follows the option, with identical results at 1 and 2 threads (checked
+        on the full-size q8 talker and code predictor)."""
+        if self.threads_follow_option:
+            self.net.opt.num_threads = threads
         for net in self._sdpa.values():
             net.opt.num_threads = threads
 
