@@ -39,7 +39,7 @@ from .engine_adapter import (
     make_demo_bundle,
 )
 from .long_text import LongSynthesisWorker, long_text_options, needs_chunks
-from .paths import takes_dir, unique_path
+from .paths import candidate_paths, takes_dir, unique_path
 from .take_store import TakeStore
 from .takes import PendingTake, Take
 from .widgets.batch_panel import BatchPanel
@@ -338,8 +338,7 @@ class MainWindow(QMainWindow):
 
     def _model_failed(self, path: Path, message: str) -> None:
         self.statusBar().clearMessage()
-        if (path.name == DEMO_NAME and path.parent == self.ctx.models_folder() and not self._demo_retried
-                and is_demo_bundle(path)):
+        if path.parent == self.ctx.models_folder() and not self._demo_retried and is_demo_bundle(path):
             # our own demo from an older build (or damaged): offer a fresh one; only a bundle holding nothing
             # but its own files is replaced (the engine checks), anything else stays untouched
             self._demo_retried = True
@@ -406,11 +405,19 @@ class MainWindow(QMainWindow):
         )
 
     def use_demo_model(self) -> None:
-        dest = self.ctx.models_folder() / DEMO_NAME
-        if (dest / "manifest.json").is_file():
+        dest = self._demo_folder()
+        if dest.exists():
             self.open_model(dest)
         else:
             self._build_demo(dest)
+
+    def _demo_folder(self) -> Path:
+        """models/demo, or 'demo (2)'... when a folder of that name holds something that is not the app's demo
+        (an older build's demo, an import): that folder is left as it is."""
+        for folder in candidate_paths(self.ctx.models_folder() / DEMO_NAME):
+            if is_demo_bundle(folder) or not (folder.exists() or folder.is_symlink()):
+                return folder
+        raise AssertionError("unreachable")  # candidate_paths never ends
 
     def _build_demo(self, dest: Path, replace: bool = False) -> None:
         self.run_long_job(lambda progress, cancel: make_demo_bundle(dest, progress=progress, replace=replace),

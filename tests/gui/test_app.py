@@ -33,7 +33,9 @@ def test_demo_model_from_the_welcome_view(qtbot, make_window, settings, monkeypa
         for i in range(5):
             progress(i / 4, f"step {i}")
         dest.mkdir(parents=True)
-        (dest / "manifest.json").write_text(json.dumps({"format": "fake"}))
+        # what make_demo_bundle writes that matters here: the manifest marking the app's own demo
+        (dest / "manifest.json").write_text(json.dumps({"format": "qwen3tts-bundle",
+                                                        "config": {"qwen3tts_studio_demo": True}}))
         made.append(dest)
         return dest
 

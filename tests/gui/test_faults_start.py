@@ -183,3 +183,15 @@ def test_a_model_path_that_cannot_be_checked_does_not_stop_the_start(monkeypatch
 
     monkeypatch.setattr(Path, "exists", denied)
     assert app._exists(tmp_path / "locked" / "model") is True  # opened, so the worker reports the problem
+
+
+def test_the_demo_is_made_beside_a_demo_folder_that_is_not_ours(qtbot, make_window, monkeypatch):
+    old = models_dir() / "demo"
+    old.mkdir(parents=True)
+    (old / "manifest.json").write_text(json.dumps({"format": "qwen3tts-bundle", "version": 1, "config": {}}))
+    made = []
+    monkeypatch.setattr(main_window_module, "make_demo_bundle", lambda dest, **k: made.append(dest) or dest)
+    window = make_window(model=False, voice=False)
+    window.use_demo_model()
+    qtbot.waitUntil(lambda: bool(made), timeout=5000)
+    assert made == [models_dir() / "demo (2)"] and (old / "manifest.json").is_file()
