@@ -244,3 +244,24 @@ def test_gui_fake_follows_the_contract():
         for bad in (0, MAX_BATCH_SIZE + 1):
             with pytest.raises(TextError):
                 synth.synthesize_many(jobs, batch_size=bad)
+
+
+@pytest.mark.parametrize("model", ["tinycv17b", "tinycv06b", "tinyvd17b"])
+def test_speakers_and_designed_voices_batch_equal_official(model):
+    """CustomVoice speakers and VoiceDesign descriptions (per-job instruct) batched: the official greedy codes."""
+    from tests.test_kinds_parity import load_case as load_kind
+    from tests.test_kinds_parity import synth_for as kind_synth
+
+    if model not in fixture_models():
+        pytest.skip(f"fixture model {model} not generated")
+    cases = [load_kind(p) for p in sorted((OUTPUTS / model).glob("kind_*.npz"))]
+    synth = kind_synth(model)
+    for non_streaming in sorted({d["non_streaming"] for d in cases}):
+        group = [d for d in cases if d["non_streaming"] == non_streaming]
+        jobs = [SynthesisJob(d["text"], d["speaker"] or None, d["language"], max_frames=d["max_new_tokens"] - 1,
+                             instruct=d["instruct"] or None) for d in group]
+        settings = GenerationSettings(greedy=True, non_streaming_text=non_streaming, codes_only=True)
+        results, _, errors = _results(synth.synthesize_many(jobs, settings, batch_size=2))
+        assert not errors
+        for i, d in enumerate(group):
+            assert np.array_equal(results[i].codes, d["codes"]), f"{model} case {i}: codes differ from official"
