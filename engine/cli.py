@@ -19,6 +19,7 @@ from .fileio import os_reason
 from .joining import JoinSettings
 from .runaway import GuardSettings
 from .splitter import DEFAULT_MAX_CHARS
+from .synthesizer import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE
 
 EXIT_USAGE = 2
 THREADS_HELP = "CPU threads for the networks (default: the physical core count)"
@@ -324,9 +325,12 @@ def _long_text_options(args: argparse.Namespace, text: str):
         max_chars=args.max_chars,
         join=JoinSettings(sentence_pause=args.sentence_pause, paragraph_pause=args.paragraph_pause),
         guard=GuardSettings(retries=args.retries),
+        batch_size=args.batch_size,
     )
     options.join.check()
     options.guard.check()
+    if not 1 <= args.batch_size <= MAX_BATCH_SIZE:
+        raise UsageError(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, not {args.batch_size}.")
     chunks = split_for_synthesis(text, args.language, args.max_chars)
     if len(chunks) <= 1 and args.chunks_dir is None:
         return None
@@ -727,6 +731,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="new seeds for a chunk that runs away, loops or goes silent "
                          f"(default {GuardSettings.retries})")
     lt.add_argument("--chunks-dir", type=Path, help="also keep each chunk's audio here (a new or empty folder)")
+    lt.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
+                    help=f"chunks generated side by side, each exactly as alone (1 to {MAX_BATCH_SIZE}, "
+                         f"default {DEFAULT_BATCH_SIZE}; 1 gives the first chunk soonest)")
     s.set_defaults(func=cmd_synth)
 
     bt = sub.add_parser("batch", help="speak many lines from a JSONL jobs file, several at a time")

@@ -9,11 +9,13 @@ joined with pauses and fades. The CLI and the GUI both drive it through synthesi
         ChunkAudio     chunk i is done: `samples` (its pause + faded audio) go next in the recording;
                        `result` is the chunk's own SynthesisResult (raw audio, codes, seed)
         ChunkSkipped   chunk i failed every attempt (reason); the recording goes on without it
-    (a chunk with no letter or digit, such as a "* * *" scene break, is passed over with no event: only its
-    pause is kept)
         LongResult     last: chunk counts, skipped chunks, total samples, timings
+A chunk with no letter or digit (a "* * *" scene break) is passed over with no event: only its pause is kept.
+ChunkAudio and ChunkSkipped come in text order. With options.batch_size > 1 several chunks are generated side by
+side (their ChunkStarted/ChunkFrame events interleave) and each still gets exactly the codes it would get alone.
 
-Memory is one chunk at a time: the caller writes or plays each ChunkAudio as it arrives.
+Memory is one chunk at a time (a window of 2 x batch_size side by side): the caller writes or plays each
+ChunkAudio as it arrives.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ class LongTextOptions:
     max_chars: int = DEFAULT_MAX_CHARS
     join: JoinSettings = field(default_factory=JoinSettings)
     guard: GuardSettings = field(default_factory=GuardSettings)
+    # chunks generated side by side (Synthesizer.synthesize_many); 1: one after the other, the first audio
+    # soonest. Either way every chunk gets the same codes (same seed, same cap).
+    batch_size: int = 1
 
 
 @dataclass
@@ -119,6 +124,9 @@ def synthesize_long(synth, text: str, voice, language: str = "auto", settings: G
     options = options or LongTextOptions()
     options.join.check()
     options.guard.check()
+    size = options.batch_size
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise TextError(f"The number of chunks generated at once must be a whole number of at least 1, not {size!r}.")
     language = synth.check_language(language)
     synth.check_voice(voice)
     settings = settings or GenerationSettings()
@@ -129,6 +137,8 @@ def synthesize_long(synth, text: str, voice, language: str = "auto", settings: G
     if not chunks:
         raise TextError("The text is empty; type something to speak.")
     seed = settings.seed if settings.seed is not None else secrets.randbits(32)
+    if options.batch_size != 1:
+        return _generate_batched(synth, chunks, voice, language, settings, options, seed, instruct)
     return _generate(synth, chunks, voice, language, settings, options, seed, instruct)
 
 
@@ -153,6 +163,78 @@ def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: Ge
                 break
         yield from recording.done(i, result, reason, attempts)
         del result  # not held while the next chunk is generated: memory stays at one chunk
+    yield recording.finish(seed, time.perf_counter() - t0)
+
+
+def _generate_batched(synth, chunks: list[TextChunk], voice, language: str, settings: GenerationSettings,
+                      options: LongTextOptions, seed: int, instruct: str | None = None) -> Iterator[LongEvent]:
+    """Chunks side by side through synth.synthesize_many, a window of them at a time (so memory stays at a few
+    chunks): the first attempts of a window in one run, then its retries in another. Each chunk finishes
+    when it finishes; the recording still takes them in text order."""
+    from .types import SynthesisJob
+
+    t0 = time.perf_counter()
+    n = len(chunks)
+    recording = _Recording(chunks, options.join)
+    speakable = [i for i, c in enumerate(chunks) if _speakable(c)]
+    window = 2 * options.batch_size
+    for w in range(0, len(speakable), window):
+        todo = {i: "" for i in speakable[w:w + window]}  # chunk -> why it is being tried again
+        for attempt in range(options.guard.retries + 1):
+            if not todo:
+                break
+            runs = {i: _ChunkRun(chunks[i], attempt, _seed(seed, i, attempt), settings, options.guard) for i in todo}
+            if attempt:
+                for i, why in todo.items():
+                    yield ChunkRetry(i, n, attempt, why, runs[i].seed)
+            order = list(runs)
+            jobs = [SynthesisJob(chunks[i].text, voice, language, max_frames=runs[i].cap, seed=runs[i].seed,
+                                 instruct=instruct) for i in order]
+            # seeds and caps are per job; a retry of a greedy run samples (as in _ChunkRun)
+            shared = replace(settings, greedy=settings.greedy and attempt == 0, stream_audio=False, seed=None,
+                             max_frames=None)
+            todo = {}
+            stopped: dict[int, str] = {}  # chunk -> the guard's reason (its job was cancelled for it)
+            ended: set[int] = set()
+            last = attempt == options.guard.retries
+            batch = synth.synthesize_many(jobs, shared, batch_size=options.batch_size)
+            try:
+                for ev in batch:
+                    i = order[ev.job]
+                    run = runs[i]
+                    if i in ended:
+                        continue
+                    if not isinstance(ev.event, FrameEvent):
+                        ended.add(i)
+                    if i in stopped and not isinstance(ev.event, FrameEvent):  # its end after the guard's stop
+                        if last:
+                            yield from recording.done(i, None, stopped[i], attempt + 1)
+                        else:
+                            todo[i] = stopped[i]
+                    elif ev.error is not None:
+                        if isinstance(ev.error, Cancelled):
+                            raise ev.error
+                        else:
+                            yield from recording.done(i, None, str(ev.error).rstrip("."), attempt + 1)
+                    elif isinstance(ev.event, FrameEvent):
+                        if i in stopped:
+                            continue
+                        if ev.event.index == 0 and attempt == 0:
+                            yield ChunkStarted(i, n, chunks[i].text)
+                        yield ChunkFrame(i, n, attempt, ev.event)
+                        why = run.frame(ev.event.codes)
+                        if why:
+                            stopped[i] = why
+                            batch.cancel(ev.job)
+                    elif isinstance(ev.event, SynthesisResult):
+                        result, why, retry = run.judge(ev.event)
+                        if result is None and retry and not last:
+                            todo[i] = why
+                        else:
+                            yield from recording.done(i, result, why, attempt + 1)
+                        del result
+            finally:
+                batch.close()
     yield recording.finish(seed, time.perf_counter() - t0)
 
 

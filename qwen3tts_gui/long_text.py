@@ -34,9 +34,11 @@ from .workers import SynthesisWorker
 
 
 def long_text_options(settings: Settings) -> LongTextOptions:
-    """The pauses the user chose (Generation settings) for joining the chunks of a long text."""
+    """The pauses the user chose (Generation settings) for joining the chunks of a long text, and how many
+    chunks are generated side by side (the batch panel's "lines at once")."""
     return LongTextOptions(join=JoinSettings(sentence_pause=settings.sentence_pause_ms / 1000,
-                                             paragraph_pause=settings.paragraph_pause_ms / 1000))
+                                             paragraph_pause=settings.paragraph_pause_ms / 1000),
+                           batch_size=settings.batch_size)
 
 
 def needs_chunks(text: str, language: str) -> bool:
@@ -81,6 +83,15 @@ def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, s
                 on.part(chunk, chunks)
         return True
 
+    def released(chunk: int, chunks: int) -> None:
+        """The chunk is in the recording (or left out): progress moves on to the next one."""
+        nonlocal shown
+        running.discard(chunk)
+        if chunk + 1 < chunks and shown <= chunk:
+            shown = chunk + 1
+            if on.part:
+                on.part(shown, chunks)
+
     try:
         for ev in events:
             on.check_cancel()
@@ -90,7 +101,7 @@ def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, s
             elif isinstance(ev, ChunkStarted):
                 follows(ev.chunk, ev.chunks)
             elif isinstance(ev, ChunkAudio):
-                running.discard(ev.chunk)
+                released(ev.chunk, ev.chunks)
                 pieces.append(ev.samples)
                 codes.append(ev.result.codes)
                 if on.audio:
@@ -99,7 +110,7 @@ def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, s
                 if on.notice:
                     on.notice(f"Chunk {ev.chunk + 1} of {ev.chunks}: {ev.reason}; trying again with another seed.")
             elif isinstance(ev, ChunkSkipped):
-                running.discard(ev.chunk)
+                released(ev.chunk, ev.chunks)
                 skipped.append(ev.message)
                 if on.notice:
                     on.notice(ev.message)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -225,10 +226,67 @@ class ScriptedSynth:
             for k in range(n):
                 codes[k, 0] = 42 if what == "loop" else 100 + (k * 37) % 1000
                 yield FrameEvent(k, codes[k], 0.0, 0.0, settings.max_frames, self.frames)
-            audio = np.full(n * SPF, 0.5, np.float32) * (1 + len(self.calls) % 3)
+            audio = np.full(n * SPF, 0.1 + settings.seed % 7 / 10, np.float32)  # which seed made it shows
             yield SynthesisResult(audio, codes, "eos" if what in ("ok", "empty") else "cap", settings.seed)
         finally:
             self.open_generators -= 1
+
+    def synthesize_many(self, jobs, settings=None, batch_size=4):
+        return ScriptedBatch(self, jobs, settings or GenerationSettings(), batch_size)
+
+
+class ScriptedBatch:
+    """Follows Synthesizer.synthesize_many's BatchRun: JobEvents of up to batch_size jobs advancing side by side
+    (a frame of each in turn), a job's settings with its own seed and cap, cancel(job) between frames."""
+
+    def __init__(self, synth: ScriptedSynth, jobs, settings: GenerationSettings, batch_size: int):
+        self.synth, self.jobs, self.settings, self.batch_size = synth, list(jobs), settings, batch_size
+        self.cancelled: set[int] = set()
+        self._events = self._run()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._events)
+
+    def cancel(self, job: int) -> None:
+        self.cancelled.add(job)
+
+    def close(self) -> None:
+        self._events.close()
+
+    def _run(self):
+        from collections import deque
+
+        from engine.types import JobEvent
+
+        waiting, running, gens = deque(range(len(self.jobs))), [], {}
+        try:
+            while waiting or running:
+                while waiting and len(running) < self.batch_size:
+                    j = waiting.popleft()
+                    job = self.jobs[j]
+                    own = replace(self.settings, seed=job.seed, max_frames=job.max_frames)
+                    try:
+                        gens[j] = self.synth.synthesize(job.text, job.voice, job.language, own)
+                        running.append(j)
+                    except TextError as e:
+                        yield JobEvent(job=j, error=e)
+                for j in list(running):
+                    if j in self.cancelled:
+                        running.remove(j)
+                        gens.pop(j).close()
+                        yield JobEvent(job=j, error=Cancelled("This job was cancelled."))
+                        continue
+                    ev = next(gens[j])
+                    if isinstance(ev, SynthesisResult):
+                        running.remove(j)
+                        gens.pop(j).close()
+                    yield JobEvent(job=j, event=ev)
+        finally:
+            for g in gens.values():
+                g.close()
 
 
 VOICE = Voice(xvector=np.zeros(4, np.float32), model_id="scripted")
@@ -290,6 +348,32 @@ def test_a_chunk_that_always_runs_away_is_reported_and_the_others_are_kept():
     # the paragraph ended inside the left-out chunks: the pause before the fourth is still a paragraph pause
     assert len(audio[1].samples) - len(audio[1].result.audio) == pause_samples(True, OPTIONS.join)
     assert events[-1].skipped == skipped
+
+
+@pytest.mark.parametrize("batch_size", [2, 3])
+def test_chunks_side_by_side_give_the_same_recording(batch_size):
+    """Batched chunks (synthesize_many) finish in any order, loop, run away and are retried, yet the recording,
+    the seeds and the left-out chunks are exactly those of one chunk after the other."""
+    text = " ".join(f"Sentence {w} is here." for w in ("one", "two", "three", "four", "five", "six", "seven"))
+    script = {"Sentence two is here.": ["loop", "ok"], "Sentence four is here.": ["long"],
+              "Sentence five is here.": ["bad"], "Sentence six is here.": ["empty", "loop", "ok"]}
+    options = LongTextOptions(max_chars=24, guard=GuardSettings(retries=2, loop_seconds=1.0))
+
+    def outcome(size):
+        synth = ScriptedSynth(script)
+        events = run_long(synth, text, replace(options, batch_size=size), GenerationSettings(seed=3))
+        audio = [(e.chunk, e.start_sample, e.samples, e.attempts, e.result.seed) for e in events
+                 if isinstance(e, ChunkAudio)]
+        skipped = [(e.chunk, e.reason, e.attempts) for e in events if isinstance(e, ChunkSkipped)]
+        calls = sorted((t, s.seed, s.max_frames, s.greedy) for t, s in synth.calls)
+        return audio, skipped, calls, events[-1].samples, synth.open_generators
+
+    one, side = outcome(1), outcome(batch_size)
+    assert [a[:2] + a[3:] for a in side[0]] == [a[:2] + a[3:] for a in one[0]]
+    assert all(np.array_equal(a[2], b[2]) for a, b in zip(side[0], one[0], strict=True))
+    assert side[1:] == one[1:]
+    assert [c for c, *_ in one[0]] == [0, 1, 2, 5, 6] and [c for c, *_ in one[1]] == [3, 4]
+    assert side[4] == 0  # every job's generator was closed
 
 
 def test_a_scene_break_is_only_a_pause():
@@ -376,10 +460,10 @@ def test_long_text_end_to_end_on_the_demo_model(demo_bundle, tmp_path, capsys):
     assert main(["split", "--text-file", str(chapter), "--max-chars", "12"]) == 0
     expected_chunks = capsys.readouterr().out.splitlines()
     assert expected_chunks == ["First one.", "Second one.", "Third."]
-    code = main(["synth", "--model", str(demo_bundle), "--text-file", str(chapter), "-o", str(out),
-                 "--ref", str(REF), "--x-vector-only", "--max-chars", "12", "--max-frames", "3", "--seed", "7",
-                 "--chunks-dir", str(chunks_dir), "--sentence-pause", "0.2", "--paragraph-pause", "0.6",
-                 "--float"])  # float WAV: the joined file can be compared sample for sample
+    common = ["synth", "--model", str(demo_bundle), "--text-file", str(chapter), "--ref", str(REF),
+              "--x-vector-only", "--max-chars", "12", "--max-frames", "3", "--seed", "7", "--sentence-pause", "0.2",
+              "--paragraph-pause", "0.6", "--float"]  # float WAV: the joined file can be compared sample for sample
+    code = main([*common, "-o", str(out), "--chunks-dir", str(chunks_dir), "--batch-size", "1"])
     err = capsys.readouterr().err
     assert code == 0, err
     listing = (chunks_dir / "chunks.tsv").read_text(encoding="utf-8").splitlines()
@@ -394,6 +478,10 @@ def test_long_text_end_to_end_on_the_demo_model(demo_bundle, tmp_path, capsys):
     assert sr == SR and len(joined) == sum(len(p) for p in parts) + SR // 5 + SR * 3 // 5
     assert np.array_equal(joined, expected)
     assert f"wrote {out}" in err and "3 of 3 chunks" in err
+    # the chunks side by side (synthesize_many) give the same file, sample for sample
+    side_by_side = tmp_path / "side_by_side.wav"
+    assert main([*common, "-o", str(side_by_side), "--batch-size", "3"]) == 0, capsys.readouterr().err
+    assert np.array_equal(sf.read(side_by_side, dtype="float32")[0], joined)
 
 
 @pytest.mark.parametrize("extra,message", [
@@ -401,6 +489,7 @@ def test_long_text_end_to_end_on_the_demo_model(demo_bundle, tmp_path, capsys):
     (["--chunks-dir", "full"], "must be a new or empty folder"),
     (["--sentence-pause", "-1"], "sentence pause must be between 0 and 10"),
     (["--retries", "99"], "retries must be between 0 and 20"),
+    (["--batch-size", "0"], "--batch-size must be between 1 and"),
 ])
 def test_long_text_options_are_checked_before_any_work(tmp_path, capsys, monkeypatch, extra, message):
     monkeypatch.chdir(tmp_path)

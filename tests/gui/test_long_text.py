@@ -68,8 +68,9 @@ def test_a_chapter_becomes_one_take(qtbot, make_window, fake_synth, dialogs):
     assert "Done" in window.progress.bar.format()
 
 
-def test_playback_starts_with_the_first_chunk(qtbot, make_window, audio):
+def test_playback_starts_with_the_first_chunk(qtbot, make_window, audio, settings):
     synth = FakeSynthesizer(frame_delay=0.01)
+    settings.batch_size = 2  # the two long chunks side by side, then the short one while the first two play
     window = make_window(synth=synth)
     seen = _watch(window)
     window.text_edit.setPlainText(CHAPTER)
