@@ -12,7 +12,7 @@ import soundfile as sf
 
 from .audio import SAVE_FORMATS
 from .errors import AudioError
-from .fileio import os_reason, place, target_of
+from .fileio import KeptCopyError, os_reason, place, rescue, target_of
 from .types import SAMPLE_RATE
 
 
@@ -68,9 +68,13 @@ class AudioFileWriter:
             self._tmp.unlink(missing_ok=True)
             raise AudioError(f"Cannot save {self.path.name}: {e}.") from None
         try:
-            place(self._tmp, self.path)  # an existing file keeps its mode, owner, symlink and hard links
-        except OSError as e:
+            place(self._tmp, self.path, discard=False)  # an existing file keeps its mode, owner and links
+        except KeptCopyError as e:  # half rewritten in place; the error names the complete copy
             raise AudioError(f"Cannot save {self.path.name}: {os_reason(e)}.") from None
+        except OSError as e:  # the recording is complete: keep it somewhere and say where
+            kept = rescue(self._tmp, self.path.suffix)
+            where = f" The audio was kept in {kept}." if kept else ""
+            raise AudioError(f"Cannot save {self.path.name}: {os_reason(e)}.{where}") from None
         return self.path
 
     def abort(self) -> None:

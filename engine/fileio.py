@@ -31,12 +31,12 @@ def target_of(path: str | os.PathLike) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
-def place(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
+def place(tmp: str | os.PathLike, path: str | os.PathLike, discard: bool = True) -> Path:
     """Put the complete, synced file `tmp` (made in the folder of target_of(path)) in place of `path`.
 
     An existing file keeps its mode and owner and its hard links (those are rewritten in place); a new one gets
-    file_mode(). Raises OSError; tmp is removed, except when an in-place rewrite failed half way: then it holds
-    the complete new content and the error names it."""
+    file_mode(). Raises OSError; tmp is removed (unless discard=False: the caller keeps it), except when an
+    in-place rewrite failed half way: then it holds the complete new content and the error names it."""
     path, tmp = Path(path), str(tmp)
     target = target_of(path)
     try:
@@ -57,7 +57,8 @@ def place(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
             os.replace(tmp, target)
             return path
     except BaseException:
-        _discard(tmp)
+        if discard:
+            _discard(tmp)
         raise
     try:
         _rewrite_in_place(target, tmp)
@@ -88,6 +89,25 @@ def create_new(path: str | os.PathLike, data: bytes | bytearray | memoryview) ->
     finally:
         _discard(tmp)
     return path
+
+
+def rescue(tmp: str | os.PathLike, suffix: str) -> Path | None:
+    """Move a finished file that could not be put in place to the temp folder (or the home folder) so the work
+    is not lost; returns where it went, or None (then tmp is removed)."""
+    for folder in (Path(tempfile.gettempdir()), Path.home()):
+        try:
+            fd, name = tempfile.mkstemp(prefix="qwen3tts-rescued-", suffix=suffix, dir=folder)
+            os.close(fd)
+        except OSError:
+            continue
+        try:
+            shutil.move(str(tmp), name)
+            os.chmod(name, file_mode())
+            return Path(name)
+        except OSError:
+            _discard(name)
+    _discard(str(tmp))
+    return None
 
 
 def os_reason(e: OSError) -> str:

@@ -330,3 +330,25 @@ def test_streamed_long_outputs_keep_mode_symlink_and_hard_links(tmp_path):
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert sf.info(twin).frames == 2400  # the hard link sees the new recording
     assert sorted(os.listdir(tmp_path)) == ["book.wav", "link.wav", "twin.wav"]
+
+
+def test_a_long_recording_that_cannot_be_put_in_place_is_kept(tmp_path, monkeypatch):
+    import engine.audio_writer
+    from engine.audio_writer import AudioFileWriter
+    from engine.errors import AudioError
+
+    (tmp_path / "rescue").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "rescue"))
+
+    def read_only_now(tmp, path, discard=True):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(engine.audio_writer, "place", read_only_now)
+    out = tmp_path / "book.wav"
+    with pytest.raises(AudioError, match="no permission to write there. The audio was kept in") as e:
+        with AudioFileWriter(out) as w:
+            w.write(np.full(4800, 0.25, np.float32))
+    kept = list((tmp_path / "rescue").glob("qwen3tts-rescued-*.wav"))
+    assert len(kept) == 1 and str(kept[0]) in str(e.value)
+    assert sf.info(kept[0]).frames == 4800 and not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["rescue"]  # no temp file left beside the output
