@@ -24,6 +24,9 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 # What the converter reads; other files in a repository (README, images, .gitattributes) are not fetched.
 WANTED_SUFFIXES = (".json", ".txt", ".safetensors")
 PART_SUFFIX = ".part"
+# huggingface_hub reads 10 MB per chunk, and progress, cancel and the bytes kept by an interrupted download all
+# move in chunks: at 500 kB/s that is 20 s between updates. 1 MB keeps them within seconds.
+CHUNK_BYTES = 1 << 20
 LIST_TIMEOUT = 30.0  # seconds; file transfers use huggingface_hub's read timeout (HF_HUB_DOWNLOAD_TIMEOUT, 10 s)
 
 
@@ -249,11 +252,12 @@ def fetch_repo(repo: RemoteRepo, dest: Path, endpoint: str | None = None, token:
 def _fetch_file(repo: RemoteRepo, f: RemoteFile, target: Path, endpoint: str, token: str | None,
                 meter: _Meter) -> None:
     import httpx2
-    from huggingface_hub import hf_hub_url
+    from huggingface_hub import constants, hf_hub_url
     from huggingface_hub.errors import HfHubHTTPError
     from huggingface_hub.file_download import http_get
     from huggingface_hub.utils import build_hf_headers
 
+    constants.DOWNLOAD_CHUNK_SIZE = min(constants.DOWNLOAD_CHUNK_SIZE, CHUNK_BYTES)  # read by http_get per call
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + PART_SUFFIX)
     have = part.stat().st_size if part.is_file() else 0
