@@ -169,3 +169,20 @@ def test_folders_dialog_models_folder_is_shared_with_the_command_line(qtbot, mak
     dialog.models.setText(str(tmp_path / "my models"))
     dialog.accept()
     assert window.ctx.models_folder() == tmp_path / "my models" == ModelStore().root
+
+
+def test_models_dialog_token_opens_a_gated_repository(qtbot, make_window, hub, dialogs):
+    gated = "Qwen/Gated-Fine-Tune"
+    hub.repos[gated] = Repo.from_folder(TINY, token="hf_secret")
+    window = make_window(model=False)
+    dialog = window.show_models()
+    dialog.panel.model_combo.setEditText(gated)
+    with qtbot.waitSignal(window.downloader.failed, timeout=10000):
+        qtbot.mouseClick(dialog.panel.download_btn, qtbot_left())
+    assert "gated" in dialogs.errors[-1][1] and "token" in dialogs.errors[-1][1]
+    dialog.token.setText("hf_secret")
+    dialog.token.editingFinished.emit()
+    with qtbot.waitSignal(window.ctx.model_changed, timeout=20000):
+        qtbot.mouseClick(dialog.panel.download_btn, qtbot_left())
+    assert window.ctx.model_path.name == "Gated-Fine-Tune"  # any repository id; named after its last part
+    dialog.close()
