@@ -11,7 +11,8 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     VoiceSummary               a voice file's metadata, read without loading the voice
     SAMPLE_RATE, SAMPLES_PER_FRAME, FRAME_RATE   24000 Hz output, 1920 samples per 80 ms frame, 12.5 frames/s
     long texts: synthesize_long, split_for_synthesis, LongTextOptions, JoinSettings, GuardSettings and its events
-        ChunkStarted, ChunkFrame, ChunkRetry, ChunkAudio, ChunkSkipped, LongResult (engine/longform.py)
+        ChunkStarted, ChunkFrame, ChunkRetry, ChunkAudio, ChunkSkipped, LongResult (engine/longform.py),
+        ChunkProgress   which chunk progress shows while chunks run side by side
     split_text, TextChunk, DEFAULT_MAX_CHARS   the text splitter; read_text_file   a text file as str
     decode_codes(bundle, codes, threads)   codec ids -> audio, loading only the decoder
     load_audio, read_audio_file, save_audio   audio files in and out
@@ -48,6 +49,7 @@ from .joining import JoinSettings  # noqa: E402
 from .longform import (  # noqa: E402
     ChunkAudio,
     ChunkFrame,
+    ChunkProgress,
     ChunkRetry,
     ChunkSkipped,
     ChunkStarted,
@@ -108,6 +110,7 @@ __all__ = [
     "Cancelled",
     "ChunkAudio",
     "ChunkFrame",
+    "ChunkProgress",
     "ChunkRetry",
     "ChunkSkipped",
     "ChunkStarted",

@@ -351,7 +351,15 @@ def _synth_long(args: argparse.Namespace, synth, voice, settings, text: str, opt
     from .audio import save_audio
     from .audio_writer import AudioFileWriter
     from .fileio import write_atomic
-    from .longform import ChunkAudio, ChunkFrame, ChunkRetry, ChunkSkipped, LongResult, synthesize_long
+    from .longform import (
+        ChunkAudio,
+        ChunkFrame,
+        ChunkProgress,
+        ChunkRetry,
+        ChunkSkipped,
+        LongResult,
+        synthesize_long,
+    )
 
     events = synthesize_long(synth, text, voice, language=args.language, settings=settings, options=options,
                              instruct=args.instruct)
@@ -359,15 +367,17 @@ def _synth_long(args: argparse.Namespace, synth, voice, settings, text: str, opt
     subtype = _sample_format(args)
     result = None
     made = 0
+    progress = ChunkProgress()  # chunks may run side by side: show the first one not yet written
     if args.chunks_dir is not None:
         args.chunks_dir.mkdir(exist_ok=True)
     with AudioFileWriter(args.output, subtype=subtype) as writer:
         try:
             for ev in events:
-                if isinstance(ev, ChunkFrame):
+                shown = progress.see(ev)
+                if isinstance(ev, ChunkFrame) and shown:
                     f = ev.frame
                     within = min((f.index + 1) / max(f.estimated_frames, f.index + 1), 0.99)
-                    bar.update((ev.chunk + within) / ev.chunks,
+                    bar.update((progress.done + within) / ev.chunks,
                                f"chunk {ev.chunk + 1} of {ev.chunks}, frame {f.index + 1}")
                 elif isinstance(ev, ChunkAudio):
                     writer.write(ev.samples)

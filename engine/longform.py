@@ -112,6 +112,32 @@ class LongResult:
 LongEvent = ChunkStarted | ChunkFrame | ChunkRetry | ChunkAudio | ChunkSkipped | LongResult
 
 
+class ChunkProgress:
+    """What progress should show while chunks may run side by side: the first chunk not yet in the recording
+    (`chunk`), and `done`, how many are in it or left out. Feed it every event with see()."""
+
+    def __init__(self) -> None:
+        self._running: set[int] = set()
+        self._next = 0  # the chunk after the last one put into the recording (or left out)
+        self.done = 0
+
+    @property
+    def chunk(self) -> int:
+        return min(self._running) if self._running else self._next
+
+    def see(self, ev: LongEvent) -> bool:
+        """Take in an event; True when it concerns the chunk on show (a frame worth displaying, or a move on)."""
+        if isinstance(ev, (ChunkStarted, ChunkFrame)):
+            self._running.add(ev.chunk)
+            return ev.chunk == self.chunk
+        if isinstance(ev, (ChunkAudio, ChunkSkipped)):
+            self._running.discard(ev.chunk)
+            self._next = max(self._next, ev.chunk + 1)
+            self.done += 1
+            return True
+        return False
+
+
 def split_for_synthesis(text: str, language: str = "auto", max_chars: int = DEFAULT_MAX_CHARS) -> list[TextChunk]:
     """The chunks synthesize_long will speak (a model language the splitter does not know splits as "auto")."""
     rules = language if (language or "auto").strip().lower() in LANGUAGE_CODES else "auto"

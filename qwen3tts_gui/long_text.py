@@ -14,9 +14,9 @@ from .engine_adapter import (
     AudioChunk,
     ChunkAudio,
     ChunkFrame,
+    ChunkProgress,
     ChunkRetry,
     ChunkSkipped,
-    ChunkStarted,
     EngineError,
     FrameEvent,
     GenerationSettings,
@@ -68,40 +68,20 @@ def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, s
     skipped: list[str] = []
     final: LongResult | None = None
     t0 = time.perf_counter()
-    # Progress follows the first chunk not yet in the recording (with batched chunks several run at once)
-    running: set[int] = set()
+    progress = ChunkProgress()  # chunks may run side by side: show the first one not yet in the recording
     shown = -1
-
-    def follows(chunk: int, chunks: int) -> bool:
-        nonlocal shown
-        running.add(chunk)
-        if chunk != min(running):
-            return False
-        if chunk != shown:
-            shown = chunk
-            if on.part:
-                on.part(chunk, chunks)
-        return True
-
-    def released(chunk: int, chunks: int) -> None:
-        """The chunk is in the recording (or left out): progress moves on to the next one."""
-        nonlocal shown
-        running.discard(chunk)
-        if chunk + 1 < chunks and shown <= chunk:
-            shown = chunk + 1
-            if on.part:
-                on.part(shown, chunks)
-
     try:
         for ev in events:
             on.check_cancel()
+            about_shown = progress.see(ev)
+            if about_shown and progress.chunk != shown and progress.chunk < ev.chunks:
+                shown = progress.chunk
+                if on.part:
+                    on.part(shown, ev.chunks)
             if isinstance(ev, ChunkFrame):
-                if follows(ev.chunk, ev.chunks) and on.frame:  # elapsed: since the start of the whole text
+                if about_shown and on.frame:  # elapsed: since the start of the whole text
                     on.frame(replace(ev.frame, elapsed=time.perf_counter() - t0))
-            elif isinstance(ev, ChunkStarted):
-                follows(ev.chunk, ev.chunks)
             elif isinstance(ev, ChunkAudio):
-                released(ev.chunk, ev.chunks)
                 pieces.append(ev.samples)
                 codes.append(ev.result.codes)
                 if on.audio:
@@ -110,7 +90,6 @@ def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, s
                 if on.notice:
                     on.notice(f"Chunk {ev.chunk + 1} of {ev.chunks}: {ev.reason}; trying again with another seed.")
             elif isinstance(ev, ChunkSkipped):
-                released(ev.chunk, ev.chunks)
                 skipped.append(ev.message)
                 if on.notice:
                     on.notice(ev.message)

@@ -20,6 +20,7 @@ from engine.joining import JoinSettings, fade_edges, joined_piece, pause_samples
 from engine.longform import (
     ChunkAudio,
     ChunkFrame,
+    ChunkProgress,
     ChunkRetry,
     ChunkSkipped,
     ChunkStarted,
@@ -374,6 +375,19 @@ def test_chunks_side_by_side_give_the_same_recording(batch_size):
     assert side[1:] == one[1:]
     assert [c for c, *_ in one[0]] == [0, 1, 2, 5, 6] and [c for c, *_ in one[1]] == [3, 4]
     assert side[4] == 0  # every job's generator was closed
+
+
+def test_progress_follows_the_first_chunk_not_yet_in_the_recording():
+    progress = ChunkProgress()
+    frame = FrameEvent(0, np.zeros(16, np.int64), 0.0, 0.0, 10, 10)
+    piece = ChunkAudio(0, 4, "", np.zeros(1, np.float32), 0, None, 1)
+    seen = [progress.see(ChunkStarted(1, 4, "b")), progress.see(ChunkStarted(0, 4, "a")),
+            progress.see(ChunkFrame(1, 4, 0, frame)), progress.see(ChunkFrame(0, 4, 0, frame))]
+    assert seen == [True, True, False, True] and progress.chunk == 0  # chunk 1 started first, 0 is shown
+    assert progress.see(piece) and progress.chunk == 1 and progress.done == 1
+    assert progress.see(replace(piece, chunk=1)) and progress.chunk == 2 and progress.done == 2
+    assert progress.see(ChunkSkipped(3, 4, "", "loop", 3)) and progress.chunk == 4  # (2 was a scene break)
+    assert not progress.see(LongResult(4, [], 1, 0, None))
 
 
 def test_a_scene_break_is_only_a_pause():
