@@ -44,6 +44,7 @@ from .take_store import TakeStore
 from .takes import PendingTake, Take
 from .widgets.batch_panel import BatchPanel
 from .widgets.design_panel import DesignPanel
+from .widgets.elided_label import ElidedLabel
 from .widgets.folders_dialog import FoldersDialog
 from .widgets.language_combo import LanguageCombo
 from .widgets.models_dialog import ModelsDialog
@@ -65,7 +66,7 @@ def _section(title: str) -> QLabel:
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, ctx: AppContext, parent: QWidget | None = None):
+    def __init__(self, ctx: AppContext, parent: QWidget | None = None, takes_folder: Path | None = None):
         super().__init__(parent)
         self.ctx = ctx
         self.setWindowTitle(APP_NAME)
@@ -97,7 +98,7 @@ class MainWindow(QMainWindow):
         self.output = OutputPanel(ctx)
         self.output.regenerate.connect(self.regenerate)
         self.output.take_selected.connect(self._take_selected)
-        self.take_store = TakeStore(takes_dir())
+        self.take_store = TakeStore(takes_folder or takes_dir())
         self.output.take_removed.connect(self.take_store.remove)
         self.output.clear_requested.connect(self.clear_takes)
 
@@ -110,7 +111,7 @@ class MainWindow(QMainWindow):
         self.lang_combo = LanguageCombo()
         self.lang_combo.setMinimumWidth(140)
         self.lang_combo.currentIndexChanged.connect(self._language_changed)
-        self.voice_label = QLabel("")
+        self.voice_label = ElidedLabel("")
         self.voice_label.setObjectName("Muted")
         self.generate_btn = QPushButton("Generate")
         self.generate_btn.setObjectName("PrimaryButton")
@@ -190,7 +191,8 @@ class MainWindow(QMainWindow):
         right_scroll.setWidget(right)
         right_scroll.setWidgetResizable(True)
         right_scroll.setFrameShape(QFrame.Shape.NoFrame)
-        right_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # never clip: below the smallest width the panels can take, scroll sideways
+        right_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(left_scroll)

@@ -100,12 +100,12 @@ def main() -> int:
     settings.batch_dir = str(tmp / "out" / "Chapter 1")
     ctx = AppContext(settings, QuietDevice(), Dialogs(), open_synth=open_synthesizer,
                      library=VoiceLibrary(tmp / "voices"))
-    window = MainWindow(ctx)
+    window = MainWindow(ctx, takes_folder=tmp / "takes")
     window.resize(1280, 860)
     window.move(40, 30)
     window.show()
     window.open_model(model)
-    wait_until(app, lambda: ctx.synth is not None and window._model_worker is None)
+    wait_until(app, lambda: ctx.synth is not None and ctx.job is None)
     synth = ctx.synth
 
     for name, pitch, text, lang in [

@@ -19,6 +19,7 @@ from ..context import AppContext
 from ..engine_adapter import SAMPLE_RATE, SAMPLES_PER_FRAME, AudioChunk
 from ..save import ask_and_save
 from ..takes import Take
+from .elided_label import ElidedLabel
 from .waveform import WaveformView
 
 
@@ -44,7 +45,7 @@ class OutputPanel(QWidget):
         self.save_btn = QPushButton("Save…")
         self.save_btn.setToolTip("Save as WAV, FLAC or Ogg (Ctrl+S)")
         self.save_btn.clicked.connect(lambda: self.save_take(self.current))
-        self.info = QLabel("")
+        self.info = ElidedLabel("")
         self.info.setObjectName("Muted")
         controls = QHBoxLayout()
         controls.addWidget(self.play_btn)

@@ -31,6 +31,16 @@ def _value(defaults: GenerationSettings, name: str):
     return getattr(FALLBACK, name) if v is None else v
 
 
+def _widget(item: QWidget | QHBoxLayout) -> QWidget:
+    """A layout wrapped in a widget, so it can move between grid cells."""
+    if isinstance(item, QWidget):
+        return item
+    holder = QWidget()
+    item.setContentsMargins(0, 0, 0, 0)
+    holder.setLayout(item)
+    return holder
+
+
 class GenerationSettingsBox(QWidget):
     toggled = Signal(bool)
 
@@ -112,24 +122,31 @@ class GenerationSettingsBox(QWidget):
             ("Repetition penalty", self.repetition_penalty, "Maximum length", length_row),
             ("Pause between sentences", self.sentence_pause, "Pause after a paragraph", self.paragraph_pause),
         ]
-        for r, (l1, w1, l2, w2) in enumerate(rows):
-            for c, (label, field) in enumerate(((l1, w1), (l2, w2))):
-                grid.addWidget(QLabel(label), r, 2 * c)
-                if isinstance(field, QHBoxLayout):
-                    grid.addLayout(field, r, 2 * c + 1)
-                else:
-                    grid.addWidget(field, r, 2 * c + 1)
+        # label/field pairs, two to a row when there is room and one to a row when the column is narrow (the
+        # window's smallest size): the grid is rebuilt from these when the body's width crosses the line
+        self._grid = grid
+        self._pairs: list[tuple[QLabel, QWidget]] = []
+        for l1, w1, l2, w2 in rows:
+            for label, field in ((l1, w1), (l2, w2)):
+                self._pairs.append((QLabel(label), _widget(field)))
         flags = QHBoxLayout()
+        flags.setContentsMargins(0, 0, 0, 0)
         flags.addWidget(self.greedy)
         flags.addSpacing(16)
         flags.addWidget(self.stream_audio)
-        flags.addSpacing(16)
-        flags.addWidget(self.threads)
         flags.addStretch(1)
-        flags.addWidget(reset)
-        grid.addLayout(flags, len(rows), 0, 1, 4)
-        grid.setColumnStretch(1, 1)
-        grid.setColumnStretch(3, 1)
+        more = QHBoxLayout()
+        more.setContentsMargins(0, 0, 0, 0)
+        more.addWidget(self.threads)
+        more.addStretch(1)
+        more.addWidget(reset)
+        self._flags = (_widget(flags), _widget(more))
+        self._columns = 0
+        self._arrange(1)
+        self._one_column_width = grid.minimumSize().width()
+        self._arrange(2)
+        self._two_column_width = grid.minimumSize().width()
+        self.body.setMinimumWidth(self._one_column_width)  # the grid's own minimum would be the 2-column one
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -144,6 +161,30 @@ class GenerationSettingsBox(QWidget):
         for spin in (self.temperature, self.top_k, self.top_p, self.repetition_penalty, self.max_frames):
             spin.valueChanged.connect(self._remember)
         self.greedy.toggled.connect(self._remember)
+
+    def _arrange(self, columns: int) -> None:
+        if columns == self._columns:
+            return
+        grid = self._grid
+        while grid.count():
+            grid.takeAt(0)
+        for i, (label, field) in enumerate(self._pairs):
+            row, col = divmod(i, columns)
+            grid.addWidget(label, row, 2 * col)
+            grid.addWidget(field, row, 2 * col + 1)
+        rows = -(-len(self._pairs) // columns)
+        for i, flags in enumerate(self._flags):
+            if columns == 2:
+                grid.addWidget(flags, rows, 2 * i, 1, 2)
+            else:
+                grid.addWidget(flags, rows + i, 0, 1, 2)
+        for col in range(4):
+            grid.setColumnStretch(col, 1 if col in (1, 3) and col < 2 * columns else 0)
+        self._columns = columns
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._arrange(2 if self.body.width() >= self._two_column_width else 1)
 
     def _set_open(self, on: bool) -> None:
         self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)

@@ -148,10 +148,11 @@ class TokenView(QWidget):
         row_h = h / ROWS
         p.setPen(QColor("#8a93a6"))
         font = p.font()
-        font.setPixelSize(max(7, min(10, int(row_h) - 1)))
+        # readable labels (9 px or more): every row when rows are tall enough, else every third
+        font.setPixelSize(max(9, min(11, int(row_h) - 1)))
         p.setFont(font)
-        for r in range(0, ROWS, 1 if row_h >= 9 else 3):
-            p.drawText(QRect(0, int(r * row_h), GUTTER - 4, int(row_h) + 1),
+        for r in range(0, ROWS, 1 if row_h >= 11 else 3):
+            p.drawText(QRect(0, int((r + 0.5) * row_h) - 6, GUTTER - 4, 12),
                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, str(r))
         first = self.first_visible()
         count = min(self._visible_frames(), self._frames - first)
