@@ -20,7 +20,8 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     make_demo_bundle(dest, progress)   a tiny random-weight bundle for trying the app
     Bundle                     an opened bundle (manifest, precision)
     EngineError and its subclasses AudioError, BundleError, Cancelled, CodesError, ConvertError, TextError,
-    VoiceError: bad input, each with a one-line message.
+    VoiceError: bad input, each with a one-line message; as_sentence(text) shows any message in the house voice
+    (capital letter, full stop).
 decode_codes, the audio file functions, convert_checkpoint and make_demo_bundle load their modules on first
 use, so `import engine` stays quick.
 """
@@ -43,6 +44,7 @@ from .errors import (  # noqa: E402
     EngineError,
     TextError,
     VoiceError,
+    as_sentence,
 )
 from .fileio import read_text_file  # noqa: E402
 from .joining import JoinSettings  # noqa: E402
@@ -137,6 +139,7 @@ __all__ = [
     "Timings",
     "Voice",
     "VoiceError",
+    "as_sentence",
     "VoiceSummary",
     "convert_checkpoint",
     "decode_codes",

@@ -47,7 +47,7 @@ AudioSource = str | os.PathLike | tuple[np.ndarray, int]
 
 
 def _describe(src: AudioSource) -> str:
-    return Path(src).name if isinstance(src, (str, os.PathLike)) else "the audio"
+    return f"the reference {Path(src).name}" if isinstance(src, (str, os.PathLike)) else "the audio"
 
 
 def _check_header(path: Path, sr: int, frames: int, channels: int) -> None:

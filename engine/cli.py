@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .bundle import OFFERED_PRECISIONS
 from .cpu import physical_cores, usable_cpus
-from .errors import EngineError
+from .errors import EngineError, as_sentence
 from .fileio import os_reason
 from .joining import JoinSettings
 from .runaway import GuardSettings
@@ -281,7 +281,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             jobs.append(SynthesisJob(line.text, voices[key], line.language, line.max_frames, line.seed))
             owners.append(line)
         except EngineError as e:
-            fail(line, f"Line {line.line}: {e}")
+            fail(line, f"Line {line.line}: {as_sentence(str(e))}")
     for ev in synth.synthesize_many(jobs, settings, batch_size=args.batch_size):
         line = owners[ev.job]
         if ev.error is not None:
@@ -296,7 +296,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
                     _save_npy_atomic(out / f"{line.name}.codes.npy", result.codes)
                 save_audio(wav, result.audio)  # 16-bit PCM, as `synth` and the app write
             except (EngineError, OSError) as e:
-                fail(line, f"Line {line.line}: {e}")
+                fail(line, f"Line {line.line}: {as_sentence(str(e))}")
                 continue
             print(f"ok      {line.name}: wrote {wav} ({result.seconds:.2f} s, {result.codes.shape[0]} frames, "
                   f"ended by {result.ended_by}, seed {result.seed})", flush=True)
@@ -512,9 +512,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError("--frames must be at least 2")
     if args.under_load and getattr(sys, "frozen", False):
         raise UsageError("--under-load starts Python helper processes; run it from a source checkout.")
-    out = print
+    def out(line: str) -> None:
+        print(line, flush=True)  # each line as it happens, also through a pipe: the warm-up alone can take minutes
+
     out(f"cpu           {cpu_model()}, {physical_cores()} cores ({usable_cpus()} logical); {openmp_settings()}")
     out(f"load average  {load_average()} (before)")
+    out(f"load          loading {args.model}...")
     t0 = time.perf_counter()
     synth = Synthesizer(args.model, threads=args.threads)
     out(f"bundle        {args.model} ({synth.bundle.precision}, {args.threads} threads)")
@@ -530,9 +533,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     # warm-up: the first calls page the weights in and let ncnn pick its kernels
     frame_times: list[float] = []
-    on_frame = lambda ev: frame_times.append(ev.frame_seconds)  # noqa: E731
     t = time.perf_counter()
+    out("warm-up       3 frames first (the first calls load the weights into memory and let ncnn pick its "
+        "kernels)...")
+
+    def on_frame(ev) -> None:
+        frame_times.append(ev.frame_seconds)
+        if warming_up:
+            out(f"warm-up       frame {ev.index + 1} of 3 done after {time.perf_counter() - t:.1f} s")
+
+    warming_up = True
     run(3, codes_only=True)
+    warming_up = False
     out(f"warm-up       {time.perf_counter() - t:.2f} s (3 frames)")
 
     # 1. generation only
@@ -855,8 +867,8 @@ def main(argv: list[str] | None = None) -> int:
         resolve_model_option(args)
         return int(args.func(args) or 0)
     except EngineError as e:
-        print(f"qwen3tts: {e}", file=sys.stderr)
+        print(f"qwen3tts: {as_sentence(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("qwen3tts: interrupted", file=sys.stderr)
+        print("qwen3tts: Interrupted.", file=sys.stderr)
         return 130

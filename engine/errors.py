@@ -31,3 +31,21 @@ class CodesError(EngineError):
 
 class Cancelled(EngineError):
     """The caller cancelled a long operation."""
+
+
+_END = (".", "!", "?", "…", ".)", ".”", ".\"", "?)")
+
+
+def as_sentence(text: str) -> str:
+    """A message in the house voice: one line, capital letter, full stop. Every front end shows errors through
+    this, so a message reads the same whichever layer raised it. A first word that is a file or option name
+    (silent.wav, --top-p) keeps its spelling."""
+    text = " ".join(str(text).split())
+    if not text:
+        return text
+    first = text.split(" ", 1)[0]
+    if text[0].islower() and first.rstrip(",:;").replace("-", "").isalpha():
+        text = text[0].upper() + text[1:]
+    if not text.endswith(_END):
+        text += "."
+    return text

@@ -16,7 +16,7 @@ import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from .diagnostics import log
-from .engine_adapter import SAMPLE_RATE
+from .engine_adapter import SAMPLE_RATE, as_sentence
 
 Fill = Callable[[np.ndarray], bool]  # write into the (frames,) buffer; return False when there is no more
 Consume = Callable[[np.ndarray], None]  # receive a (frames,) block of recorded samples
@@ -175,6 +175,11 @@ class Player(QObject):
 
     def problem(self) -> str | None:
         return self.backend.output_problem()
+
+    def cannot_play_message(self) -> str:
+        """What every "Cannot play" box says (take, stream or reference alike)."""
+        problem = self.problem() or "The audio output is not available"
+        return f"{as_sentence(problem)} Nothing can be played, but generating and saving still work."
 
     def play(self, samples: np.ndarray, samplerate: int = SAMPLE_RATE, complete: bool = True, start: int = 0,
              owner: object | None = None) -> bool:

@@ -6,7 +6,7 @@ import logging
 import logging.handlers
 from pathlib import Path
 
-from .engine_adapter import EngineError
+from .engine_adapter import EngineError, as_sentence
 from .paths import log_file
 
 log = logging.getLogger("qwen3tts_gui")
@@ -50,14 +50,14 @@ def user_message(exc: BaseException, doing: str = "") -> str:
     Unexpected exceptions are logged here with their traceback (the user never sees one).
     """
     if isinstance(exc, EngineError):
-        return one_line(exc)
+        return as_sentence(one_line(exc))
     if isinstance(exc, MemoryError):
         log.exception("out of memory while %s", doing or "working")
         return "Not enough memory for this; close other programs or use a smaller model."
     if isinstance(exc, OSError) and exc.strerror:
         log.warning("%s failed: %s", doing or "operation", exc)
         name = f" ({Path(exc.filename).name})" if exc.filename else ""
-        return f"{exc.strerror}{name}"
+        return as_sentence(f"{exc.strerror}{name}")
     log.error("unexpected error while %s", doing or "working", exc_info=exc)
     what = f" while {doing}" if doing else ""
-    return f"Unexpected error{what}: {type(exc).__name__}: {one_line(exc)}. Details are in {current_log_file()}"
+    return f"Unexpected error{what}: {type(exc).__name__}: {one_line(exc)}. Details are in {current_log_file()}."

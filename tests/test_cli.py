@@ -98,7 +98,7 @@ def _bad_inputs(tmp: Path, bundle: Path) -> dict[str, list[str]]:
     # name: (extra arguments, words the one-line message must contain: it names the problem)
     return {
         "empty text": (["--text", "   ", *ref], ["text is empty"]),
-        "unknown language": (["--language", "klingon", *ref], ["unknown language", "klingon"]),
+        "unknown language": (["--language", "klingon", *ref], ["Unknown language", "klingon"]),
         "no voice": ([], ["--ref", "--voice"]),
         "silent reference": (["--ref", str(silent), "--x-vector-only"], ["silent.wav", "silent"]),
         "short reference": (["--ref", str(short), "--x-vector-only"], ["short.wav", "too short"]),
@@ -125,6 +125,8 @@ def test_bad_inputs_exit_2_with_one_line_and_write_nothing(bundle, tmp_path, cap
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("qwen3tts: "), f"{name}: {err!r}"
         assert all(w in lines[0] for w in words), f"{name}: the message should name {words}: {lines[0]!r}"
+        message = lines[0].removeprefix("qwen3tts: ")  # the house voice: a sentence (an option may lead)
+        assert (message[0].isupper() or message.startswith("--")) and message.endswith((".", ".)")), name
         assert not out.exists() and not codes.exists(), name
 
 

@@ -203,4 +203,4 @@ def test_cli_decode_bad_codes_one_line(tmp_path, capsys):
     junk.write_bytes(b"not numpy")
     assert cli_main(["decode", "--model", str(bundle), "--codes", str(junk), "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert "cannot read codes" in err and "\n" not in err
+    assert "Cannot read codes" in err and "\n" not in err

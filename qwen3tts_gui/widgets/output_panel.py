@@ -240,8 +240,7 @@ class OutputPanel(QWidget):
 
     def _play(self, audio: np.ndarray, complete: bool) -> None:
         if not self.ctx.player.play(audio, SAMPLE_RATE, complete=complete, owner=self):
-            problem = self.ctx.player.problem() or "Audio output is not available"
-            self.ctx.dialogs.error(self, "Cannot play", f"{problem}. You can still save the audio to a file.")
+            self.ctx.dialogs.error(self, "Cannot play", self.ctx.player.cannot_play_message())
 
     def save_take(self, take: Take | None) -> None:
         if take is not None:

@@ -188,7 +188,7 @@ class VoiceLibraryView(QWidget):
             self.ctx.dialogs.info(self, "No reference audio", "This voice file has no reference audio to play.")
             return
         if not self.ctx.player.play(voice.ref_audio, SAMPLE_RATE, owner=("voice", entry.path)):
-            self.ctx.dialogs.error(self, "Cannot play", self.ctx.player.problem() or "Audio output is not available")
+            self.ctx.dialogs.error(self, "Cannot play", self.ctx.player.cannot_play_message())
 
     def rename_selected(self) -> None:
         entry = self.selected_entry()

@@ -30,7 +30,7 @@ def test_batch_with_bad_lines(qtbot, make_window, settings, dialogs, tmp_path, f
     _run(qtbot, panel, panel.run_all)
     states = [ln.state for ln in panel.model.lines]
     assert states == ["done", "failed", "done", "failed"]
-    assert panel.model.lines[1].error.startswith("unknown language 'klingon'")
+    assert panel.model.lines[1].error.startswith("Unknown language 'klingon'")
     assert "Nobody" in panel.model.lines[3].error
     out = tmp_path / "out"
     first, third = out / "001 - First line.wav", out / "003 - Third line.wav"

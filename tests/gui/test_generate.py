@@ -162,7 +162,7 @@ def test_engine_error_shows_its_line(qtbot, make_window, dialogs):
     assert window.generate()
     qtbot.waitUntil(lambda: window.synth_worker is None, timeout=5000)
     title, text = dialogs.errors[-1]
-    assert title == "Cannot generate" and text.startswith("unknown language 'klingon'")
+    assert title == "Cannot generate" and text.startswith("Unknown language 'klingon'") and text.endswith(".")
     assert "Traceback" not in text and "\n" not in text
 
 

@@ -117,7 +117,7 @@ def test_silent_reference_is_refused_by_the_engine(qtbot, make_window, dialogs, 
     assert window.voice_panel.editor.coach.has_blocking_problem()
     window.voice_panel.editor.create_voice()
     qtbot.waitUntil(lambda: window.ctx.busy is None, timeout=5000)
-    assert dialogs.errors[-1] == ("Cannot create the voice", "the reference is silent")
+    assert dialogs.errors[-1] == ("Cannot create the voice", "The reference is silent.")
 
 
 def test_library_rename_delete_export_import(qtbot, make_window, dialogs, tmp_path):
