@@ -23,6 +23,7 @@ from ..context import AppContext
 from ..diagnostics import log, user_message
 from ..engine_adapter import Voice, VoiceError, read_audio_file
 from ..workers import CallWorker
+from .elided_label import ElidedLabel
 from .language_combo import LanguageCombo
 from .level_meter import LevelMeter
 from .reference_coach import ReferenceCoach
@@ -114,7 +115,7 @@ class NewVoiceEditor(QWidget):
         self.create_btn.clicked.connect(self.create_voice)
         self.discard_btn = QPushButton("Discard")
         self.discard_btn.clicked.connect(self.discard_reference)
-        self.create_status = QLabel("")
+        self.create_status = ElidedLabel("")  # "Analysing the reference…" must not widen the pane
         self.create_status.setObjectName("Muted")
         btns = QHBoxLayout()
         btns.addWidget(self.create_status, 1)
@@ -234,7 +235,7 @@ class NewVoiceEditor(QWidget):
         mono = samples.mean(axis=1) if samples.ndim == 2 else samples
         self._play_offset = a
         if not self.ctx.player.play(mono[a:b], sr, owner="reference"):
-            self.ctx.dialogs.error(self, "Cannot play", self.ctx.player.problem() or "Audio output is not available")
+            self.ctx.dialogs.error(self, "Cannot play", self.ctx.player.cannot_play_message())
 
     def _position(self, sample: int) -> None:
         if self.ctx.player.owner == "reference":
@@ -292,6 +293,11 @@ class NewVoiceEditor(QWidget):
         self.record_btn.setToolTip(problem or "Record a reference from the microphone")
         if problem:
             self.record_btn.setText("● Record (no microphone)")
+        # red means ready to record: without a microphone it looks like any unavailable button (style.qss)
+        if self.record_btn.property("unavailable") != bool(problem):
+            self.record_btn.setProperty("unavailable", bool(problem))
+            self.record_btn.style().unpolish(self.record_btn)
+            self.record_btn.style().polish(self.record_btn)
 
     def update_buttons(self) -> None:
         playing_ref = self.ctx.player.owner == "reference" and self.ctx.player.playing

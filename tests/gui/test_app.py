@@ -117,6 +117,7 @@ def test_no_audio_device(qtbot, make_window, dialogs, tmp_path):
     panel = window.voice_panel
     assert "no microphone" in panel.editor.record_btn.text().lower()
     assert "No microphone" in panel.editor.record_btn.toolTip()
+    assert panel.editor.record_btn.property("unavailable") is True  # grey, not the red "ready" look
     panel.toggle_record()
     assert dialogs.errors[-1][0] == "Cannot record" and "No microphone" in dialogs.errors[-1][1]
     # generating and saving still work; play explains why it cannot
@@ -128,6 +129,10 @@ def test_no_audio_device(qtbot, make_window, dialogs, tmp_path):
     assert "No audio output" in window.output.play_btn.toolTip()
     window.output.toggle_play()
     assert dialogs.errors[-1][0] == "Cannot play" and "No audio output device" in dialogs.errors[-1][1]
+    take_message = dialogs.errors[-1]
+    assert take_message[1].endswith(".") and "saving still work" in take_message[1]
+    panel.library.play_selected()  # the voice's reference: the very same message
+    assert dialogs.errors[-1] == take_message
     out = tmp_path / "saved.wav"
     dialogs.files.append(str(out))
     window.output.save_take(take)

@@ -58,3 +58,17 @@ def test_batch_fits(qtbot, make_window, size):
     window.resize(*size)
     _settle(qtbot)
     assert _cut_off(window, window.batch) == []
+
+
+def test_new_voice_editor_fits_while_analysing(qtbot, make_window):
+    from .fakes import speech_like
+
+    window = make_window()
+    editor = window.voice_panel.editor
+    editor.set_reference(speech_like(4.0, 48000).reshape(-1, 1), 48000, None)
+    editor.create_status.setText("Analysing the reference…")
+    window.resize(960, 640)
+    _settle(qtbot)
+    left = window.splitter.widget(0)
+    assert left.widget().minimumSizeHint().width() <= left.viewport().width()
+    assert _cut_off(window, left) == []
