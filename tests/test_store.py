@@ -103,6 +103,22 @@ def test_download_convert_and_synth_by_name(hub, env, capsys, tmp_path):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "no installed model" in err
 
 
+def test_conversion_left_by_a_killed_process_is_swept(hub, env):
+    store = ModelStore()
+    dead = _finished_pid()
+    leftover = store.root / f".installing-{NAME}-{dead}" / NAME
+    leftover.mkdir(parents=True)
+    (leftover / "talker.bin").write_bytes(b"half")
+    install(REPO)
+    assert listing_of(store) == [NAME]
+
+
+def _finished_pid() -> int:
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
 def test_dropped_connection_resumes_where_it_stopped(hub, env):
     size = len(hub.repos[REPO].files["model.safetensors"])
     cut = 5 * CHUNK + 123

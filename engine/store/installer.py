@@ -20,6 +20,7 @@ from .catalogue import CATALOGUE, DEFAULT_PRECISION, find_entry
 from .hub import (
     DownloadProgress,
     HubError,
+    RemoteFile,
     RemoteRepo,
     bytes_present,
     endpoint_url,
@@ -94,9 +95,7 @@ def pending_downloads(store: ModelStore) -> list[PendingDownload]:
     return out
 
 
-def _remote_file(d: dict):
-    from .hub import RemoteFile
-
+def _remote_file(d: dict) -> RemoteFile:
     return RemoteFile(d["path"], int(d["size"]), d.get("sha256"), d.get("git_sha1"))
 
 
@@ -167,6 +166,7 @@ def install(
     except OSError as e:
         raise _disk_error(e, store.root, "downloading") from None
 
+    _sweep_dead_work(store.root, name)
     work = store.root / f".installing-{name}-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     try:
@@ -215,6 +215,24 @@ def _claim_download_folder(raw: Path, repo: RemoteRepo, name: str, precision: st
     info = {"name": name, "repo_id": repo.repo_id, "revision": repo.revision, "precision": precision,
             "files": [asdict(f) for f in repo.files]}
     write_atomic(raw / PENDING, json.dumps(info, indent=1).encode("utf-8"))
+
+
+def _sweep_dead_work(root: Path, name: str) -> None:
+    """Conversions of this name left by a process that was killed (its pid no longer runs)."""
+    for d in root.glob(f".installing-{name}-*"):
+        pid = d.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists but not ours, or cannot tell: leave it
+    return True
 
 
 def _disk_error(e: OSError, root: Path, doing: str) -> Exception:
