@@ -122,15 +122,19 @@ def _cases(model: str) -> list[dict]:
     return [d for d in cases if not d["non_streaming"]]
 
 
-def _results(run) -> tuple[dict[int, SynthesisResult], dict[int, list[int]], dict[int, Exception]]:
+def _results(run, on_frame=None) -> tuple[dict[int, SynthesisResult], dict[int, list[int]], dict[int, Exception]]:
+    """Each job's result, frame indices and error; on_frame(job, index) sees every frame as it comes."""
     results, frames, errors = {}, {}, {}
     for ev in run:
+        assert (ev.event is None) != (ev.error is None)
         if ev.error is not None:
             errors[ev.job] = ev.error
         elif isinstance(ev.event, SynthesisResult):
             results[ev.job] = ev.event
         else:
             frames.setdefault(ev.job, []).append(ev.event.index)
+            if on_frame is not None:
+                on_frame(ev.job, ev.event.index)
     return results, frames, errors
 
 
@@ -178,18 +182,9 @@ def test_cancel_one_job_and_bad_job():
     jobs = [SynthesisJob(d["text"], injected_voice(synth, d), d["language"], max_frames=20) for d in cases]
     jobs.insert(1, SynthesisJob("   ", jobs[0].voice))  # empty text fails on its own
     run = synth.synthesize_many(jobs, GenerationSettings(greedy=True, codes_only=True), batch_size=4)
-    results, errors, seen = {}, {}, []
-    for ev in run:
-        if ev.error is not None:
-            errors[ev.job] = ev.error
-        elif isinstance(ev.event, SynthesisResult):
-            results[ev.job] = ev.event
-        else:
-            seen.append(ev.job)
-            if ev.job == 2 and ev.event.index == 1:
-                run.cancel(2)
+    results, frames, errors = _results(run, lambda job, index: run.cancel(2) if (job, index) == (2, 1) else None)
     assert isinstance(errors[1], TextError)
-    assert isinstance(errors[2], Cancelled) and seen.count(2) == 2
+    assert isinstance(errors[2], Cancelled) and frames[2] == [0, 1]
     for i in (0, 3):
         alone = list(synth.synthesize(jobs[i].text, jobs[i].voice, jobs[i].language,
                                       GenerationSettings(greedy=True, max_frames=20, codes_only=True)))[-1]
@@ -209,41 +204,6 @@ def test_close_cancels_all_and_bad_batch_size():
     for bad in (0, MAX_BATCH_SIZE + 1, 2.5):
         with pytest.raises(TextError, match="Batch size"):
             synth.synthesize_many(jobs, batch_size=bad)
-
-
-def test_gui_fake_follows_the_contract():
-    """tests/gui/fakes.FakeSynthesizer.synthesize_many behaves like the real one: the same event shapes per
-    job, a bad job fails alone with the same error class, at most batch_size jobs interleaved, cancel, and
-    the same refusals."""
-    from tests.gui.fakes import FakeSynthesizer
-
-    real = _synth(MODELS[0])
-    fake = FakeSynthesizer(frame_delay=0)
-    d = _cases(MODELS[0])[0]
-    for synth in (real, fake):
-        voice = injected_voice(real, d) if synth is real else fake.create_voice((np.ones(24000, np.float32) * 0.1, 24000))
-        jobs = [SynthesisJob("Hello there.", voice, "english", max_frames=m) for m in (5, 9, 3)]
-        jobs.insert(1, SynthesisJob("Hello.", voice, "klingon"))
-        run = synth.synthesize_many(jobs, GenerationSettings(greedy=True, codes_only=True), batch_size=2)
-        order, results, errors = [], {}, {}
-        for ev in run:
-            assert (ev.event is None) != (ev.error is None)
-            if ev.error is not None:
-                errors[ev.job] = type(ev.error)
-            elif isinstance(ev.event, SynthesisResult):
-                results[ev.job] = ev.event
-            else:
-                order.append((ev.job, ev.event.index))
-                if ev.job == 3 and ev.event.index == 0:
-                    run.cancel(3)
-        assert errors == {1: TextError, 3: Cancelled}, type(synth).__name__
-        assert sorted(results) == [0, 2]
-        for j in (0, 2):
-            assert [k for i, k in order if i == j] == list(range(results[j].codes.shape[0]))
-        assert [i for i, k in order if k == 0][:2] == [0, 2]  # the first two valid jobs start side by side
-        for bad in (0, MAX_BATCH_SIZE + 1):
-            with pytest.raises(TextError):
-                synth.synthesize_many(jobs, batch_size=bad)
 
 
 @pytest.mark.parametrize("model", ["tinycv17b", "tinycv06b", "tinyvd17b"])

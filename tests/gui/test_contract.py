@@ -11,11 +11,14 @@ import numpy as np
 import pytest
 
 from engine import (
+    MAX_BATCH_SIZE,
     SAMPLES_PER_FRAME,
     AudioChunk,
     AudioError,
+    Cancelled,
     FrameEvent,
     GenerationSettings,
+    SynthesisJob,
     SynthesisResult,
     TextError,
     Timings,
@@ -126,3 +129,30 @@ def test_closing_the_generator_cancels(synth, voice):
     with pytest.raises(StopIteration):
         next(gen)
     assert isinstance(run(synth, voice, seed=2, max_frames=4)[-1], SynthesisResult)  # the next one runs
+
+
+def test_synthesize_many(synth, voice):
+    """Batched runs: per job its frames in order then one result, a bad job fails alone, at most batch_size jobs
+    side by side, cancel(job) between frames, and the same refusals."""
+    jobs = [SynthesisJob("Hello there.", voice, "english", max_frames=m) for m in (5, 9, 3)]
+    jobs.insert(1, SynthesisJob("Hello.", voice, "klingon"))
+    run = synth.synthesize_many(jobs, GenerationSettings(greedy=True, codes_only=True), batch_size=2)
+    order, results, errors = [], {}, {}
+    for ev in run:
+        assert (ev.event is None) != (ev.error is None)
+        if ev.error is not None:
+            errors[ev.job] = type(ev.error)
+        elif isinstance(ev.event, SynthesisResult):
+            results[ev.job] = ev.event
+        else:
+            order.append((ev.job, ev.event.index))
+            if ev.job == 3 and ev.event.index == 0:
+                run.cancel(3)
+    assert errors == {1: TextError, 3: Cancelled}
+    assert sorted(results) == [0, 2]
+    for j in (0, 2):
+        assert [k for i, k in order if i == j] == list(range(results[j].codes.shape[0]))
+    assert [i for i, k in order if k == 0][:2] == [0, 2]  # the first two valid jobs start side by side
+    for bad in (0, MAX_BATCH_SIZE + 1):
+        with pytest.raises(TextError):
+            synth.synthesize_many(jobs, batch_size=bad)
