@@ -3,6 +3,8 @@
     {"name": "intro", "text": "...", "language": "english", "ref": "ref.wav", "ref_text": "..."}
     {"name": "b", "text": "...", "ref": "ref.wav", "x_vector_only": true}
     {"name": "c", "text": "...", "voice": "narrator.qvoice", "max_frames": 200, "seed": 7}
+    {"name": "d", "text": "...", "speaker": "serena", "instruct": "Slowly."}     (CustomVoice)
+    {"name": "e", "text": "...", "instruct": "A deep, calm voice."}            (VoiceDesign)
 
 Relative paths are relative to the jobs file's folder. Blank lines and lines starting with # are skipped. A bad
 line becomes a JobLine with an error naming its line number; the other lines are unaffected.
@@ -16,7 +18,8 @@ from pathlib import Path
 
 from .fileio import read_text_file
 
-KEYS = {"name", "text", "language", "ref", "ref_text", "x_vector_only", "voice", "max_frames", "seed"}
+KEYS = {"name", "text", "language", "ref", "ref_text", "x_vector_only", "voice", "max_frames", "seed", "speaker",
+        "instruct"}
 NAME_BAD_CHARS = set('/\\:*?"<>|\0')
 
 
@@ -34,6 +37,8 @@ class JobLine:
     voice: Path | None = None
     max_frames: int | None = None
     seed: int | None = None
+    speaker: str | None = None  # a CustomVoice preset speaker
+    instruct: str | None = None  # a style instruction (CustomVoice 1.7B) or the voice description (VoiceDesign)
     error: str | None = None
 
 
@@ -80,10 +85,14 @@ def _parse(raw: str, number: int, base: Path) -> JobLine:
     if not isinstance(language, str):
         return bad('"language" must be a string.', name)
     ref, voice, ref_text = obj.get("ref"), obj.get("voice"), obj.get("ref_text")
+    speaker, instruct = obj.get("speaker"), obj.get("instruct")
     x_only = obj.get("x_vector_only", False)
-    if (ref is None) == (voice is None):
-        return bad('give the voice as either "ref" (reference audio) or "voice" (a voice file).', name)
-    for field, value in (("ref", ref), ("voice", voice), ("ref_text", ref_text)):
+    given = [f for f, v in (("ref", ref), ("voice", voice), ("speaker", speaker)) if v is not None]
+    if len(given) > 1:
+        return bad(f'give one voice: "{given[0]}" or "{given[1]}", not both.', name)
+    # no voice at all is a VoiceDesign line (the model refuses it if it needs a voice or a speaker)
+    for field, value in (("ref", ref), ("voice", voice), ("ref_text", ref_text), ("speaker", speaker),
+                         ("instruct", instruct)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
             return bad(f'"{field}" must be a non-empty string.', name)
     if not isinstance(x_only, bool):
@@ -101,5 +110,5 @@ def _parse(raw: str, number: int, base: Path) -> JobLine:
     return JobLine(
         number, name, text=text, language=language,
         ref=(base / ref) if ref is not None else None, ref_text=None if x_only else ref_text, x_vector_only=x_only,
-        voice=(base / voice) if voice is not None else None, **numbers,
+        voice=(base / voice) if voice is not None else None, speaker=speaker, instruct=instruct, **numbers,
     )

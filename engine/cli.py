@@ -275,10 +275,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
             taken = [t for t in targets if t.exists()]
             if taken:
                 raise UsageError(f"{taken[0]} already exists; it is not overwritten.")
-            key = (line.ref, line.ref_text, line.voice, line.x_vector_only)
+            key = (line.ref, line.ref_text, line.voice, line.x_vector_only, line.speaker)
             if key not in voices:
                 voices[key] = _job_voice(synth, line)
-            jobs.append(SynthesisJob(line.text, voices[key], line.language, line.max_frames, line.seed))
+            synth.check_instruct(line.instruct)
+            jobs.append(SynthesisJob(line.text, voices[key], line.language, line.max_frames, line.seed,
+                                     instruct=line.instruct))
             owners.append(line)
         except EngineError as e:
             fail(line, f"Line {line.line}: {as_sentence(str(e))}")
@@ -309,6 +311,10 @@ def _job_voice(synth, line):
 
     from .voice import Voice
 
+    if line.speaker is not None:
+        return synth.speaker(line.speaker)
+    if line.ref is None and line.voice is None:
+        return None  # VoiceDesign: the instruct describes the voice
     if line.voice is not None:
         voice = Voice.load(line.voice, model_id=synth.model_id or None)
         return replace(voice, ref_codes=None, ref_text=None) if line.x_vector_only and voice.icl else voice

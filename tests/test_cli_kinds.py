@@ -147,3 +147,36 @@ def test_demo_model_unknown_kind_is_refused(tmp_path):
     with pytest.raises(EngineError, match="Unknown model kind 'klingon'"):
         make_demo_bundle(tmp_path / "x", kind="klingon")
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("model,names", [("tinycv17b", ["cv_serena_en_instruct", "cv_eric_auto_dialect"]),
+                                         ("tinyvd17b", ["vd_en", "vd_no_instruct"])])
+def test_batch_jobs_with_speakers_and_instructions(tmp_path, capsys, model, names):
+    """`qwen3tts batch`: "speaker" / "instruct" fields; greedy codes equal the official ones (the model's default
+    text mode, as these cases used); a line with two voices or an unknown speaker fails alone."""
+    import json
+
+    jobs = tmp_path / "jobs.jsonl"
+    lines = []
+    for name in names:
+        d = case(model, name)
+        job = {"name": name, "text": str(d["text"]), "language": str(d["language"]),
+               "max_frames": int(d["max_new_tokens"]) - 1}
+        if str(d["speaker"]):
+            job["speaker"] = str(d["speaker"])
+        if str(d["instruct"]):
+            job["instruct"] = str(d["instruct"])
+        lines.append(json.dumps(job))
+    lines.append(json.dumps({"name": "two", "text": "Hi.", "speaker": "serena", "ref": "a.wav", "x_vector_only": True}))
+    if model == "tinycv17b":
+        lines.append(json.dumps({"name": "bob", "text": "Hi.", "speaker": "bob"}))
+    jobs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    code, stdout, _ = run(capsys, "batch", "--model", bundle_for(model, parts=PARTS), "--jobs", jobs, "--out-dir",
+                          out, "--greedy", "--codes", "--batch-size", 2)
+    assert code == 1
+    assert any(s.startswith("failed  two:") and 'give one voice: "ref" or "speaker"' in s for s in stdout.splitlines())
+    if model == "tinycv17b":
+        assert any(s.startswith("failed  bob:") and "Unknown speaker 'bob'" in s for s in stdout.splitlines())
+    for name in names:
+        np.testing.assert_array_equal(np.load(out / f"{name}.codes.npy"), case(model, name)["codes"])
