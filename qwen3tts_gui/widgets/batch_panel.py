@@ -570,6 +570,7 @@ class BatchPanel(QWidget):
         self.progress.setFormat(text)
 
     def _cancelled(self) -> None:
+        self._progress_soon.flush()
         for key in self._run_keys:
             line = self.model.line(key)
             if line and line.state in (LineState.QUEUED, LineState.RUNNING):
@@ -578,6 +579,7 @@ class BatchPanel(QWidget):
         self.progress.setFormat("Cancelled")
 
     def _all_done(self, ok: int, failed: int) -> None:
+        self._progress_soon.flush()  # a pending progress refresh would overwrite the summary below
         self.progress.setValue(1000)
         text = f"Done: {ok} {'line' if ok == 1 else 'lines'} written"
         if failed:
