@@ -40,7 +40,9 @@ from __future__ import annotations
 import secrets
 import time
 import unicodedata
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -130,6 +132,8 @@ class Synthesizer:
         # Loaded now, not on first use: pyncnn can hold the GIL inside load_model, which would freeze a GUI
         # thread for seconds in the middle of the first generation (measured 1.4-3 s at full size).
         self._decoder = CodecDecoder(self.bundle, threads)
+        # streamed audio decodes on its own thread while the next frames generate (README "Speed": measured)
+        self.overlap_decode = True
         self._speaker_net = None
         self._encoder_net = None
         self._active: object | None = None
@@ -383,19 +387,29 @@ class Synthesizer:
         t_start = time.perf_counter()
         timings = Timings(load=self.load_seconds)
         seq = job.sequence
-        stream = _StreamedAudio(self._decoder, job.ref_codes, timings) if job.stream_audio else None
-        for frame, seconds in generate(self.talker, self.code_predictor, seq, timings):
-            k = seq.position - 1
-            yield FrameEvent(index=k, codes=frame.copy(), elapsed=time.perf_counter() - t_start,
-                             frame_seconds=seconds, max_frames=seq.max_frames,
-                             estimated_frames=max(job.estimated_frames, k + 1))
+        stream = (_StreamedAudio(self._decoder, job.ref_codes, timings, self.overlap_decode)
+                  if job.stream_audio else None)
+        try:
+            for frame, seconds in generate(self.talker, self.code_predictor, seq, timings):
+                k = seq.position - 1
+                yield FrameEvent(index=k, codes=frame.copy(), elapsed=time.perf_counter() - t_start,
+                                 frame_seconds=seconds, max_frames=seq.max_frames,
+                                 estimated_frames=max(job.estimated_frames, k + 1))
+                if stream is not None:
+                    for chunk in stream.push(frame):
+                        if timings.first_audio == 0.0:
+                            timings.first_audio = time.perf_counter() - t_start
+                        yield chunk
+                if self._active is not token:
+                    raise Cancelled("another synthesis started on this model; this one was abandoned")
             if stream is not None:
-                chunk = stream.push(frame)
-                if timings.first_audio == 0.0:
-                    timings.first_audio = time.perf_counter() - t_start
-                yield chunk
-            if self._active is not token:
-                raise Cancelled("another synthesis started on this model; this one was abandoned")
+                for chunk in stream.finish():
+                    if timings.first_audio == 0.0:
+                        timings.first_audio = time.perf_counter() - t_start
+                    yield chunk
+        finally:
+            if stream is not None:
+                stream.close()
 
         yield self._result(job, timings, t_start, stream.audio(seq.position) if stream is not None else None)
 
@@ -525,8 +539,12 @@ class _StreamedAudio:
     ICL: the official decode runs reference + generated frames as one sequence (same 300-frame chunk seams),
     so the reference goes through the stream first; its audio is never played."""
 
-    def __init__(self, decoder, ref_codes: np.ndarray | None, timings: Timings):
+    def __init__(self, decoder, ref_codes: np.ndarray | None, timings: Timings, overlap: bool = False):
         self._stream = decoder.stream()
+        # overlap: frames decode in order on one worker thread while the next frames generate (ncnn releases
+        # the GIL); push() then returns the chunks finished so far, finish() the rest
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode") if overlap else None
+        self._pending: deque[Future] = deque()
         self._ref_frames = 0 if ref_codes is None else ref_codes.shape[0]
         self._timings = timings
         self._ref_tail = np.zeros(0, np.float32)
@@ -537,10 +555,37 @@ class _StreamedAudio:
             self._ref_tail = np.asarray(self._stream.push(ref_codes), np.float32)[-SAMPLES_PER_FRAME:]
             timings.decode += time.perf_counter() - t
 
-    def push(self, frame: np.ndarray) -> AudioChunk:
+    def push(self, frame: np.ndarray) -> list[AudioChunk]:
+        """Decode one generated frame; returns the audio chunks ready now, in order."""
+        if self._pool is None:
+            return [self._chunk(self._decode(frame))]
+        self._pending.append(self._pool.submit(self._decode, frame.copy()))
+        return self._ready(wait=False)
+
+    def finish(self) -> list[AudioChunk]:
+        """The chunks still being decoded, once they are done."""
+        return self._ready(wait=True)
+
+    def close(self) -> None:
+        """Stop the worker (after the frame it is decoding); frames not started are dropped."""
+        if self._pool is not None:
+            for f in self._pending:
+                f.cancel()
+            self._pool.shutdown(wait=True)
+
+    def _decode(self, frame: np.ndarray) -> np.ndarray:
         t = time.perf_counter()
         samples = np.asarray(self._stream.push(frame[None]), np.float32)
         self._timings.decode += time.perf_counter() - t
+        return samples
+
+    def _ready(self, wait: bool) -> list[AudioChunk]:
+        out = []
+        while self._pending and (wait or self._pending[0].done()):
+            out.append(self._chunk(self._pending.popleft().result()))
+        return out
+
+    def _chunk(self, samples: np.ndarray) -> AudioChunk:
         chunk = AudioChunk(samples=samples, start_sample=self._emitted)
         self._chunks.append(samples)
         self._emitted += len(samples)
