@@ -560,7 +560,7 @@ class _StreamedAudio:
         if self._pool is None:
             return [self._chunk(self._decode(frame))]
         self._pending.append(self._pool.submit(self._decode, frame.copy()))
-        return self._ready(wait=False)
+        return self._ready(wait=not self._chunks)  # the first chunk as soon as possible: playback starts with it
 
     def finish(self) -> list[AudioChunk]:
         """The chunks still being decoded, once they are done."""

@@ -174,3 +174,26 @@ def test_a_second_synthesis_abandons_the_first(synth, voice):
     with pytest.raises(Cancelled):
         for _ in first:
             pass
+
+
+@pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "inline"])
+def test_streamed_chunks_same_with_and_without_overlap(synth, voice, overlap):
+    """Decoding on the worker thread changes when chunks arrive, never what they hold or their order."""
+    settings = GenerationSettings(seed=3, max_frames=10, stream_audio=True)
+    synth.overlap_decode = False
+    want = list(synth.synthesize("Hello world.", voice, "english", settings))
+    synth.overlap_decode = overlap
+    try:
+        got = list(synth.synthesize("Hello world.", voice, "english", settings))
+    finally:
+        synth.overlap_decode = True
+    chunks = [[e for e in run if isinstance(e, AudioChunk)] for run in (want, got)]
+    assert [c.start_sample for c in chunks[0]] == [c.start_sample for c in chunks[1]]
+    for a, b in zip(*chunks, strict=True):
+        np.testing.assert_array_equal(a.samples, b.samples)
+    np.testing.assert_array_equal(want[-1].audio, got[-1].audio)
+    frames_seen = 0
+    for e in got:  # a chunk never comes before the frame it decodes
+        frames_seen += isinstance(e, FrameEvent)
+        if isinstance(e, AudioChunk):
+            assert e.start_sample + len(e.samples) <= frames_seen * 1920
