@@ -9,6 +9,8 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     FrameEvent, AudioChunk, SynthesisResult, SynthesisEvent, Timings   what synthesis yields
     Voice                      a cloned voice (x-vector, optional reference codes); Voice.load / save
     VoiceSummary               a voice file's metadata, read without loading the voice
+    designed_voice, is_designed   a VoiceDesign voice saved for reuse, and how to recognise one
+    ModelKind, Speaker         what kind of model a bundle holds (Base, CustomVoice, VoiceDesign) and its speakers
     SAMPLE_RATE, SAMPLES_PER_FRAME, FRAME_RATE   24000 Hz output, 1920 samples per 80 ms frame, 12.5 frames/s
     long texts: synthesize_long, split_for_synthesis, LongTextOptions, JoinSettings, GuardSettings and its events
         ChunkStarted, ChunkFrame, ChunkRetry, ChunkAudio, ChunkSkipped, LongResult (engine/longform.py),
@@ -17,12 +19,14 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     decode_codes(bundle, codes, threads)   codec ids -> audio, loading only the decoder
     load_audio, read_audio_file, save_audio   audio files in and out
     convert_checkpoint(src, dest, precision, progress)   Hugging Face checkpoint -> bundle
-    make_demo_bundle(dest, progress)   a tiny random-weight bundle for trying the app
-    Bundle                     an opened bundle (manifest, precision)
+    make_demo_bundle(dest, progress), is_demo_bundle(path)   the demo model (a tiny random-weight bundle)
+    Bundle, OFFERED_PRECISIONS   an opened bundle (manifest, precision); the precisions offered for conversion
+    physical_cores, usable_cpus   CPU counts for the default thread count
+    engine.store               the model store (catalogue, downloads, installed models): a package with its own API
     EngineError and its subclasses AudioError, BundleError, Cancelled, CodesError, ConvertError, TextError,
     VoiceError: bad input, each with a one-line message; as_sentence(text) shows any message in the house voice
     (capital letter, full stop).
-decode_codes, the audio file functions, convert_checkpoint and make_demo_bundle load their modules on first
+decode_codes, the audio file functions, convert_checkpoint and the demo functions load their modules on first
 use, so `import engine` stays quick.
 """
 
@@ -33,7 +37,7 @@ from .cpu import configure_openmp, physical_cores, usable_cpus
 configure_openmp()  # before anything imports ncnn (libgomp reads its environment once, at load)
 
 from .batching import MAX_BATCH_SIZE  # noqa: E402
-from .bundle import Bundle  # noqa: E402
+from .bundle import OFFERED_PRECISIONS, Bundle  # noqa: E402
 from .designed_voice import designed_voice, is_designed  # noqa: E402
 from .errors import (  # noqa: E402
     AudioError,
@@ -83,6 +87,7 @@ _LAZY = {
     "convert_checkpoint": "convert",
     "decode_codes": "codec_decoder",
     "load_audio": "audio",
+    "is_demo_bundle": "demo",
     "make_demo_bundle": "demo",
     "read_audio_file": "audio",
     "save_audio": "audio",
@@ -102,6 +107,7 @@ __all__ = [
     "DEFAULT_MAX_CHARS",
     "FRAME_RATE",
     "MAX_BATCH_SIZE",
+    "OFFERED_PRECISIONS",
     "SAMPLE_RATE",
     "SAMPLES_PER_FRAME",
     "AudioChunk",
@@ -144,6 +150,7 @@ __all__ = [
     "convert_checkpoint",
     "decode_codes",
     "load_audio",
+    "is_demo_bundle",
     "make_demo_bundle",
     "read_audio_file",
     "read_text_file",

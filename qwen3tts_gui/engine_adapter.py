@@ -1,9 +1,8 @@
 """The one place the GUI touches the engine; every other GUI module imports engine names from here.
 
-Only the engine's public API is used: the `engine` package exports, engine.audio (load_audio,
-read_audio_file, save_audio), engine.demo.make_demo_bundle/is_demo_bundle, engine.convert.convert_checkpoint and the model
-store (engine.store: catalogue, downloads, installed models).
-Modules beyond the package exports are imported on first use, so the app starts quickly.
+Only the engine's public API is used: the `engine` package exports (engine/__init__.py lists them) and the model
+store package (engine.store: catalogue, downloads, installed models). The engine's file, conversion and demo
+functions load their modules on first use, so the app starts quickly.
 """
 
 from __future__ import annotations
@@ -191,21 +190,21 @@ def open_synthesizer(bundle_dir: Path, threads: int | None = None) -> Synthesize
 
 def read_audio_file(path: str | Path) -> tuple[np.ndarray, int]:
     """Samples (n, channels) float32 at the file's own rate."""
-    from engine.audio import read_audio_file as _read
+    from engine import read_audio_file as _read
 
     return _read(path)
 
 
 def load_audio(src: AudioSource) -> np.ndarray:
     """Mono float32 at 24 kHz, resampled the way the engine does it."""
-    from engine.audio import load_audio as _load
+    from engine import load_audio as _load
 
     return _load(src)
 
 
 def save_audio(path: str | Path, samples: np.ndarray, sr: int = SAMPLE_RATE, subtype: str | None = None) -> None:
     """Atomic write; the format follows the suffix (.wav .flac .ogg); subtype None: 16-bit PCM (Vorbis for .ogg)."""
-    from engine.audio import save_audio as _save
+    from engine import save_audio as _save
 
     _save(path, samples, sr, subtype=subtype)
 
@@ -214,20 +213,20 @@ def convert_checkpoint(
     src: Path, dest: Path, progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
     precision: str = "fp32",
 ) -> Path:
-    from engine.convert import convert_checkpoint as _convert
+    from engine import convert_checkpoint as _convert
 
     return _convert(src, dest, precision=precision, progress=progress, cancel=cancel)
 
 
 def make_demo_bundle(dest: Path, progress: Progress | None = None, replace: bool = False) -> Path:
     """replace=True replaces a previous demo bundle at dest (the engine refuses anything else)."""
-    from engine.demo import make_demo_bundle as _make
+    from engine import make_demo_bundle as _make
 
     return _make(dest, progress=progress, overwrite=replace)
 
 
 def is_demo_bundle(path: Path) -> bool:
-    from engine.demo import is_demo_bundle as _is_demo
+    from engine import is_demo_bundle as _is_demo
 
     return _is_demo(path)
 
@@ -245,9 +244,9 @@ def install_model(source: str, models_dir: Path, precision: str, endpoint: str |
 
 
 def precisions() -> tuple[str, ...]:
-    from engine.bundle import OFFERED_PRECISIONS as PRECISIONS
+    from engine import OFFERED_PRECISIONS
 
-    return tuple(PRECISIONS)
+    return tuple(OFFERED_PRECISIONS)
 
 
 def installed_model(value: Path) -> Path:

@@ -1,0 +1,24 @@
+"""engine/__init__.py: every exported name exists and its docstring lists it (the list is the public API)."""
+
+import re
+
+import engine
+
+
+def test_every_export_exists_and_is_documented():
+    missing = [name for name in engine.__all__ if not hasattr(engine, name)]
+    assert not missing, f"exported but not defined: {missing}"
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", engine.__doc__))
+    undocumented = [name for name in engine.__all__ if name not in words]
+    assert not undocumented, f"exported but not in the engine/__init__.py docstring: {undocumented}"
+    assert len(set(engine.__all__)) == len(engine.__all__)
+
+
+def test_the_cli_and_the_gui_adapter_use_only_public_engine_names():
+    """CLI subcommands may import engine modules lazily, but never private names (`_plan`, `_run`...)."""
+    from pathlib import Path
+
+    root = Path(engine.__file__).resolve().parents[1]
+    for rel in ("engine/cli.py", "qwen3tts_gui/engine_adapter.py", "benchmarks/vs_official.py"):
+        text = (root / rel).read_text(encoding="utf-8")
+        assert not re.search(r"synth\._[a-z]", text), f"{rel} reaches into the Synthesizer's private members"
