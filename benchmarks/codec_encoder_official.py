@@ -4,7 +4,7 @@
         [--seconds 3,10,30] [--threads 2] [--repeat 2]
     ... codec_encoder_official.py WORK_DIR --serve [--threads N]   (used by codec_encoder_speed.py --compare)
 
-Builds the Mimi encoder with the real 12 Hz shapes (protocol digest §1.6) and non-degenerate random weights
+Builds the Mimi encoder with the real 12 Hz shapes (ENCODER_CONFIG below) and non-degenerate random weights
 (tests/reference/oracle.randomise; codebook scale matched to the projected latents), saves it as
 WORK_DIR/speech_tokenizer/{config.json,model.safetensors} (encoder tensors only) and times the official encode
 (MimiModel.encode, first encoder_valid_num_quantizers codes, as Qwen3TTSTokenizerV2Model.encode) on speech
@@ -36,7 +36,7 @@ from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import (  # no
 from safetensors.torch import save_file  # noqa: E402
 from transformers import MimiConfig  # noqa: E402
 
-# speech_tokenizer/config.json "encoder_config" of the real 12 Hz tokenizer (digest §1.6)
+# speech_tokenizer/config.json "encoder_config" of the real 12 Hz tokenizer
 ENCODER_CONFIG = dict(
     sampling_rate=24000, frame_rate=12.5, audio_channels=1, hidden_size=512, num_filters=64,
     num_residual_layers=1, upsampling_ratios=[8, 6, 5, 4], kernel_size=7, last_kernel_size=3,

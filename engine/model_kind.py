@@ -1,5 +1,5 @@
 """What a model speaks with: Base clones a voice, CustomVoice has preset speakers (the 1.7B one also follows a
-style instruction), VoiceDesign makes the voice from a description (protocol §2.2, §3.6).
+style instruction), VoiceDesign makes the voice from a description.
 
 Everything here mirrors the official qwen-tts wrapper (generate_custom_voice / generate_voice_design) and
 Qwen3TTSForConditionalGeneration.generate: speaker names are case-insensitive, a dialect speaker speaks its

@@ -1,7 +1,7 @@
-"""Talker prompt rows: Base x-vector and ICL clones, CustomVoice speakers, VoiceDesign (protocol §3).
+"""Talker prompt rows: Base x-vector and ICL clones, CustomVoice speakers, VoiceDesign.
 
-Every prompt row is a text-track vector plus a codec-track vector (protocol §3). The functions here only
-arrange rows; embedding lookups are passed in, so this module needs no network.
+Every prompt row is a text-track vector plus a codec-track vector, as the official generate lays them out. The
+functions here only arrange rows; embedding lookups are passed in, so this module needs no network.
 """
 
 from __future__ import annotations

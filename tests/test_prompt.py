@@ -1,4 +1,4 @@
-"""engine.prompt layouts (protocol §3) on random tables; the fixture comparison is in test_synth_parity."""
+"""engine.prompt layouts on random tables; the fixture comparison is in test_synth_parity."""
 
 from __future__ import annotations
 
