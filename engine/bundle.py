@@ -24,7 +24,7 @@ import ncnn
 import numpy as np
 
 from .errors import BundleError
-from .fileio import current_umask
+from .fileio import current_umask, write_atomic
 
 try:
     import fcntl
@@ -320,8 +320,6 @@ class _VerifiedCache:
     def save(self) -> None:
         if not self.changed or self.path is None:
             return
-        from .fileio import write_atomic
-
         live = {k: v for k, v in self.entries.items() if os.path.exists(k)}  # forget deleted bundles
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from .bundle import MANIFEST, is_bundle
 from .errors import EngineError
 from .fileio import write_atomic
 
@@ -67,8 +68,6 @@ def _demo_kind(config: dict, kind: str) -> None:
 
 def is_demo_bundle(path: str | os.PathLike) -> bool:
     """True only for a bundle made by make_demo_bundle (the app may replace it; it holds nothing of the user's)."""
-    from .bundle import MANIFEST, is_bundle
-
     path = Path(path)
     if not is_bundle(path):
         return False

@@ -16,6 +16,9 @@ import tempfile
 import threading
 from pathlib import Path
 
+from .errors import TextError
+from .safefile import regular_file_problem
+
 _umask_lock = threading.Lock()
 
 
@@ -188,9 +191,6 @@ MAX_TEXT_FILE_BYTES = 16 * 1024 * 1024  # ~250 hours of speech; anything larger 
 
 def read_text_file(path: str | os.PathLike) -> str:
     """A UTF-8 text file (a byte-order mark is dropped). Raises TextError with one line on any problem."""
-    from .errors import TextError
-    from .safefile import regular_file_problem
-
     path = Path(path)
     problem = regular_file_problem(path, "text file")  # a FIFO would block the read forever
     if problem:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .bundle import Bundle
 from .errors import TextError, VoiceError
 
 BASE = "base"
@@ -67,8 +68,6 @@ class ModelKind:
     @classmethod
     def of_bundle(cls, bundle: str | os.PathLike | Any) -> ModelKind:
         """Read from a bundle folder (or an open Bundle) without loading any network."""
-        from .bundle import Bundle
-
         b = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
         return cls.from_part(b.part("text"))
 

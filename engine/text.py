@@ -16,6 +16,7 @@ from typing import Any
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
+from .bundle import Bundle
 from .errors import BundleError, TextError
 
 # Qwen2's pre-tokenizer split pattern (as in transformers' Qwen2 converter).
@@ -161,8 +162,6 @@ class TextTokenizer:
     """Token ids for the talker, identical to the official processor's."""
 
     def __init__(self, bundle_or_folder: Any, split: str | None = None):
-        from .bundle import Bundle
-
         if isinstance(bundle_or_folder, Bundle):
             folder = bundle_or_folder.path / "tokenizer"
             if split is None:
