@@ -3,7 +3,7 @@
 Integers (ids, codes) must be identical; float32 arrays must agree within the rounding that a different CPU or
 thread count can cause, derived per quantity in tolerances.py.
 
-Run in the reference environment: /work/venv-ref/bin/python -m pytest tests/parity_live -m reference
+Run in the reference environment: .venv-ref/bin/python -m pytest tests/parity_live -m reference
 """
 
 from __future__ import annotations

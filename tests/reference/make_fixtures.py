@@ -1,10 +1,10 @@
 """Generate the parity fixtures with the official qwen-tts implementation (CPU, fp32, greedy).
 
 Run in the reference environment:
-    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 /work/venv-ref/bin/python tests/reference/make_fixtures.py
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv-ref/bin/python tests/reference/make_fixtures.py
 Options: --out DIR (default tests/fixtures), --steps models,outputs, --models tiny06b,...
 The reference audio (tests/fixtures/audio) is an input; it is made by make_audio.py.
-See tests/fixtures/README / notes FIXTURES.md for the file contract.
+What each file holds is written down where it is saved (below) and in tests/fixtures/cases.json.
 """
 
 from __future__ import annotations
