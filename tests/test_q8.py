@@ -26,6 +26,8 @@ from engine.ncnn_graph import Graph
 from tests.bundles import MODELS, bundle_for, fixture_models
 from tests.test_talker import CASES, engines, load_case, teacher_forced_run
 
+SYNTH_MODELS = sorted({m for m, _ in CASES})  # the fixture models with teacher-forced synth cases
+
 STEP = 1.0 / (2 * q8.QMAX)  # half a quantisation step, relative to the block's absmax
 
 
@@ -152,11 +154,9 @@ def _keeps_confident_choices(got: np.ndarray, want: np.ndarray, err: float) -> N
         assert int(np.argmax(got)) == int(np.argmax(want))
 
 
-@pytest.mark.parametrize("model", fixture_models())
+@pytest.mark.parametrize("model", SYNTH_MODELS)
 def test_q8_talker_logits_within_quantisation_bound(model):
     cases = [n for m, n in CASES if m == model]
-    if not cases:
-        pytest.skip("no synth fixture")
     case = load_case(model, cases[0])
     r32 = teacher_forced_run(model, case)
     r8 = teacher_forced_run(model, case, "q8")
@@ -169,11 +169,9 @@ def test_q8_talker_logits_within_quantisation_bound(model):
         _keeps_confident_choices(a, b, bound)
 
 
-@pytest.mark.parametrize("model", fixture_models())
+@pytest.mark.parametrize("model", SYNTH_MODELS)
 def test_q8_code_predictor_logits_within_quantisation_bound(model):
     cases = [n for m, n in CASES if m == model]
-    if not cases:
-        pytest.skip("no synth fixture")
     case = load_case(model, cases[0])
     talker, cp32, _ = engines(model)
     _, cp8, bundle8 = engines(model, "q8")

@@ -21,21 +21,20 @@ def _chunks(text=CHAPTER):
 
 
 def _watch(window):
-    """Record the long worker's signals as they arrive (connected right after generate() starts it)."""
+    """Record the long worker's signals as they arrive (connected before the job runner starts its thread, so
+    none is missed however fast the worker is)."""
     seen = {"parts": [], "formats": [], "chunks": [], "results": []}
-    orig = window.generate
+    orig = window.ctx.start_job
 
-    def wrapped(*a, **kw):
-        ok = orig(*a, **kw)
-        w = window.synth_worker
+    def wrapped(w, *a, **kw):
         if isinstance(w, LongSynthesisWorker):
             w.part.connect(lambda i, n: (seen["parts"].append((i, n)),
                                          seen["formats"].append(window.progress.bar.format())))
             w.chunk.connect(lambda ch: seen["chunks"].append(ch))
             w.done.connect(lambda r: seen["results"].append(r))
-        return ok
+        return orig(w, *a, **kw)
 
-    window.generate = wrapped
+    window.ctx.start_job = wrapped
     return seen
 
 
