@@ -75,7 +75,8 @@ def bundle_for(model: str, precision: str = "fp32", parts: Iterable[str] | None 
     if key not in _built:
         src = MODELS / model
         if not (src / "config.json").is_file():
-            pytest.skip(f"fixture model {model} is not generated yet (tests/reference/make_fixtures.py)")
+            pytest.fail(f"the committed fixture model {model} is missing (tests/reference/make_fixtures.py makes it)",
+                        pytrace=False)
         dest = _tmp_root() / f"{model}-{precision}-{'+'.join(key_parts) if key_parts else 'all'}"
         if key_parts is None:
             _built[key] = convert_checkpoint(src, dest, precision=precision, overwrite=True)

@@ -212,8 +212,7 @@ def test_speakers_and_designed_voices_batch_equal_official(model):
     from tests.test_kinds_parity import load_case as load_kind
     from tests.test_kinds_parity import synth_for as kind_synth
 
-    if model not in fixture_models():
-        pytest.skip(f"fixture model {model} not generated")
+    assert model in fixture_models(), f"the committed fixture model {model} is missing"
     cases = [load_kind(p) for p in sorted((OUTPUTS / model).glob("kind_*.npz"))]
     synth = kind_synth(model)
     for non_streaming in sorted({d["non_streaming"] for d in cases}):

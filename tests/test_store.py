@@ -29,8 +29,7 @@ CHUNK = 64 * 1024  # huggingface_hub reads 10 MB chunks; the fixture's files are
 
 
 def tiny_repo(**kw) -> Repo:
-    if not (TINY / "config.json").is_file():
-        pytest.skip("fixture checkpoint tiny06b is not generated")
+    assert (TINY / "config.json").is_file(), f"the committed fixture checkpoint {TINY} is missing"
     repo = Repo.from_folder(TINY, **kw)
     repo.files["README.md"] = b"# not fetched\n"  # files the converter does not read are skipped
     return repo
