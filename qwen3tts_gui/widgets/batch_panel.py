@@ -40,6 +40,7 @@ from ..long_text import long_text_options
 from ..paths import output_dir
 from ..settings import MAX_GAP_MS
 from ..workers import BatchJob, BatchWorker
+from .elided_label import ElidedLabel
 from .language_combo import language_items, language_title
 from .throttle import Throttle
 
@@ -294,7 +295,7 @@ class BatchPanel(QWidget):
         for b in (self.up_btn, self.down_btn, self.remove_btn):
             tools.addWidget(b)
 
-        self.folder_label = QLabel()
+        self.folder_label = ElidedLabel()  # a long path ends in "…" (full path in its tooltip)
         self.folder_label.setObjectName("PathLabel")
         self.folder_btn = QPushButton("Choose…")
         self.folder_btn.clicked.connect(self.choose_folder)
@@ -308,17 +309,19 @@ class BatchPanel(QWidget):
         out_row.addWidget(QLabel("Output folder"))
         out_row.addWidget(self.folder_label, 1)
         out_row.addWidget(self.folder_btn)
-        out_row.addSpacing(16)
-        out_row.addWidget(self.merge)
-        out_row.addWidget(self.gap)
+        # the options on a row of their own: beside the folder they were cut off below about 1100 px
+        options_row = QHBoxLayout()
+        options_row.addWidget(self.merge)
+        options_row.addWidget(self.gap)
         self.at_once = QSpinBox(minimum=1, maximum=MAX_BATCH_SIZE)
         self.at_once.setValue(ctx.settings.batch_size)
         self.at_once.setToolTip("Lines generated side by side: more is faster overall, each line a little slower. "
                                 "The results are the same for any value.")
         self.at_once.valueChanged.connect(lambda v: setattr(ctx.settings, "batch_size", v))
-        out_row.addSpacing(16)
-        out_row.addWidget(QLabel("Lines at once"))
-        out_row.addWidget(self.at_once)
+        options_row.addSpacing(16)
+        options_row.addWidget(QLabel("Lines at once"))
+        options_row.addWidget(self.at_once)
+        options_row.addStretch(1)
 
         self.progress = QProgressBar()
         self.progress.setFormat("")
@@ -343,6 +346,7 @@ class BatchPanel(QWidget):
         lay.addLayout(tools)
         lay.addWidget(self.table, 1)
         lay.addLayout(out_row)
+        lay.addLayout(options_row)
         lay.addLayout(run_row)
 
         ctx.busy_changed.connect(lambda _: self._update_buttons())

@@ -15,7 +15,8 @@ def _settle(qtbot) -> None:
 
 
 def _cut_off(window, root: QWidget) -> list[str]:
-    """Visible buttons whose horizontal extent leaves the window or their scroll area's viewport."""
+    """Visible buttons whose horizontal extent leaves the window or their scroll area's viewport, or that are
+    squeezed narrower than their text."""
     problems = []
     win = QRect(QPoint(0, 0), window.size())
     for button in root.findChildren(QAbstractButton):
@@ -29,8 +30,11 @@ def _cut_off(window, root: QWidget) -> list[str]:
         if area is not None:
             viewport = area.viewport()
             bounds = QRect(viewport.mapTo(window, QPoint(0, 0)), viewport.size())
+        name = button.text() or button.objectName() or type(button).__name__
         if rect.left() < bounds.left() or rect.right() > bounds.right():
-            problems.append(f"{button.text() or button.objectName() or type(button).__name__}: {rect} outside {bounds}")
+            problems.append(f"{name}: {rect} outside {bounds}")
+        elif button.width() < button.minimumSizeHint().width():
+            problems.append(f"{name}: squeezed to {button.width()} px, its text needs {button.minimumSizeHint().width()}")
     return problems
 
 
