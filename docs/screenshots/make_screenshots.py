@@ -1,4 +1,5 @@
-"""Screenshots for the README from the real app with a demo bundle: main.png, progress.png, batch.png.
+"""Screenshots for the README from the real app with a demo bundle: main.png, small.png (1000x700, generation
+settings open: shows clipping in review), progress.png, batch.png.
 
 Run under Xvfb (a real X11 window; see shared platform notes for the xcb libraries):
     Xvfb :99 -screen 0 1600x1000x24 &
@@ -141,6 +142,15 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     window.grab().save(str(args.out / "main.png"))
 
+    # A small screen (1000x700, near the 960x640 minimum) with the settings open: nothing may be cut off.
+    window.resize(1000, 700)
+    box.toggle.setChecked(True)
+    settle(app, 0.6)
+    window.grab().save(str(args.out / "small.png"))
+    box.toggle.setChecked(False)
+    window.resize(1280, 860)
+    settle(app)
+
     # Mid-generation: progress, live tokens, settings open.
     window.voice_panel.editor.discard_reference()
     box.toggle.setChecked(True)
@@ -181,7 +191,7 @@ def main() -> int:
     window.batch.cancel()
     wait_until(app, lambda: not window.batch.running)
     window.close()
-    print(f"wrote {', '.join(str(args.out / n) for n in ('main.png', 'progress.png', 'batch.png'))}")
+    print(f"wrote {', '.join(str(args.out / n) for n in ('main.png', 'small.png', 'progress.png', 'batch.png'))}")
     return 0
 
 
