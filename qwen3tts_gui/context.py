@@ -30,6 +30,7 @@ class Dialogs:
         box = QMessageBox(QMessageBox.Icon.Information, title, text, QMessageBox.StandardButton.Ok, parent)
         box.setModal(False)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.setAttribute(Qt.WidgetAttribute.WA_QuitOnClose, False)  # closing the main window still quits
         box.show()
 
     def question(self, parent: QWidget | None, title: str, text: str) -> bool:

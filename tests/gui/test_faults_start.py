@@ -195,3 +195,19 @@ def test_the_demo_is_made_beside_a_demo_folder_that_is_not_ours(qtbot, make_wind
     window.use_demo_model()
     qtbot.waitUntil(lambda: bool(made), timeout=5000)
     assert made == [models_dir() / "demo (2)"] and (old / "manifest.json").is_file()
+
+
+def test_a_start_notice_does_not_block_and_does_not_keep_the_app_alive(qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
+
+    from qwen3tts_gui.context import Dialogs
+
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    Dialogs().notice(parent, "Some voice files were skipped", "x.qvoice is damaged.")  # returns: not modal
+    boxes = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
+    assert len(boxes) == 1 and not boxes[0].isModal()
+    # closing the main window must still quit the app while the notice is open (it kept a killed app running)
+    assert not boxes[0].testAttribute(Qt.WidgetAttribute.WA_QuitOnClose)
+    boxes[0].close()
