@@ -159,9 +159,10 @@ class BatchWorker(Worker):
 
     def __init__(self, synth: SynthesizerLike, jobs: list[BatchJob], settings: GenerationSettings,
                  merge_path: Path | None = None, gap_seconds: float = 0.5, parent: QObject | None = None,
-                 long_options=None, batch_size: int = DEFAULT_BATCH_SIZE):
+                 long_options=None, batch_size: int = DEFAULT_BATCH_SIZE, wav_subtype: str | None = None):
         super().__init__(parent)
         self.synth, self.jobs, self.settings = synth, jobs, settings
+        self.wav_subtype = wav_subtype  # None: 16-bit PCM; "FLOAT" when the user chose float WAV files
         self.long_options = long_options  # LongTextOptions for items that are long texts
         self.merge_path, self.gap_seconds = merge_path, gap_seconds
         self.batch_size = batch_size
@@ -197,7 +198,7 @@ class BatchWorker(Worker):
             gap = np.zeros(int(self.gap_seconds * SAMPLE_RATE), np.float32)
             joined = [p for piece in pieces for p in (piece, gap)][:-1]
             try:
-                save_audio(self.merge_path, np.concatenate(joined), SAMPLE_RATE)
+                save_audio(self.merge_path, np.concatenate(joined), SAMPLE_RATE, self.wav_subtype)
                 self.merged.emit(str(self.merge_path))
             except BaseException as e:
                 self.failed.emit(user_message(e, "writing the merged file"))
@@ -234,7 +235,7 @@ class BatchWorker(Worker):
 
     def _save(self, job: BatchJob, audio: np.ndarray) -> None:
         job.out_path.parent.mkdir(parents=True, exist_ok=True)
-        save_audio(job.out_path, audio, SAMPLE_RATE)
+        save_audio(job.out_path, audio, SAMPLE_RATE, self.wav_subtype)
         self._audio[job.key] = audio
         self.line_done.emit(job.key, str(job.out_path), len(audio) / SAMPLE_RATE)
 
@@ -252,6 +253,6 @@ class BatchWorker(Worker):
                                      options=self.long_options)
         if skipped:  # keep what was made, but a chapter with holes is not a finished line
             job.out_path.parent.mkdir(parents=True, exist_ok=True)
-            save_audio(job.out_path, result.audio, SAMPLE_RATE)
+            save_audio(job.out_path, result.audio, SAMPLE_RATE, self.wav_subtype)
             raise _LineProblem(f"Saved {job.out_path.name} without some parts. {' '.join(skipped)}")
         return result.audio

@@ -489,7 +489,8 @@ class BatchPanel(QWidget):
         settings.stream_audio = False
         merge = folder / MERGED_NAME if self.merge.isChecked() else None
         worker = BatchWorker(self.ctx.synth, jobs, settings, merge, self.gap.value() / 1000, self,
-                             long_options=long_text_options(self.ctx.settings), batch_size=self.at_once.value())
+                             long_options=long_text_options(self.ctx.settings), batch_size=self.at_once.value(),
+                             wav_subtype="FLOAT" if self.ctx.settings.wav_float else None)
         worker.line_started.connect(self._line_started)
         worker.line_progress.connect(self._line_progress)
         worker.line_done.connect(self._line_done)

@@ -52,7 +52,7 @@ class FoldersDialog(QDialog):
             grid.addWidget(edit, row, 1)
             grid.addWidget(choose, row, 2)
         row = grid.rowCount()
-        self.wav_float = QCheckBox("Save WAV files as 32-bit float (the default is 16-bit PCM)")
+        self.wav_float = QCheckBox("Save WAV files (takes and batch) as 32-bit float (the default is 16-bit PCM)")
         self.wav_float.setChecked(s.wav_float)
         grid.addWidget(self.wav_float, row, 1, 1, 2)
         self.history_bytes = history_bytes

@@ -146,3 +146,20 @@ def test_empty_table_says_what_to_do(qtbot, make_window):
     panel.table.selectRow(0)
     panel.remove_selected()
     assert panel.empty_hint.isVisible()
+
+
+def test_batch_files_follow_the_wav_format_setting(qtbot, make_window, settings, tmp_path):
+    window = make_window()
+    panel = window.batch
+    settings.batch_dir = str(tmp_path / "out")
+    panel._show_folder()
+    panel.merge.setChecked(True)
+    panel.add_rows([("One line.", "", "auto"), ("Two lines.", "", "auto")])
+    _run(qtbot, panel, panel.run_all)
+    files = sorted((tmp_path / "out").glob("*.wav"))
+    assert len(files) == 3 and {sf.info(str(f)).subtype for f in files} == {"PCM_16"}  # the default
+    settings.wav_float = True
+    for f in files:
+        f.unlink()
+    _run(qtbot, panel, panel.run_all)
+    assert {sf.info(str(f)).subtype for f in (tmp_path / "out").glob("*.wav")} == {"FLOAT"}
