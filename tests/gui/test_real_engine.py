@@ -150,10 +150,16 @@ def test_real_chapter_is_one_take(qtbot, make_window, demo_bundle, dialogs):
     _open(qtbot, window, demo_bundle)
     voice = window.ctx.synth.create_voice((speech_like(3.0, 24000), 24000), name="Noise")
     parts, pieces = [], []
+    start_job = window.ctx.start_job
+
+    def connected_first(worker, *a, **kw):  # before the thread starts, so no signal is missed
+        worker.part.connect(lambda i, n: parts.append((i, n)))
+        worker.chunk.connect(lambda ch: pieces.append(ch))
+        return start_job(worker, *a, **kw)
+
+    window.ctx.start_job = connected_first
     assert window.generate("A first paragraph.\n\nA second one.", voice, "Noise", "english",
                            GenerationSettings(seed=7, max_frames=3))
-    window.synth_worker.part.connect(lambda i, n: parts.append((i, n)))
-    window.synth_worker.chunk.connect(lambda ch: pieces.append(ch))
     qtbot.waitUntil(lambda: window.synth_worker is None, timeout=120000)
     assert not dialogs.errors and not dialogs.infos
     take = window.output.current
