@@ -58,10 +58,16 @@ def test_real_voice_generate_save(qtbot, make_window, demo_bundle, dialogs, tmp_
     box.stream_audio.setChecked(True)
     window.text_edit.setPlainText("Hello world.")
     frames, chunks = [], []
+    start_job = window.ctx.start_job
+
+    def connected_first(worker, *a, **kw):  # before the thread starts: under load frame 0 could come first
+        worker.frame.connect(lambda ev: frames.append(ev.index))
+        worker.chunk.connect(lambda ch: chunks.append((ch.start_sample, len(ch.samples))))
+        return start_job(worker, *a, **kw)
+
+    window.ctx.start_job = connected_first
     assert window.generate()
-    worker = window.synth_worker
-    worker.frame.connect(lambda ev: frames.append(ev.index))
-    worker.chunk.connect(lambda ch: chunks.append((ch.start_sample, len(ch.samples))))
+    window.ctx.start_job = start_job
     qtbot.waitUntil(lambda: window.synth_worker is None, timeout=120000)
     assert not dialogs.errors, dialogs.errors
     take = window.output.current
