@@ -22,3 +22,13 @@ def test_the_cli_and_the_gui_adapter_use_only_public_engine_names():
     for rel in ("engine/cli.py", "qwen3tts_gui/engine_adapter.py", "benchmarks/vs_official.py"):
         text = (root / rel).read_text(encoding="utf-8")
         assert not re.search(r"synth\._[a-z]", text), f"{rel} reaches into the Synthesizer's private members"
+
+
+def test_the_installer_bundles_the_modules_the_engine_loads_on_first_use():
+    """PyInstaller cannot see engine/__init__.py's lazy imports: the spec must name each module (a frozen app
+    without engine.demo failed its self-test)."""
+    from pathlib import Path
+
+    spec = (Path(engine.__file__).resolve().parents[1] / "packaging" / "qwen3tts.spec").read_text(encoding="utf-8")
+    missing = sorted({mod for mod in engine._LAZY.values() if f'"engine.{mod}"' not in spec})
+    assert not missing, f"add to the spec's hiddenimports: {missing}"
