@@ -625,7 +625,12 @@ def cmd_split(args: argparse.Namespace) -> int:
     from .text import clean_text
 
     text = clean_text(_text_of(args))
-    for chunk in split_text(text, max_chars=args.max_chars, language=args.language):
+    chunks = split_text(text, max_chars=args.max_chars, language=args.language)
+    try:  # UTF-8 whatever the console or pipe would pick (an ASCII or cp1252 stdout cannot hold most scripts)
+        sys.stdout.reconfigure(encoding="utf-8")
+    except (AttributeError, ValueError, OSError):
+        pass
+    for chunk in chunks:
         sys.stdout.write(chunk.text + "\n")
     sys.stdout.flush()
     return 0

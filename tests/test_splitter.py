@@ -194,6 +194,18 @@ def test_split_command_refuses_bad_input_in_one_line(args, message, capsys):
     assert message in captured.err and captured.err.count("\n") == 1
 
 
+def test_split_command_writes_utf8_whatever_the_locale():
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONIOENCODING="ascii", LC_ALL="C")
+    out = subprocess.run([sys.executable, "-m", "engine", "split", "--text", "你好。Ça va? Привет!", "--max-chars", "10"],
+                         capture_output=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr.decode(errors="replace")
+    assert out.stdout.decode("utf-8").splitlines() == ["你好。Ça va?", "Привет!"]
+
+
 def test_split_command_refuses_a_file_that_is_not_utf8(tmp_path, capsys):
     path = tmp_path / "latin1.txt"
     path.write_bytes("Caf\xe9 cr\xe8me.".encode("latin-1"))
