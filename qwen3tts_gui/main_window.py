@@ -227,6 +227,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.aboutToShow.connect(self._fill_recent)
 
         voice_menu = bar.addMenu("&Voice")
+        self._clone_actions: list[QAction] = []
         for entry in (
             ("New voice from &file…", self.voice_panel.choose_reference_file, "Ctrl+Shift+O"),
             ("&Record a new voice", self.voice_panel.toggle_record, "Ctrl+R"),
@@ -238,7 +239,10 @@ class MainWindow(QMainWindow):
                 voice_menu.addSeparator()
                 continue
             label, slot, keys = entry
-            voice_menu.addAction(QAction(label, self, shortcut=QKeySequence(keys), triggered=slot))
+            action = QAction(label, self, shortcut=QKeySequence(keys), triggered=slot)
+            voice_menu.addAction(action)
+            if slot in (self.voice_panel.choose_reference_file, self.voice_panel.toggle_record):
+                self._clone_actions.append(action)  # only a Base model clones a voice
 
         take_menu = bar.addMenu("&Take")
         self.play_action = QAction("&Play / stop", self, shortcut=QKeySequence("Ctrl+P"),
@@ -360,6 +364,8 @@ class MainWindow(QMainWindow):
                                            "voice_design": self.design_panel}.get(kind, self.voice_panel))
         if kind == "custom_voice":
             self.speaker_panel.set_model(synth)
+        for action in self._clone_actions:
+            action.setEnabled(kind == "base")
         if synth is not None:
             self.settings_box.load_defaults(synth.default_settings)
             path = self.ctx.model_path
