@@ -198,11 +198,16 @@ def cmd_synth(args: argparse.Namespace) -> int:
     # cheap checks before the reference is processed
     synth.check_language(args.language)
     synth.check_settings(settings)
-    synth.check_instruct(args.instruct)
-    voice = _voice_for(synth, args)
     note = synth.instruct_note(args.instruct)
     if note:
+        import warnings
+
+        from .model_kind import InstructIgnoredWarning
+
         print(f"qwen3tts: {note}", file=sys.stderr)
+        warnings.simplefilter("ignore", InstructIgnoredWarning)  # said once, here
+    synth.check_instruct(args.instruct)
+    voice = _voice_for(synth, args)
     if long_text is not None:
         return _synth_long(args, synth, voice, settings, text, long_text)
     bar = ProgressBar("synth")

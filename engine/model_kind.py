@@ -9,12 +9,17 @@ dialect when the language is chinese or auto, and the 0.6B CustomVoice model dro
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .bundle import Bundle
 from .errors import TextError, VoiceError
+
+
+class InstructIgnoredWarning(UserWarning):
+    """An instruction was given to a model that drops it (0.6B CustomVoice, as the official implementation)."""
 
 BASE = "base"
 CUSTOM_VOICE = "custom_voice"
@@ -130,7 +135,11 @@ class ModelKind:
                             "or a VoiceDesign model.")
         if "\x00" in text:
             raise TextError("The instruction contains a NUL character.")
-        return text if self.honours_instruct else ""
+        if text and not self.honours_instruct:
+            note = self.instruct_note(text) or "This model ignores style instructions; the instruction was not used."
+            warnings.warn(note, InstructIgnoredWarning, stacklevel=3)
+            return ""
+        return text
 
     def instruct_note(self, instruct: str | None) -> str | None:
         """A sentence for the user when an instruction will be ignored (0.6B CustomVoice), else None."""
