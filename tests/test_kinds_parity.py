@@ -19,7 +19,7 @@ from engine.model_kind import InstructIgnoredWarning
 from engine.synthesizer import Synthesizer
 from engine.types import GenerationSettings
 from tests.bundles import OUTPUTS, bundle_for
-from tests.test_synth_parity import assert_codes
+from tests.test_synth_parity import assert_codes, assert_first_step_logits
 
 CASES = sorted(OUTPUTS.glob("*/kind_*.npz")) if OUTPUTS.is_dir() else []
 PARTS = ("text", "talker", "codec_decoder")
@@ -97,17 +97,8 @@ def test_prefill_and_trailing_rows(path):
 
 @pytest.mark.parametrize("path", CASES, ids=case_id)
 def test_first_step_logits(path):
-    d = load_case(path)
-    synth = synth_for(path.parent.name)
-    talker, cp = synth.talker, synth.code_predictor
-    ref, codes, trailing = d["logits"], d["codes"], d["trailing"]
-    _, logits = talker.prefill(d["prefill"])
-    np.testing.assert_allclose(logits, ref[0], rtol=0, atol=1e-4)
-    tpad = synth.text_rows([synth.ids.tts_pad])[0]
-    for k in range(1, min(len(ref), len(codes) + 1)):
-        text_row = trailing[k - 1] if k - 1 < len(trailing) else tpad
-        _, logits = talker.step(cp.feedback(codes[k - 1]) + text_row)
-        np.testing.assert_allclose(logits, ref[k], rtol=0, atol=1e-4, err_msg=f"step {k}")
+    """Raw talker logits of the first steps, teacher-forced with the official prefill and codes."""
+    assert_first_step_logits(synth_for(path.parent.name), load_case(path))
 
 
 # audio streamed while generating: one case per model is enough (the stream itself is tested on Base cases)

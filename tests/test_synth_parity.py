@@ -106,8 +106,11 @@ def test_prefill_and_trailing_rows(path):
 @pytest.mark.parametrize("path", CASES, ids=case_id)
 def test_first_step_logits(path):
     """Raw talker logits of the first k steps, fed the official prefill and (teacher-forced) official codes."""
-    d = load_case(path)
-    synth = synth_for(path.parent.name)
+    assert_first_step_logits(synth_for(path.parent.name), load_case(path))
+
+
+def assert_first_step_logits(synth: Synthesizer, d: dict) -> None:
+    """Teacher-forced: the official prefill, then each official frame plus its text row; raw logits compared."""
     talker, cp = synth.talker, synth.code_predictor
     ref, codes, trailing = d["logits"], d["codes"], d["trailing"]
     _, logits = talker.prefill(d["prefill"])
