@@ -311,36 +311,12 @@ class Runner:
 
     def run_synth(self, c: SynthCase) -> dict:
         items = self.prompt(c.ref_audio, c.mode)
-        got: dict = {}
-        model = self.model
-        orig_gen = model.generate
-        orig_tgen = model.talker.generate
-
-        def gen_wrap(*a: Any, **kw: Any):
-            got["input_ids"] = kw["input_ids"][0][0].numpy().copy()
-            ref_ids = kw.get("ref_ids")
-            got["ref_ids"] = None if not ref_ids or ref_ids[0] is None else ref_ids[0][0].numpy().copy()
-            got["gen_kwargs"] = {k: kw[k] for k in ("max_new_tokens", "do_sample", "subtalker_dosample",
-                                                    "repetition_penalty", "top_k", "top_p", "temperature")}
-            res = orig_gen(*a, **kw)
-            got["codes"] = res[0][0].numpy().astype(np.int64).copy()
-            return res
-
-        def tgen_wrap(*a: Any, **kw: Any):
-            res = orig_tgen(*a, **kw)
-            got["sampled"] = res.sequences[0].numpy().astype(np.int64).copy()
-            return res
-
-        model.generate = gen_wrap
-        model.talker.generate = tgen_wrap
-        try:
-            with oracle.TalkerCapture(model, k_logits=K_LOGITS) as cap:
-                wavs, sr = self.tts.generate_voice_clone(
-                    text=c.text, language=c.language, voice_clone_prompt=items,
-                    non_streaming_mode=c.non_streaming, max_new_tokens=c.max_new_tokens, **GEN)
-        finally:
-            del model.generate
-            del model.talker.generate
+        with oracle.GenerateCapture(self.model) as run, oracle.TalkerCapture(self.model, k_logits=K_LOGITS) as cap:
+            wavs, sr = self.tts.generate_voice_clone(
+                text=c.text, language=c.language, voice_clone_prompt=items,
+                non_streaming_mode=c.non_streaming, max_new_tokens=c.max_new_tokens, **GEN)
+        got = dict(input_ids=run.first_ids("input_ids"), ref_ids=run.first_ids("ref_ids"),
+                   gen_kwargs=run.gen_kwargs(), codes=run.codes, sampled=run.sampled)
         codes = got["codes"]
         eos = self.cfg.talker_config.codec_eos_token_id
         ended_by = "eos" if int(got["sampled"][-1]) == eos else "cap"
@@ -442,45 +418,25 @@ class KindRunner(Runner):
                   f"instruct rows {e['instruct_rows']}, margin {r['margin']:.3f}", flush=True)
 
     def run_kind(self, c: KindCase) -> dict:
-        got: dict = {}
         model = self.model
-        orig_gen = model.generate
-        orig_tgen = model.talker.generate
-
-        def gen_wrap(*a: Any, **kw: Any):
-            got["input_ids"] = kw["input_ids"][0][0].numpy().astype(np.int64).copy()
-            ins = (kw.get("instruct_ids") or [None])[0]
-            got["instruct_ids"] = np.zeros(0, np.int64) if ins is None else ins[0].numpy().astype(np.int64).copy()
-            got["non_streaming"] = bool(kw["non_streaming_mode"])
-            got["gen_kwargs"] = {k: kw[k] for k in ("max_new_tokens", "do_sample", "subtalker_dosample",
-                                                    "repetition_penalty", "top_k", "top_p", "temperature")}
-            res = orig_gen(*a, **kw)
-            got["codes"] = res[0][0].numpy().astype(np.int64).copy()
-            return res
-
-        def tgen_wrap(*a: Any, **kw: Any):
-            res = orig_tgen(*a, **kw)
-            got["sampled"] = res.sequences[0].numpy().astype(np.int64).copy()
-            return res
-
         kwargs = dict(GEN, max_new_tokens=c.max_new_tokens)
         if c.non_streaming is not None:
             kwargs["non_streaming_mode"] = c.non_streaming
-        model.generate = gen_wrap
-        model.talker.generate = tgen_wrap
-        try:
-            with oracle.TalkerCapture(model, k_logits=c.max_new_tokens + 1) as cap, \
-                    oracle.CodePredictorMargins(model) as cp_margins:
-                if self.model.tts_model_type == "custom_voice":
-                    wavs, sr = self.tts.generate_custom_voice(text=c.text, speaker=c.speaker, language=c.language,
-                                                              instruct=c.instruct or None, **kwargs)
-                else:
-                    wavs, sr = self.tts.generate_voice_design(text=c.text, instruct=c.instruct,
-                                                              language=c.language, **kwargs)
-        finally:
-            del model.generate
-            del model.talker.generate
+        with oracle.GenerateCapture(model) as run, \
+                oracle.TalkerCapture(model, k_logits=c.max_new_tokens + 1) as cap, \
+                oracle.CodePredictorMargins(model) as cp_margins:
+            if model.tts_model_type == "custom_voice":
+                wavs, sr = self.tts.generate_custom_voice(text=c.text, speaker=c.speaker, language=c.language,
+                                                          instruct=c.instruct or None, **kwargs)
+            else:
+                wavs, sr = self.tts.generate_voice_design(text=c.text, instruct=c.instruct, language=c.language,
+                                                          **kwargs)
         assert sr == 24000
+        instruct_ids = run.first_ids("instruct_ids")
+        got = dict(input_ids=run.first_ids("input_ids"),
+                   instruct_ids=np.zeros(0, np.int64) if instruct_ids is None else instruct_ids,
+                   non_streaming=bool(run.kwargs["non_streaming_mode"]), gen_kwargs=run.gen_kwargs(),
+                   codes=run.codes, sampled=run.sampled)
         eos = self.cfg.talker_config.codec_eos_token_id
         ended_by = "eos" if int(got["sampled"][-1]) == eos else "cap"
         if ended_by == "cap":

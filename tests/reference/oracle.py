@@ -576,6 +576,51 @@ class TalkerCapture:
             h.remove()
 
 
+class GenerateCapture:
+    """Record what the official wrapper hands to Qwen3TTSForConditionalGeneration.generate (its keyword
+    arguments: input_ids, instruct_ids, ref_ids, ...), the codes it returns and the talker's sampled code-0 ids
+    (the last one is EOS when the run stopped by itself)."""
+
+    def __init__(self, model: Qwen3TTSForConditionalGeneration):
+        self.model = model
+        self.kwargs: dict = {}
+        self.codes: np.ndarray | None = None
+        self.sampled: np.ndarray | None = None
+
+    def __enter__(self):
+        model, gen, tgen = self.model, self.model.generate, self.model.talker.generate
+
+        def gen_wrap(*a: Any, **kw: Any):
+            self.kwargs = kw
+            res = gen(*a, **kw)
+            self.codes = res[0][0].numpy().astype(np.int64).copy()
+            return res
+
+        def tgen_wrap(*a: Any, **kw: Any):
+            res = tgen(*a, **kw)
+            self.sampled = res.sequences[0].numpy().astype(np.int64).copy()
+            return res
+
+        model.generate = gen_wrap
+        model.talker.generate = tgen_wrap
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        del self.model.generate
+        del self.model.talker.generate
+
+    def first_ids(self, key: str) -> np.ndarray | None:
+        """The first batch item of a list-of-tensors argument (input_ids, ref_ids, instruct_ids), or None."""
+        items = self.kwargs.get(key)
+        if not items or items[0] is None:
+            return None
+        return items[0][0].numpy().astype(np.int64).copy()
+
+    def gen_kwargs(self) -> dict:
+        return {k: self.kwargs[k] for k in ("max_new_tokens", "do_sample", "subtalker_dosample",
+                                            "repetition_penalty", "top_k", "top_p", "temperature")}
+
+
 class CodePredictorMargins:
     """Smallest gap between the best and second-best raw code-predictor logit over a run (greedy argmax)."""
 
