@@ -2,17 +2,17 @@
 extractor call runs any number of rows (several sequences, or a prompt) through every weight layer at once.
 
 Why a rewrite and not the stored graph: the stored graph runs one decode row as a vector through InnerProduct's
-GEMV kernel, and a row's result there depends on how many rows run with it (the GEMV kernel, the 2-D
-InnerProduct kernel and ncnn's packed layouts each add up a dot product in a different order). Batching must
-not change any result, so every row of every call goes through kernels whose per-row result does not depend on
-the other rows:
-- every InnerProduct becomes a Gemm over the same weights (same .bin bytes: Gemm with constant B, transB=1,
-  reads the tagged [out, in] weight and the raw bias exactly as InnerProduct stores them). ncnn's x86 Gemm adds
-  each output in k order for every row handled in blocks of 2, 4, 8 or 16 rows, but a lone leftover row takes a
-  4-accumulator path; callers therefore always pass an even number of rows (measured: rows bit-identical for
-  2..8 rows, see tests/test_batching.py);
-- the net runs with the packed layout off, so RMSNorm and the element-wise layers see one row at a time
-  whatever the row count (with packing, 4 or 8 rows are packed together and summed in another order);
+GEMV kernel, and a row's result there depends on how many rows run with it (the GEMV kernel and the 2-D
+InnerProduct kernel add up a dot product in different orders, and ncnn's packed layout groups 4, 8 or 16 rows
+into one vector when the row count is a multiple of 4). Batching must not change any result, so every row of
+every call goes through kernels whose per-row result does not depend on the other rows:
+- rows stay a matrix (Squeeze becomes Noop), so every InnerProduct takes its 2-D kernel even for one row. That
+  kernel (ncnn src/layer/x86/innerproduct_gemm_fp.h, _bf16s.h) runs each row on its own, threads split the
+  rows, and each output is added up in one fixed order over the inputs whatever the row and thread counts; it
+  keeps fp16-stored weights in fp16 (half the memory of fp32). Measured: every row bit-identical for 1..9 rows
+  at 1 and 2 threads except row counts that are multiples of 4;
+- ncnn packs a blob along its outermost axis (the rows here) only when its length is a multiple of 4, so
+  callers pad the row count away from multiples of 4 and every layer then sees one row at a time;
 - attention is cut out of the graph: its q, k, v blobs become outputs and its result an input, and the caller
   runs each sequence's attention over that sequence's own KV cache in a separate one-layer SDPA net
   (`sdpa_param_text`). Weight-free layers (Reshape, Permute, RotaryEmbed with per-row cos/sin...) are kept.
@@ -33,8 +33,7 @@ from .bundle import Bundle, make_net_options
 from .errors import BundleError
 
 PARAM_MAGIC = "7767517"
-# InnerProduct params that map onto Gemm: 0 num_output, 1 bias_term, 2 weight_data_size, 31 featmask
-_IP_KEYS = {"0", "1", "2", "31"}
+PACK_MULTIPLE = 4  # ncnn packs an axis whose length is a multiple of 4 (4, 8 or 16 lanes)
 
 
 @dataclass(frozen=True)
@@ -68,28 +67,6 @@ class _Line:
                          *self.inputs, *self.outputs, *self.params])
 
 
-def _as_gemm(line: _Line) -> list[_Line]:
-    """InnerProduct -> Gemm over the same .bin bytes. A bias follows as MemoryData + BinaryOp add: Gemm would
-    read its C as a tagged array, while InnerProduct stores the bias raw (MemoryData reads it raw)."""
-    p = dict(tok.split("=", 1) for tok in line.params)
-    if set(p) - _IP_KEYS:
-        raise BundleError(f"layer {line.name}: InnerProduct options {sorted(set(p) - _IP_KEYS)} are not supported "
-                          "in the batched step graph")
-    n, size, bias = int(p["0"]), int(p["2"]), int(p.get("1", "0"))
-    if n <= 0 or size % n:
-        raise BundleError(f"layer {line.name}: weight size {size} is not a multiple of its {n} outputs")
-    params = ["2=0", "3=1", "4=0", "5=1", "6=1", "7=0", f"8={n}", f"9={size // n}", "10=-1"]
-    params += [f"31={p['31']}"] if "31" in p else []
-    if not bias:
-        return [_Line("Gemm", line.name, line.inputs, line.outputs, params)]
-    out = line.outputs[0]
-    return [
-        _Line("Gemm", line.name, line.inputs, [f"{out}__mm"], params),
-        _Line("MemoryData", f"{line.name}__bias", [], [f"{out}__bias"], [f"0={n}", "1=1"]),
-        _Line("BinaryOp", f"{line.name}__add", [f"{out}__mm", f"{out}__bias"], line.outputs, ["0=0"]),
-    ]
-
-
 def step_param_text(param_text: str) -> tuple[str, list[AttentionSite]]:
     """Rewrite a talker / code-predictor .param (see the module docstring). Returns the new text and the
     attention sites in layer order."""
@@ -114,9 +91,6 @@ def step_param_text(param_text: str) -> tuple[str, list[AttentionSite]]:
             att = line.outputs[0]
             sites.append(AttentionSite(len(sites), q, k, v, att, tuple(line.params)))
             out.append(_Line("Input", f"{att}__in", [], [att], []))
-            continue
-        if line.type == "InnerProduct":
-            out.extend(_as_gemm(line))
             continue
         if line.type == "Squeeze":  # rows stay a matrix: a 1-row vector would take the GEMV kernel
             line = _Line("Noop", line.name, line.inputs, line.outputs, [])
@@ -147,32 +121,30 @@ Attend = Callable[[AttentionSite, np.ndarray, np.ndarray, np.ndarray], np.ndarra
 class StepNet:
     """A loaded step graph plus one SDPA net per distinct attention layout.
 
-    run() takes R rows, pads them to an even count when the float Gemm needs it (a copy of row 0; see the
+    run() takes R rows, adds a padding row (a copy of row 0) when R is a multiple of 4 in a float graph (see the
     module docstring), and hands each attention site's q, k, v ((heads, M, head_dim) float32, M = padded row
     count) to `attend`, which returns the attention output in the same layout (padding rows may hold anything
     finite). Callers pass at most `max_rows` rows per call when they need rows independent of each other.
 
     8-bit block Gemm (q8 bundles) quantises each input row on the fly, and rows handled in its 4-row blocks are
     rounded differently from rows handled one at a time (measured: rows 0-3 of a 4..15-row call differ from the
-    same rows alone at full size, rows of a 1..3-row call never do). So q8 graphs take at most 3 rows per call
-    and no padding row; a batch of 8 costs three weight passes instead of one."""
+    same rows alone at full size, rows of a 1..3-row call never do). So q8 graphs take at most 3 rows per call,
+    with the packed layout off as it was measured; a batch of 8 costs three weight passes instead of one."""
 
-    FLOAT_MAX_ROWS = 8  # float Gemm rows measured identical for 2..8 rows (a 16-row call was not)
+    FLOAT_MAX_ROWS = 8  # the largest batch (engine/batching.py); 8 rows run as 9
     Q8_MAX_ROWS = 3
 
     def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str):
         text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
         step_text, self.sites = step_param_text(text)
         gemms = [line for line in step_text.splitlines() if line.startswith("Gemm ")]
-        q8 = [line for line in gemms if " 18=" in line]
-        self.threads_follow_option = bool(q8) and len(q8) == len(gemms)  # see set_threads
-        if not q8:
-            self.max_rows, self.pad_even = self.FLOAT_MAX_ROWS, True
-        elif len(q8) == len(gemms):
-            self.max_rows, self.pad_even = self.Q8_MAX_ROWS, False
-        else:  # float and 8-bit layers want different row handling: one row per call keeps both exact
-            self.max_rows, self.pad_even = 1, True
-        self.net = bundle.net(graph, threads, precision, param_text=step_text, packing=False)
+        if any(" 18=" not in line for line in gemms):
+            raise BundleError(f"model bundle {bundle.path}: {graph} has a float Gemm layer, which the batched step "
+                              "graph does not support; convert the model again")
+        q8 = bool(gemms)
+        self.max_rows = self.Q8_MAX_ROWS if q8 else self.FLOAT_MAX_ROWS
+        self._pad_multiple = None if q8 else PACK_MULTIPLE  # at most 3 rows per q8 call: never a multiple of 4
+        self.net = bundle.net(graph, threads, precision, param_text=step_text, packing=not q8)
         self._sdpa: dict[tuple[str, ...], ncnn.Net] = {}
         for site in self.sites:
             if site.params not in self._sdpa:
@@ -183,12 +155,11 @@ class StepNet:
                 self._sdpa[site.params] = net
 
     def set_threads(self, threads: int) -> None:
-        """Thread count of the next calls (engine/thread_governor.py picks it). A float graph's weight layers
-        keep their load-time count: ncnn's fp32 Gemm packs its weights for that count and ignores (and logs)
-        any other. The 8-bit block Gemm follows the option, with identical results at 1 and 2 threads (checked
-        on the full-size q8 talker and code predictor)."""
-        if self.threads_follow_option:
-            self.net.opt.num_threads = threads
+        """Thread count of the next calls (engine/thread_governor.py picks it). InnerProduct and the 8-bit block
+        Gemm read it at every call, with identical results at 1 and 2 threads (checked on the full-size
+        talker and code predictor). The 2-D InnerProduct kernel splits rows between threads, so one row runs on
+        one thread whatever the count."""
+        self.net.opt.num_threads = threads
         for net in self._sdpa.values():
             net.opt.num_threads = threads
 
@@ -196,7 +167,7 @@ class StepNet:
             outputs: Sequence[str]) -> list[np.ndarray]:
         """Rows (R, width) at RoPE rows cos/sin (R, head_dim/2) -> each output blob's first R rows."""
         r = rows.shape[0]
-        if r % 2 and self.pad_even:
+        if self._pad_multiple and r % self._pad_multiple == 0:
             rows, cos, sin = (np.concatenate([a, a[:1]]) for a in (rows, cos, sin))
         ex = self.net.create_extractor()
         ex.input("in0", _mat(rows))

@@ -191,7 +191,7 @@ class Talker:
 
 
 def _pad_rows(att: np.ndarray, rows: int) -> np.ndarray:
-    """Attention output (heads, n, hd) padded with zero rows to `rows` (the step graph's even row count)."""
+    """Attention output (heads, n, hd) padded with zero rows to `rows` (the step graph's padded row count)."""
     if att.shape[1] == rows:
         return att
     pad = np.zeros((att.shape[0], rows - att.shape[1], att.shape[2]), np.float32)

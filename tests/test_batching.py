@@ -44,12 +44,9 @@ def test_step_graph_rewrite():
     assert lines[0] == "7767517"
     assert [(s.q, s.k, s.v, s.out, s.params) for s in sites] == [("q", "k", "v", "att_0", ("5=1", "6=0.5", "7=1"))]
     types = [line.split()[0] for line in lines[2:]]
-    assert types == ["Input", "Gemm", "MemoryData", "BinaryOp", "Slice", "Input", "Noop"]
-    gemm = lines[3].split()
-    assert gemm[4:6] == ["in0", "ip_1__mm"]  # the bias is added after the product, read raw by MemoryData
-    assert {"3=1", "5=1", "8=8", "9=4", "10=-1", "31=2"} <= set(gemm[6:])
-    assert lines[4].split()[-2:] == ["0=8", "1=1"]
-    assert lines[5].split()[4:7] == ["ip_1__mm", "ip_1__bias", "ip_1"]
+    assert types == ["Input", "InnerProduct", "Slice", "Input", "Noop"]
+    assert lines[3] == "InnerProduct ip_1 1 1 in0 ip_1 0=8 1=1 2=32 31=2"  # weights and options untouched
+    assert lines[5] == "Input att_0__in 0 1 att_0"  # the attention output comes from the caller
     layer_count, blob_count = map(int, lines[1].split())
     assert layer_count == len(lines) - 2
     assert blob_count == len({b for line in lines[2:] for b in line.split()[4 + int(line.split()[2]):][:int(line.split()[3])]})
