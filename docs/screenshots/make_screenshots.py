@@ -184,8 +184,9 @@ def main() -> int:
     ]
     window.batch.add_rows(lines)
     window.batch.merge.setChecked(True)
+    window.batch.at_once.setValue(2)  # two lines side by side: some done, two running, the rest waiting
     assert window.batch.run_all()
-    wait_until(app, lambda: window.batch.model.lines[5].state == "running" and window.batch.model.lines[5].frames > 12)
+    wait_until(app, lambda: any(ln.state == "running" and ln.frames > 12 for ln in window.batch.model.lines[4:]))
     settle(app, 0.2)
     window.grab().save(str(args.out / "batch.png"))
     window.batch.cancel()

@@ -152,7 +152,8 @@ class TokenView(QWidget):
         font.setPixelSize(max(9, min(11, int(row_h) - 1)))
         p.setFont(font)
         for r in range(0, ROWS, 1 if row_h >= 11 else 3):
-            p.drawText(QRect(0, int((r + 0.5) * row_h) - 6, GUTTER - 4, 12),
+            top = min(max(int((r + 0.5) * row_h) - 6, 0), h - 12)  # centred on its row, inside the view
+            p.drawText(QRect(0, top, GUTTER - 4, 12),
                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, str(r))
         first = self.first_visible()
         count = min(self._visible_frames(), self._frames - first)
