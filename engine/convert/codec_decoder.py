@@ -70,10 +70,17 @@ class _Builder:
         self.outputs.append(tail)
         return cat
 
-    def causal_conv(self, x: str, prefix: str, dilation: int = 1, depthwise: bool = False) -> str:
-        """Qwen3TTSTokenizerV2CausalConvNet (stride 1): left zero padding (k-1)*d == the carried state."""
+    def causal_conv(self, x: str, prefix: str, dilation: int = 1, depthwise: bool = False,
+                    out_scale: np.ndarray | None = None, in_scale: np.ndarray | None = None) -> str:
+        """Qwen3TTSTokenizerV2CausalConvNet (stride 1): left zero padding (k-1)*d == the carried state.
+        out_scale multiplies each output channel, in_scale each input channel (folded into the weights)."""
         weight = self.w(prefix + ".weight")
         bias = self.w(prefix + ".bias")
+        if out_scale is not None:
+            weight = (weight * out_scale[:, None, None].astype(np.float64)).astype(np.float32)
+            bias = (bias * out_scale.astype(np.float64)).astype(np.float32)
+        if in_scale is not None:
+            weight = (weight * in_scale[None, :, None].astype(np.float64)).astype(np.float32)
         cout, cin_g, k = weight.shape
         cin = cout if depthwise else cin_g
         ctx = (k - 1) * dilation
@@ -104,16 +111,30 @@ class _Builder:
         w_ncnn = np.ascontiguousarray(weight.transpose(1, 0, 2))  # ncnn wants (out, in, k)
         return self.g.layer("Deconvolution", [x], params=params, weights=[self.tw(w_ncnn), raw(bias)])
 
+    def snake_params(self, prefix: str) -> tuple[np.ndarray, np.ndarray]:
+        """SnakeBeta's exp(alpha) and 1/(exp(beta)+1e-9), in float64."""
+        alpha = np.exp(self.w(prefix + ".alpha").astype(np.float64))
+        inv_beta = 1.0 / (np.exp(self.w(prefix + ".beta").astype(np.float64)) + 1e-9)
+        return alpha, inv_beta
+
     def snake(self, x: str, prefix: str) -> str:
-        """SnakeBeta: x + 1/(exp(beta)+1e-9) * sin(x*exp(alpha))^2, exponentials folded here."""
-        alpha = np.exp(self.w(prefix + ".alpha").astype(np.float64)).astype(np.float32)
-        inv_beta = (1.0 / (np.exp(self.w(prefix + ".beta").astype(np.float64)) + 1e-9)).astype(np.float32)
+        """SnakeBeta: x + b*sin(a*x)^2 written as x + b/2 - b/2*cos(2a*x): four passes over the data, not five
+        (sin^2 = (1-cos 2z)/2; Scale's bias carries the constant). a = exp(alpha), b = 1/(exp(beta)+1e-9)."""
+        alpha, inv_beta = self.snake_params(prefix)
         c = alpha.shape[0]
-        a = self.g.layer("Scale", [x], params={0: c, 1: 0}, weights=[raw(alpha)])
-        a = self.g.layer("UnaryOp", [a], params={0: 9})  # sin
-        a = self.g.layer("UnaryOp", [a], params={0: 4})  # square
-        a = self.g.layer("Scale", [a], params={0: c, 1: 0}, weights=[raw(inv_beta)])
+        a = self.g.layer("Scale", [x], params={0: c, 1: 0}, weights=[raw(2 * alpha)])
+        a = self.g.layer("UnaryOp", [a], params={0: 10})  # cos
+        a = self.g.layer("Scale", [a], params={0: c, 1: 1}, weights=[raw(-inv_beta / 2), raw(inv_beta / 2)])
         return self.g.layer("BinaryOp", [x, a], params={0: 0})
+
+    def snake_prescaled(self, w: str, prefix: str) -> str:
+        """SnakeBeta of x given w = 2a*x (the producer's weights carry 2a); returns 2a*snake(x) = w + a*b -
+        a*b*cos(w), so the consumer divides its input channels by 2a. Three passes instead of five."""
+        alpha, inv_beta = self.snake_params(prefix)
+        ab = alpha * inv_beta
+        a = self.g.layer("UnaryOp", [w], params={0: 10})  # cos
+        a = self.g.layer("Scale", [a], params={0: ab.shape[0], 1: 1}, weights=[raw(-ab), raw(ab)])
+        return self.g.layer("BinaryOp", [w, a], params={0: 0})
 
     def linear(self, x: str, weight: np.ndarray, bias: np.ndarray | None = None) -> str:
         """InnerProduct on (w=in, h=rows)."""
@@ -282,9 +303,11 @@ def build_graph(ckpt: Checkpoint, fp16: bool) -> tuple[Graph, dict[str, Any]]:
         for j, dilation in enumerate((1, 3, 9)):
             u = f"{p}.{j + 2}"
             y = b.snake(x, f"{u}.act1")
-            y = b.causal_conv(y, f"{u}.conv1.conv", dilation=dilation)
-            y = b.snake(y, f"{u}.act2")
-            y = b.causal_conv(y, f"{u}.conv2.conv")
+            # conv1 feeds only act2: its outputs carry act2's 2a, and conv2's inputs undo it.
+            two_a = 2 * b.snake_params(f"{u}.act2")[0]
+            y = b.causal_conv(y, f"{u}.conv1.conv", dilation=dilation, out_scale=two_a)
+            y = b.snake_prescaled(y, f"{u}.act2")
+            y = b.causal_conv(y, f"{u}.conv2.conv", in_scale=1.0 / two_a)
             x = b.add(y, x)
     last = len(upsample_rates) + 1
     x = b.snake(x, f"decoder.{last}")
