@@ -34,7 +34,7 @@ if [ "${SKIP_REFERENCE:-0}" != 1 ]; then
   .venv-ref/bin/pip install $(quiet .venv-ref) torch==2.13.0
   .venv-ref/bin/pip install $(quiet .venv-ref) -r tests/reference/requirements.txt
   touch .venv-ref/.installed
-  echo "== Live tier: regenerating the fixtures with the official implementation (1-3 minutes) ==" >&2
+  echo "== Live tier: regenerating the fixtures with the official implementation (1-3 minutes, more on a busy machine) ==" >&2
   rc=0
   .venv-ref/bin/python -m pytest -m reference tests/parity_live --junitxml=.test-results/reference.xml || rc=$?
   if [ "$rc" != 0 ]; then status=$rc; fi  # 5 (no tests collected) fails too
