@@ -61,7 +61,7 @@ def main() -> None:
     total = sum(FRAMES)
     for bundle in args.model:
         synth = Synthesizer(bundle, threads=args.threads)
-        precision = synth.bundle.precision
+        precision = synth.precision
         voice = Voice(xvector=np.random.default_rng(0).standard_normal(synth.hidden_size).astype(np.float32) * 0.05,
                       model_id=synth.model_id)
         jobs = [SynthesisJob(t, voice, "english", max_frames=n) for t, n in zip(TEXTS, FRAMES, strict=True)]

@@ -53,7 +53,7 @@ def main() -> int:
             for name, s in synths.items():
                 ms = frame_ms(s, voice, a.frames)
                 print(f"round {r + 1} {name:8s} {ms:8.1f} ms/frame median (threads now talker "
-                      f"{s.talker.governor.current}, code predictor {s.code_predictor.governor.current}); "
+                      f"{s.thread_counts[0]}, code predictor {s.thread_counts[1]}); "
                       f"load average {load_average()}", flush=True)
     return 0
 

@@ -181,14 +181,14 @@ def our_worker(a: argparse.Namespace) -> dict:
     result = run_synthesis(synth.synthesize(a.text, voice, "english", settings))
     generate = time.perf_counter() - t0
     codes = np.asarray(result.codes, np.int64)
-    np.save(a.out / f"ours_{synth.bundle.precision}_codes.npy", codes)
+    np.save(a.out / f"ours_{synth.precision}_codes.npy", codes)
     t0 = time.perf_counter()
     wav = synth.decode(codes)
     decode = time.perf_counter() - t0
     n = codes.shape[0]
     tm = result.timings
     return {
-        "side": f"ours {synth.bundle.precision}", "frames": int(n), "threads": a.threads, "load_s": load,
+        "side": f"ours {synth.precision}", "frames": int(n), "threads": a.threads, "load_s": load,
         "voice_s": voice_s, "prefill_ms": tm.prefill * 1000,
         "talker_ms": tm.talker / n * 1000,
         "code_predictor_ms": tm.code_predictor / n * 1000,

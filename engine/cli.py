@@ -531,7 +531,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out(f"load          loading {args.model}...")
     t0 = time.perf_counter()
     synth = Synthesizer(args.model, threads=args.threads)
-    out(f"bundle        {args.model} ({synth.bundle.precision}, {args.threads} threads)")
+    out(f"bundle        {args.model} ({synth.precision}, {args.threads} threads)")
     out(f"load          {time.perf_counter() - t0:.2f} s (talker, code predictor and decoder)")
     # a fixed pseudo-random x-vector: the voice front end is timed on its own below
     rng = np.random.default_rng(0)
@@ -578,8 +578,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             run(args.frames, codes_only=True)
         loaded = float(np.median(frame_times[2:] or frame_times))
         out(f"under load    {loaded * 1000:.1f} ms/frame median with {busy} busy processes, {loaded / quiet:.2f}x the "
-            f"figure above; threads now talker {synth.talker.governor.current}, "
-            f"code predictor {synth.code_predictor.governor.current}")
+            f"figure above; threads now talker {synth.thread_counts[0]}, "
+            f"code predictor {synth.thread_counts[1]}")
 
     # 2. decoder alone (whole utterance)
     try:

@@ -32,8 +32,15 @@ CONTRACT (stable; the GUI depends on it):
 Bad input raises engine.errors.EngineError subclasses with a one-line message. Input is validated when
 synthesize() is called (before the first event), so errors surface immediately.
 
-The attributes bundle, ids, tokenizer, talker, code_predictor and the methods build_prompt / text_rows are
-internals that the stage-by-stage parity tests inspect; applications do not use them.
+    synth.kind                 -> ModelKind (refuse_clone(), speaker(name): the kind's own one-line refusals)
+    synth.speaker(name)        -> Speaker, or VoiceError naming the model's speakers
+    synth.check_instruct(instruct) -> the instruction as this model will use it, or TextError
+    synth.precision            -> str, the bundle's weight precision ("fp32", "fp16", "q8", ...)
+    synth.threads              -> int, threads per network; synth.thread_counts -> (talker, code predictor) now
+    synth.overlap_decode       -> bool (default True): streamed audio decodes on its own thread
+Everything else (names with a leading underscore: _bundle, _ids, _tokenizer, _talker, _code_predictor,
+_build_prompt, _text_rows, ...) is internal: the engine's own modules and the white-box parity tests use it,
+the CLI, the GUI and the benchmarks do not.
 """
 from __future__ import annotations
 
@@ -117,21 +124,21 @@ class Synthesizer:
         """threads: CPU threads per network (default: the physical core count). adaptive_threads: let the talker
         and code predictor drop to one thread while other programs hold the cores (engine/thread_governor.py)."""
         t0 = time.perf_counter()
-        self.bundle = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
+        self._bundle = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
         threads = threads or physical_cores()
         self.threads = threads
-        info = self.bundle.part("text")
-        self.ids = PromptIds.from_part(info)
+        info = self._bundle.part("text")
+        self._ids = PromptIds.from_part(info)
         self.kind = ModelKind.from_part(info)
-        self.tokenizer = TextTokenizer(self.bundle)
-        self._text_table = self.bundle.table(info.get("table", "text_rows"))
+        self._tokenizer = TextTokenizer(self._bundle)
+        self._text_table = self._bundle.table(info.get("table", "text_rows"))
         self._max_positions = int(info.get("max_position_embeddings", 32768))
-        self.talker = Talker(self.bundle, threads, adaptive_threads=adaptive_threads)
-        self.code_predictor = CodePredictor(self.bundle, threads, adaptive_threads=adaptive_threads)
-        self.codec_vocab = int(self.talker.vocab_size)
+        self._talker = Talker(self._bundle, threads, adaptive_threads=adaptive_threads)
+        self._code_predictor = CodePredictor(self._bundle, threads, adaptive_threads=adaptive_threads)
+        self._codec_vocab = int(self._talker.vocab_size)
         # Loaded now, not on first use: pyncnn can hold the GIL inside load_model, which would freeze a GUI
         # thread for seconds in the middle of the first generation (measured 1.4-3 s at full size).
-        self._decoder = CodecDecoder(self.bundle, threads)
+        self._decoder = CodecDecoder(self._bundle, threads)
         # streamed audio decodes on its own thread while the next frames generate (README "Speed": measured)
         self.overlap_decode = True
         self._speaker_net = None
@@ -143,7 +150,7 @@ class Synthesizer:
 
     @property
     def languages(self) -> list[str]:
-        return self.ids.languages()
+        return self._ids.languages()
 
     @property
     def model_kind(self) -> str:
@@ -170,15 +177,26 @@ class Synthesizer:
 
     @property
     def model_id(self) -> str:
-        return self.bundle.manifest.get("model_id", "")
+        return self._bundle.manifest.get("model_id", "")
 
     @property
     def default_settings(self) -> GenerationSettings:
-        return settings_from_generation_config(self.bundle.generation_config)
+        return settings_from_generation_config(self._bundle.generation_config)
 
     @property
     def hidden_size(self) -> int:
-        return int(self.talker.hidden_size)
+        return int(self._talker.hidden_size)
+
+    @property
+    def precision(self) -> str:
+        """The bundle's weight precision ("fp32", "fp16", "q8", ...), for display and benchmark labels."""
+        return self._bundle.precision
+
+    @property
+    def thread_counts(self) -> tuple[int, int]:
+        """The threads the talker and the code predictor use right now (fewer than `threads` while the thread
+        governor has backed off under load)."""
+        return self._talker.governor.current, self._code_predictor.governor.current
 
     # ------------------------------------------------------------------------------------------ components
 
@@ -187,7 +205,7 @@ class Synthesizer:
         if self._speaker_net is None:  # loaded on first voice creation: synthesis alone never needs it
             from .speaker import SpeakerEncoder
 
-            self._speaker_net = SpeakerEncoder(self.bundle, self.threads)
+            self._speaker_net = SpeakerEncoder(self._bundle, self.threads)
         return self._speaker_net
 
     @property
@@ -195,10 +213,10 @@ class Synthesizer:
         if self._encoder_net is None:
             from .codec_encoder import CodecEncoder
 
-            self._encoder_net = CodecEncoder(self.bundle, self.threads)
+            self._encoder_net = CodecEncoder(self._bundle, self.threads)
         return self._encoder_net
 
-    def text_rows(self, ids) -> np.ndarray:
+    def _text_rows(self, ids) -> np.ndarray:
         """T(ids): projected text rows (n, H) float32."""
         ids = np.asarray(list(ids), dtype=np.int64).reshape(-1)
         if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= self._text_table.shape[0]):
@@ -256,7 +274,7 @@ class Synthesizer:
             codes = np.asarray(voice.ref_codes)
             if codes.ndim != 2 or codes.shape[1] != NUM_CODE_GROUPS or codes.shape[0] < 1:
                 raise VoiceError(f"the voice's reference codes have shape {codes.shape}; expected (frames, 16)")
-            if int(codes.min()) < 0 or int(codes.max()) >= self.code_predictor.codebook_size:
+            if int(codes.min()) < 0 or int(codes.max()) >= self._code_predictor.codebook_size:
                 raise VoiceError("the voice's reference codes are out of range for this model")
             clean_text(voice.ref_text, "reference text")
             self._check_reference_frames(codes.shape[0])
@@ -278,9 +296,9 @@ class Synthesizer:
     # ------------------------------------------------------------------------------------------ synthesis
 
     def _sampling_config(self, settings: GenerationSettings | None) -> SamplingConfig:
-        return resolve(settings, self.bundle.generation_config, self.ids.codec_eos, self.codec_vocab)
+        return resolve(settings, self._bundle.generation_config, self._ids.codec_eos, self._codec_vocab)
 
-    def build_prompt(
+    def _build_prompt(
         self, text: str, voice: VoiceChoice, language: str = "auto", non_streaming: bool | None = None,
         instruct: str | None = None,
     ) -> Prompt:
@@ -291,21 +309,21 @@ class Synthesizer:
         clean_text(text)
         speaker_row, speaker, icl_voice = self._speaker_row(voice)
         instruct = self.kind.check_instruct(instruct)
-        input_ids = self.tokenizer.target_ids(text)
+        input_ids = self._tokenizer.target_ids(text)
         if len(input_ids) < 9:
             raise TextError("the text is empty; type something to speak")
         ref_ids = ref_rows = None
         if icl_voice is not None:
-            ref_ids = self.tokenizer.reference_ids(icl_voice.ref_text)
+            ref_ids = self._tokenizer.reference_ids(icl_voice.ref_text)
             if len(ref_ids) < 6:
                 raise VoiceError("the voice's reference text is empty; create the voice again with its transcript")
-            ref_rows = self.code_predictor.frame_rows(np.asarray(icl_voice.ref_codes, np.int64))
+            ref_rows = self._code_predictor.frame_rows(np.asarray(icl_voice.ref_codes, np.int64))
         if non_streaming is None:
             non_streaming = self.kind.default_non_streaming
         return build_prompt(
-            input_ids, prompt_language(language, speaker), speaker_row, self.ids, self.text_rows,
-            self.talker.codec_rows, non_streaming=non_streaming, ref_ids=ref_ids, ref_frame_rows=ref_rows,
-            instruct_ids=self.tokenizer.instruct_ids(instruct) if instruct else None,
+            input_ids, prompt_language(language, speaker), speaker_row, self._ids, self._text_rows,
+            self._talker.codec_rows, non_streaming=non_streaming, ref_ids=ref_ids, ref_frame_rows=ref_rows,
+            instruct_ids=self._tokenizer.instruct_ids(instruct) if instruct else None,
         )
 
     def speaker(self, name: str) -> Speaker:
@@ -319,7 +337,7 @@ class Synthesizer:
             return voice.xvector, None, voice if voice.icl else None
         if isinstance(voice, (str, Speaker)):
             speaker = self.kind.speaker(voice if isinstance(voice, str) else voice.name)
-            return self.talker.codec_rows([speaker.codec_id])[0], speaker, None
+            return self._talker.codec_rows([speaker.codec_id])[0], speaker, None
         if voice is not None:
             raise VoiceError(f"A voice must be a Voice, a speaker name or None, not {type(voice).__name__}.")
         if self.kind.kind == "voice_design":
@@ -330,7 +348,7 @@ class Synthesizer:
 
     def _frame_limit(self, prefill_rows: int) -> int:
         """The most frames any synthesis may run: generation_config max_new_tokens - 1 and the position budget."""
-        max_new = int(self.bundle.generation_config.get("max_new_tokens", 8192))
+        max_new = int(self._bundle.generation_config.get("max_new_tokens", 8192))
         return max(0, min(max_new - 1, self._max_positions - prefill_rows - POSITION_MARGIN))
 
     def check_settings(self, settings: GenerationSettings) -> None:
@@ -352,7 +370,7 @@ class Synthesizer:
 
     def _plan(self, text: str, voice: VoiceChoice, language: str, settings: GenerationSettings,
               instruct: str | None = None) -> _Job:
-        prompt = self.build_prompt(text, voice, language, settings.non_streaming_text, instruct)
+        prompt = self._build_prompt(text, voice, language, settings.non_streaming_text, instruct)
         hard = self._frame_limit(prompt.prefill.shape[0])
         streamed_text = len(prompt.trailing) if len(prompt.trailing) > 1 else 0
         est = max(int(round(estimate_seconds(text) * FRAME_RATE)), streamed_text, 1)
@@ -390,7 +408,7 @@ class Synthesizer:
         stream = (_StreamedAudio(self._decoder, job.ref_codes, timings, self.overlap_decode)
                   if job.stream_audio else None)
         try:
-            for frame, seconds in generate(self.talker, self.code_predictor, seq, timings):
+            for frame, seconds in generate(self._talker, self._code_predictor, seq, timings):
                 k = seq.position - 1
                 yield FrameEvent(index=k, codes=frame.copy(), elapsed=time.perf_counter() - t_start,
                                  frame_seconds=seconds, max_frames=seq.max_frames,
@@ -465,7 +483,7 @@ class Synthesizer:
         t_start = time.perf_counter()
         for i, error in failed:
             yield JobEvent(job=i, error=error)
-        batch = ContinuousBatch(self.talker, self.code_predictor, batch_size)
+        batch = ContinuousBatch(self._talker, self._code_predictor, batch_size)
         jobs = dict(planned)
         timings = {i: Timings(load=self.load_seconds) for i in jobs}
         for i, job in planned:

@@ -125,9 +125,9 @@ def test_demo_model_of_each_kind(tmp_path, capsys, kind):
     if kind == "custom_voice":
         assert [(s.name, s.dialect) for s in synth.speakers] == [
             ("dylan", "beijing_dialect"), ("eric", "sichuan_dialect"), ("serena", None)]
-        zh = synth.build_prompt("你好。", "eric", "chinese")
-        dialect = synth.talker.codec_rows([synth.ids.language_ids["sichuan_dialect"]])[0]
-        tpad = synth.text_rows([synth.ids.tts_pad])[0]
+        zh = synth._build_prompt("你好。", "eric", "chinese")
+        dialect = synth._talker.codec_rows([synth._ids.language_ids["sichuan_dialect"]])[0]
+        tpad = synth._text_rows([synth._ids.tts_pad])[0]
         np.testing.assert_allclose(zh.prefill[5], tpad + dialect, atol=1e-6)
         voice = "serena"
     else:

@@ -75,9 +75,9 @@ def test_kind_fixtures_present():
 def test_token_ids(path):
     d = load_case(path)
     synth = synth_for(path.parent.name)
-    assert synth.tokenizer.target_ids(d["text"]) == d["input_ids"].tolist()
+    assert synth._tokenizer.target_ids(d["text"]) == d["input_ids"].tolist()
     if len(d["instruct_ids"]):
-        assert synth.tokenizer.instruct_ids(d["instruct"]) == d["instruct_ids"].tolist()
+        assert synth._tokenizer.instruct_ids(d["instruct"]) == d["instruct_ids"].tolist()
 
 
 @pytest.mark.parametrize("path", CASES, ids=case_id)
@@ -87,7 +87,7 @@ def test_prefill_and_trailing_rows(path):
     # the non-streaming cases used the wrappers' default text mode: check it is ours too, and the explicit flag
     for default_mode in ((True, False) if d["non_streaming"] else (False,)):
         with dropped(synth, d):
-            prompt = synth.build_prompt(d["text"], voice_of(d), d["language"],
+            prompt = synth._build_prompt(d["text"], voice_of(d), d["language"],
                                         settings(d, default_mode).non_streaming_text, instruct=d["instruct"])
         assert prompt.prefill.shape == d["prefill"].shape
         assert prompt.trailing.shape == d["trailing"].shape

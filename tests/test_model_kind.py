@@ -59,12 +59,12 @@ def test_dialect_rule():
 
 def test_dialect_changes_the_language_row_of_the_prompt():
     s = synth("tinycv06b")
-    lang = s.ids.language_ids
-    zh = s.build_prompt("你好。", "eric", "chinese")
-    en = s.build_prompt("你好。", "eric", "english")
-    auto = s.build_prompt("你好。", "eric", "auto")
-    codec = s.talker.codec_rows
-    tpad = s.text_rows([s.ids.tts_pad])[0]
+    lang = s._ids.language_ids
+    zh = s._build_prompt("你好。", "eric", "chinese")
+    en = s._build_prompt("你好。", "eric", "english")
+    auto = s._build_prompt("你好。", "eric", "auto")
+    codec = s._talker.codec_rows
+    tpad = s._text_rows([s._ids.tts_pad])[0]
     # row 5 = TPAD + C(language id) (role rows 0-2, think, think_bos); auto switches to the think form too
     np.testing.assert_allclose(zh.prefill[5], tpad + codec([lang["sichuan_dialect"]])[0], atol=1e-6)
     np.testing.assert_allclose(en.prefill[5], tpad + codec([lang["english"]])[0], atol=1e-6)
@@ -73,12 +73,12 @@ def test_dialect_changes_the_language_row_of_the_prompt():
 
 def test_speaker_names_are_case_insensitive_and_unknown_ones_are_listed():
     s = synth("tinycv17b")
-    a = s.build_prompt("Hello.", "Serena", "english")
-    b = s.build_prompt("Hello.", s.speaker("serena"), "english")
+    a = s._build_prompt("Hello.", "Serena", "english")
+    b = s._build_prompt("Hello.", s.speaker("serena"), "english")
     np.testing.assert_array_equal(a.prefill, b.prefill)
     with pytest.raises(VoiceError, match="Unknown speaker 'nobody'; this model's speakers are: dylan, eric, ryan, "
                                          "serena, uncle_fu."):
-        s.build_prompt("Hello.", "nobody", "english")
+        s._build_prompt("Hello.", "nobody", "english")
 
 
 def test_refusals_name_what_the_model_can_do():
@@ -86,58 +86,58 @@ def test_refusals_name_what_the_model_can_do():
     x = Voice(xvector=np.zeros(cv.hidden_size, np.float32), model_id=cv.model_id)
     with pytest.raises(VoiceError, match="Voice cloning needs a Base model; this CustomVoice model speaks with its "
                                          "preset speakers: dylan, eric, serena, uncle_fu."):
-        cv.build_prompt("Hello.", x, "english")
+        cv._build_prompt("Hello.", x, "english")
     with pytest.raises(VoiceError, match="Voice cloning needs a Base model"):
         cv.create_voice((np.zeros(24000, np.float32), 24000))
     with pytest.raises(VoiceError, match="Choose a speaker: dylan, eric, serena, uncle_fu."):
-        cv.build_prompt("Hello.", None, "english")
+        cv._build_prompt("Hello.", None, "english")
     with pytest.raises(VoiceError, match="VoiceDesign model has no preset speakers"):
-        vd.build_prompt("Hello.", "serena", "english")
+        vd._build_prompt("Hello.", "serena", "english")
     with pytest.raises(VoiceError, match="Voice cloning needs a Base model; this VoiceDesign model"):
-        vd.build_prompt("Hello.", Voice(xvector=np.zeros(vd.hidden_size, np.float32), model_id=vd.model_id), "english")
+        vd._build_prompt("Hello.", Voice(xvector=np.zeros(vd.hidden_size, np.float32), model_id=vd.model_id), "english")
     with pytest.raises(VoiceError, match="Base model has no preset speakers"):
-        base.build_prompt("Hello.", "serena", "english")
+        base._build_prompt("Hello.", "serena", "english")
     with pytest.raises(VoiceError, match="Choose a voice to clone"):
-        base.build_prompt("Hello.", None, "english")
+        base._build_prompt("Hello.", None, "english")
     bx = Voice(xvector=np.zeros(base.hidden_size, np.float32), model_id=base.model_id)
     with pytest.raises(TextError, match="This Base model takes no instruction"):
-        base.build_prompt("Hello.", bx, "english", instruct="Sadly.")
+        base._build_prompt("Hello.", bx, "english", instruct="Sadly.")
     with pytest.raises(TextError, match="unknown language"):
-        cv.build_prompt("Hello.", "eric", "sichuan_dialect")  # a dialect is the speaker's, not a language
+        cv._build_prompt("Hello.", "eric", "sichuan_dialect")  # a dialect is the speaker's, not a language
 
 
 def test_instruct_rows_go_first_on_1_7b_and_are_dropped_on_0_6b():
     big, small = synth("tinycv17b"), synth("tinycv06b")
     ins = "Speak slowly."
-    plain = big.build_prompt("Hello.", "serena", "english")
-    styled = big.build_prompt("Hello.", "serena", "english", instruct=ins)
-    ids = big.tokenizer.instruct_ids(ins)
+    plain = big._build_prompt("Hello.", "serena", "english")
+    styled = big._build_prompt("Hello.", "serena", "english", instruct=ins)
+    ids = big._tokenizer.instruct_ids(ins)
     n = len(ids)
-    np.testing.assert_array_equal(styled.prefill[:n], big.text_rows(ids))
+    np.testing.assert_array_equal(styled.prefill[:n], big._text_rows(ids))
     np.testing.assert_array_equal(styled.prefill[n:], plain.prefill)
     assert small.instruct_note(ins) is not None and big.instruct_note(ins) is None
     assert small.instruct_note("") is None
     with pytest.warns(InstructIgnoredWarning, match="This 0.6B CustomVoice model ignores style instructions"):
-        dropped = small.build_prompt("Hello.", "serena", "english", instruct=ins)
-    np.testing.assert_array_equal(dropped.prefill, small.build_prompt("Hello.", "serena", "english").prefill)
+        dropped = small._build_prompt("Hello.", "serena", "english", instruct=ins)
+    np.testing.assert_array_equal(dropped.prefill, small._build_prompt("Hello.", "serena", "english").prefill)
 
 
 def test_default_text_mode_per_kind():
     cv, base = synth("tinycv06b"), synth("tiny06b")
     text = "Hello world, this is a test."
-    n = len(cv.tokenizer.target_ids(text)) - 8
+    n = len(cv._tokenizer.target_ids(text)) - 8
     # non-streaming: the whole text and TEOS in the prefill, one TPAD trailing row
-    assert cv.build_prompt(text, "serena", "english").trailing.shape[0] == 1
-    assert cv.build_prompt(text, "serena", "english", non_streaming=False).trailing.shape[0] == n
+    assert cv._build_prompt(text, "serena", "english").trailing.shape[0] == 1
+    assert cv._build_prompt(text, "serena", "english", non_streaming=False).trailing.shape[0] == n
     x = Voice(xvector=np.zeros(base.hidden_size, np.float32), model_id=base.model_id)
-    assert base.build_prompt(text, x, "english").trailing.shape[0] == n
+    assert base._build_prompt(text, x, "english").trailing.shape[0] == n
 
 
 def test_voice_design_without_instruction_has_no_speaker_row():
     vd = synth("tinyvd17b")
-    p = vd.build_prompt("Hello.", None, "english")
+    p = vd._build_prompt("Hello.", None, "english")
     # role 3 + think/think_bos/lang/think_eos 4 + TBOS row; then N text + TEOS + final row (non-streaming)
-    n = len(vd.tokenizer.target_ids("Hello.")) - 8
+    n = len(vd._tokenizer.target_ids("Hello.")) - 8
     assert p.prefill.shape[0] == 3 + 4 + 1 + n + 1 + 1
 
 
@@ -157,9 +157,9 @@ def test_design_once_then_clone_with_a_base_model(tmp_path):
     base = Synthesizer(bundle_for("tiny06b", "fp32"))
     assert loaded.model_id != base.model_id and loaded.model_id != vd.model_id
     with pytest.raises(VoiceError, match="is a designed voice"):
-        base.build_prompt("Hi.", loaded, "english")
+        base._build_prompt("Hi.", loaded, "english")
     cloned = base.create_voice((loaded.ref_audio, 24000), ref_text=loaded.ref_text, name=loaded.name)
     assert cloned.icl and not is_designed(cloned)
-    assert base.build_prompt("Hi.", cloned, "english").prefill.shape[0] > 10
+    assert base._build_prompt("Hi.", cloned, "english").prefill.shape[0] > 10
     with pytest.raises(VoiceError, match="too short"):
         designed_voice(result.audio[:100], text, "x", vd.model_id)

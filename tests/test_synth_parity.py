@@ -87,16 +87,16 @@ def assert_codes(got: np.ndarray, ref: np.ndarray) -> None:
 def test_token_ids(path):
     d = load_case(path)
     synth = synth_for(path.parent.name)
-    assert synth.tokenizer.target_ids(d["text"]) == d["input_ids"].tolist()
+    assert synth._tokenizer.target_ids(d["text"]) == d["input_ids"].tolist()
     if d["mode"] == "icl":
-        assert synth.tokenizer.reference_ids(d["ref_text"]) == d["ref_ids"].tolist()
+        assert synth._tokenizer.reference_ids(d["ref_text"]) == d["ref_ids"].tolist()
 
 
 @pytest.mark.parametrize("path", CASES, ids=case_id)
 def test_prefill_and_trailing_rows(path):
     d = load_case(path)
     synth = synth_for(path.parent.name)
-    prompt = synth.build_prompt(d["text"], injected_voice(synth, d), d["language"], d["non_streaming"])
+    prompt = synth._build_prompt(d["text"], injected_voice(synth, d), d["language"], d["non_streaming"])
     assert prompt.prefill.shape == d["prefill"].shape
     assert prompt.trailing.shape == d["trailing"].shape
     np.testing.assert_allclose(prompt.prefill, d["prefill"], rtol=0, atol=1e-5)
@@ -111,11 +111,11 @@ def test_first_step_logits(path):
 
 def assert_first_step_logits(synth: Synthesizer, d: dict) -> None:
     """Teacher-forced: the official prefill, then each official frame plus its text row; raw logits compared."""
-    talker, cp = synth.talker, synth.code_predictor
+    talker, cp = synth._talker, synth._code_predictor
     ref, codes, trailing = d["logits"], d["codes"], d["trailing"]
     _, logits = talker.prefill(d["prefill"])
     np.testing.assert_allclose(logits, ref[0], rtol=0, atol=1e-4)
-    tpad = synth.text_rows([synth.ids.tts_pad])[0]
+    tpad = synth._text_rows([synth._ids.tts_pad])[0]
     for k in range(1, min(len(ref), len(codes) + 1)):
         text_row = trailing[k - 1] if k - 1 < len(trailing) else tpad
         _, logits = talker.step(cp.feedback(codes[k - 1]) + text_row)

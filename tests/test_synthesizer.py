@@ -36,7 +36,7 @@ def test_contract_properties(synth):
     assert not any("dialect" in lang for lang in synth.languages)
     assert synth.model_id
     d = synth.default_settings
-    gc = synth.bundle.generation_config
+    gc = synth._bundle.generation_config
     assert d.temperature == gc["temperature"] and d.top_k == gc["top_k"] and d.greedy == (not gc["do_sample"])
 
 
