@@ -71,6 +71,12 @@ from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import (  # no
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 
+# The preset tables have one home, tools/random_checkpoint.py (numpy + engine only, both in the reference venv).
+# Imported after torch: engine sets its OpenMP environment on import, which must not reach torch's runtime.
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # make_fixtures.py runs as a script, so the repository is not on the path
+from tools.random_checkpoint import CODEC_OFFSETS, GENERATION_CONFIG, LANGUAGE_OFFSETS  # noqa: E402
+
 # --------------------------------------------------------------------------------------------
 # Text tokenizer
 # --------------------------------------------------------------------------------------------
@@ -281,12 +287,9 @@ SPECS["tinycv17b"] = replace(SPECS["tiny17b"], name="tinycv17b", seed=2017, kind
 SPECS["tinyvd17b"] = replace(SPECS["tiny17b"], name="tinyvd17b", seed=3017, kind="voice_design",
                              st_seed=SPECS["tiny17b"].speech_seed)
 
-# Control ids keep the real offsets from codebook start (real: codebook 2048, pad 2148, ...).
-CODEC_OFFSETS = dict(pad=100, bos=101, eos=102, think=106, nothink=107, think_bos=108, think_eos=109)
-LANG_OFFSETS = dict(
-    english=2, german=5, spanish=6, chinese=7, japanese=10, french=13, korean=16, russian=21,
-    italian=22, portuguese=23,
-)
+# Control ids keep the real offsets from codebook start (real: codebook 2048, pad 2148, ...): CODEC_OFFSETS.
+# The tiny models' config.json lists the languages by id (the committed fixtures hold this order).
+LANG_OFFSETS = dict(sorted(LANGUAGE_OFFSETS.items(), key=lambda item: item[1]))
 DIALECT_OFFSETS = dict(sichuan_dialect=14, beijing_dialect=26)  # CustomVoice only (real 2062, 2074)
 
 
@@ -475,20 +478,6 @@ def build_models(spec: TinySpec):
                 mod.conv2.conv.weight.mul_(RES_GAIN)
         st.decoder.decoder[-1].conv.weight.mul_(spec.out_gain)
     return model, st, tok, fb
-
-
-GENERATION_CONFIG = {
-    "do_sample": True,
-    "repetition_penalty": 1.05,
-    "temperature": 0.9,
-    "top_p": 1.0,
-    "top_k": 50,
-    "subtalker_dosample": True,
-    "subtalker_temperature": 0.9,
-    "subtalker_top_p": 1.0,
-    "subtalker_top_k": 50,
-    "max_new_tokens": 8192,
-}
 
 
 def _write_json(path: Path, obj: Any) -> None:
