@@ -5,8 +5,11 @@ Frame counts are kept small (the demo model speaks noise and never needs to be l
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import soundfile as sf
+from PySide6.QtCore import Qt
 
 from qwen3tts_gui.engine_adapter import Voice, open_synthesizer
 from qwen3tts_gui.paths import models_dir
@@ -107,13 +110,27 @@ def test_real_batch_and_cancel(qtbot, make_window, demo_bundle, dialogs, setting
     window.settings_box.max_frames.setValue(200)
     window.text_edit.setPlainText("A long text. " * 20)
     seen = []
+    cancel_asked = threading.Event()
+
+    def hold_second_frame(ev):  # on the worker thread: the demo model cannot reach EOS before the cancel
+        seen.append(ev.index)
+        if len(seen) == 2:
+            cancel_asked.wait(30)
+
+    start_job = window.ctx.start_job
+
+    def connected_first(worker, *a, **kw):  # before the thread starts, so no frame is missed
+        worker.frame.connect(hold_second_frame, Qt.ConnectionType.DirectConnection)
+        return start_job(worker, *a, **kw)
+
+    window.ctx.start_job = connected_first
     assert window.generate(), dialogs.errors
     worker = window.synth_worker
-    worker.frame.connect(lambda ev: seen.append(ev.index))
     qtbot.waitUntil(lambda: len(seen) >= 2, timeout=60000)
     with qtbot.waitSignal(worker.finished, timeout=30000):
         window.cancel_generation()
-    assert len(seen) < 200 and window.output.current is None
+        cancel_asked.set()
+    assert len(seen) == 2 and window.output.current is None
     assert "Cancelled" in window.progress.bar.format()
 
 
