@@ -19,7 +19,7 @@ from engine.model_kind import InstructIgnoredWarning
 from engine.synthesizer import Synthesizer
 from engine.types import GenerationSettings
 from tests.bundles import OUTPUTS, bundle_for
-from tests.test_synth_parity import assert_codes, assert_first_step_logits
+from tests.test_synth_parity import assert_codes, assert_first_step_logits, assert_prompt_rows
 
 CASES = sorted(OUTPUTS.glob("*/kind_*.npz")) if OUTPUTS.is_dir() else []
 PARTS = ("text", "talker", "codec_decoder")
@@ -89,10 +89,7 @@ def test_prefill_and_trailing_rows(path):
         with dropped(synth, d):
             prompt = synth._build_prompt(d["text"], voice_of(d), d["language"],
                                         settings(d, default_mode).non_streaming_text, instruct=d["instruct"])
-        assert prompt.prefill.shape == d["prefill"].shape
-        assert prompt.trailing.shape == d["trailing"].shape
-        np.testing.assert_allclose(prompt.prefill, d["prefill"], rtol=0, atol=1e-5)
-        np.testing.assert_allclose(prompt.trailing, d["trailing"], rtol=0, atol=1e-5)
+        assert_prompt_rows(prompt, d)
 
 
 @pytest.mark.parametrize("path", CASES, ids=case_id)
