@@ -1,7 +1,10 @@
 """How close q8 bundles come to fp32: the figures behind the default precision (README "Speed").
 
     python benchmarks/q8_accuracy.py [--checkpoint DIR ...] [--work DIR] [--frames 50] [--threads 2]
-                                     [--precisions q8,fp16,bf16] [--q8-block 32|64|128]
+                                     [--precisions q8,q8block,fp16,bf16] [--q8-block 32|64|128]
+
+q8 is today's format (int8 Gemm, a scale per output channel); q8block the 8-bit block format of older q8 bundles
+(engine/convert/q8.py), with --q8-block values per scale (default: the converter's 128).
 
 For every fixture model (tests/fixtures/models/*) and every --checkpoint (e.g. a full-size random one from
 benchmarks/make_checkpoint.py), the talker part is converted once per precision into --work, then:
@@ -29,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_env import WORK_DIR  # noqa: E402
 from talker_speed import run, talker_bundle  # noqa: E402
 
+import engine.convert.talker as talker_convert  # noqa: E402
 from engine.bundle import Bundle  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "models"
@@ -54,12 +58,26 @@ def mean_kl(ref: np.ndarray, got: np.ndarray) -> float:
     return float(np.mean(np.sum(np.exp(la) * (la - lb), axis=-1)))
 
 
+def variant_bundle(ckpt: Path, work: Path, name: str, label: str) -> Path:
+    """The talker part of `ckpt` converted as `label` (a precision, or q8block: the legacy q8 format)."""
+    if label == "q8":  # its own folder name: a q8 folder from before the int8 format holds the block format
+        return talker_bundle(ckpt, work / f"talker-{name}-q8int8", label)
+    if label != "q8block":
+        return talker_bundle(ckpt, work / f"talker-{name}-{label}", label)
+    old = talker_convert.Q8_FORMAT
+    talker_convert.Q8_FORMAT = "block"
+    try:
+        return talker_bundle(ckpt, work / f"talker-{name}-q8block{talker_convert.Q8_BLOCK}", "q8")
+    finally:
+        talker_convert.Q8_FORMAT = old
+
+
 def compare(name: str, ckpt: Path, work: Path, precisions: list[str], frames: int, threads: int) -> None:
     ref_bundle = Bundle.open(talker_bundle(ckpt, work / f"talker-{name}-fp32", "fp32"))
     greedy32 = run(ref_bundle, threads, frames, None)
     forced = greedy32["codes"]
     for prec in precisions:
-        bundle = Bundle.open(talker_bundle(ckpt, work / f"talker-{name}-{prec}", prec.split("b")[0]))
+        bundle = Bundle.open(variant_bundle(ckpt, work, name, prec))
         tf = run(bundle, threads, frames, forced)
         free = run(bundle, threads, frames, None)
         same = np.all(free["codes"] == forced, axis=1)
@@ -80,13 +98,10 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=50)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--precisions", default="q8")
-    ap.add_argument("--q8-block", type=int, choices=[32, 64, 128], help="q8 block size (default: the converter's)")
+    ap.add_argument("--q8-block", type=int, choices=[32, 64, 128], help="values per scale of q8block")
     args = ap.parse_args()
-    if args.q8_block:  # a separate bundle name per block size
-        import engine.convert.talker as talker_convert
-
+    if args.q8_block:
         talker_convert.Q8_BLOCK = args.q8_block
-        args.precisions = args.precisions.replace("q8", f"q8b{args.q8_block}")
     models = [(p.name, p) for p in sorted(FIXTURES.iterdir()) if (p / "config.json").is_file()]
     models += [(p.name, p) for p in args.checkpoint]
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.frames} frames, "

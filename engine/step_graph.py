@@ -30,6 +30,7 @@ import ncnn
 import numpy as np
 
 from .bundle import Bundle, make_net_options
+from .convert import q8
 from .errors import BundleError
 
 PARAM_MAGIC = "7767517"
@@ -126,25 +127,23 @@ class StepNet:
     count) to `attend`, which returns the attention output in the same layout (padding rows may hold anything
     finite). Callers pass at most `max_rows` rows per call when they need rows independent of each other.
 
-    8-bit block Gemm (q8 bundles) quantises each input row on the fly, and rows handled in its 4-row blocks are
-    rounded differently from rows handled one at a time (measured: rows 0-3 of a 4..15-row call differ from the
-    same rows alone at full size, rows of a 1..3-row call never do). So q8 graphs take at most 3 rows per call,
-    with the packed layout off as it was measured; a batch of 8 costs three weight passes instead of one."""
+    q8 bundles (engine/convert/q8.py): the int8 Gemm of today's format rounds each row on its own and adds its
+    int8 products exactly, so its rows are independent for any row count (packed layout off: the layers between
+    the Gemms then see one row at a time, no padding needed). The 8-bit block Gemm of older q8 bundles rounds
+    rows in its 4-row blocks differently from rows handled one at a time (measured: rows 0-3 of a 4..15-row call
+    differ from the same rows alone at full size, rows of a 1..3-row call never do), so those take at most 3
+    rows per call: a batch of 8 costs three weight passes instead of one."""
 
     FLOAT_MAX_ROWS = 8  # the largest batch (engine/batching.py); 8 rows run as 9
-    Q8_MAX_ROWS = 3
+    Q8_MAX_ROWS = {"int8": FLOAT_MAX_ROWS, "block": 3}
 
     def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str):
         text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
         step_text, self.sites = step_param_text(text)
-        gemms = [line for line in step_text.splitlines() if line.startswith("Gemm ")]
-        if any(" 18=" not in line for line in gemms):
-            raise BundleError(f"model bundle {bundle.path}: {graph} has a float Gemm layer, which the batched step "
-                              "graph does not support; convert the model again")
-        q8 = bool(gemms)
-        self.max_rows = self.Q8_MAX_ROWS if q8 else self.FLOAT_MAX_ROWS
-        self._pad_multiple = None if q8 else PACK_MULTIPLE  # at most 3 rows per q8 call: never a multiple of 4
-        self.net = bundle.net(graph, threads, precision, param_text=step_text, packing=not q8)
+        q8_format = _q8_format(step_text, f"model bundle {bundle.path}: {graph}")
+        self.max_rows = self.Q8_MAX_ROWS[q8_format] if q8_format else self.FLOAT_MAX_ROWS
+        self._pad_multiple = None if q8_format else PACK_MULTIPLE  # q8 graphs run unpacked
+        self.net = bundle.net(graph, threads, precision, param_text=step_text, packing=not q8_format)
         self._sdpa: dict[tuple[str, ...], ncnn.Net] = {}
         for site in self.sites:
             if site.params not in self._sdpa:
@@ -199,6 +198,15 @@ class StepNet:
                 raise BundleError(f"attention failed to produce {name} (ncnn error {ret})")
             grown.append(mat)
         return att, (grown[0], grown[1])
+
+
+def _q8_format(step_text: str, what: str) -> str | None:
+    """"int8" or "block" for a graph of q8 Gemms (q8.py), None for a float graph."""
+    formats = {q8.format_of_term(q8.quantize_term(line)) for line in step_text.splitlines() if line.startswith("Gemm ")}
+    if None in formats or len(formats) > 1:
+        raise BundleError(f"{what} mixes float and 8-bit Gemm layers, which the batched step graph does not "
+                          "support; convert the model again")
+    return formats.pop() if formats else None
 
 
 def _mat(arr: np.ndarray) -> ncnn.Mat:

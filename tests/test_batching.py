@@ -54,19 +54,22 @@ def test_step_graph_rewrite():
 
 
 @functools.cache
-def _nets(model: str, precision: str) -> tuple[Talker, CodePredictor]:
+def _nets(model: str, precision: str, threads: int = 2) -> tuple[Talker, CodePredictor]:
     bundle = Bundle.open(bundle_for(model, precision, parts=("talker",)))
-    talker, cp = Talker(bundle, 2), CodePredictor(bundle, 2)
+    talker, cp = Talker(bundle, threads), CodePredictor(bundle, threads)
     talker.net.set_threads = cp.net.set_threads = lambda n: None  # results do not depend on it; keep runs alike
     return talker, cp
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16", "q8"])
+@pytest.mark.parametrize("precision,threads", [("fp32", 2), ("bf16", 2), ("q8", 1), ("q8", 2)])
 @pytest.mark.parametrize("model", MODELS)
-def test_rows_identical_to_alone(model, precision):
+def test_rows_identical_to_alone(model, precision, threads):
     """Every row count 1..MAX_BATCH_SIZE: each sequence's talker hidden/logits over several steps and each
-    frame's code-predictor logits are bit-identical to the sequence run alone."""
-    talker, cp = _nets(model, precision)
+    frame's code-predictor logits are bit-identical to the sequence run alone (q8: in one call, at 1 and 2
+    threads)."""
+    talker, cp = _nets(model, precision, threads)
+    if precision == "q8":
+        assert talker.net.max_rows == cp.net.max_rows == MAX_BATCH_SIZE  # all rows in one call
     rng = np.random.default_rng(7)
     h = talker.hidden_size
     n = MAX_BATCH_SIZE

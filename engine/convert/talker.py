@@ -42,8 +42,11 @@ FP16_MAX = 65504.0
 FP16_MIN_NORMAL = 2.0**-14
 FEATMASK_NO_FP16 = 1 << 1  # ncnn per-layer featmask bit: no fp16 storage/packing for this layer
 FEATMASK_ONE_THREAD = 1 << 7  # ncnn per-layer featmask bit: run this layer on one thread
-# values per scale in q8 Linears: 128 ran 1.1-1.4x faster than 32 at full size (benchmarks/precision_speed.py) for
-# 1.4x the sampling KL divergence (3.9e-4 vs 2.7e-4 per position, benchmarks/q8_accuracy.py); README "Speed"
+# q8 Linears: "int8" (ncnn's int8 Gemm + a scale per output channel; rows independent of each other, the fast
+# kernels) or "block" (the 8-bit block Gemm of older bundles, kept so benchmarks/q8_accuracy.py can compare them);
+# see q8.py and README "Speed"
+Q8_FORMAT = "int8"
+# values per scale of the block format: 128 ran 1.1-1.4x faster than 32 at full size for 1.4x the sampling KL
 Q8_BLOCK = 128
 
 
@@ -146,25 +149,45 @@ class _Builder:
 
     def q8_linear(self, x: str, w: np.ndarray, biases: list[np.ndarray | None] | None, parts: list[np.ndarray],
                   name: str | None) -> str:
-        """The one place q8 weights are emitted: Reshape to (K, rows) -> 8-bit block Gemm -> Squeeze(h).
+        """The one place q8 weights are emitted: Reshape to (K, rows) -> int8 Gemm -> times the channel scales
+        (-> plus the bias) -> Squeeze(h) (q8.py says what ncnn computes).
 
-        The reshape keeps the Gemm's input unpacked 2-D (see q8.py); the squeeze gives a one-row input its 1-D
-        output back, as InnerProduct would, so the layers after it are the same for every precision. A 2-D input
-        of one row also comes out 1-D (InnerProduct keeps it (1, N)); ncnn's BinaryOp broadcasts the two alike,
-        and callers reshape extracted rows anyway."""
+        The reshape keeps the Gemm's input 2-D; the squeeze gives a one-row input its 1-D output back, as
+        InnerProduct would, so the layers after it are the same for every precision (the step graph turns it into
+        a Noop: rows stay a matrix there)."""
         n, k = (int(d) for d in w.shape)
-        q, scales = q8.quantize(w, Q8_BLOCK)
-        params: dict[int, Any] = {2: 0, 3: 1, 4: 0, 5: 1, 6: 0, 7: 0, 8: n, 9: k, 18: q8.quantize_term(Q8_BLOCK)}
         bias = None
         if biases is not None and any(b is not None for b in biases):
             bias = np.concatenate([b if b is not None else np.zeros(p.shape[0], np.float32)
                                    for b, p in zip(biases, parts, strict=True)])
-            params.update({6: 1, 10: 4})  # constant C, one value per output column
         self.q8_layers += 1
         rows = self.op("Reshape", [x], params={0: k, 1: -1})
-        y = self.g.layer("Gemm", [rows], params=params, weights=[Packed(q8.record(q, scales, bias))],
-                         name=f"{name}_gemm" if name else None)
+        gemm_name = f"{name}_gemm" if name else None
+        if Q8_FORMAT == "block":
+            return self.op("Squeeze", [self._q8_block_gemm(rows, w, bias, gemm_name)], params={1: 1}, name=name)
+        q, scale = q8.quantize(w)
+        y = self.g.layer("Gemm", [rows], params={2: 0, 3: 1, 4: 0, 5: 1, 6: 0, 7: 0, 8: n, 9: k, 10: -1,
+                                                 18: q8.INT8_TERM},
+                         weights=[Packed(q8.record(q))], name=gemm_name)
+        y = self.op("BinaryOp", [y, self._row(scale)], params={0: 2})
+        if bias is not None:
+            y = self.op("BinaryOp", [y, self._row(bias)], params={0: 0})
         return self.op("Squeeze", [y], params={1: 1}, name=name)
+
+    def _row(self, values: np.ndarray) -> str:
+        """A constant (1, N) row: 2-D so that BinaryOp broadcasts it over rows even when rows == N (q8.py)."""
+        return self.op("MemoryData", [], params={0: int(values.size), 1: 1}, weights=[raw(values)])
+
+    def _q8_block_gemm(self, rows: str, w: np.ndarray, bias: np.ndarray | None, name: str | None) -> str:
+        """The legacy block format (q8.py): 8-bit blocks of Q8_BLOCK values, the bias as the Gemm's constant C."""
+        n, k = (int(d) for d in w.shape)
+        q, scales = q8.block_quantize(w, Q8_BLOCK)
+        params: dict[int, Any] = {2: 0, 3: 1, 4: 0, 5: 1, 6: 0, 7: 0, 8: n, 9: k,
+                                  18: q8.block_quantize_term(Q8_BLOCK)}
+        if bias is not None:
+            params.update({6: 1, 10: 4})  # constant C, one value per output column
+        return self.g.layer("Gemm", [rows], params=params, weights=[Packed(q8.block_record(q, scales, bias))],
+                            name=name)
 
     def op(self, type: str, inputs: list[str], outputs: Any = 1, params: dict[int, Any] | None = None,
            weights: list = (), name: str | None = None) -> Any:
