@@ -136,6 +136,12 @@ class StepNet:
 
     FLOAT_MAX_ROWS = 8  # the largest batch (engine/batching.py); 8 rows run as 9
     Q8_MAX_ROWS = {"int8": FLOAT_MAX_ROWS, "block": 3}
+    # ncnn's int8 Gemm fixes its thread count when the net loads (a later opt.num_threads only prints a warning
+    # per layer per call), so int8 graphs load at one thread and the governor steers their attention nets only.
+    # One thread was the faster count at every batch size measured with sleeping OpenMP threads (engine/cpu.py):
+    # full-size 0.6B, 2 cores, frame (talker step + code predictor) 93 vs 161 ms for one row, 108 vs 120 for four,
+    # 160 vs 177 for eight; each Gemm call on two threads pays several thread wake-ups (README "Speed").
+    INT8_THREADS = 1
 
     def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str):
         text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
@@ -143,7 +149,9 @@ class StepNet:
         q8_format = _q8_format(step_text, f"model bundle {bundle.path}: {graph}")
         self.max_rows = self.Q8_MAX_ROWS[q8_format] if q8_format else self.FLOAT_MAX_ROWS
         self._pad_multiple = None if q8_format else PACK_MULTIPLE  # q8 graphs run unpacked
-        self.net = bundle.net(graph, threads, precision, param_text=step_text, packing=not q8_format)
+        self._fixed_threads = q8_format == "int8"
+        self.net = bundle.net(graph, self.INT8_THREADS if self._fixed_threads else threads, precision,
+                              param_text=step_text, packing=not q8_format)
         self._sdpa: dict[tuple[str, ...], ncnn.Net] = {}
         for site in self.sites:
             if site.params not in self._sdpa:
@@ -157,8 +165,9 @@ class StepNet:
         """Thread count of the next calls (engine/thread_governor.py picks it). InnerProduct and the 8-bit block
         Gemm read it at every call, with identical results at 1 and 2 threads (checked on the full-size
         talker and code predictor). The 2-D InnerProduct kernel splits rows between threads, so one row runs on
-        one thread whatever the count."""
-        self.net.opt.num_threads = threads
+        one thread whatever the count. int8 graphs keep their load-time count (INT8_THREADS)."""
+        if not self._fixed_threads:
+            self.net.opt.num_threads = threads
         for net in self._sdpa.values():
             net.opt.num_threads = threads
 

@@ -20,7 +20,7 @@ from engine import Cancelled, GenerationSettings, SynthesisJob, SynthesisResult,
 from engine.batching import MAX_BATCH_SIZE
 from engine.bundle import Bundle
 from engine.code_predictor import CodePredictor
-from engine.step_graph import step_param_text
+from engine.step_graph import StepNet, step_param_text
 from engine.synthesizer import Synthesizer
 from engine.talker import Talker
 from tests.bundles import OUTPUTS, bundle_for, fixture_models
@@ -56,7 +56,12 @@ def test_step_graph_rewrite():
 @functools.cache
 def _nets(model: str, precision: str, threads: int = 2) -> tuple[Talker, CodePredictor]:
     bundle = Bundle.open(bundle_for(model, precision, parts=("talker",)))
-    talker, cp = Talker(bundle, threads), CodePredictor(bundle, threads)
+    fixed = StepNet.INT8_THREADS
+    StepNet.INT8_THREADS = threads  # q8 Gemms take their thread count at load: run them at `threads` too
+    try:
+        talker, cp = Talker(bundle, threads), CodePredictor(bundle, threads)
+    finally:
+        StepNet.INT8_THREADS = fixed
     talker.net.set_threads = cp.net.set_threads = lambda n: None  # results do not depend on it; keep runs alike
     return talker, cp
 
@@ -70,6 +75,7 @@ def test_rows_identical_to_alone(model, precision, threads):
     talker, cp = _nets(model, precision, threads)
     if precision == "q8":
         assert talker.net.max_rows == cp.net.max_rows == MAX_BATCH_SIZE  # all rows in one call
+        assert talker.net.net.opt.num_threads == cp.net.net.opt.num_threads == threads
     rng = np.random.default_rng(7)
     h = talker.hidden_size
     n = MAX_BATCH_SIZE

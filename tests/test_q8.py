@@ -325,3 +325,19 @@ def test_legacy_block_bundle_still_runs(legacy_bundle):
     together = talker.step_many(seqs, step)[1]
     for j, p in enumerate(prompts):
         assert np.array_equal(together[j], talker.step_many([talker.start(p)[0]], step[j:j + 1])[1][0])
+
+
+def test_int8_graphs_keep_their_load_time_threads(capfd):
+    """ncnn's int8 Gemm fixes its thread count at load; the governor's changes go to the attention nets only
+    (changing the Gemm's count made ncnn print a warning per layer and call, and had no effect)."""
+    bundle = Bundle.open(bundle_for(SYNTH_MODELS[0], "q8", parts=["talker"]))
+    talker = Talker(bundle, 2)
+    assert talker.net.net.opt.num_threads == talker.net.INT8_THREADS == 1
+    capfd.readouterr()
+    for threads in (2, 1, 2):
+        talker.net.set_threads(threads)
+        assert talker.net.net.opt.num_threads == 1
+        assert all(net.opt.num_threads == threads for net in talker.net._sdpa.values())
+        seq = talker.start(np.ones((3, talker.hidden_size), np.float32))[0]
+        talker.step_many([seq], np.ones((1, talker.hidden_size), np.float32))
+    assert "load-time value" not in capfd.readouterr().err
