@@ -1,9 +1,10 @@
 """The code predictor (sub-talker): 15 codes per frame from the talker hidden state and code 0.
 
 Position 0 is the talker hidden, position 1 is C(c0) (its logits give code 1), position g is the embedding of
-code g-1 (logits give code g). Each position is one step-graph call for all frames being predicted together
-(engine/step_graph.py); the KV cache starts empty every frame. Only the lm_head of the current group runs
-(ncnn evaluates lazily).
+code g-1 (logits give code g). Each position is one call per frame on a float bundle's stored graph
+(engine/sequence_net.py), or one step-graph call for all frames being predicted together on a q8 bundle
+(engine/step_graph.py); the KV cache starts empty every frame. Only the lm_head of the current group runs (ncnn
+evaluates lazily).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import numpy as np
 
 from .bundle import Bundle
 from .errors import EngineError
-from .step_graph import StepNet
-from .talker import RopeTable, as_rows, check_ids, net_precision
+from .sequence_net import SequenceNet
+from .talker import RopeTable, as_rows, check_ids, decode_net
 from .thread_governor import ThreadGovernor
 
 Choose = Callable[[np.ndarray, int], int]
@@ -30,7 +31,7 @@ class CodePredictor:
         self.codebook_size = int(meta["codebook_size"])
         self.hidden_size = int(meta["talker"]["hidden"])  # inputs and the feedback are talker width
         self.layers = int(spec["layers"])
-        self.net = StepNet(bundle, meta["cp_graph"], threads, net_precision(bundle, meta, compact_weights))
+        self.net = decode_net(bundle, meta, meta["cp_graph"], threads, compact_weights)
         self.governor = ThreadGovernor(threads, adaptive=adaptive_threads)
         # plain ndarray views of the memory-mapped tables (memmap indexing is slow)
         self._codec = np.asarray(bundle.table(meta["tables"]["codec"]))
@@ -69,18 +70,11 @@ class CodePredictor:
     def _predict_many(self, past_hidden: np.ndarray, c0s: np.ndarray, chooses: list[Choose]) -> np.ndarray:
         r = c0s.shape[0]
         codes = np.empty((r, self.groups - 1), dtype=np.int64)
-        caches: list = [None] * len(self.net.sites)
-
-        def attend(site, q, k, v):
-            heads, m, hd = q.shape
-            stacked = [a.transpose(1, 0, 2).reshape(-1, 1, hd) for a in (q, k, v)]
-            att, caches[site.layer] = self.net.attention(site, *stacked, None, caches[site.layer])
-            return att.reshape(m, heads, hd).transpose(1, 0, 2)
-
-        self._run(past_hidden, 0, attend, ())
+        advance = self._frame_run()
+        advance(past_hidden, 0, ())
         x = as_rows(self._codec, c0s)
         for g in range(1, self.groups):
-            logits = self._run(x, g, attend, (self._heads[g - 1],))[0]
+            logits = advance(x, g, (self._heads[g - 1],))[0]
             for j in range(r):
                 code = int(chooses[j](logits[j], g))
                 if not 0 <= code < self.codebook_size:
@@ -90,9 +84,31 @@ class CodePredictor:
                 x = as_rows(self._cp[g - 1], codes[:, g - 1])
         return codes
 
-    def _run(self, x: np.ndarray, pos: int, attend, outputs) -> list[np.ndarray]:
-        n = x.shape[0]
-        return self.net.run(x, np.repeat(self._cos[pos], n, 0), np.repeat(self._sin[pos], n, 0), attend, outputs)
+    def _frame_run(self) -> Callable[[np.ndarray, int, tuple[str, ...]], list[np.ndarray]]:
+        """A function running rows x (R, H) at position pos over one frame's KV cache (empty at first), returning
+        the named outputs (R, n) each."""
+        if isinstance(self.net, SequenceNet):  # one row: its vector takes the GEMV kernel
+            cache = None
+
+            def advance_one(x, pos, outputs):
+                nonlocal cache
+                outs, cache = self.net.run(x[0], self._cos[pos], self._sin[pos], None, cache, outputs)
+                return [o.reshape(1, -1) for o in outs]
+
+            return advance_one
+        caches: list = [None] * len(self.net.sites)
+
+        def attend(site, q, k, v):
+            heads, m, hd = q.shape
+            stacked = [a.transpose(1, 0, 2).reshape(-1, 1, hd) for a in (q, k, v)]
+            att, caches[site.layer] = self.net.attention(site, *stacked, None, caches[site.layer])
+            return att.reshape(m, heads, hd).transpose(1, 0, 2)
+
+        def advance_rows(x, pos, outputs):
+            n = x.shape[0]
+            return self.net.run(x, np.repeat(self._cos[pos], n, 0), np.repeat(self._sin[pos], n, 0), attend, outputs)
+
+        return advance_rows
 
     def feedback(self, codes16) -> np.ndarray:
         """Talker input for a frame: C(c0) + sum_g cp_codec_embedding[g-1][c_g] (talker width, float32)."""

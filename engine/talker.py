@@ -1,18 +1,20 @@
-"""The talker: decoder stack + codec head on ncnn, one step-graph call per step for any number of sequences.
+"""The talker: decoder stack + codec head on ncnn.
 
-Each sequence keeps its own KV cache as ncnn Mats, extracted raw (`extract(name, 1)`) and fed back unchanged;
-ncnn's SDPA appends the new rows. Positions and RoPE rows are tracked here.
+Float bundles run the stored graph one sequence per call (engine/sequence_net.py); q8 bundles run the row-stacked
+step graph, one call per step for several sequences (engine/step_graph.py). Each sequence keeps its own KV cache
+as ncnn Mats, extracted raw (`extract(name, 1)`) and fed back unchanged; ncnn's SDPA appends the new rows.
+Positions and RoPE rows are tracked here.
 """
 
 from __future__ import annotations
 
 import platform
 
-import ncnn
 import numpy as np
 
 from .bundle import Bundle
 from .errors import EngineError
+from .sequence_net import SequenceNet
 from .step_graph import StepNet
 from .thread_governor import ThreadGovernor
 
@@ -33,6 +35,15 @@ def net_precision(bundle: Bundle, meta: dict, compact_weights: bool = True) -> s
     if compact_weights and X86 and int(meta.get("fp16_weight_layers", 0)) > 0:
         return "fp16"
     return "fp32"
+
+
+def decode_net(bundle: Bundle, meta: dict, graph: str, threads: int, compact_weights: bool) -> SequenceNet | StepNet:
+    """The net a talker / code-predictor graph runs on: the stored graph for float bundles, the row-stacked step
+    graph for q8 (see the module docstring)."""
+    precision = net_precision(bundle, meta, compact_weights)
+    if bundle.precision == "q8":
+        return StepNet(bundle, graph, threads, precision)
+    return SequenceNet(bundle, graph, threads, precision)
 
 
 def inv_freq(head_dim: int, theta: float) -> np.ndarray:
@@ -79,19 +90,20 @@ def check_ids(ids: np.ndarray, limit: int, what: str) -> None:
 
 
 class TalkerSequence:
-    """One sequence's place in the talker: its KV cache (per attention layer, opaque Mats) and length."""
+    """One sequence's place in the talker: its KV cache (opaque Mats: per attention layer a (k, v) pair on the
+    step graph, the stored graph's cache list on a SequenceNet) and length."""
 
     def __init__(self, layers: int):
-        self.caches: list[tuple[ncnn.Mat, ncnn.Mat] | None] = [None] * layers
+        self.caches: list = [None] * layers
         self.position = 0
 
 
 class Talker:
-    """Talker stack on the row-stacked step graph (engine/step_graph.py).
+    """Talker stack on a SequenceNet (float bundles) or a StepNet (q8).
 
-    start() prefills one sequence alone; step_many() advances several sequences by one position in one call
-    (each row at its own position, over its own KV cache); a row's numbers do not depend on the other rows.
-    prefill()/step() are the one-sequence form of the same calls."""
+    start() prefills one sequence alone; step_many() advances several sequences by one position (in one call on
+    a StepNet, one call per sequence on a SequenceNet), each row at its own position over its own KV cache; a
+    row's numbers do not depend on the other rows. prefill()/step() are the one-sequence form of the same calls."""
 
     def __init__(self, bundle: Bundle, threads: int = 2, *, compact_weights: bool = True,
                  adaptive_threads: bool = True):
@@ -100,11 +112,12 @@ class Talker:
         self.hidden_size = int(spec["hidden"])
         self.vocab_size = int(meta["vocab_size"])
         self.layers = int(spec["layers"])
-        self.net = StepNet(bundle, meta["talker_graph"], threads, net_precision(bundle, meta, compact_weights))
+        self.net = decode_net(bundle, meta, meta["talker_graph"], threads, compact_weights)
         self.governor = ThreadGovernor(threads, adaptive=adaptive_threads)
         self._codec = np.asarray(bundle.table(meta["tables"]["codec"]))  # plain view of the mmap: fast indexing
         self._rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]))
         self._single: TalkerSequence | None = None
+        self._zeros = np.zeros((1, 1024), np.float32)
 
     @property
     def position(self) -> int:
@@ -120,16 +133,22 @@ class Talker:
         rows = np.ascontiguousarray(rows, dtype=np.float32)
         if rows.ndim != 2 or rows.shape[1] != self.hidden_size or rows.shape[0] < 1:
             raise EngineError(f"talker prefill needs (L, {self.hidden_size}) rows, got shape {rows.shape}")
-        seq = TalkerSequence(len(self.net.sites))
         n = rows.shape[0]
         mask = np.triu(np.full((n, n), MASKED, np.float32), 1)
+        cos, sin = self._rope.rows(0, n)
+        self.net.set_threads(self.governor.fixed())
+        if isinstance(self.net, SequenceNet):
+            seq = TalkerSequence(0)
+            (hidden, logits), seq.caches = self.net.run(rows[0] if n == 1 else rows, cos, sin, mask, None,
+                                                        ("hidden", "logits"))
+            seq.position = n
+            return seq, hidden.reshape(n, -1)[-1].copy(), logits.reshape(n, -1)[-1].copy()
+        seq = TalkerSequence(len(self.net.sites))
 
         def attend(site, q, k, v):
             att, seq.caches[site.layer] = self.net.attention(site, q[:, :n], k[:, :n], v[:, :n], mask, None)
             return _pad_rows(att, q.shape[1])
 
-        cos, sin = self._rope.rows(0, n)
-        self.net.set_threads(self.governor.fixed())
         hidden, logits = self.net.run(rows, cos, sin, attend, ("hidden", "logits"))
         seq.position = n
         return seq, hidden[-1].copy(), logits[-1].copy()
@@ -154,6 +173,12 @@ class Talker:
         positions = [s.position for s in seqs]
         self._rope.rows(0, max(positions) + 1)  # grow the table
         cos, sin = self._rope.cos[positions], self._rope.sin[positions]
+        if isinstance(self.net, SequenceNet):  # one row: its vector takes the GEMV kernel
+            (seq,), p = seqs, positions[0]
+            (hidden, logits), seq.caches = self.net.run(rows[0], cos, sin, self._no_mask(p + 1), seq.caches,
+                                                        ("hidden", "logits"))
+            seq.position += 1
+            return hidden[None], logits[None]
         masks = {p: np.zeros((1, p + 1), np.float32) for p in set(positions)}
 
         def attend(site, q, k, v):
@@ -167,6 +192,12 @@ class Talker:
         for s in seqs:
             s.position += 1
         return hidden, logits
+
+    def _no_mask(self, keys: int) -> np.ndarray:
+        """A decode step's mask row over `keys` positions (nothing masked), from one zero row grown on demand."""
+        if keys > self._zeros.shape[1]:
+            self._zeros = np.zeros((1, 2 * keys), np.float32)
+        return self._zeros[:, :keys]
 
     def prefill(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Run the prompt rows at positions 0..L-1; returns (hidden, logits) of the last position."""

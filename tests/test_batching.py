@@ -2,7 +2,8 @@
 
 - the step-graph rewrite (engine/step_graph.py) on a hand-written .param;
 - talker / code-predictor rows run together are bit-identical to the same rows run alone, for every row count
-  up to the largest batch, at each fixture precision whose kernels guarantee it;
+  up to the largest batch, at each fixture precision whose kernels guarantee it (float bundles: one call per
+  row); a float bundle's results are the same at 1 and 2 threads (the thread governor switches between them);
 - synthesize_many over the official fixture cases (x-vector and ICL voices with different reference lengths,
   jobs ending at different frames, more jobs than the batch size): greedy codes equal the official codes and
   synthesize() alone; with sampling and seeds, each job's audio equals synthesize() alone with its seed;
@@ -112,6 +113,27 @@ def test_rows_identical_to_alone(model, precision, threads):
         for j in ids:
             assert np.array_equal(codes[j], alone_c[j][0][0]), f"code predictor row {j} of {r}: codes differ"
             assert all(np.array_equal(x, y) for x, y in zip(logs[j], alone_c[j][1][0], strict=True))
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_float_results_same_at_any_thread_count(model):
+    """The thread governor may run a sequence's calls at 1 or 2 threads, batched or alone: a float bundle's
+    talker steps and code-predictor logits must be bit-identical either way."""
+    bundle = Bundle.open(bundle_for(model, "fp32", parts=("talker",)))
+    talker, cp = Talker(bundle, 2, adaptive_threads=False), CodePredictor(bundle, 2, adaptive_threads=False)
+    rng = np.random.default_rng(3)
+    prompt = rng.standard_normal((9, talker.hidden_size)).astype(np.float32)
+    steps = rng.standard_normal((3, talker.hidden_size)).astype(np.float32)
+
+    def run(threads):
+        talker.governor.current = cp.governor.current = threads  # the count their next calls run at
+        outs = [talker.prefill(prompt)] + [talker.step(s) for s in steps]
+        logs = []
+        cp.predict(outs[-1][0], 5, lambda lg, g: (logs.append(np.array(lg)), int(np.argmax(lg)))[1])
+        return [a for pair in outs for a in pair] + logs
+
+    one, two = run(1), run(2)
+    assert all(np.array_equal(a, b) for a, b in zip(one, two, strict=True))
 
 
 # ------------------------------------------------------------------------------------------------ synthesis

@@ -1,0 +1,79 @@
+"""A float bundle's talker or code-predictor graph run as stored: one sequence per call, attention and its KV
+cache inside the graph.
+
+Why not the row-stacked step graph (engine/step_graph.py) that q8 bundles use: fed one decode row as a vector,
+every Linear takes ncnn's GEMV kernel, which splits the outputs between the threads; the 2-D kernel the step
+graph needs for row-exact batches splits rows, so a single sequence ran on one core (full-size 0.6B, 2 threads,
+alternating in one process: talker step 34 vs 47 ms, code-predictor frame 104 vs 130 ms). And with attention
+inside the graph a call is one extractor and two extracts per cache, not a round trip through Python per layer.
+
+Rows of a batch therefore run one after another, each call exactly as the sequence alone: batching a float bundle
+changes no result and saves no weight reads (engine/batching.py still interleaves the sequences).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import ncnn
+import numpy as np
+
+from .bundle import Bundle
+from .errors import BundleError
+
+Cache = list[ncnn.Mat]  # k_out_0, v_out_0, k_out_1, ... as extracted raw (opaque), fed back unchanged
+
+
+class SequenceNet:
+    """The stored graph (inputs in0, cos, sin, [mask], k_in_i/v_in_i; outputs as named, k_out_i/v_out_i)."""
+
+    max_rows = 1  # rows (sequences) per decode call: one, see the module docstring
+
+    def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str):
+        text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
+        layers = sum(1 for line in text.splitlines() if line.startswith("SDPA "))
+        if layers == 0:
+            raise BundleError(f"model bundle {bundle.path}: {graph} has no attention layers")
+        self.net = bundle.net(graph, threads, precision)
+        self._cache_in = [f"{kv}_in_{i}" for i in range(layers) for kv in ("k", "v")]
+        self._cache_out = [f"{kv}_out_{i}" for i in range(layers) for kv in ("k", "v")]
+
+    def set_threads(self, threads: int) -> None:
+        """Thread count of the next calls (engine/thread_governor.py): results do not depend on it (the GEMV
+        kernel adds each output in one order on one thread; checked on the full-size graphs)."""
+        self.net.opt.num_threads = threads
+
+    def run(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, mask: np.ndarray | None, cache: Cache | None,
+            outputs: Sequence[str]) -> tuple[list[np.ndarray], Cache]:
+        """One call: x is one row (W,) (a decode step) or several (L, W) (a prefill) at RoPE rows cos/sin
+        (L, head_dim/2); mask (L, past + L) is additive (None for a graph without a mask input). Returns the
+        named outputs and the grown cache."""
+        ex = self.net.create_extractor()
+        ex.input("in0", _mat(x))
+        ex.input("cos", _mat(cos))
+        ex.input("sin", _mat(sin))
+        if mask is not None:
+            ex.input("mask", _mat(mask))
+        if cache is not None:
+            for name, mat in zip(self._cache_in, cache, strict=True):
+                ex.input(name, mat)
+        outs = []
+        for name in outputs:
+            ret, mat = ex.extract(name)
+            if ret != 0:
+                raise BundleError(f"model graph failed to produce {name} (ncnn error {ret})")
+            outs.append(np.array(mat, dtype=np.float32))
+        grown = []
+        for name in self._cache_out:
+            ret, mat = ex.extract(name, 1)
+            if ret != 0:
+                raise BundleError(f"model graph failed to produce {name} (ncnn error {ret})")
+            grown.append(mat)
+        return outs, grown
+
+
+def _mat(arr: np.ndarray) -> ncnn.Mat:
+    # ncnn.Mat(arr) borrows the numpy buffer without a reference (see the ncnn notes): keep the contiguous copy
+    # in a local until clone() has copied it
+    data = np.ascontiguousarray(arr, dtype=np.float32)
+    return ncnn.Mat(data).clone()
