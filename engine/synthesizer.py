@@ -45,6 +45,7 @@ the CLI, the GUI and the benchmarks do not.
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 import unicodedata
 from collections import deque
@@ -560,9 +561,13 @@ class _StreamedAudio:
     def __init__(self, decoder, ref_codes: np.ndarray | None, timings: Timings, overlap: bool = False):
         self._stream = decoder.stream()
         # overlap: frames decode in order on one worker thread while the next frames generate (ncnn releases
-        # the GIL); push() then returns the chunks finished so far, finish() the rest
+        # the GIL); push() then returns the chunks finished so far, finish() the rest. Frames that arrive
+        # while the worker is busy wait and are decoded together in one push: a push reads all the decoder's
+        # weights, so n frames in one push cost far less than n pushes (README "Speed", Decoder).
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode") if overlap else None
         self._pending: deque[Future] = deque()
+        self._waiting: list[np.ndarray] = []  # frames not yet taken by the worker
+        self._lock = threading.Lock()
         self._ref_frames = 0 if ref_codes is None else ref_codes.shape[0]
         self._timings = timings
         self._ref_tail = np.zeros(0, np.float32)
@@ -576,8 +581,11 @@ class _StreamedAudio:
     def push(self, frame: np.ndarray) -> list[AudioChunk]:
         """Decode one generated frame; returns the audio chunks ready now, in order."""
         if self._pool is None:
-            return [self._chunk(self._decode(frame))]
-        self._pending.append(self._pool.submit(self._decode, frame.copy()))
+            return [self._chunk(s) for s in self._decode(frame[None])]
+        with self._lock:
+            self._waiting.append(frame.copy())
+            if len(self._waiting) == 1:  # no task holds these frames yet: the next task takes all waiting
+                self._pending.append(self._pool.submit(self._decode_waiting))
         return self._ready(wait=not self._chunks)  # the first chunk as soon as possible: playback starts with it
 
     def finish(self) -> list[AudioChunk]:
@@ -591,16 +599,22 @@ class _StreamedAudio:
                 f.cancel()
             self._pool.shutdown(wait=True)
 
-    def _decode(self, frame: np.ndarray) -> np.ndarray:
+    def _decode_waiting(self) -> list[np.ndarray]:
+        with self._lock:
+            frames, self._waiting = np.stack(self._waiting), []
+        return self._decode(frames)
+
+    def _decode(self, frames: np.ndarray) -> list[np.ndarray]:
+        """One push of (n, 16) frames; their audio split back into one array per frame."""
         t = time.perf_counter()
-        samples = np.asarray(self._stream.push(frame[None]), np.float32)
+        samples = np.asarray(self._stream.push(frames), np.float32)
         self._timings.decode += time.perf_counter() - t
-        return samples
+        return np.split(samples, len(frames))
 
     def _ready(self, wait: bool) -> list[AudioChunk]:
         out = []
         while self._pending and (wait or self._pending[0].done()):
-            out.append(self._chunk(self._pending.popleft().result()))
+            out.extend(self._chunk(s) for s in self._pending.popleft().result())
         return out
 
     def _chunk(self, samples: np.ndarray) -> AudioChunk:
