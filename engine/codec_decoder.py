@@ -44,7 +44,7 @@ class CodecDecoder:
             # a bf16 bundle stores fp32 weights, so decoding it in fp32 is exact.
             precision = "fp32"
         self.info = info
-        self.threads = threads
+        self._bundle, self._precision = bundle, precision
         self._net = bundle.net(info["graph"], threads, precision=precision)
         self._table = bundle.table(info["table"])
         self.num_quantizers = int(info["num_quantizers"])
@@ -65,6 +65,18 @@ class CodecDecoder:
         # ncnn computes only what an extract needs: pulling outputs in graph order keeps one pass and
         # releases each state's source blob as soon as its tail is copied.
         self._outputs = list(info["outputs"])
+
+    @property
+    def threads(self) -> int:
+        return int(self._net.opt.num_threads)
+
+    @threads.setter
+    def threads(self, threads: int) -> None:
+        """Reloads the network when the count changes: ncnn's convolution gemm keeps its load-time count."""
+        if int(threads) < 1:
+            raise EngineError(f"The decoder needs at least one thread; got {threads}.")
+        if int(threads) != self.threads:
+            self._net = self._bundle.net(self.info["graph"], int(threads), precision=self._precision)
 
     # -- input handling ------------------------------------------------------------------------
 

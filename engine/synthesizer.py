@@ -38,6 +38,7 @@ synthesize() is called (before the first event), so errors surface immediately.
     synth.precision            -> str, the bundle's weight precision ("fp32", "fp16", "q8", ...)
     synth.threads              -> int, threads per network; synth.thread_counts -> (talker, code predictor) now
     synth.overlap_decode       -> bool (default True): streamed audio decodes on its own thread
+    synth.decoder_threads      -> int, settable: threads of the speech decoder
 Everything else (names with a leading underscore: _bundle, _ids, _tokenizer, _talker, _code_predictor,
 _build_prompt, _text_rows, ...) is internal: the engine's own modules and the white-box parity tests use it,
 the CLI, the GUI and the benchmarks do not.
@@ -198,6 +199,15 @@ class Synthesizer:
         """The threads the talker and the code predictor use right now (fewer than `threads` while the thread
         governor has backed off under load)."""
         return self._talker.governor.current, self._code_predictor.governor.current
+
+    @property
+    def decoder_threads(self) -> int:
+        """Threads of the speech decoder (whole or streamed; benchmarks/overlap.py compares counts)."""
+        return self._decoder.threads
+
+    @decoder_threads.setter
+    def decoder_threads(self, threads: int) -> None:
+        self._decoder.threads = threads
 
     # ------------------------------------------------------------------------------------------ components
 

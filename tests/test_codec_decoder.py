@@ -204,3 +204,18 @@ def test_cli_decode_bad_codes_one_line(tmp_path, capsys):
     assert cli_main(["decode", "--model", str(bundle), "--codes", str(junk), "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert "Cannot read codes" in err and "\n" not in err
+
+
+def test_thread_count_change_reloads_and_decodes_the_same():
+    """Changing threads reloads the network (ncnn's convolution gemm keeps its load-time count); same audio."""
+    model = MODELS[0]
+    dec = CodecDecoder(Bundle.open(bundle_for(model, "fp32", parts=PART)), threads=2)
+    codes, _want = longest_case(model)
+    codes = codes[:40]
+    two = dec.decode(codes)
+    net = dec._net
+    dec.threads = 1
+    assert dec.threads == 1 and dec._net is not net
+    np.testing.assert_allclose(dec.decode(codes), two, rtol=0, atol=1e-5)
+    with pytest.raises(EngineError, match="at least one thread"):
+        dec.threads = 0
