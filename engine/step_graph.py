@@ -146,7 +146,7 @@ class StepNet:
     def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str):
         text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
         step_text, self.sites = step_param_text(text)
-        q8_format = _q8_format(step_text, f"model bundle {bundle.path}: {graph}")
+        q8_format = _q8_format(step_text, f"The {graph} network of the model bundle {bundle.path}")
         self.max_rows = self.Q8_MAX_ROWS[q8_format] if q8_format else self.FLOAT_MAX_ROWS
         self._pad_multiple = None if q8_format else PACK_MULTIPLE  # q8 graphs run unpacked
         self._fixed_threads = q8_format == "int8"
@@ -213,8 +213,8 @@ def _q8_format(step_text: str, what: str) -> str | None:
     """"int8" or "block" for a graph of q8 Gemms (q8.py), None for a float graph."""
     formats = {q8.format_of_term(q8.quantize_term(line)) for line in step_text.splitlines() if line.startswith("Gemm ")}
     if None in formats or len(formats) > 1:
-        raise BundleError(f"{what} mixes float and 8-bit Gemm layers, which the batched step graph does not "
-                          "support; convert the model again")
+        raise BundleError(f"{what} has Gemm layers this version cannot run (float ones, or two 8-bit formats "
+                          "mixed); convert the model again.")
     return formats.pop() if formats else None
 
 

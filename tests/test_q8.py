@@ -341,3 +341,20 @@ def test_int8_graphs_keep_their_load_time_threads(capfd):
         seq = talker.start(np.ones((3, talker.hidden_size), np.float32))[0]
         talker.step_many([seq], np.ones((1, talker.hidden_size), np.float32))
     assert "load-time value" not in capfd.readouterr().err
+
+
+def test_step_graph_tells_the_q8_format_apart():
+    from engine.errors import BundleError
+    from engine.step_graph import _q8_format
+
+    int8 = "Gemm g1 1 1 a b 2=0 3=1 4=0 5=1 6=0 7=0 8=4 9=8 10=-1 18=1"
+    block = "Gemm g2 1 1 b c 2=0 3=1 4=0 5=1 6=0 7=0 8=4 9=8 18=802"
+    float_gemm = "Gemm g3 1 1 c d 2=0 3=1 4=0 5=1 6=0 7=0 8=4 9=8"
+    assert _q8_format("\n".join(["7767517", "1 2", int8]), "x") == "int8"
+    assert _q8_format("\n".join(["7767517", "1 2", block]), "x") == "block"
+    assert _q8_format("\n".join(["7767517", "1 2", "InnerProduct ip 1 1 a b 0=4 1=0 2=32"]), "x") is None
+    for mixed in ([int8, block], [int8, float_gemm], [float_gemm]):
+        with pytest.raises(BundleError, match=r"^The talker network of the model bundle B has Gemm layers this version "
+                                              r"cannot run \(float ones, or two 8-bit formats mixed\); convert the "
+                                              r"model again\.$"):
+            _q8_format("\n".join(["7767517", "2 3", *mixed]), "The talker network of the model bundle B")
