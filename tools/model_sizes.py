@@ -1,7 +1,5 @@
 """Print the size table of engine/store/catalogue.py (download and converted sizes of the Qwen3-TTS family).
 
-    python tools/model_sizes.py --bundle FULLSIZE_0.6B_FP32_BUNDLE
-
 Download sizes are computed from the official tensor lists (tests/data/official_tensors_*.json, made from the
 official qwen-tts modules): model.safetensors in bf16 (as the hub files are), speech_tokenizer in fp32 (its
 170.6 M parameters x 4 bytes give the 682 MB the hub lists), plus the tokenizer and config files.
@@ -9,8 +7,12 @@ CustomVoice and VoiceDesign checkpoints have no speaker encoder (the official co
 
 Converted sizes: the fp32 bundle of a full-size random 0.6B checkpoint (benchmarks/make_checkpoint.py, then
 `qwen3tts convert`) gives each bundle file's size; the other precisions scale each file by the ratio that
-precision gives the same file in the tiny fixture checkpoint (tests/fixtures/models/tiny06b); 1.7B scales the
-talker and speaker files by the ratio of their parameter counts (an estimate, within about 10 %).
+precision gives the same file in the tiny fixture checkpoint (tests/fixtures/models/tiny06b); 1.7B uses the
+files of a full-size 1.7B fp32 bundle when --bundle-17b gives one (make_checkpoint.py --preset 1.7b), else it
+scales the talker and speaker files by the ratio of their parameter counts (an estimate: 8-12 % below measured
+1.7B bundles).
+
+    python tools/model_sizes.py --bundle FULLSIZE_0.6B_FP32_BUNDLE [--bundle-17b FULLSIZE_1.7B_FP32_BUNDLE]
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ def download_bytes(preset: str, speaker_encoder: bool) -> int:
     return safetensors_bytes(main, "bf16") + safetensors_bytes(t["speech_tokenizer/model.safetensors"], "fp32") + SMALL_FILES
 
 
+def file_sizes(bundle: Path) -> dict[str, int]:
+    return {k: v["size"] for k, v in json.loads((bundle / "manifest.json").read_text())["files"].items()}
+
+
 def tiny_ratios(precisions: list[str]) -> dict[str, dict[str, float]]:
     from engine.convert import convert_checkpoint
 
@@ -75,10 +81,12 @@ def tiny_ratios(precisions: list[str]) -> dict[str, dict[str, float]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bundle", type=Path, required=True, help="fp32 bundle converted from a full-size 0.6B checkpoint")
+    ap.add_argument("--bundle-17b", type=Path, help="fp32 bundle converted from a full-size 1.7B checkpoint")
     a = ap.parse_args()
     from engine.bundle import PRECISIONS
 
-    full = {k: v["size"] for k, v in json.loads((a.bundle / "manifest.json").read_text())["files"].items()}
+    full = file_sizes(a.bundle)
+    full17 = file_sizes(a.bundle_17b) if a.bundle_17b else None
     ratios = tiny_ratios(list(PRECISIONS))
     t06, t17 = tensors("0.6b")["model.safetensors"], tensors("1.7b")["model.safetensors"]
     scale = {"talker": params(t17, "talker") / params(t06, "talker"),
@@ -89,12 +97,15 @@ def main() -> None:
             converted = {}
             for p in PRECISIONS:
                 total = 0.0
-                for f, size in full.items():
+                measured = full17 is not None and preset == "1.7b"
+                for f, size in (full17 if measured else full).items():
                     stem = f.split(".")[0]
                     if stem == "speaker_encoder" and not kind_has_speaker:
                         continue
                     factor = ratios[p].get(f, 1.0)
-                    if preset == "1.7b" and stem in TALKER_FILES:
+                    if measured:
+                        pass
+                    elif preset == "1.7b" and stem in TALKER_FILES:
                         factor *= scale["talker"]
                     elif preset == "1.7b" and stem == "speaker_encoder":
                         factor *= scale["speaker"]
