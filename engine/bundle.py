@@ -71,7 +71,7 @@ class Bundle:
 
     path: Path
     manifest: dict[str, Any]
-    _tables: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _tables: dict[tuple[str, bool], np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> Bundle:
@@ -163,15 +163,18 @@ class Bundle:
             raise BundleError(f"The model bundle {self.path} is damaged: {rel} points outside the bundle folder.")
         return f
 
-    def table(self, name: str) -> np.ndarray:
-        """A numpy table, memory-mapped read-only (large embedding tables are never read whole)."""
-        if name not in self._tables:
+    def table(self, name: str, in_memory: bool = False) -> np.ndarray:
+        """A numpy table, memory-mapped read-only (large embedding tables are never read whole), or with
+        in_memory=True read whole once (tables the frame loop reads: a memory-mapped row page-faults at its first
+        read and again after the OS dropped the page, measured up to 6.5 ms per frame at full size)."""
+        key = (name, in_memory)
+        if key not in self._tables:
             f = self.file(f"{name}.npy")
             try:
-                self._tables[name] = np.load(f, mmap_mode="r")
+                self._tables[key] = np.load(f) if in_memory else np.load(f, mmap_mode="r")
             except (OSError, ValueError) as e:
                 raise BundleError(f"model bundle {self.path}: table {name} is unreadable: {e}") from None
-        return self._tables[name]
+        return self._tables[key]
 
     def net(self, name: str, threads: int = 2, precision: str | None = None, *,
             param_text: str | None = None, packing: bool = True) -> ncnn.Net:

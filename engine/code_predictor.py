@@ -15,7 +15,7 @@ import numpy as np
 
 from .bundle import Bundle
 from .errors import EngineError
-from .sequence_net import SequenceNet
+from .sequence_net import SequenceNet, as_mat
 from .talker import RopeTable, as_rows, check_ids, decode_net
 from .thread_governor import ThreadGovernor
 
@@ -33,13 +33,13 @@ class CodePredictor:
         self.layers = int(spec["layers"])
         self.net = decode_net(bundle, meta, meta["cp_graph"], threads, compact_weights)
         self.governor = ThreadGovernor(threads, adaptive=adaptive_threads)
-        # plain ndarray views of the memory-mapped tables (memmap indexing is slow)
-        self._codec = np.asarray(bundle.table(meta["tables"]["codec"]))
-        self._cp = np.asarray(bundle.table(meta["tables"]["cp_codec"]))  # (groups-1, codebook, talker hidden)
+        self._codec = bundle.table(meta["tables"]["codec"], in_memory=True)  # both read at every frame
+        self._cp = bundle.table(meta["tables"]["cp_codec"], in_memory=True)  # (groups-1, codebook, talker hidden)
         self._cp_flat = self._cp.reshape(-1, self._cp.shape[-1])  # row (g-1)*codebook + code
         rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]), initial=self.groups)
         self._cos = [rope.cos[p:p + 1] for p in range(self.groups)]  # positions are the same every frame
         self._sin = [rope.sin[p:p + 1] for p in range(self.groups)]
+        self._rope_mats = [(as_mat(c), as_mat(s)) for c, s in zip(self._cos, self._sin, strict=True)]  # reused
         self._heads = [f"logits_{g}" for g in range(self.groups - 1)]
         self._offsets = np.arange(self.groups - 1, dtype=np.int64) * self.codebook_size
 
@@ -50,9 +50,10 @@ class CodePredictor:
     def predict_many(self, past_hidden: np.ndarray, c0s, chooses: list[Choose]) -> np.ndarray:
         """predict() for R frames at once: past_hidden (R, H), c0s (R,), one choose per row -> (R, 15) codes.
 
-        Every row is at the same position, so all rows attend in one SDPA call with the rows stacked as extra
-        heads (row r's heads attend only to row r's keys: GQA maps query head r*n+h to key head r*kv+h//(n/kv));
-        each head is computed on its own, so a row's numbers do not depend on the other rows."""
+        A float bundle's rows run one after another, each exactly as alone. On a q8 step graph every row is at
+        the same position, so all rows attend in one SDPA call with the rows stacked as extra heads (row r's heads
+        attend only to row r's keys: GQA maps query head r*n+h to key head r*kv+h//(n/kv)); each head is computed
+        on its own, so a row's numbers do not depend on the other rows."""
         past_hidden = np.ascontiguousarray(past_hidden, dtype=np.float32)
         c0s = np.asarray(c0s, dtype=np.int64).reshape(-1)
         r = c0s.shape[0]
@@ -67,35 +68,31 @@ class CodePredictor:
         finally:
             self.governor.stop()
 
-    def _predict_many(self, past_hidden: np.ndarray, c0s: np.ndarray, chooses: list[Choose]) -> np.ndarray:
-        r = c0s.shape[0]
-        codes = np.empty((r, self.groups - 1), dtype=np.int64)
-        advance = self._frame_run()
-        advance(past_hidden, 0, ())
-        x = as_rows(self._codec, c0s)
+    def _predict_one(self, past_hidden: np.ndarray, c0: int, choose: Choose) -> np.ndarray:
+        """One frame on a SequenceNet: one row per call, its input the table's own row (as few numpy calls as
+        possible: each costs tens of microseconds after a call has streamed the weights through the caches)."""
+        codes = np.empty(self.groups - 1, dtype=np.int64)
+        _, cache = self.net.run(past_hidden, *self._rope_mats[0], None, None, ())
+        x = self._codec[c0]
         for g in range(1, self.groups):
-            logits = advance(x, g, (self._heads[g - 1],))[0]
-            for j in range(r):
-                code = int(chooses[j](logits[j], g))
-                if not 0 <= code < self.codebook_size:
-                    raise EngineError(f"code predictor choice {code} for group {g} is out of range")
-                codes[j, g - 1] = code
+            (logits,), cache = self.net.run(x, *self._rope_mats[g], None, cache, (self._heads[g - 1],))
+            codes[g - 1] = self._checked(choose(logits, g), g)
             if g < self.groups - 1:
-                x = as_rows(self._cp[g - 1], codes[:, g - 1])
+                x = self._cp[g - 1, codes[g - 1]]
         return codes
 
-    def _frame_run(self) -> Callable[[np.ndarray, int, tuple[str, ...]], list[np.ndarray]]:
-        """A function running rows x (R, H) at position pos over one frame's KV cache (empty at first), returning
-        the named outputs (R, n) each."""
-        if isinstance(self.net, SequenceNet):  # one row: its vector takes the GEMV kernel
-            cache = None
+    def _checked(self, code, group: int) -> int:
+        code = int(code)
+        if not 0 <= code < self.codebook_size:
+            raise EngineError(f"code predictor choice {code} for group {group} is out of range")
+        return code
 
-            def advance_one(x, pos, outputs):
-                nonlocal cache
-                outs, cache = self.net.run(x[0], self._cos[pos], self._sin[pos], None, cache, outputs)
-                return [o.reshape(1, -1) for o in outs]
-
-            return advance_one
+    def _predict_many(self, past_hidden: np.ndarray, c0s: np.ndarray, chooses: list[Choose]) -> np.ndarray:
+        if isinstance(self.net, SequenceNet):
+            return np.stack([self._predict_one(h, int(c0), choose) for h, c0, choose in zip(past_hidden, c0s, chooses,
+                                                                                            strict=True)])
+        r = c0s.shape[0]
+        codes = np.empty((r, self.groups - 1), dtype=np.int64)
         caches: list = [None] * len(self.net.sites)
 
         def attend(site, q, k, v):
@@ -104,11 +101,19 @@ class CodePredictor:
             att, caches[site.layer] = self.net.attention(site, *stacked, None, caches[site.layer])
             return att.reshape(m, heads, hd).transpose(1, 0, 2)
 
-        def advance_rows(x, pos, outputs):
-            n = x.shape[0]
-            return self.net.run(x, np.repeat(self._cos[pos], n, 0), np.repeat(self._sin[pos], n, 0), attend, outputs)
+        self._run(past_hidden, 0, attend, ())
+        x = as_rows(self._codec, c0s)
+        for g in range(1, self.groups):
+            logits = self._run(x, g, attend, (self._heads[g - 1],))[0]
+            for j in range(r):
+                codes[j, g - 1] = self._checked(chooses[j](logits[j], g), g)
+            if g < self.groups - 1:
+                x = as_rows(self._cp[g - 1], codes[:, g - 1])
+        return codes
 
-        return advance_rows
+    def _run(self, x: np.ndarray, pos: int, attend, outputs) -> list[np.ndarray]:
+        n = x.shape[0]
+        return self.net.run(x, np.repeat(self._cos[pos], n, 0), np.repeat(self._sin[pos], n, 0), attend, outputs)
 
     def feedback(self, codes16) -> np.ndarray:
         """Talker input for a frame: C(c0) + sum_g cp_codec_embedding[g-1][c_g] (talker width, float32)."""

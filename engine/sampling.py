@@ -173,8 +173,9 @@ def sample(scores: np.ndarray, temperature: float, top_k: int, top_p: float, rng
     if temperature != 1.0:
         scores = scores / np.float32(temperature)
     n = scores.size
+    kth = -np.inf
     if 0 < top_k < n:
-        kth = np.partition(scores, n - top_k)[n - top_k]
+        kth = float(np.partition(scores, n - top_k)[n - top_k])
         idx = np.flatnonzero(scores >= kth)  # ties with the k-th value stay, as in HF
     else:
         idx = np.arange(n)
@@ -182,8 +183,8 @@ def sample(scores: np.ndarray, temperature: float, top_k: int, top_p: float, rng
     if top_p < 1.0:
         keep = np.isfinite(top_p_filter(vals.copy(), top_p))
         idx, vals = idx[keep], vals[keep]
-    finite = vals > -np.inf
-    if not finite.all():
+    if kth == -np.inf:  # else every kept score is >= a finite k-th value (each numpy call counts in the frame loop)
+        finite = vals > -np.inf
         idx, vals = idx[finite], vals[finite]
     if idx.size == 0:
         raise ValueError("every logit is masked")

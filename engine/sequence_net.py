@@ -21,6 +21,7 @@ import numpy as np
 from .bundle import Bundle
 from .errors import BundleError
 
+Input = np.ndarray | ncnn.Mat
 Cache = list[ncnn.Mat]  # k_out_0, v_out_0, k_out_1, ... as extracted raw (opaque), fed back unchanged
 
 
@@ -43,17 +44,17 @@ class SequenceNet:
         kernel adds each output in one order on one thread; checked on the full-size graphs)."""
         self.net.opt.num_threads = threads
 
-    def run(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, mask: np.ndarray | None, cache: Cache | None,
+    def run(self, x: np.ndarray, cos: Input, sin: Input, mask: np.ndarray | None, cache: Cache | None,
             outputs: Sequence[str]) -> tuple[list[np.ndarray], Cache]:
         """One call: x is one row (W,) (a decode step) or several (L, W) (a prefill) at RoPE rows cos/sin
-        (L, head_dim/2); mask (L, past + L) is additive (None for a graph without a mask input). Returns the
-        named outputs and the grown cache."""
+        (L, head_dim/2; arrays, or Mats from as_mat() when they are used again); mask (L, past + L) is additive
+        (None for a graph without a mask input). Returns the named outputs and the grown cache."""
         ex = self.net.create_extractor()
-        ex.input("in0", _mat(x))
-        ex.input("cos", _mat(cos))
-        ex.input("sin", _mat(sin))
+        ex.input("in0", as_mat(x))
+        ex.input("cos", cos if isinstance(cos, ncnn.Mat) else as_mat(cos))
+        ex.input("sin", sin if isinstance(sin, ncnn.Mat) else as_mat(sin))
         if mask is not None:
-            ex.input("mask", _mat(mask))
+            ex.input("mask", as_mat(mask))
         if cache is not None:
             for name, mat in zip(self._cache_in, cache, strict=True):
                 ex.input(name, mat)
@@ -72,7 +73,9 @@ class SequenceNet:
         return outs, grown
 
 
-def _mat(arr: np.ndarray) -> ncnn.Mat:
+def as_mat(arr: np.ndarray) -> ncnn.Mat:
+    """An ncnn Mat owning a float32 copy of arr; one Mat can be an input of any number of extractors (ncnn
+    copies a shared input before a layer writes to it in place)."""
     # ncnn.Mat(arr) borrows the numpy buffer without a reference (see the ncnn notes): keep the contiguous copy
     # in a local until clone() has copied it
     data = np.ascontiguousarray(arr, dtype=np.float32)

@@ -114,7 +114,7 @@ class Talker:
         self.layers = int(spec["layers"])
         self.net = decode_net(bundle, meta, meta["talker_graph"], threads, compact_weights)
         self.governor = ThreadGovernor(threads, adaptive=adaptive_threads)
-        self._codec = np.asarray(bundle.table(meta["tables"]["codec"]))  # plain view of the mmap: fast indexing
+        self._codec = bundle.table(meta["tables"]["codec"], in_memory=True)  # read every frame
         self._rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]))
         self._single: TalkerSequence | None = None
         self._zeros = np.zeros((1, 1024), np.float32)
@@ -172,13 +172,13 @@ class Talker:
     def _step_rows(self, seqs: list[TalkerSequence], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         positions = [s.position for s in seqs]
         self._rope.rows(0, max(positions) + 1)  # grow the table
-        cos, sin = self._rope.cos[positions], self._rope.sin[positions]
         if isinstance(self.net, SequenceNet):  # one row: its vector takes the GEMV kernel
             (seq,), p = seqs, positions[0]
-            (hidden, logits), seq.caches = self.net.run(rows[0], cos, sin, self._no_mask(p + 1), seq.caches,
-                                                        ("hidden", "logits"))
+            (hidden, logits), seq.caches = self.net.run(rows[0], self._rope.cos[p:p + 1], self._rope.sin[p:p + 1],
+                                                        self._no_mask(p + 1), seq.caches, ("hidden", "logits"))
             seq.position += 1
             return hidden[None], logits[None]
+        cos, sin = self._rope.cos[positions], self._rope.sin[positions]
         masks = {p: np.zeros((1, p + 1), np.float32) for p in set(positions)}
 
         def attend(site, q, k, v):
