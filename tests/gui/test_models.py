@@ -100,7 +100,7 @@ def test_models_dialog_lists_sets_default_moves_and_removes(qtbot, make_window, 
     assert dialog.available.topLevelItemCount() == 5  # the catalogue, with sizes at the chosen precision
     dialog.panel.precision_combo.setCurrentIndex(dialog.panel.precision_combo.findData("fp32"))
     big = dialog.available.topLevelItem(1)
-    assert big.text(0) == "Qwen3-TTS-12Hz-1.7B-Base" and big.text(2) == "4.5 GB" and big.text(3) == "4.7 GB (fp32)"
+    assert big.text(0) == "Qwen3-TTS-12Hz-1.7B-Base" and big.text(2) == "4.5 GB" and big.text(3) == "5.3 GB (fp32)"
     dialog.available.setCurrentItem(big)
     assert dialog.panel.source() == "Qwen/Qwen3-TTS-12Hz-1.7B-Base"
     assert dialog.table.topLevelItemCount() == 1
