@@ -4,22 +4,23 @@ bundles converted before it (still read).
 Current format, "int8": every Linear is ncnn's int8 Gemm (param 18 = 1, int8 weights with one scale for the
 whole weight, fixed to 1.0 here) followed by a multiply by a scale per output channel (a MemoryData row and a
 BinaryOp) and, when the Linear has one, its bias (the same again with an add). What the ncnn wheel
-(1.0.20261020, x86; src/layer/x86/gemm_x86.cpp, gemm_int8.h) computes for each input row x, checked bit for bit
-against `reference_matmul` (tests/test_q8.py):
+(1.0.20261020, x86; src/layer/x86/gemm_x86.cpp, gemm_int8.h) computes for each input row x, checked against
+`reference_matmul` to fp32 rounding by tests/test_q8.py (bit for bit on the AVX-512 VNNI machine it was written on):
 - a = max |x| over the row (all K inputs), s = fl(127 / a); x is rounded to int8 as trunc(fl(x*s) + 0.5 with
   the sign of fl(x*s)), clamped to [-127, 127];
 - the int8 dot products with the int8 weights add up exactly in int32 (VNNI), so their order, the tiles, the
   thread count and the other rows change nothing;
-- the sum is converted to fp32 and multiplied by fl(a * fl(1/127)) (the wheel's compiler turned the source's
-  a / 127 into a multiply by the reciprocal), then by the channel scale, then the bias is added.
+- the sum is converted to fp32 and multiplied by fl(a * fl(1/127)) (measured: the source writes a / 127, the
+  wheel's results match a multiply by the reciprocal, not the division), then by the channel scale, then the
+  bias is added. (The net option use_int8_inference is not read on this path.)
 So every row depends on itself only: a row of a many-row call is bit-identical to the row run alone.
 .bin record of the Gemm: int8 tag 0x000D4B38, the weights [N, K] row-major as int8, padded to 4 bytes, then the
 weight scale as one raw fp32. The MemoryData rows are (w=N, h=1): a 1-D one would broadcast along the rows of
 the Gemm's (rows, N) output whenever rows == N (ncnn's BinaryOp matches a 1-D operand's length to h first).
 
 Legacy format, "block" (param 18 = 800 + block code): 8-bit weights with a scale per block of 32/64/128 values,
-input rows rounded to int8 per block. The wheel runs it through the reference Gemm, whose rounding of a row
-depends on how many rows share a call (4-row blocks), so StepNet gives such bundles at most 3 rows per call.
+input rows rounded to int8 per block. A row's result there depends on how many rows share a call (measured:
+rows handled in 4-row blocks round differently), so StepNet gives such bundles at most 3 rows per call.
 The block functions below build and model that format (benchmarks/q8_accuracy.py compares the two, tests
 check old bundles still load).
 """
