@@ -34,7 +34,7 @@ class SequenceNet:
         text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
         layers = sum(1 for line in text.splitlines() if line.startswith("SDPA "))
         if layers == 0:
-            raise BundleError(f"model bundle {bundle.path}: {graph} has no attention layers")
+            raise BundleError(f"Model bundle {bundle.path}: {graph} has no attention layers.")
         self.net = bundle.net(graph, threads, precision)
         self._cache_in = [f"{kv}_in_{i}" for i in range(layers) for kv in ("k", "v")]
         self._cache_out = [f"{kv}_out_{i}" for i in range(layers) for kv in ("k", "v")]
@@ -62,13 +62,13 @@ class SequenceNet:
         for name in outputs:
             ret, mat = ex.extract(name)
             if ret != 0:
-                raise BundleError(f"model graph failed to produce {name} (ncnn error {ret})")
+                raise BundleError(f"The model graph failed to produce {name} (ncnn error {ret}).")
             outs.append(np.array(mat, dtype=np.float32))
         grown = []
         for name in self._cache_out:
             ret, mat = ex.extract(name, 1)
             if ret != 0:
-                raise BundleError(f"model graph failed to produce {name} (ncnn error {ret})")
+                raise BundleError(f"The model graph failed to produce {name} (ncnn error {ret}).")
             grown.append(mat)
         return outs, grown
 

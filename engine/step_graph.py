@@ -1,5 +1,8 @@
 """The row-stacked step graph: a bundle's talker or code-predictor .param rewritten at load time so that one
 extractor call runs any number of rows (several sequences, or a prompt) through every weight layer at once.
+The engine uses it for q8 bundles (engine/talker.py decode_net); float bundles run their stored graph one
+sequence per call (engine/sequence_net.py), which is faster for one sequence; the float handling below (2-D
+InnerProduct, padded row counts) is what they ran before and is no longer used by the engine.
 
 Why a rewrite and not the stored graph: the stored graph runs one decode row as a vector through InnerProduct's
 GEMV kernel, and a row's result there depends on how many rows run with it (the GEMV kernel and the 2-D
