@@ -1,13 +1,17 @@
-"""Codec decoder at full size: ncnn vs the official decoder, speed (ms per frame, real-time factor) and error.
+"""Codec decoder at full size: ncnn vs the official decoder, alternating in one run; speed and error.
 
     flock /tmp/fullsize.lock .venv/bin/python benchmarks/codec_decoder_speed.py CHECKPOINT WORK
-        [--frames 50,330] [--threads 2] [--precisions fp32,fp16,bf16] [--rounds 2]
+        [--frames 50,330] [--threads 2] [--precisions fp32] [--rounds 3] [--stream-frames 40] [--push 4]
 
 CHECKPOINT: a hub-layout checkpoint (e.g. benchmarks/make_checkpoint.py --preset 0.6b). WORK: a scratch folder;
-the codec_decoder part is converted into WORK/bundle_<precision>, random codes go to WORK/codes.npz, and the
-official decoder (run in the reference environment, bench_env.REF_PYTHON, through `--official`) writes its waveforms and times to WORK/official.npz.
-Times are the best of --rounds (the machine is shared). Random weights often saturate the output at +-1, which
-hides errors; the error columns are meaningful only when `clipped` is small.
+the codec_decoder part is converted into WORK/bundle_<precision> and random codes go to WORK/codes.npz. The
+official decoder runs in the reference environment (bench_env.REF_PYTHON) as a worker process that decodes one
+length per request, so each round times the official decoder and ours one after the other (the machine is
+shared: alternating keeps both under the same load). Streaming: the first --stream-frames frames pushed one
+frame at a time, and --push frames at a time (what the overlap thread does when generation runs ahead of the
+decoder); the official code has no streaming decoder, so it compares with the official whole decode.
+Times are the best of --rounds. Random weights often saturate the output at +-1, which hides errors; the error
+columns are meaningful only when `clipped` is small.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from bench_env import REF_PYTHON, ROOT  # noqa: E402
 FRAME_SECONDS = 0.08
 
 
-def official(ckpt: Path, work: Path, threads: int, rounds: int) -> None:
-    """Reference environment: decode every length with qwen_tts (chunked_decode 300+25), save wav and best time."""
+def official_worker(ckpt: Path, work: Path, threads: int) -> None:
+    """Reference environment: for each length read from stdin, decode it with qwen_tts (chunked_decode 300+25),
+    save the waveform to WORK/official_<length>.npy and print 'wall cpu' seconds."""
     sys.path.insert(0, str(ROOT / "tests" / "reference"))
     import oracle  # noqa: F401  (torchaudio stub before qwen_tts)
     import torch
@@ -35,17 +40,18 @@ def official(ckpt: Path, work: Path, threads: int, rounds: int) -> None:
     tok = Qwen3TTSTokenizer.from_pretrained(str(ckpt / "speech_tokenizer"), device_map="cpu")
     codes = np.load(work / "codes.npz")
     tok.decode({"audio_codes": torch.tensor(codes[codes.files[0]][:5])})  # warm-up
-    out = {}
-    for key in codes.files:
-        best = (float("inf"), 0.0)
-        for _ in range(rounds):
-            w, c = time.perf_counter(), time.process_time()
-            wavs, _sr = tok.decode({"audio_codes": torch.tensor(codes[key])})
-            best = min(best, (time.perf_counter() - w, time.process_time() - c))
-        out[f"wav_{key}"] = wavs[0].astype(np.float32)
-        out[f"time_{key}"] = np.array(best)
-        print(f"# official {key} frames: {best[0]:.2f} s", flush=True)
-    np.savez(work / "official.npz", **out)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        key = line.strip()
+        w, c = time.perf_counter(), time.process_time()
+        wavs, _sr = tok.decode({"audio_codes": torch.tensor(codes[key])})
+        w, c = time.perf_counter() - w, time.process_time() - c
+        np.save(work / f"official_{key}.npy", wavs[0].astype(np.float32))
+        print(f"{w} {c}", flush=True)
+
+
+def best(times: list[tuple[float, float]]) -> tuple[float, float]:
+    return min(times)
 
 
 def main() -> None:
@@ -54,60 +60,109 @@ def main() -> None:
     ap.add_argument("work", type=Path)
     ap.add_argument("--frames", default="50,330")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--precisions", default="fp32,fp16,bf16")
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--precisions", default="fp32")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--stream-frames", type=int, default=40, help="frames of the streaming runs (0: none)")
+    ap.add_argument("--push", type=int, default=4, help="frames per push of the multi-frame streaming run")
     ap.add_argument("--official", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--official-python", default=REF_PYTHON)
     a = ap.parse_args()
     if a.official:
-        official(a.checkpoint, a.work, a.threads, a.rounds)
+        official_worker(a.checkpoint, a.work, a.threads)
         return
 
     sys.path.insert(0, str(ROOT))
     from engine.bundle import Bundle
     from engine.codec_decoder import CodecDecoder
     from engine.convert import convert_checkpoint
+    from engine.cpu import load_average
 
     a.work.mkdir(parents=True, exist_ok=True)
     lengths = [int(x) for x in a.frames.split(",")]
     precisions = a.precisions.split(",")
-    bundles = {}
+    decoders = {}
     for p in precisions:
         dest = a.work / f"bundle_{p}"
         if not (dest / "manifest.json").is_file():
             convert_checkpoint(a.checkpoint, dest, precision=p, parts=["codec_decoder"], overwrite=True)
-        bundles[p] = dest
-    cb = CodecDecoder(Bundle.open(bundles[precisions[0]]), threads=1).codebook_sizes
+        decoders[p] = CodecDecoder(Bundle.open(dest), threads=a.threads)
+    cb = decoders[precisions[0]].codebook_sizes
     rng = np.random.default_rng(0)
-    np.savez(a.work / "codes.npz", **{str(t): rng.integers(0, cb, size=(t, len(cb))) for t in lengths})
-    subprocess.run([a.official_python, __file__, str(a.checkpoint), str(a.work), "--official",
-                    "--threads", str(a.threads), "--rounds", str(a.rounds)], check=True)
-    ref = np.load(a.work / "official.npz")
-    codes = np.load(a.work / "codes.npz")
+    keys = [str(t) for t in lengths]
+    codes = {k: rng.integers(0, cb, size=(int(k), len(cb))) for k in keys}
+    np.savez(a.work / "codes.npz", **codes)
+    worker = subprocess.Popen([a.official_python, __file__, str(a.checkpoint), str(a.work), "--official",
+                               "--threads", str(a.threads)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    for line in worker.stdout:  # the official packages may print notices first
+        if line.strip() == "ready":
+            break
+    else:
+        raise SystemExit("The official decoder did not start.")
 
-    print(f"\nthreads {a.threads}, best of {a.rounds}; ms per 80 ms frame, RTF = compute time / audio time")
-    print(f"{'':9s} {'frames':>6s} {'ms/frame':>9s} {'RTF':>6s} {'cpu ms/fr':>9s} {'vs official':>11s} "
+    def official(key: str) -> tuple[float, float]:
+        worker.stdin.write(key + "\n")
+        worker.stdin.flush()
+        while True:
+            words = worker.stdout.readline().split()
+            try:
+                return float(words[0]), float(words[1])
+            except (IndexError, ValueError):
+                if worker.poll() is not None:
+                    raise SystemExit("The official decoder stopped.") from None
+
+    def timed(fn) -> tuple[tuple[float, float], np.ndarray]:
+        w, c = time.perf_counter(), time.process_time()
+        out = fn()
+        return (time.perf_counter() - w, time.process_time() - c), out
+
+    def streamed(dec, frames: np.ndarray, push: int) -> np.ndarray:
+        s = dec.stream()
+        return np.concatenate([s.push(frames[i:i + push]) for i in range(0, len(frames), push)])
+
+    for dec in decoders.values():
+        dec.decode(codes[keys[0]][:5])  # warm-up
+    stream_codes = codes[keys[0]][:a.stream_frames]
+    runs: dict[tuple[str, str], list] = {}
+    wavs: dict[tuple[str, str], np.ndarray] = {}
+    print(f"load average before: {load_average()}", flush=True)
+    for _ in range(a.rounds):
+        for key in keys:
+            runs.setdefault(("official", key), []).append(official(key))
+            for p, dec in decoders.items():
+                t, wavs[(p, key)] = timed(lambda dec=dec, key=key: dec.decode(codes[key]))
+                runs.setdefault((p, key), []).append(t)
+        if a.stream_frames:
+            for p, dec in decoders.items():
+                for push in (1, a.push):
+                    t, wavs[(p, f"push{push}")] = timed(lambda dec=dec, push=push: streamed(dec, stream_codes, push))
+                    runs.setdefault((p, f"push{push}"), []).append(t)
+    print(f"load average after: {load_average()}", flush=True)
+    worker.stdin.close()
+    worker.wait()
+
+    print(f"\nthreads {a.threads}, best of {a.rounds} alternating rounds; ms per 80 ms frame, RTF = compute time / "
+          "audio time; push N = streaming N frames per push (vs the official whole decode of the same codes)")
+    print(f"{'':9s} {'run':>8s} {'frames':>6s} {'ms/frame':>9s} {'RTF':>6s} {'cpu ms/fr':>9s} {'vs official':>11s} "
           f"{'max err':>9s} {'SNR dB':>7s} {'clipped':>8s}")
-    for key in codes.files:
+    for key in keys:
         t = int(key)
-        ow, oc = ref[f"time_{key}"]
-        print(f"{'official':9s} {t:6d} {1000 * ow / t:9.1f} {ow / (t * FRAME_SECONDS):6.3f} {1000 * oc / t:9.1f}")
+        ow, oc = best(runs[("official", key)])
+        print(f"{'official':9s} {'whole':>8s} {t:6d} {1000 * ow / t:9.1f} {ow / (t * FRAME_SECONDS):6.3f} "
+              f"{1000 * oc / t:9.1f}")
     for p in precisions:
-        dec = CodecDecoder(Bundle.open(bundles[p]), threads=a.threads)
-        dec.decode(codes[codes.files[0]][:5])  # warm-up
-        for key in codes.files:
-            t = int(key)
-            best = (float("inf"), 0.0)
-            for _ in range(a.rounds):
-                w, c = time.perf_counter(), time.process_time()
-                wav = dec.decode(codes[key])
-                best = min(best, (time.perf_counter() - w, time.process_time() - c))
-            want = ref[f"wav_{key}"]
-            err = wav - want
+        rows = [(key, "whole", int(key)) for key in keys]
+        if a.stream_frames:
+            rows += [(f"push{n}", f"push {n}", len(stream_codes)) for n in (1, a.push)]
+        for run, label, t in rows:
+            w, c = best(runs[(p, run)])
+            ref_key = run if run in keys else keys[0]
+            want = np.load(a.work / f"official_{ref_key}.npy")[:t * 1920]
+            ow = best(runs[("official", ref_key)])[0] / int(ref_key)  # official seconds per frame
+            err = wavs[(p, run)] - want
             snr = 10 * np.log10(float((want**2).sum()) / max(float((err**2).sum()), 1e-30))
-            ow = float(ref[f"time_{key}"][0])
-            print(f"{p:9s} {t:6d} {1000 * best[0] / t:9.1f} {best[0] / (t * FRAME_SECONDS):6.3f} "
-                  f"{1000 * best[1] / t:9.1f} {ow / best[0]:10.2f}x {np.abs(err).max():9.2e} {snr:7.1f} "
+            print(f"{p:9s} {label:>8s} {t:6d} {1000 * w / t:9.1f} {w / (t * FRAME_SECONDS):6.3f} "
+                  f"{1000 * c / t:9.1f} {ow / (w / t):10.2f}x {np.abs(err).max():9.2e} {snr:7.1f} "
                   f"{np.mean(np.abs(want) >= 1):8.3f}")
 
 
