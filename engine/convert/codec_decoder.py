@@ -27,6 +27,8 @@ GRAPH = "codec_decoder"
 TABLE = "codec_decoder_codebooks"
 PREFIX = "decoder."
 CROP_TO_END = 1 << 30  # Crop 'ends' past the last column
+FEATMASK_ONE_THREAD = 1 << 7  # ncnn per-layer featmask bit: run this layer on one thread
+HEAVY = {"Input", "InnerProduct", "Convolution", "ConvolutionDepthWise", "Deconvolution"}
 
 
 def _cfg(dc: dict[str, Any], key: str) -> Any:
@@ -225,6 +227,12 @@ class _Builder:
         return self.add(x, y)
 
 
+def _one_thread(g: Graph, which) -> None:
+    for layer in g.layers:
+        if which(layer):
+            layer.params[31] = FEATMASK_ONE_THREAD
+
+
 def _codebook_tables(ckpt: Checkpoint, dc: dict[str, Any]) -> tuple[np.ndarray, list[int], list[int]]:
     """Dequantised rows of all groups, each multiplied by its split's output projection (exact: linear)."""
     nq = int(_cfg(dc, "num_quantizers"))
@@ -295,6 +303,10 @@ def build_graph(ckpt: Checkpoint, fp16: bool) -> tuple[Graph, dict[str, Any]]:
         x = b.causal_trans_conv(x, f"upsample.{i}.0.conv")
         x = b.convnext(x, f"upsample.{i}.1")
 
+    # Up to here (transformer and upsamplers: at most 4 rows per frame) every layer but the matrix products is
+    # small: one thread each, as are the state tails everywhere; a parallel region per layer (an OpenMP wake-up
+    # each with passive waiting) costs more than such work, most of all when a push holds one frame.
+    _one_thread(g, lambda layer: layer.type not in HEAVY)
     x = b.causal_conv(x, "decoder.0.conv")
     for i in range(len(upsample_rates)):
         p = f"decoder.{i + 1}.block"
@@ -316,6 +328,7 @@ def build_graph(ckpt: Checkpoint, fp16: bool) -> tuple[Graph, dict[str, Any]]:
     g.layer("Reshape", [x], params={0: -1}, name="wav")
     g.output("wav")
 
+    _one_thread(g, lambda layer: layer.type == "Crop")
     upsample = int(np.prod(upsampling_ratios + upsample_rates))
     meta = {
         "graph": GRAPH,
