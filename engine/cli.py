@@ -246,7 +246,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from .synthesizer import Synthesizer
     from .types import GenerationSettings, SynthesisJob, SynthesisResult
 
-    if not 1 <= args.batch_size <= MAX_BATCH_SIZE:
+    if args.batch_size is not None and not 1 <= args.batch_size <= MAX_BATCH_SIZE:
         raise UsageError(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, not {args.batch_size}.")
     if not args.jobs.is_file():
         raise UsageError(f"The jobs file {args.jobs} does not exist.")
@@ -340,7 +340,7 @@ def _long_text_options(args: argparse.Namespace, text: str):
     )
     options.join.check()
     options.guard.check()
-    if not 1 <= args.batch_size <= MAX_BATCH_SIZE:
+    if args.batch_size is not None and not 1 <= args.batch_size <= MAX_BATCH_SIZE:
         raise UsageError(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, not {args.batch_size}.")
     chunks = split_for_synthesis(text, args.language, args.max_chars)
     if len(chunks) <= 1 and args.chunks_dir is None:
@@ -769,9 +769,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="new seeds for a chunk that runs away, loops or goes silent "
                          f"(default {GuardSettings.retries})")
     lt.add_argument("--chunks-dir", type=Path, help="also keep each chunk's audio here (a new or empty folder)")
-    lt.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
-                    help=f"chunks generated side by side, each exactly as alone (1 to {MAX_BATCH_SIZE}, "
-                         f"default {DEFAULT_BATCH_SIZE}; 1 gives the first chunk soonest)")
+    lt.add_argument("--batch-size", type=int, default=None,
+                    help=f"chunks generated side by side, each exactly as alone (1 to {MAX_BATCH_SIZE}; default: "
+                         f"{DEFAULT_BATCH_SIZE} on q8 models, whose steps serve several chunks at once, 1 on fp32/fp16 "
+                         "models, where chunks take turns; 1 gives the first chunk soonest)")
     s.set_defaults(func=cmd_synth)
 
     bt = sub.add_parser("batch", help="speak many lines from a JSONL jobs file, several at a time")
@@ -781,8 +782,9 @@ def build_parser() -> argparse.ArgumentParser:
                          '("x_vector_only": true instead of ref_text, "voice" instead of ref; optional '
                          '"max_frames", "seed"); relative paths are relative to the jobs file')
     bt.add_argument("--out-dir", type=Path, required=True, help="folder for NAME.wav (made if missing)")
-    bt.add_argument("--batch-size", type=int, default=4,
-                    help="sequences sharing each model step (1-8, default 4); results do not depend on it")
+    bt.add_argument("--batch-size", type=int, default=None,
+                    help=f"sequences sharing each model step (1-{MAX_BATCH_SIZE}; default {DEFAULT_BATCH_SIZE} on q8 "
+                         "models, 1 on fp32/fp16 models, where sequences take turns); results do not depend on it")
     bt.add_argument("--greedy", action="store_true", help="argmax decoding (reproducible, parity mode)")
     bt.add_argument("--seed", type=int, help="seed of every job without its own")
     bt.add_argument("--codes", action="store_true", help="also write NAME.codes.npy (frames x 16 int64)")

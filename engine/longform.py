@@ -43,8 +43,8 @@ class LongTextOptions:
     join: JoinSettings = field(default_factory=JoinSettings)
     guard: GuardSettings = field(default_factory=GuardSettings)
     # chunks generated side by side (Synthesizer.synthesize_many); 1: one after the other, the first audio
-    # soonest. Either way every chunk gets the same codes (same seed, same cap).
-    batch_size: int = 1
+    # soonest; None: the model's suggested_batch_size. Either way every chunk gets the same codes.
+    batch_size: int | None = 1
 
 
 @dataclass
@@ -150,6 +150,8 @@ def synthesize_long(synth, text: str, voice, language: str = "auto", settings: G
     options = options or LongTextOptions()
     options.join.check()
     options.guard.check()
+    if options.batch_size is None:
+        options = replace(options, batch_size=synth.suggested_batch_size)
     size = options.batch_size
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise TextError(f"The number of chunks generated at once must be a whole number of at least 1, not {size!r}.")

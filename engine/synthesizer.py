@@ -25,10 +25,11 @@ CONTRACT (stable; the GUI depends on it):
     synth.honours_instruct     -> bool; synth.instruct_note(instruct) -> sentence when it will be ignored, or None
     synth.synthesize(text, voice, ..., instruct=None): voice is a Voice (Base), a speaker name or Speaker
         (CustomVoice) or None (VoiceDesign, instruct = the voice description)
-    synth.synthesize_many(jobs, settings=None, batch_size=4) -> BatchRun (iterable of JobEvent)
+    synth.synthesize_many(jobs, settings=None, batch_size=None) -> BatchRun (iterable of JobEvent)
         jobs: SynthesisJob(text, voice, language, max_frames=None, seed=None, instruct=None) each (voice and
-        instruct as for synthesize()); up to batch_size of them
+        instruct as for synthesize()); up to batch_size of them (None: synth.suggested_batch_size)
         share every model step; each job's codes are exactly what synthesize() alone gives it. See BatchRun.
+    synth.suggested_batch_size -> int: jobs worth running side by side on this model (q8: 4; fp32/fp16: 1)
 Bad input raises engine.errors.EngineError subclasses with a one-line message. Input is validated when
 synthesize() is called (before the first event), so errors surface immediately.
 
@@ -89,7 +90,7 @@ from .voice import Voice
 VoiceChoice = Voice | Speaker | str | None  # a cloned voice (Base), a preset speaker (CustomVoice), None (VoiceDesign)
 PRODUCT_MAX_SECONDS = 300.0  # one synthesis speaks at most 5 minutes unless --max-frames asks for more
 MIN_DEFAULT_FRAMES = 125  # a default cap never below 10 s
-DEFAULT_BATCH_SIZE = 4  # synthesize_many: see the README's batching table
+DEFAULT_BATCH_SIZE = 4  # side by side on q8 bundles (suggested_batch_size): see the README's batching table
 POSITION_MARGIN = 8
 
 
@@ -199,6 +200,13 @@ class Synthesizer:
         """The threads the talker and the code predictor use right now (fewer than `threads` while the thread
         governor has backed off under load)."""
         return self._talker.governor.current, self._code_predictor.governor.current
+
+    @property
+    def suggested_batch_size(self) -> int:
+        """Jobs worth running side by side: DEFAULT_BATCH_SIZE where the networks share each step between
+        sequences (q8 bundles: one weight pass serves every row), 1 where sequences take turns (fp32/fp16
+        bundles run one sequence per call, so side by side is no faster and the first job ends later)."""
+        return max(1, min(DEFAULT_BATCH_SIZE, self._talker.net.max_rows, self._code_predictor.net.max_rows))
 
     @property
     def decoder_threads(self) -> int:
@@ -464,9 +472,12 @@ class Synthesizer:
                                timings=timings)
 
     def synthesize_many(self, jobs: Sequence[SynthesisJob], settings: GenerationSettings | None = None,
-                        batch_size: int = DEFAULT_BATCH_SIZE) -> BatchRun:
+                        batch_size: int | None = None) -> BatchRun:
         """Several syntheses in one run, up to batch_size at a time sharing every talker / code-predictor step
-        (continuous batching: a finished job leaves, the next waiting one takes its place). See BatchRun."""
+        (continuous batching: a finished job leaves, the next waiting one takes its place). See BatchRun.
+        batch_size None: suggested_batch_size."""
+        if batch_size is None:
+            batch_size = self.suggested_batch_size
         settings = settings or GenerationSettings()
         self.check_settings(settings)
         if settings.stream_audio:

@@ -156,8 +156,11 @@ class SynthesizerLike(Protocol):
     ) -> Iterator[SynthesisEvent]: ...
 
     def synthesize_many(
-        self, jobs: list[SynthesisJob], settings: GenerationSettings | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
+        self, jobs: list[SynthesisJob], settings: GenerationSettings | None = None, batch_size: int | None = None,
     ) -> Iterator[JobEvent]: ...
+
+    @property
+    def suggested_batch_size(self) -> int: ...
 
     # model kinds: "base" clones voices, "custom_voice" has preset speakers, "voice_design" takes a description
     @property

@@ -38,7 +38,7 @@ def long_text_options(settings: Settings) -> LongTextOptions:
     chunks are generated side by side (the batch panel's "lines at once")."""
     return LongTextOptions(join=JoinSettings(sentence_pause=settings.sentence_pause_ms / 1000,
                                              paragraph_pause=settings.paragraph_pause_ms / 1000),
-                           batch_size=settings.batch_size)
+                           batch_size=settings.batch_size or None)  # 0 (Auto): the model's suggestion
 
 
 def needs_chunks(text: str, language: str) -> bool:

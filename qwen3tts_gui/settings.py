@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import QByteArray, QSettings
 
-from .engine_adapter import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE
+from .engine_adapter import MAX_BATCH_SIZE
 
 T = TypeVar("T")
 MAX_SEED = 2**31 - 1  # what the seed box (a 32-bit QSpinBox) holds
@@ -119,7 +119,8 @@ class Settings:
     batch_dir = Option("batch/output_dir", "")
     batch_merge = Option("batch/merge", False)
     batch_gap_ms = Option("batch/gap_ms", 500, minimum=0, maximum=MAX_GAP_MS)
-    batch_size = Option("batch/lines_at_once", DEFAULT_BATCH_SIZE, minimum=1, maximum=MAX_BATCH_SIZE)
+    # lines generated side by side; 0: Auto, the model's suggestion (q8: 4; fp32/fp16, where lines take turns: 1)
+    batch_size = Option("batch/lines_at_once", 0, minimum=0, maximum=MAX_BATCH_SIZE)
     batch_lines = Option("batch/lines", [])  # [[text, voice, language], ...]
     # window
     geometry = Option("window/geometry", QByteArray())

@@ -18,7 +18,6 @@ from PySide6.QtCore import QObject, QThread, Signal
 
 from .diagnostics import user_message
 from .engine_adapter import (
-    DEFAULT_BATCH_SIZE,
     SAMPLE_RATE,
     Cancelled,
     GenerationSettings,
@@ -159,7 +158,7 @@ class BatchWorker(Worker):
 
     def __init__(self, synth: SynthesizerLike, jobs: list[BatchJob], settings: GenerationSettings,
                  merge_path: Path | None = None, gap_seconds: float = 0.5, parent: QObject | None = None,
-                 long_options=None, batch_size: int = DEFAULT_BATCH_SIZE, wav_subtype: str | None = None):
+                 long_options=None, batch_size: int | None = None, wav_subtype: str | None = None):
         super().__init__(parent)
         self.synth, self.jobs, self.settings = synth, jobs, settings
         self.wav_subtype = wav_subtype  # None: 16-bit PCM; "FLOAT" when the user chose float WAV files

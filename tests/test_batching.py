@@ -17,7 +17,7 @@ import functools
 import numpy as np
 import pytest
 
-from engine import Cancelled, GenerationSettings, SynthesisJob, SynthesisResult, TextError
+from engine import DEFAULT_BATCH_SIZE, Cancelled, GenerationSettings, SynthesisJob, SynthesisResult, TextError
 from engine.batching import MAX_BATCH_SIZE
 from engine.bundle import Bundle
 from engine.code_predictor import CodePredictor
@@ -252,3 +252,20 @@ def test_speakers_and_designed_voices_batch_equal_official(model):
         assert not errors
         for i, d in enumerate(group):
             assert np.array_equal(results[i].codes, d["codes"]), f"{model} case {i}: codes differ from official"
+
+
+@pytest.mark.parametrize("precision,expected", [("fp32", 1), ("q8", DEFAULT_BATCH_SIZE)])
+def test_suggested_batch_size_follows_the_kernels(precision, expected):
+    """q8 steps serve every row in one weight pass, so several jobs side by side pay off; float bundles run one
+    sequence per call, so the suggestion is 1 (no faster together, and the first job would end later). Without a
+    batch size synthesize_many uses the suggestion: the first `expected` jobs start before any ends."""
+    synth = Synthesizer(bundle_for(MODELS[0], precision, parts=("text", "talker", "codec_decoder")), threads=2)
+    assert synth.suggested_batch_size == expected
+    d = _cases(MODELS[0])[0]
+    jobs = [SynthesisJob(d["text"], injected_voice(synth, d), d["language"], max_frames=3)] * (expected + 1)
+    started: set[int] = set()
+    for ev in synth.synthesize_many(jobs, GenerationSettings(greedy=True, codes_only=True)):
+        if isinstance(ev.event, SynthesisResult):
+            break
+        started.add(ev.job)
+    assert started == set(range(expected))

@@ -313,10 +313,12 @@ class BatchPanel(QWidget):
         options_row = QHBoxLayout()
         options_row.addWidget(self.merge)
         options_row.addWidget(self.gap)
-        self.at_once = QSpinBox(minimum=1, maximum=MAX_BATCH_SIZE)
+        self.at_once = QSpinBox(minimum=0, maximum=MAX_BATCH_SIZE)
+        self.at_once.setSpecialValueText("Auto")  # 0: the model's suggested_batch_size
         self.at_once.setValue(ctx.settings.batch_size)
-        self.at_once.setToolTip("Lines generated side by side: more is faster overall, each line a little slower. "
-                                "The results are the same for any value.")
+        self.at_once.setToolTip("Lines generated side by side. On q8 models more is faster overall, each line a "
+                                "little slower; fp32/fp16 models run lines in turn, so 1 gives the first line "
+                                "soonest. Auto picks for the model. The results are the same for any value.")
         self.at_once.valueChanged.connect(lambda v: setattr(ctx.settings, "batch_size", v))
         options_row.addSpacing(16)
         options_row.addWidget(QLabel("Lines at once"))
@@ -489,7 +491,7 @@ class BatchPanel(QWidget):
         settings.stream_audio = False
         merge = folder / MERGED_NAME if self.merge.isChecked() else None
         worker = BatchWorker(self.ctx.synth, jobs, settings, merge, self.gap.value() / 1000, self,
-                             long_options=long_text_options(self.ctx.settings), batch_size=self.at_once.value(),
+                             long_options=long_text_options(self.ctx.settings), batch_size=self.at_once.value() or None,
                              wav_subtype="FLOAT" if self.ctx.settings.wav_float else None)
         worker.line_started.connect(self._line_started)
         worker.line_progress.connect(self._line_progress)

@@ -58,6 +58,7 @@ class FakeSynthesizer:
         self.closed_at: list[int] = []  # self.produced when each generator was closed or finished
         self.calls: list[dict] = []
         self.most_at_once = 0  # synthesize_many: most jobs generating side by side
+        self.batch_size_hint = DEFAULT_BATCH_SIZE  # suggested_batch_size (a q8 model's)
         self.voices_created = 0
 
     # --- contract properties ---
@@ -178,9 +179,15 @@ class FakeSynthesizer:
             self.closed_at.append(self.produced)
 
 
-    def synthesize_many(self, jobs, settings: GenerationSettings | None = None, batch_size: int = DEFAULT_BATCH_SIZE):
+    @property
+    def suggested_batch_size(self) -> int:
+        return self.batch_size_hint
+
+    def synthesize_many(self, jobs, settings: GenerationSettings | None = None, batch_size: int | None = None):
         """The engine's contract: validated now; JobEvents of up to batch_size jobs interleaved frame by frame
         (continuous batching); a bad job fails alone; cancel(job) / close()."""
+        if batch_size is None:
+            batch_size = self.suggested_batch_size
         settings = settings or GenerationSettings()
         self.check_settings(settings)
         if settings.stream_audio:

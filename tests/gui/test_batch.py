@@ -163,3 +163,18 @@ def test_batch_files_follow_the_wav_format_setting(qtbot, make_window, settings,
         f.unlink()
     _run(qtbot, panel, panel.run_all)
     assert {sf.info(str(f)).subtype for f in (tmp_path / "out").glob("*.wav")} == {"FLOAT"}
+
+
+def test_lines_at_once_auto_follows_the_model(qtbot, make_window, settings, tmp_path):
+    """"Auto" (the default) asks the model how many lines to run side by side."""
+    synth = FakeSynthesizer(frame_delay=0.01)
+    synth.batch_size_hint = 3
+    window = make_window(synth=synth)
+    panel = window.batch
+    settings.batch_dir = str(tmp_path / "out")
+    assert panel.at_once.value() == 0 and panel.at_once.text() == "Auto"
+    panel.add_rows([(f"Line number {i} with some words in it.", "", "auto") for i in range(5)])
+    assert panel.run_all()
+    qtbot.waitUntil(lambda: not panel.running, timeout=20000)
+    assert [ln.state for ln in panel.model.lines] == ["done"] * 5
+    assert synth.most_at_once == 3

@@ -156,3 +156,17 @@ def test_synthesize_many(synth, voice):
     for bad in (0, MAX_BATCH_SIZE + 1):
         with pytest.raises(TextError):
             synth.synthesize_many(jobs, batch_size=bad)
+
+
+def test_suggested_batch_size(synth, voice):
+    """The model's suggestion is a valid batch size, and synthesize_many without one runs that many jobs side by
+    side: all of them start before the first ends, and the next waits."""
+    n = synth.suggested_batch_size
+    assert isinstance(n, int) and 1 <= n <= MAX_BATCH_SIZE
+    jobs = [SynthesisJob("Hello there.", voice, "english", max_frames=3) for _ in range(n + 1)]
+    started: set[int] = set()
+    for ev in synth.synthesize_many(jobs, GenerationSettings(greedy=True, codes_only=True)):
+        if isinstance(ev.event, SynthesisResult):
+            break
+        started.add(ev.job)
+    assert started == set(range(n))
