@@ -94,6 +94,19 @@ class CodePredictor:
         r = c0s.shape[0]
         codes = np.empty((r, self.groups - 1), dtype=np.int64)
         caches: list = [None] * len(self.net.sites)
+        if r == 1:  # one row: Mats go from net to net as they are (same numbers, no numpy round trips)
+            def attend_mats(site, q, k, v):
+                att, caches[site.layer] = self.net.attention_mats(site, q, k, v, None, caches[site.layer])
+                return att
+
+            self.net.run_one(past_hidden, *self._rope_mats[0], attend_mats, ())
+            x = as_rows(self._codec, c0s)
+            for g in range(1, self.groups):
+                (logits,) = self.net.run_one(x, *self._rope_mats[g], attend_mats, (self._heads[g - 1],))
+                codes[0, g - 1] = self._checked(chooses[0](logits[0], g), g)
+                if g < self.groups - 1:
+                    x = as_rows(self._cp[g - 1], codes[:, g - 1])
+            return codes
 
         def attend(site, q, k, v):
             heads, m, hd = q.shape

@@ -35,6 +35,7 @@ import numpy as np
 from .bundle import Bundle, make_net_options
 from .convert import q8
 from .errors import BundleError
+from .sequence_net import as_mat
 
 PARAM_MAGIC = "7767517"
 PACK_MULTIPLE = 4  # ncnn packs an axis whose length is a multiple of 4 (4, 8 or 16 lanes)
@@ -120,6 +121,7 @@ def sdpa_param_text(site: AttentionSite) -> str:
 
 
 Attend = Callable[[AttentionSite, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+AttendMats = Callable[[AttentionSite, ncnn.Mat, ncnn.Mat, ncnn.Mat], ncnn.Mat]
 
 
 class StepNet:
@@ -181,28 +183,50 @@ class StepNet:
         if self._pad_multiple and r % self._pad_multiple == 0:
             rows, cos, sin = (np.concatenate([a, a[:1]]) for a in (rows, cos, sin))
         ex = self.net.create_extractor()
-        ex.input("in0", _mat(rows))
-        ex.input("cos", _mat(cos))
-        ex.input("sin", _mat(sin))
+        ex.input("in0", as_mat(rows))
+        ex.input("cos", as_mat(cos))
+        ex.input("sin", as_mat(sin))
         for site in self.sites:
             q, k, v = (_extract(ex, b) for b in (site.q, site.k, site.v))
-            ex.input(site.out, _mat(attend(site, q, k, v)))
+            ex.input(site.out, as_mat(attend(site, q, k, v)))
         return [_extract(ex, name).reshape(rows.shape[0], -1)[:r] for name in outputs]
+
+    def run_one(self, row: np.ndarray, cos: ncnn.Mat, sin: ncnn.Mat, attend: AttendMats,
+                outputs: Sequence[str]) -> list[np.ndarray]:
+        """run() for one row (1, width) with its RoPE rows as Mats: each site's q, k, v go to `attend` and its
+        result comes back as ncnn Mats, without the numpy round trips run() makes (about 1000 conversions per
+        frame). Same numbers: the Mats hold the unpacked fp32 values run() converts to and from numpy."""
+        ex = self.net.create_extractor()
+        ex.input("in0", as_mat(row))
+        ex.input("cos", cos)
+        ex.input("sin", sin)
+        for site in self.sites:
+            q, k, v = (_extract_mat(ex, b) for b in (site.q, site.k, site.v))
+            ex.input(site.out, attend(site, q, k, v))
+        return [np.array(_extract_mat(ex, name), dtype=np.float32).reshape(1, -1) for name in outputs]
 
     def attention(self, site: AttentionSite, q: np.ndarray, k: np.ndarray, v: np.ndarray,
                   mask: np.ndarray | None, cache: tuple[ncnn.Mat, ncnn.Mat] | None
                   ) -> tuple[np.ndarray, tuple[ncnn.Mat, ncnn.Mat]]:
         """One sequence's attention (heads, rows, head_dim) over its cache; returns the output and the grown
         cache (opaque Mats, to be fed back unchanged)."""
+        att, grown = self.attention_mats(site, as_mat(q), as_mat(k), as_mat(v),
+                                         None if mask is None else as_mat(mask), cache)
+        return np.array(att, dtype=np.float32), grown
+
+    def attention_mats(self, site: AttentionSite, q: ncnn.Mat, k: ncnn.Mat, v: ncnn.Mat, mask: ncnn.Mat | None,
+                       cache: tuple[ncnn.Mat, ncnn.Mat] | None) -> tuple[ncnn.Mat, tuple[ncnn.Mat, ncnn.Mat]]:
+        """attention() on Mats (run_one's form)."""
         ex = self._sdpa[site.params].create_extractor()
-        for name, arr in (("q", q), ("k", k), ("v", v)):
-            ex.input(name, _mat(arr))
+        ex.input("q", q)
+        ex.input("k", k)
+        ex.input("v", v)
         if mask is not None:
-            ex.input("mask", _mat(mask))
+            ex.input("mask", mask)
         if cache is not None:
             ex.input("k_in", cache[0])
             ex.input("v_in", cache[1])
-        att = _extract(ex, "att")
+        att = _extract_mat(ex, "att")
         grown = []
         for name in ("k_out", "v_out"):
             ret, mat = ex.extract(name, 1)
@@ -221,15 +245,12 @@ def _q8_format(step_text: str, what: str) -> str | None:
     return formats.pop() if formats else None
 
 
-def _mat(arr: np.ndarray) -> ncnn.Mat:
-    # ncnn.Mat(arr) borrows the numpy buffer without a reference (see the ncnn notes): keep the contiguous copy
-    # in a local until clone() has copied it (a temporary would be freed before clone() runs)
-    data = np.ascontiguousarray(arr, dtype=np.float32)
-    return ncnn.Mat(data).clone()
+def _extract_mat(ex, name: str) -> ncnn.Mat:
+    ret, mat = ex.extract(name)  # type 0: unpacked fp32
+    if ret != 0:
+        raise BundleError(f"step graph failed to produce {name} (ncnn error {ret})")
+    return mat
 
 
 def _extract(ex, name: str) -> np.ndarray:
-    ret, mat = ex.extract(name)
-    if ret != 0:
-        raise BundleError(f"step graph failed to produce {name} (ncnn error {ret})")
-    return np.array(mat, dtype=np.float32)
+    return np.array(_extract_mat(ex, name), dtype=np.float32)

@@ -14,7 +14,7 @@ import numpy as np
 
 from .bundle import Bundle
 from .errors import EngineError
-from .sequence_net import SequenceNet
+from .sequence_net import SequenceNet, as_mat
 from .step_graph import StepNet
 from .thread_governor import ThreadGovernor
 
@@ -178,6 +178,18 @@ class Talker:
                                                         self._no_mask(p + 1), seq.caches, ("hidden", "logits"))
             seq.position += 1
             return hidden[None], logits[None]
+        if len(seqs) == 1:  # one row: Mats go from net to net as they are (same numbers, no numpy round trips)
+            (seq,), p = seqs, positions[0]
+            mask = as_mat(self._no_mask(p + 1))
+
+            def attend_mats(site, q, k, v):
+                att, seq.caches[site.layer] = self.net.attention_mats(site, q, k, v, mask, seq.caches[site.layer])
+                return att
+
+            hidden, logits = self.net.run_one(rows, as_mat(self._rope.cos[p:p + 1]), as_mat(self._rope.sin[p:p + 1]),
+                                              attend_mats, ("hidden", "logits"))
+            seq.position += 1
+            return hidden, logits
         cos, sin = self._rope.cos[positions], self._rope.sin[positions]
         masks = {p: np.zeros((1, p + 1), np.float32) for p in set(positions)}
 
