@@ -36,12 +36,12 @@ TEXTS = [
 FRAMES = [14, 20, 30, 10, 38, 6, 46, 24]  # fixed per line (EOS ignored) so every batch size does the same work
 
 
-def run(synth: Synthesizer, jobs: list[SynthesisJob], batch_size: int):
+def run(synth: Synthesizer, jobs: list[SynthesisJob], batch_size: int, longest_first: bool = False):
     settings = GenerationSettings(greedy=True, ignore_eos=True, codes_only=True)
     frame_seconds: dict[int, list[float]] = {}
     codes: dict[int, np.ndarray] = {}
     t0 = time.perf_counter()
-    for ev in synth.synthesize_many(jobs, settings, batch_size=batch_size):
+    for ev in synth.synthesize_many(jobs, settings, batch_size=batch_size, longest_first=longest_first):
         if ev.error is not None:
             raise SystemExit(f"job {ev.job} failed: {ev.error}")
         if isinstance(ev.event, SynthesisResult):
@@ -69,16 +69,19 @@ def main() -> None:
         base = None
         print(f"\n{bundle.name} ({precision}), {args.threads} threads, {len(jobs)} lines, {total} frames, "
               f"load average {os.getloadavg()[0]:.1f}")
-        print("| batch size | wall s | frames/s | speed-up | per-line slowdown | codes = batch 1 |")
-        print("|---|---|---|---|---|---|")
+        print("| batch size | order | wall s | frames/s | speed-up | per-line slowdown | codes = batch 1 |")
+        print("|---|---|---|---|---|---|---|")
         for size in sizes:
-            wall, codes, per_frame = run(synth, jobs, size)
-            if base is None:
-                base = (wall, codes, per_frame)
-            same = all(np.array_equal(codes[j], base[1][j]) for j in codes)
-            slowdown = float(np.mean([per_frame[j] / base[2][j] for j in per_frame]))
-            print(f"| {size} | {wall:.1f} | {total / wall:.2f} | {base[0] / wall:.2f}x | {slowdown:.2f}x | "
-                  f"{'yes' if same else 'NO'} |", flush=True)
+            # given order, and longest first (what `qwen3tts batch` and the app's batch panel use)
+            for longest_first in ((False,) if size == 1 else (False, True)):
+                wall, codes, per_frame = run(synth, jobs, size, longest_first)
+                if base is None:
+                    base = (wall, codes, per_frame)
+                same = all(np.array_equal(codes[j], base[1][j]) for j in codes)
+                slowdown = float(np.mean([per_frame[j] / base[2][j] for j in per_frame]))
+                order = "longest first" if longest_first else "given"
+                print(f"| {size} | {order} | {wall:.1f} | {total / wall:.2f} | {base[0] / wall:.2f}x | {slowdown:.2f}x | "
+                      f"{'yes' if same else 'NO'} |", flush=True)
         print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 

@@ -289,7 +289,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
             owners.append(line)
         except EngineError as e:
             fail(line, f"Line {line.line}: {as_sentence(str(e))}")
-    for ev in synth.synthesize_many(jobs, settings, batch_size=args.batch_size):
+    # longest first: the whole file is done sooner (short jobs fill the slots at the end)
+    for ev in synth.synthesize_many(jobs, settings, batch_size=args.batch_size, longest_first=True):
         line = owners[ev.job]
         if ev.error is not None:
             fail(line, f"Line {line.line}: {ev.error}")

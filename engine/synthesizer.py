@@ -25,10 +25,11 @@ CONTRACT (stable; the GUI depends on it):
     synth.honours_instruct     -> bool; synth.instruct_note(instruct) -> sentence when it will be ignored, or None
     synth.synthesize(text, voice, ..., instruct=None): voice is a Voice (Base), a speaker name or Speaker
         (CustomVoice) or None (VoiceDesign, instruct = the voice description)
-    synth.synthesize_many(jobs, settings=None, batch_size=None) -> BatchRun (iterable of JobEvent)
+    synth.synthesize_many(jobs, settings=None, batch_size=None, longest_first=False) -> BatchRun (of JobEvent)
         jobs: SynthesisJob(text, voice, language, max_frames=None, seed=None, instruct=None) each (voice and
         instruct as for synthesize()); up to batch_size of them (None: synth.suggested_batch_size)
         share every model step; each job's codes are exactly what synthesize() alone gives it. See BatchRun.
+        longest_first: start the jobs expected to run longest first (all done sooner; job numbers unchanged).
     synth.suggested_batch_size -> int: jobs worth running side by side on this model (q8: 4; fp32/fp16: 1)
 Bad input raises engine.errors.EngineError subclasses with a one-line message. Input is validated when
 synthesize() is called (before the first event), so errors surface immediately.
@@ -472,10 +473,13 @@ class Synthesizer:
                                timings=timings)
 
     def synthesize_many(self, jobs: Sequence[SynthesisJob], settings: GenerationSettings | None = None,
-                        batch_size: int | None = None) -> BatchRun:
+                        batch_size: int | None = None, longest_first: bool = False) -> BatchRun:
         """Several syntheses in one run, up to batch_size at a time sharing every talker / code-predictor step
         (continuous batching: a finished job leaves, the next waiting one takes its place). See BatchRun.
-        batch_size None: suggested_batch_size."""
+        batch_size None: suggested_batch_size. longest_first: jobs join in order of their expected length (the
+        estimate from the text, at most the job's frame cap), longest first, so that short jobs fill the slots
+        at the end instead of one long job running alone: the whole batch ends sooner. Default: the given order
+        (a long text's chunks, whose first one should be ready first)."""
         if batch_size is None:
             batch_size = self.suggested_batch_size
         settings = settings or GenerationSettings()
@@ -496,6 +500,8 @@ class Synthesizer:
                 planned.append((i, self._plan(job.text, job.voice, job.language, own, job.instruct)))
             except EngineError as e:
                 failed.append((i, e))
+        if longest_first:  # a stable sort: equal estimates keep the given order
+            planned.sort(key=lambda p: -p[1].estimated_frames)
         return BatchRun(self, planned, failed, batch_size)
 
     def _many_events(self, run: BatchRun, planned: list[tuple[int, _Job]], failed: list[tuple[int, EngineError]],

@@ -157,6 +157,7 @@ class SynthesizerLike(Protocol):
 
     def synthesize_many(
         self, jobs: list[SynthesisJob], settings: GenerationSettings | None = None, batch_size: int | None = None,
+        longest_first: bool = False,
     ) -> Iterator[JobEvent]: ...
 
     @property

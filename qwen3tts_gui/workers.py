@@ -210,8 +210,9 @@ class BatchWorker(Worker):
                                                 name=job.voice.name, language=job.voice.language)
 
     def _run_together(self, jobs: list[BatchJob]) -> None:
+        # longest first: the batch ends sooner (short lines fill the slots at the end)
         run = self.synth.synthesize_many([SynthesisJob(j.text, j.voice, j.language) for j in jobs], self.settings,
-                                         batch_size=self.batch_size)
+                                         batch_size=self.batch_size, longest_first=True)
         started: set[int] = set()
         try:
             for ev in run:

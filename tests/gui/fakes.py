@@ -183,7 +183,8 @@ class FakeSynthesizer:
     def suggested_batch_size(self) -> int:
         return self.batch_size_hint
 
-    def synthesize_many(self, jobs, settings: GenerationSettings | None = None, batch_size: int | None = None):
+    def synthesize_many(self, jobs, settings: GenerationSettings | None = None, batch_size: int | None = None,
+                        longest_first: bool = False):
         """The engine's contract: validated now; JobEvents of up to batch_size jobs interleaved frame by frame
         (continuous batching); a bad job fails alone; cancel(job) / close()."""
         if batch_size is None:
@@ -202,6 +203,8 @@ class FakeSynthesizer:
                 runs.append((i, self.synthesize(job.text, job.voice, job.language, own)))
             except EngineError as e:
                 failed.append((i, e))
+        if longest_first:  # the engine's order: expected length (here the frame cap, else the text), longest first
+            runs.sort(key=lambda r: -(jobs[r[0]].max_frames or len(jobs[r[0]].text)))
         return FakeBatchRun(self, runs, failed, batch_size)
 
 

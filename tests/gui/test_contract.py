@@ -170,3 +170,19 @@ def test_suggested_batch_size(synth, voice):
             break
         started.add(ev.job)
     assert started == set(range(n))
+
+
+def test_longest_first(synth, voice):
+    """longest_first starts the job expected to run longest first (here the larger frame cap) and changes no
+    job's codes; by default jobs start in the order given."""
+    jobs = [SynthesisJob("Hello there, how are you today?", voice, "english", max_frames=m) for m in (2, 6)]
+    settings = GenerationSettings(greedy=True, seed=5, codes_only=True)
+    outcome = {}
+    for longest_first in (False, True):
+        events = list(synth.synthesize_many(jobs, settings, batch_size=1, longest_first=longest_first))
+        first = next(ev.job for ev in events if ev.event is not None)
+        codes = {ev.job: ev.event.codes for ev in events if isinstance(ev.event, SynthesisResult)}
+        outcome[longest_first] = first, codes
+    assert outcome[False][0] == 0 and outcome[True][0] == 1
+    for j in (0, 1):
+        assert np.array_equal(outcome[False][1][j], outcome[True][1][j])
