@@ -532,7 +532,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out(f"load          loading {args.model}...")
     t0 = time.perf_counter()
     synth = Synthesizer(args.model, threads=args.threads)
-    out(f"bundle        {args.model} ({synth.precision}, {args.threads} threads)")
+    talker_threads, cp_threads = synth.thread_counts
+    out(f"bundle        {args.model} ({synth.precision}, {args.threads} threads; weight layers on {talker_threads} "
+        f"(talker) and {cp_threads} (code predictor))")
     out(f"load          {time.perf_counter() - t0:.2f} s (talker, code predictor and decoder)")
     # a fixed pseudo-random x-vector: the voice front end is timed on its own below
     rng = np.random.default_rng(0)

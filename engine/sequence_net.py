@@ -39,6 +39,11 @@ class SequenceNet:
         self._cache_in = [f"{kv}_in_{i}" for i in range(layers) for kv in ("k", "v")]
         self._cache_out = [f"{kv}_out_{i}" for i in range(layers) for kv in ("k", "v")]
 
+    @property
+    def weight_threads(self) -> int:
+        """Threads the weight layers run on now."""
+        return int(self.net.opt.num_threads)
+
     def set_threads(self, threads: int) -> None:
         """Thread count of the next calls (engine/thread_governor.py): results do not depend on it (the GEMV
         kernel adds each output in one order on one thread; checked on the full-size graphs)."""

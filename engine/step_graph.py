@@ -166,6 +166,11 @@ class StepNet:
                     raise BundleError(f"model bundle {bundle.path}: the attention net for {graph} failed to load")
                 self._sdpa[site.params] = net
 
+    @property
+    def weight_threads(self) -> int:
+        """Threads the weight layers run on now (int8 graphs: their load-time count, whatever set_threads says)."""
+        return self.INT8_THREADS if self._fixed_threads else int(self.net.opt.num_threads)
+
     def set_threads(self, threads: int) -> None:
         """Thread count of the next calls (engine/thread_governor.py picks it). InnerProduct and the 8-bit block
         Gemm read it at every call, with identical results at 1 and 2 threads (checked on the full-size

@@ -198,9 +198,10 @@ class Synthesizer:
 
     @property
     def thread_counts(self) -> tuple[int, int]:
-        """The threads the talker and the code predictor use right now (fewer than `threads` while the thread
-        governor has backed off under load)."""
-        return self._talker.governor.current, self._code_predictor.governor.current
+        """The threads the talker's and the code predictor's weight layers run on now: fewer than `threads` while
+        the thread governor has backed off under load; q8 bundles' int8 matrix products always run on one (ncnn
+        fixes their count at load, and one was the faster count; README "Speed")."""
+        return self._talker.net.weight_threads, self._code_predictor.net.weight_threads
 
     @property
     def suggested_batch_size(self) -> int:
