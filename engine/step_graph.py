@@ -1,21 +1,16 @@
-"""The row-stacked step graph: a bundle's talker or code-predictor .param rewritten at load time so that one
-extractor call runs any number of rows (several sequences, or a prompt) through every weight layer at once.
-The engine uses it for q8 bundles (engine/talker.py decode_net); float bundles run their stored graph one
-sequence per call (engine/sequence_net.py), which is faster for one sequence; the float handling below (2-D
-InnerProduct, padded row counts) is what they ran before and is no longer used by the engine.
+"""The row-stacked step graph of q8 bundles: a talker or code-predictor .param rewritten at load time so that one
+extractor call runs any number of rows (several sequences, or a prompt) through every weight layer at once. Float
+bundles run their stored graph instead, one sequence per call (engine/sequence_net.py; engine/talker.py
+decode_net chooses).
 
-Why a rewrite and not the stored graph: the stored graph runs one decode row as a vector through InnerProduct's
-GEMV kernel, and a row's result there depends on how many rows run with it (the GEMV kernel and the 2-D
-InnerProduct kernel add up a dot product in different orders, and ncnn's packed layout groups 4, 8 or 16 rows
-into one vector when the row count is a multiple of 4). Batching must not change any result, so every row of
-every call goes through kernels whose per-row result does not depend on the other rows:
-- rows stay a matrix (Squeeze becomes Noop), so every InnerProduct takes its 2-D kernel even for one row. That
-  kernel (ncnn src/layer/x86/innerproduct_gemm_fp.h, _bf16s.h) runs each row on its own, threads split the
-  rows, and each output is added up in one fixed order over the inputs whatever the row and thread counts; it
-  keeps fp16-stored weights in fp16 (half the memory of fp32). Measured: every row bit-identical for 1..9 rows
-  at 1 and 2 threads except row counts that are multiples of 4;
-- ncnn packs a blob along its outermost axis (the rows here) only when its length is a multiple of 4, so
-  callers pad the row count away from multiples of 4 and every layer then sees one row at a time;
+Batching must not change any result, so a row's numbers may not depend on the other rows of its call:
+- every Linear of a q8 bundle is ncnn's int8 Gemm (engine/convert/q8.py): it rounds each input row to int8 on its
+  own and sums the int8 products exactly, so rows are independent whatever the row count, tiles and threads. The
+  8-bit block Gemm of older q8 bundles rounds rows in its 4-row blocks differently from rows handled one at a time
+  (measured: rows 0-3 of a 4..15-row call differ from the same rows alone at full size, rows of a 1..3-row call
+  never do), so those take at most 3 rows per call;
+- rows stay a matrix (Squeeze becomes Noop) and the packed layout is off, so the layers between the Gemms see one
+  row at a time;
 - attention is cut out of the graph: its q, k, v blobs become outputs and its result an input, and the caller
   runs each sequence's attention over that sequence's own KV cache in a separate one-layer SDPA net
   (`sdpa_param_text`). Weight-free layers (Reshape, Permute, RotaryEmbed with per-row cos/sin...) are kept.
@@ -38,7 +33,6 @@ from .errors import BundleError
 from .sequence_net import as_mat
 
 PARAM_MAGIC = "7767517"
-PACK_MULTIPLE = 4  # ncnn packs an axis whose length is a multiple of 4 (4, 8 or 16 lanes)
 
 
 @dataclass(frozen=True)
@@ -127,20 +121,11 @@ AttendMats = Callable[[AttentionSite, ncnn.Mat, ncnn.Mat, ncnn.Mat], ncnn.Mat]
 class StepNet:
     """A loaded step graph plus one SDPA net per distinct attention layout.
 
-    run() takes R rows, adds a padding row (a copy of row 0) when R is a multiple of 4 in a float graph (see the
-    module docstring), and hands each attention site's q, k, v ((heads, M, head_dim) float32, M = padded row
-    count) to `attend`, which returns the attention output in the same layout (padding rows may hold anything
-    finite). Callers pass at most `max_rows` rows per call when they need rows independent of each other.
+    run() takes R rows and hands each attention site's q, k, v ((heads, R, head_dim) float32) to `attend`, which
+    returns the attention output in the same layout; run_one() is its one-row form. Callers pass at most
+    `max_rows` rows per call (the module docstring says why older q8 bundles take fewer)."""
 
-    q8 bundles (engine/convert/q8.py): the int8 Gemm of today's format rounds each row on its own and adds its
-    int8 products exactly, so its rows are independent for any row count (packed layout off: the layers between
-    the Gemms then see one row at a time, no padding needed). The 8-bit block Gemm of older q8 bundles rounds
-    rows in its 4-row blocks differently from rows handled one at a time (measured: rows 0-3 of a 4..15-row call
-    differ from the same rows alone at full size, rows of a 1..3-row call never do), so those take at most 3
-    rows per call: a batch of 8 costs three weight passes instead of one."""
-
-    FLOAT_MAX_ROWS = 8  # the largest batch (engine/batching.py); 8 rows run as 9
-    Q8_MAX_ROWS = {"int8": FLOAT_MAX_ROWS, "block": 3}
+    Q8_MAX_ROWS = {"int8": 8, "block": 3}  # int8: the largest batch (engine/batching.py MAX_BATCH_SIZE)
     # ncnn's int8 Gemm fixes its thread count when the net loads (a later opt.num_threads only prints a warning
     # per layer per call), so int8 graphs load at one thread and the governor steers their attention nets only.
     # One thread was the faster count at every batch size measured with sleeping OpenMP threads (engine/cpu.py):
@@ -151,12 +136,14 @@ class StepNet:
     def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str):
         text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
         step_text, self.sites = step_param_text(text)
-        q8_format = _q8_format(step_text, f"The {graph} network of the model bundle {bundle.path}")
-        self.max_rows = self.Q8_MAX_ROWS[q8_format] if q8_format else self.FLOAT_MAX_ROWS
-        self._pad_multiple = None if q8_format else PACK_MULTIPLE  # q8 graphs run unpacked
+        what = f"The {graph} network of the model bundle {bundle.path}"
+        q8_format = _q8_format(step_text, what)
+        if q8_format is None:
+            raise BundleError(f"{what} has no 8-bit layers; float bundles run their stored graph (SequenceNet).")
+        self.max_rows = self.Q8_MAX_ROWS[q8_format]
         self._fixed_threads = q8_format == "int8"
         self.net = bundle.net(graph, self.INT8_THREADS if self._fixed_threads else threads, precision,
-                              param_text=step_text, packing=not q8_format)
+                              param_text=step_text, packing=False)
         self._sdpa: dict[tuple[str, ...], ncnn.Net] = {}
         for site in self.sites:
             if site.params not in self._sdpa:
@@ -172,10 +159,9 @@ class StepNet:
         return self.INT8_THREADS if self._fixed_threads else int(self.net.opt.num_threads)
 
     def set_threads(self, threads: int) -> None:
-        """Thread count of the next calls (engine/thread_governor.py picks it). InnerProduct and the 8-bit block
-        Gemm read it at every call, with identical results at 1 and 2 threads (checked on the full-size
-        talker and code predictor). The 2-D InnerProduct kernel splits rows between threads, so one row runs on
-        one thread whatever the count. int8 graphs keep their load-time count (INT8_THREADS)."""
+        """Thread count of the next calls (engine/thread_governor.py picks it) for the attention nets and the 8-bit
+        block Gemm of older bundles (which reads it at every call, with identical results at 1 and 2 threads);
+        int8 graphs keep their load-time count (INT8_THREADS)."""
         if not self._fixed_threads:
             self.net.opt.num_threads = threads
         for net in self._sdpa.values():
@@ -185,8 +171,6 @@ class StepNet:
             outputs: Sequence[str]) -> list[np.ndarray]:
         """Rows (R, width) at RoPE rows cos/sin (R, head_dim/2) -> each output blob's first R rows."""
         r = rows.shape[0]
-        if self._pad_multiple and r % self._pad_multiple == 0:
-            rows, cos, sin = (np.concatenate([a, a[:1]]) for a in (rows, cos, sin))
         ex = self.net.create_extractor()
         ex.input("in0", as_mat(rows))
         ex.input("cos", as_mat(cos))
@@ -194,7 +178,7 @@ class StepNet:
         for site in self.sites:
             q, k, v = (_extract(ex, b) for b in (site.q, site.k, site.v))
             ex.input(site.out, as_mat(attend(site, q, k, v)))
-        return [_extract(ex, name).reshape(rows.shape[0], -1)[:r] for name in outputs]
+        return [_extract(ex, name).reshape(r, -1) for name in outputs]
 
     def run_one(self, row: np.ndarray, cos: ncnn.Mat, sin: ncnn.Mat, attend: AttendMats,
                 outputs: Sequence[str]) -> list[np.ndarray]:

@@ -146,8 +146,8 @@ class Talker:
         seq = TalkerSequence(len(self.net.sites))
 
         def attend(site, q, k, v):
-            att, seq.caches[site.layer] = self.net.attention(site, q[:, :n], k[:, :n], v[:, :n], mask, None)
-            return _pad_rows(att, q.shape[1])
+            att, seq.caches[site.layer] = self.net.attention(site, q, k, v, mask, None)
+            return att
 
         hidden, logits = self.net.run(rows, cos, sin, attend, ("hidden", "logits"))
         seq.position = n
@@ -231,11 +231,3 @@ class Talker:
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
         check_ids(ids, self._codec.shape[0], "codec")
         return as_rows(self._codec, ids)
-
-
-def _pad_rows(att: np.ndarray, rows: int) -> np.ndarray:
-    """Attention output (heads, n, hd) padded with zero rows to `rows` (the step graph's padded row count)."""
-    if att.shape[1] == rows:
-        return att
-    pad = np.zeros((att.shape[0], rows - att.shape[1], att.shape[2]), np.float32)
-    return np.concatenate([att, pad], axis=1)

@@ -360,3 +360,14 @@ def test_step_graph_tells_the_q8_format_apart():
                                               r"cannot run \(float ones, or two 8-bit formats mixed\); convert the "
                                               r"model again\.$"):
             _q8_format("\n".join(["7767517", "2 3", *mixed]), "The talker network of the model bundle B")
+
+
+def test_step_graph_is_for_q8_bundles_only():
+    """Float bundles run their stored graph (engine/sequence_net.py); the step graph refuses them in one sentence."""
+    from engine.errors import BundleError
+    from engine.step_graph import StepNet
+
+    bundle = Bundle.open(bundle_for("tiny06b", "fp32", parts=("talker",)))
+    graph = bundle.part("talker")["talker_graph"]
+    with pytest.raises(BundleError, match=r"has no 8-bit layers; float bundles run their stored graph"):
+        StepNet(bundle, graph, 2, "fp32")
