@@ -15,7 +15,8 @@ import numpy as np
 
 from .bundle import Bundle
 from .errors import EngineError
-from .sequence_net import SequenceNet, as_mat
+from .ncnn_mats import as_mat
+from .sequence_net import SequenceNet
 from .talker import RopeTable, as_rows, check_ids, decode_net
 from .thread_governor import ThreadGovernor
 
@@ -94,19 +95,6 @@ class CodePredictor:
         r = c0s.shape[0]
         codes = np.empty((r, self.groups - 1), dtype=np.int64)
         caches: list = [None] * len(self.net.sites)
-        if r == 1:  # one row: Mats go from net to net as they are (same numbers, no numpy round trips)
-            def attend_mats(site, q, k, v):
-                att, caches[site.layer] = self.net.attention_mats(site, q, k, v, None, caches[site.layer])
-                return att
-
-            self.net.run_one(past_hidden, *self._rope_mats[0], attend_mats, ())
-            x = as_rows(self._codec, c0s)
-            for g in range(1, self.groups):
-                (logits,) = self.net.run_one(x, *self._rope_mats[g], attend_mats, (self._heads[g - 1],))
-                codes[0, g - 1] = self._checked(chooses[0](logits[0], g), g)
-                if g < self.groups - 1:
-                    x = as_rows(self._cp[g - 1], codes[:, g - 1])
-            return codes
 
         def attend(site, q, k, v):
             heads, m, hd = q.shape
@@ -114,19 +102,24 @@ class CodePredictor:
             att, caches[site.layer] = self.net.attention(site, *stacked, None, caches[site.layer])
             return att.reshape(m, heads, hd).transpose(1, 0, 2)
 
-        self._run(past_hidden, 0, attend, ())
+        def attend_mats(site, q, k, v):  # one row: stacking the rows as heads changes nothing
+            att, caches[site.layer] = self.net.attention_mats(site, q, k, v, None, caches[site.layer])
+            return att
+
+        def run(x: np.ndarray, pos: int, outputs) -> list[np.ndarray]:
+            if r == 1:  # Mats go from net to net as they are (same numbers, no numpy round trips)
+                return self.net.run_one(x, *self._rope_mats[pos], attend_mats, outputs)
+            return self.net.run(x, np.repeat(self._cos[pos], r, 0), np.repeat(self._sin[pos], r, 0), attend, outputs)
+
+        run(past_hidden, 0, ())
         x = as_rows(self._codec, c0s)
         for g in range(1, self.groups):
-            logits = self._run(x, g, attend, (self._heads[g - 1],))[0]
+            logits = run(x, g, (self._heads[g - 1],))[0]
             for j in range(r):
                 codes[j, g - 1] = self._checked(chooses[j](logits[j], g), g)
             if g < self.groups - 1:
                 x = as_rows(self._cp[g - 1], codes[:, g - 1])
         return codes
-
-    def _run(self, x: np.ndarray, pos: int, attend, outputs) -> list[np.ndarray]:
-        n = x.shape[0]
-        return self.net.run(x, np.repeat(self._cos[pos], n, 0), np.repeat(self._sin[pos], n, 0), attend, outputs)
 
     def feedback(self, codes16) -> np.ndarray:
         """Talker input for a frame: C(c0) + sum_g cp_codec_embedding[g-1][c_g] (talker width, float32)."""

@@ -20,6 +20,7 @@ import numpy as np
 
 from .bundle import Bundle
 from .errors import BundleError
+from .ncnn_mats import as_mat, extract, extract_mat
 
 Input = np.ndarray | ncnn.Mat
 Cache = list[ncnn.Mat]  # k_out_0, v_out_0, k_out_1, ... as extracted raw (opaque), fed back unchanged
@@ -63,25 +64,5 @@ class SequenceNet:
         if cache is not None:
             for name, mat in zip(self._cache_in, cache, strict=True):
                 ex.input(name, mat)
-        outs = []
-        for name in outputs:
-            ret, mat = ex.extract(name)
-            if ret != 0:
-                raise BundleError(f"The model graph failed to produce {name} (ncnn error {ret}).")
-            outs.append(np.array(mat, dtype=np.float32))
-        grown = []
-        for name in self._cache_out:
-            ret, mat = ex.extract(name, 1)
-            if ret != 0:
-                raise BundleError(f"The model graph failed to produce {name} (ncnn error {ret}).")
-            grown.append(mat)
-        return outs, grown
-
-
-def as_mat(arr: np.ndarray) -> ncnn.Mat:
-    """An ncnn Mat owning a float32 copy of arr; one Mat can be an input of any number of extractors (ncnn
-    copies a shared input before a layer writes to it in place)."""
-    # ncnn.Mat(arr) borrows the numpy buffer without a reference (see the ncnn notes): keep the contiguous copy
-    # in a local until clone() has copied it
-    data = np.ascontiguousarray(arr, dtype=np.float32)
-    return ncnn.Mat(data).clone()
+        outs = [extract(ex, name) for name in outputs]
+        return outs, [extract_mat(ex, name, raw=True) for name in self._cache_out]

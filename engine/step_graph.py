@@ -30,7 +30,7 @@ import numpy as np
 from .bundle import Bundle, make_net_options
 from .convert import q8
 from .errors import BundleError
-from .sequence_net import as_mat
+from .ncnn_mats import as_mat, extract, extract_mat
 
 PARAM_MAGIC = "7767517"
 
@@ -176,9 +176,9 @@ class StepNet:
         ex.input("cos", as_mat(cos))
         ex.input("sin", as_mat(sin))
         for site in self.sites:
-            q, k, v = (_extract(ex, b) for b in (site.q, site.k, site.v))
+            q, k, v = (extract(ex, b) for b in (site.q, site.k, site.v))
             ex.input(site.out, as_mat(attend(site, q, k, v)))
-        return [_extract(ex, name).reshape(r, -1) for name in outputs]
+        return [extract(ex, name).reshape(r, -1) for name in outputs]
 
     def run_one(self, row: np.ndarray, cos: ncnn.Mat, sin: ncnn.Mat, attend: AttendMats,
                 outputs: Sequence[str]) -> list[np.ndarray]:
@@ -190,9 +190,9 @@ class StepNet:
         ex.input("cos", cos)
         ex.input("sin", sin)
         for site in self.sites:
-            q, k, v = (_extract_mat(ex, b) for b in (site.q, site.k, site.v))
+            q, k, v = (extract_mat(ex, b) for b in (site.q, site.k, site.v))
             ex.input(site.out, attend(site, q, k, v))
-        return [np.array(_extract_mat(ex, name), dtype=np.float32).reshape(1, -1) for name in outputs]
+        return [extract(ex, name).reshape(1, -1) for name in outputs]
 
     def attention(self, site: AttentionSite, q: np.ndarray, k: np.ndarray, v: np.ndarray,
                   mask: np.ndarray | None, cache: tuple[ncnn.Mat, ncnn.Mat] | None
@@ -215,14 +215,7 @@ class StepNet:
         if cache is not None:
             ex.input("k_in", cache[0])
             ex.input("v_in", cache[1])
-        att = _extract_mat(ex, "att")
-        grown = []
-        for name in ("k_out", "v_out"):
-            ret, mat = ex.extract(name, 1)
-            if ret != 0:
-                raise BundleError(f"attention failed to produce {name} (ncnn error {ret})")
-            grown.append(mat)
-        return att, (grown[0], grown[1])
+        return extract_mat(ex, "att"), (extract_mat(ex, "k_out", raw=True), extract_mat(ex, "v_out", raw=True))
 
 
 def _q8_format(step_text: str, what: str) -> str | None:
@@ -232,14 +225,3 @@ def _q8_format(step_text: str, what: str) -> str | None:
         raise BundleError(f"{what} has Gemm layers this version cannot run (float ones, or two 8-bit formats "
                           "mixed); convert the model again.")
     return formats.pop() if formats else None
-
-
-def _extract_mat(ex, name: str) -> ncnn.Mat:
-    ret, mat = ex.extract(name)  # type 0: unpacked fp32
-    if ret != 0:
-        raise BundleError(f"step graph failed to produce {name} (ncnn error {ret})")
-    return mat
-
-
-def _extract(ex, name: str) -> np.ndarray:
-    return np.array(_extract_mat(ex, name), dtype=np.float32)

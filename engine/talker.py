@@ -14,7 +14,8 @@ import numpy as np
 
 from .bundle import Bundle
 from .errors import EngineError
-from .sequence_net import SequenceNet, as_mat
+from .ncnn_mats import as_mat
+from .sequence_net import SequenceNet
 from .step_graph import StepNet
 from .thread_governor import ThreadGovernor
 
@@ -191,7 +192,7 @@ class Talker:
             seq.position += 1
             return hidden, logits
         cos, sin = self._rope.cos[positions], self._rope.sin[positions]
-        masks = {p: np.zeros((1, p + 1), np.float32) for p in set(positions)}
+        masks = {p: self._no_mask(p + 1) for p in set(positions)}
 
         def attend(site, q, k, v):
             out = np.zeros_like(q)
