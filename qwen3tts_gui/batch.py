@@ -34,6 +34,7 @@ class BatchLine:
     text: str
     voice: str = ""  # a voice name from the library; "" = the voice selected in the voice panel
     language: str = "auto"
+    instruct: str = ""  # a style instruction (CustomVoice 1.7B); "" = the instruction on the Studio tab
     state: LineState = LineState.READY
     frames: int = 0
     estimated: int = 0
@@ -57,8 +58,14 @@ def output_name(number: int, text: str) -> str:
     return f"{number:03d} - {readable_name(text)}.wav"
 
 
-def parse_pasted(text: str) -> list[tuple[str, str, str]]:
-    """One line per non-empty line; tab-separated 'text<TAB>voice<TAB>language' (from a spreadsheet) works too."""
+Row = tuple[str, str, str, str]  # text, voice, language, instruction ("" = the defaults)
+COLUMN_NAMES = {"text": ("text",), "voice": ("voice", "speaker"), "language": ("language",),
+                "instruct": ("instruction", "instruct", "style")}
+
+
+def parse_pasted(text: str) -> list[Row]:
+    """One line per non-empty line; tab-separated 'text<TAB>voice<TAB>language<TAB>instruction' (from a
+    spreadsheet) works too."""
     rows = []
     for line in text.splitlines():
         if not line.strip():
@@ -68,8 +75,9 @@ def parse_pasted(text: str) -> list[tuple[str, str, str]]:
     return rows
 
 
-def parse_csv(text: str) -> list[tuple[str, str, str]]:
-    """Columns text[, voice[, language]]; a header row naming them may come first (in any order)."""
+def parse_csv(text: str) -> list[Row]:
+    """Columns text[, voice[, language[, instruction]]]; a header row naming them may come first (in any order;
+    "speaker" for voice and "style" or "instruct" for instruction are understood too)."""
     try:
         dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t")
     except csv.Error:
@@ -79,26 +87,28 @@ def parse_csv(text: str) -> list[tuple[str, str, str]]:
         return []
     header = [c.strip().lower() for c in rows[0]]
     if "text" in header:
-        idx = {name: header.index(name) if name in header else None for name in ("text", "voice", "language")}
+        idx = {name: next((header.index(a) for a in aliases if a in header), None)
+               for name, aliases in COLUMN_NAMES.items()}
         out = []
         for r in rows[1:]:
             def get(name: str, r: list[str] = r) -> str:
                 i = idx[name]
                 return r[i].strip() if i is not None and i < len(r) else ""
             if get("text"):
-                out.append((get("text"), get("voice"), get("language") or "auto"))
+                out.append((get("text"), get("voice"), (get("language") or "auto").lower(), get("instruct")))
         return out
     return [_row([c.strip() for c in r]) for r in rows if r and r[0].strip()]
 
 
-def _row(parts: list[str]) -> tuple[str, str, str]:
+def _row(parts: list[str]) -> Row:
     text = parts[0]
     voice = parts[1] if len(parts) > 1 else ""
     language = (parts[2] if len(parts) > 2 else "") or "auto"
-    return text, voice, language.lower()
+    instruct = parts[3] if len(parts) > 3 else ""
+    return text, voice, language.lower(), instruct
 
 
-def read_lines_file(path: Path) -> list[tuple[str, str, str]]:
+def read_lines_file(path: Path) -> list[Row]:
     """A .csv (columns) or any text file (one line each). Raises ValueError with a one-line reason."""
     text = _read_text(path)
     rows = parse_csv(text) if Path(path).suffix.lower() == ".csv" else parse_pasted(text)
@@ -107,12 +117,12 @@ def read_lines_file(path: Path) -> list[tuple[str, str, str]]:
     return rows
 
 
-def read_long_text(path: Path) -> tuple[str, str, str]:
+def read_long_text(path: Path) -> Row:
     """The whole file as one item (a chapter: spoken in chunks, one output file)."""
     text = _read_text(path).strip()
     if not text:
         raise ValueError(f"{Path(path).name} has no text to speak")
-    return text, "", "auto"
+    return text, "", "auto", ""
 
 
 def _read_text(path: Path) -> str:

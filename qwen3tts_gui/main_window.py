@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         self.cancel_btn.clicked.connect(self.cancel_generation)
         self.batch = BatchPanel(ctx, self.batch_voice, self.settings_box.generation_settings)
         self.batch.voice_names = self.batch_voice_names
+        self.batch.resolve_instruct = self.batch_instruct
 
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
@@ -548,6 +549,12 @@ class MainWindow(QMainWindow):
         if self.model_kind() == "custom_voice":
             return self.speaker_panel.speaker_names()
         return self.voice_panel.voice_names()
+
+    def batch_instruct(self, text: str) -> str | None:
+        """A batch line's style instruction ("" = the one on the Studio tab); None where the model ignores it."""
+        if self.model_kind() != "custom_voice" or not self.ctx.synth.honours_instruct:
+            return None
+        return text.strip() or self.speaker_panel.instruct()
 
     def batch_voice(self, name: str):
         """A batch line's voice by name ("" = the one selected): a speaker, a voice, or a designed voice (which

@@ -121,7 +121,7 @@ class Settings:
     batch_gap_ms = Option("batch/gap_ms", 500, minimum=0, maximum=MAX_GAP_MS)
     # lines generated side by side; 0: Auto, the model's suggestion (q8: 4; fp32/fp16, where lines take turns: 1)
     batch_size = Option("batch/lines_at_once", 0, minimum=0, maximum=MAX_BATCH_SIZE)
-    batch_lines = Option("batch/lines", [])  # [[text, voice, language], ...]
+    batch_lines = Option("batch/lines", [])  # [[text, voice, language, instruction], ...] (older: 3 items)
     # window
     geometry = Option("window/geometry", QByteArray())
     window_state = Option("window/state", QByteArray())

@@ -140,6 +140,7 @@ class BatchJob:
     language: str
     out_path: Path
     problem: str | None = None  # a reason this line cannot run (e.g. its voice is missing)
+    instruct: str | None = None  # the style instruction sent with it (CustomVoice 1.7B), None for none
 
 
 class BatchWorker(Worker):
@@ -211,7 +212,8 @@ class BatchWorker(Worker):
 
     def _run_together(self, jobs: list[BatchJob]) -> None:
         # longest first: the batch ends sooner (short lines fill the slots at the end)
-        run = self.synth.synthesize_many([SynthesisJob(j.text, j.voice, j.language) for j in jobs], self.settings,
+        run = self.synth.synthesize_many([SynthesisJob(j.text, j.voice, j.language, instruct=j.instruct)
+                                          for j in jobs], self.settings,
                                          batch_size=self.batch_size, longest_first=True)
         started: set[int] = set()
         try:
@@ -250,7 +252,7 @@ class BatchWorker(Worker):
         handlers = LongHandlers(self.check_cancel, frame=lambda ev: self.line_progress.emit(
             job.key, ev.index + 1, ev.estimated_frames))
         result, skipped = speak_long(self.synth, job.text, job.voice, job.language, self.settings, handlers,
-                                     options=self.long_options)
+                                     instruct=job.instruct, options=self.long_options)
         if skipped:  # keep what was made, but a chapter with holes is not a finished line
             job.out_path.parent.mkdir(parents=True, exist_ok=True)
             save_audio(job.out_path, result.audio, SAMPLE_RATE, self.wav_subtype)

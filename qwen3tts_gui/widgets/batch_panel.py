@@ -29,6 +29,7 @@ from ..batch import (
     MERGED_NAME,
     BatchLine,
     LineState,
+    Row,
     output_name,
     parse_pasted,
     read_lines_file,
@@ -44,8 +45,9 @@ from .elided_label import ElidedLabel
 from .language_combo import language_items, language_title
 from .throttle import Throttle
 
-COLUMNS = ["#", "Text", "Voice", "Language", "Status", "Duration", "Output file"]
-TEXT, VOICE, LANGUAGE, STATUS, DURATION, OUTPUT = 1, 2, 3, 4, 5, 6
+COLUMNS = ["#", "Text", "Voice", "Instruction", "Language", "Status", "Duration", "Output file"]
+TEXT, VOICE, INSTRUCT, LANGUAGE, STATUS, DURATION, OUTPUT = 1, 2, 3, 4, 5, 6, 7
+STUDIO_INSTRUCTION = "(Studio tab's instruction)"
 _ROOT = QModelIndex()
 _STATE_COLORS = {LineState.DONE: "#2e9d5b", LineState.FAILED: "#d64541", LineState.RUNNING: "#2f6fde",
                  LineState.CANCELLED: "#8a93a6"}
@@ -82,6 +84,8 @@ class BatchModel(QAbstractTableModel):
                 return line.text
             if col == VOICE:
                 return line.voice if role == Qt.ItemDataRole.EditRole else (line.voice or "(selected voice)")
+            if col == INSTRUCT:
+                return line.instruct if role == Qt.ItemDataRole.EditRole else (line.instruct or STUDIO_INSTRUCTION)
             if col == LANGUAGE:
                 return line.language if role == Qt.ItemDataRole.EditRole else language_title(line.language)
             if col == STATUS:
@@ -99,6 +103,9 @@ class BatchModel(QAbstractTableModel):
                 return line.text
             if col == VOICE and not line.voice:
                 return "The voice selected on the Studio tab when the batch runs (double-click to pick another)"
+            if col == INSTRUCT:
+                return line.instruct or ("The style instruction typed on the Studio tab when the batch runs "
+                                         "(double-click to give this line its own)")
         if role == Qt.ItemDataRole.ForegroundRole and col == STATUS and line.state in _STATE_COLORS:
             return QColor(_STATE_COLORS[line.state])
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (0, DURATION):
@@ -107,7 +114,7 @@ class BatchModel(QAbstractTableModel):
 
     def flags(self, index):
         base = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
-        if not self.locked and index.column() in (TEXT, VOICE, LANGUAGE):
+        if not self.locked and index.column() in (TEXT, VOICE, INSTRUCT, LANGUAGE):
             base |= Qt.ItemFlag.ItemIsEditable
         return base
 
@@ -122,6 +129,8 @@ class BatchModel(QAbstractTableModel):
             line.text = value
         elif index.column() == VOICE:
             line.voice = value
+        elif index.column() == INSTRUCT:
+            line.instruct = value
         elif index.column() == LANGUAGE:
             line.language = value.lower() or "auto"
         else:
@@ -131,13 +140,14 @@ class BatchModel(QAbstractTableModel):
         return True
 
     # --- edits -------------------------------------------------------------------------------------------
-    def add(self, rows: list[tuple[str, str, str]]) -> None:
+    def add(self, rows: list[Row] | list[tuple[str, str, str]]) -> None:
+        """Rows of (text, voice, language[, instruction])."""
         if not rows:
             return
         first = len(self.lines)
         self.beginInsertRows(QModelIndex(), first, first + len(rows) - 1)
-        for text, voice, language in rows:
-            self.lines.append(BatchLine(next(self._keys), text, voice, language))
+        for text, voice, language, *instruct in rows:
+            self.lines.append(BatchLine(next(self._keys), text, voice, language, instruct[0] if instruct else ""))
         self.endInsertRows()
 
     def remove(self, rows: list[int]) -> None:
@@ -222,6 +232,9 @@ class BatchPanel(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         self.resolve_voice = resolve_voice
+        # a line's instruction ("" = the Studio tab's) -> what the engine gets: None where the model has no use
+        # for one (set by the main window, which knows the model kind and the Studio tab)
+        self.resolve_instruct: Callable[[str], str | None] = lambda _text: None
         self.current_settings = current_settings
         self.voice_names: Callable[[], list[str]] = lambda: []
         self.worker: BatchWorker | None = None
@@ -244,7 +257,8 @@ class BatchPanel(QWidget):
         head.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         head.setSectionResizeMode(TEXT, QHeaderView.ResizeMode.Stretch)
         head.setStretchLastSection(False)
-        for col, width in ((0, 36), (VOICE, 130), (LANGUAGE, 100), (STATUS, 160), (DURATION, 84), (OUTPUT, 250)):
+        for col, width in ((0, 36), (VOICE, 130), (INSTRUCT, 180), (LANGUAGE, 100), (STATUS, 160), (DURATION, 84),
+                           (OUTPUT, 250)):
             self.table.setColumnWidth(col, width)
         self.table.setItemDelegateForColumn(STATUS, _StatusDelegate(self.model, self))
         self.table.setItemDelegateForColumn(
@@ -261,9 +275,9 @@ class BatchPanel(QWidget):
         self.empty_hint.setObjectName("Muted")
         self.empty_hint.setWordWrap(True)
         self.empty_hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        # the lines of the last session (text, voice, language); their results are files on disk
-        self.model.add([(str(t), str(v), str(lang)) for t, v, lang in
-                        (row for row in ctx.settings.batch_lines if isinstance(row, list) and len(row) == 3) if t])
+        # the lines of the last session (text, voice, language[, instruction]); their results are files on disk
+        self.model.add([tuple(str(c) for c in row) for row in ctx.settings.batch_lines
+                        if isinstance(row, list) and len(row) in (3, 4) and row[0]])
         for signal in (self.model.rowsInserted, self.model.rowsRemoved, self.model.rowsMoved,
                        self.model.dataChanged, self.model.modelReset):
             signal.connect(self._remember_lines)
@@ -357,7 +371,7 @@ class BatchPanel(QWidget):
         self._update_buttons()
 
     def _remember_lines(self, *_) -> None:
-        rows = [[line.text, line.voice, line.language] for line in self.model.lines]
+        rows = [[line.text, line.voice, line.language, line.instruct] for line in self.model.lines]
         if rows != self.ctx.settings.batch_lines:
             self.ctx.settings.batch_lines = rows
         self._place_hint()
@@ -379,6 +393,10 @@ class BatchPanel(QWidget):
     def running(self) -> bool:
         return self.worker is not None
 
+    def _instructable(self) -> bool:
+        synth = self.ctx.synth
+        return getattr(synth, "model_kind", "base") == "custom_voice" and bool(getattr(synth, "honours_instruct", False))
+
     def _languages(self) -> list[str]:
         return self.ctx.synth.languages if self.ctx.synth is not None else ["auto"]
 
@@ -391,7 +409,7 @@ class BatchPanel(QWidget):
         self.table.selectRow(row)
         self.table.edit(self.model.index(row, TEXT))
 
-    def add_rows(self, rows: list[tuple[str, str, str]]) -> None:
+    def add_rows(self, rows: list[Row] | list[tuple[str, str, str]]) -> None:
         self.model.add(rows)
 
     def paste_lines(self) -> None:
@@ -477,7 +495,7 @@ class BatchPanel(QWidget):
             except Exception as e:  # a missing or foreign voice fails this line only
                 problem = str(e).splitlines()[0] if str(e) else type(e).__name__
             jobs.append(BatchJob(key, line.text, voice, line.language, folder / output_name(row + 1, line.text),
-                                 problem))
+                                 problem, instruct=self.resolve_instruct(line.instruct)))
             self.model.changed(key)
         existing = [j.out_path.name for j in jobs if j.out_path.exists()]
         if existing and not self.ctx.dialogs.question(
@@ -602,6 +620,8 @@ class BatchPanel(QWidget):
         self._update_buttons()
 
     def _update_buttons(self) -> None:
+        # the Instruction column only where the model follows style instructions (CustomVoice 1.7B)
+        self.table.setColumnHidden(INSTRUCT, not (self.ctx.synth is not None and self._instructable()))
         running = self.running
         has_rows = self.model.rowCount() > 0
         selected = bool(self._selected_rows())

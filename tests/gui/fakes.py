@@ -200,7 +200,7 @@ class FakeSynthesizer:
             own = replace(settings, max_frames=job.max_frames or settings.max_frames,
                           seed=job.seed if job.seed is not None else settings.seed)
             try:
-                runs.append((i, self.synthesize(job.text, job.voice, job.language, own)))
+                runs.append((i, self.synthesize(job.text, job.voice, job.language, own, instruct=job.instruct)))
             except EngineError as e:
                 failed.append((i, e))
         if longest_first:  # the engine's order: expected length (here the frame cap, else the text), longest first

@@ -178,3 +178,34 @@ def test_lines_at_once_auto_follows_the_model(qtbot, make_window, settings, tmp_
     qtbot.waitUntil(lambda: not panel.running, timeout=20000)
     assert [ln.state for ln in panel.model.lines] == ["done"] * 5
     assert synth.most_at_once == 3
+
+
+def test_instruction_column_imports_persists_and_hides_for_models_without_instructions(qtbot, make_window,
+                                                                                        tmp_path):
+    from qwen3tts_gui.widgets.batch_panel import INSTRUCT, STUDIO_INSTRUCTION
+
+    window = make_window()
+    panel = window.batch
+    assert panel.table.isColumnHidden(INSTRUCT)  # a Base model takes no style instruction
+    assert panel.resolve_instruct("Whisper.") is None  # and none is sent, whatever a line holds
+    csv = tmp_path / "lines.csv"
+    csv.write_text("text,speaker,style\nHello.,serena,Slowly and softly.\nBye.,,\n", encoding="utf-8")
+    assert panel.import_path(csv)
+    QGuiApplication.clipboard().setText("Tab line.\tserena\tenglish\tCheerfully.\nPlain line.\n")
+    panel.paste_lines()
+    lines = panel.model.lines
+    assert [(ln.voice, ln.instruct) for ln in lines] == [
+        ("serena", "Slowly and softly."), ("", ""), ("serena", "Cheerfully."), ("", "")]
+    shown = [panel.model.data(panel.model.index(r, INSTRUCT), Qt.ItemDataRole.DisplayRole) for r in range(4)]
+    assert shown == ["Slowly and softly.", STUDIO_INSTRUCTION, "Cheerfully.", STUDIO_INSTRUCTION]
+    assert panel.model.setData(panel.model.index(1, INSTRUCT), "  Angrily.  ")
+    assert lines[1].instruct == "Angrily."
+    assert window.ctx.settings.batch_lines[1] == ["Bye.", "", "auto", "Angrily."]
+
+
+def test_batch_lines_saved_before_instructions_still_load(qtbot, make_window, settings):
+    settings.batch_lines = [["Old line.", "Test voice", "english"], ["New line.", "", "auto", "Slowly."],
+                            ["Broken", 3], "not a row"]
+    window = make_window()
+    assert [(ln.text, ln.voice, ln.language, ln.instruct) for ln in window.batch.model.lines] == [
+        ("Old line.", "Test voice", "english", ""), ("New line.", "", "auto", "Slowly.")]

@@ -182,3 +182,45 @@ def test_designed_voice_in_the_studio_is_cloned_once_then_used(qtbot, make_windo
     assert window.generate()
     wait_done(qtbot, window)
     assert window.output.current is not None and window.output.current.voice_name == "Deep"
+
+
+def test_batch_lines_carry_style_instructions_on_custom_voice_17b(qtbot, make_window, settings, tmp_path):
+    import soundfile
+
+    from engine import save_audio
+    from qwen3tts_gui.widgets.batch_panel import INSTRUCT
+
+    window = window_for(make_window, "tinycv17b")
+    panel = window.batch
+    assert not panel.table.isColumnHidden(INSTRUCT)
+    window.speaker_panel.instruct_edit.setPlainText("Speak slowly.")  # what a line without its own gets
+    settings.batch_dir = str(tmp_path / "out")
+    panel._show_folder()
+    s = short(window, 4)
+    s.greedy = True
+    window.settings_box.greedy.setChecked(True)
+    panel.add_rows([("Hello world.", "serena", "english", "Whisper, very quietly."),
+                    ("Hello world.", "serena", "english")])
+    assert panel.run_all()
+    qtbot.waitUntil(lambda: not panel.running, timeout=30000)
+    assert [ln.state for ln in panel.model.lines] == ["done", "done"], [ln.error for ln in panel.model.lines]
+    engine = real("tinycv17b")
+    settings_now = window.settings_box.generation_settings()
+    for line, instruct in zip(panel.model.lines, ("Whisper, very quietly.", "Speak slowly."), strict=True):
+        want = list(engine.synthesize("Hello world.", "serena", "english", settings_now, instruct=instruct))[-1]
+        ref = tmp_path / f"want-{len(instruct)}.wav"
+        save_audio(ref, want.audio)  # through the same 16-bit writer as the batch's files
+        got, _ = soundfile.read(line.output, dtype="int16")
+        expected, _ = soundfile.read(ref, dtype="int16")
+        assert len(got) == len(expected)
+        # one step at most: the batch decodes whole, synthesize() here streams (equal up to float rounding)
+        assert np.abs(got.astype(np.int32) - expected).max() <= 1
+    assert panel.resolve_instruct("") == "Speak slowly." and panel.resolve_instruct(" Loudly. ") == "Loudly."
+
+
+def test_batch_sends_no_instruction_to_a_custom_voice_model_that_ignores_it(make_window):
+    from qwen3tts_gui.widgets.batch_panel import INSTRUCT
+
+    window = window_for(make_window, "tinycv06b")
+    assert window.batch.table.isColumnHidden(INSTRUCT)
+    assert window.batch.resolve_instruct("Whisper.") is None
