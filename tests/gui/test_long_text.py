@@ -92,9 +92,9 @@ class StuckOnSomeText(FakeSynthesizer):
         super().__init__(**kw)
         self.stuck = stuck
 
-    def synthesize(self, text, voice, language="auto", settings=None):
+    def synthesize(self, text, voice, language="auto", settings=None, instruct=None):
         if self.stuck not in text:
-            return super().synthesize(text, voice, language, settings)
+            return super().synthesize(text, voice, language, settings, instruct=instruct)
         self.calls.append(dict(text=text, voice=voice.name, language=language, settings=settings,
                                seed=settings.seed))
         return self._loop(settings)
