@@ -27,5 +27,22 @@ def extract_mat(ex: ncnn.Extractor, name: str, raw: bool = False) -> ncnn.Mat:
 
 
 def extract(ex: ncnn.Extractor, name: str) -> np.ndarray:
-    """A blob as a new float32 array."""
-    return np.array(extract_mat(ex, name), dtype=np.float32)
+    """A blob as a float32 array: a view of the extracted Mat (which the array keeps alive), not a copy."""
+    arr = np.asarray(extract_mat(ex, name))
+    return arr if arr.dtype == np.float32 else arr.astype(np.float32)
+
+
+class InputRow:
+    """One input Mat of a fixed shape, reused for every decode step: copying a row into it is one numpy call where
+    as_mat() makes three (each costs tens of microseconds right after an ncnn call has evicted the caches).
+
+    Reuse is safe: while an extractor holds it the Mat has a second reference, so ncnn copies it before a layer
+    writes to it in place, and no output blob of the decode graphs shares its memory (they are new Mats)."""
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.mat = as_mat(np.zeros(shape, np.float32))
+        self._view = np.asarray(self.mat)  # the Mat's own memory
+
+    def set(self, row: np.ndarray) -> ncnn.Mat:
+        np.copyto(self._view, row)
+        return self.mat

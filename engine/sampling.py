@@ -8,6 +8,8 @@ Code predictor (codes 1..15): no penalty, no suppression; its own temperature / 
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -166,10 +168,11 @@ def multinomial(scores: np.ndarray, rng: np.random.Generator) -> int:
     return int(finite[min(i, finite.size - 1)])
 
 
-def sample(scores: np.ndarray, temperature: float, top_k: int, top_p: float, rng: np.random.Generator) -> int:
+def _sample_general(scores: np.ndarray, temperature: float, top_k: int, top_p: float, rng: np.random.Generator) -> int:
     """warp() then multinomial(), fused: only the top-k candidates are touched after the k-th value is found.
 
-    Same kept set and same draw as the two-step reference (one rng.random() per call)."""
+    Same kept set and same draw as the two-step reference (one rng.random() per call). Any top-k / top-p; sample()
+    takes a shorter road for the common case."""
     if temperature != 1.0:
         scores = scores / np.float32(temperature)
     n = scores.size
@@ -192,6 +195,38 @@ def sample(scores: np.ndarray, temperature: float, top_k: int, top_p: float, rng
     cdf = np.cumsum(np.exp(x - x.max()))
     i = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
     return int(idx[min(i, idx.size - 1)])
+
+
+def sample(scores: np.ndarray, temperature: float, top_k: int, top_p: float, rng: np.random.Generator) -> int:
+    """_sample_general() with the same kept set, the same float64 CDF and the same rng.random() draw, in fewer
+    numpy calls for the frame loop's case (0 < top_k < size, top_p 1, no tie at the k-th value): each numpy call
+    right after an ncnn call runs with cold caches, 16 samplings per frame (README "Frame loop").
+
+    One argpartition finds the k largest raw scores and the (k+1)-th. Dividing by a positive temperature keeps
+    their order, so when the (k+1)-th scaled score is below the smallest of the k, the k are exactly what the
+    reference keeps (every score >= the k-th largest scaled one); otherwise (ties, -inf or nan there) it runs."""
+    n = scores.size
+    if top_p < 1.0 or not 0 < top_k < n or not temperature > 0:
+        return _sample_general(scores, temperature, top_k, top_p, rng)
+    cand = np.argpartition(scores, n - top_k - 1)[n - top_k - 1:]  # the (k+1)-th largest, then the k largest
+    vals = (scores[cand] / np.float32(temperature)).tolist()  # float32 division as the reference, then exact floats
+    edge = vals.pop(0)
+    if not edge < min(vals):
+        return _sample_general(scores, temperature, top_k, top_p, rng)
+    ids = cand.tolist()
+    del ids[0]
+    order = sorted(range(top_k), key=ids.__getitem__)  # the reference's CDF runs in index order
+    x = np.array([vals[j] for j in order])
+    weights = np.exp(x - max(vals)).tolist()  # numpy's exp, as the reference (math.exp differs in the last bit)
+    cdf = []
+    total = 0.0
+    for w in weights:  # sequential float64 sums: np.cumsum's values
+        total += w
+        cdf.append(total)
+    if not total < math.inf:  # nan or inf among the scores: the general path decides, before the draw
+        return _sample_general(scores, temperature, top_k, top_p, rng)
+    i = bisect.bisect_right(cdf, rng.random() * total)  # np.searchsorted(side="right")
+    return ids[order[min(i, top_k - 1)]]
 
 
 # ---------------------------------------------------------------------------------------------- sampler

@@ -20,7 +20,7 @@ import numpy as np
 
 from .bundle import Bundle
 from .errors import BundleError
-from .ncnn_mats import as_mat, extract, extract_mat
+from .ncnn_mats import InputRow, as_mat, extract, extract_mat
 
 Input = np.ndarray | ncnn.Mat
 Cache = list[ncnn.Mat]  # k_out_0, v_out_0, k_out_1, ... as extracted raw (opaque), fed back unchanged
@@ -39,6 +39,7 @@ class SequenceNet:
         self.net = bundle.net(graph, threads, precision)
         self._cache_in = [f"{kv}_in_{i}" for i in range(layers) for kv in ("k", "v")]
         self._cache_out = [f"{kv}_out_{i}" for i in range(layers) for kv in ("k", "v")]
+        self._row: InputRow | None = None  # a decode step's input, reused
 
     @property
     def weight_threads(self) -> int:
@@ -56,7 +57,12 @@ class SequenceNet:
         (L, head_dim/2; arrays, or Mats from as_mat() when they are used again); mask (L, past + L) is additive
         (None for a graph without a mask input). Returns the named outputs and the grown cache."""
         ex = self.net.create_extractor()
-        ex.input("in0", as_mat(x))
+        if x.ndim == 1:
+            if self._row is None or self._row.mat.w != x.shape[0]:
+                self._row = InputRow(x.shape)
+            ex.input("in0", self._row.set(x))
+        else:
+            ex.input("in0", as_mat(x))
         ex.input("cos", cos if isinstance(cos, ncnn.Mat) else as_mat(cos))
         ex.input("sin", sin if isinstance(sin, ncnn.Mat) else as_mat(sin))
         if mask is not None:

@@ -168,6 +168,8 @@ class Talker:
             parts = [self._step_rows(seqs[c:c + chunk], rows[c:c + chunk]) for c in range(0, len(seqs), chunk)]
         finally:
             self.governor.stop()
+        if len(parts) == 1:
+            return parts[0]
         return np.concatenate([h for h, _ in parts]), np.concatenate([lg for _, lg in parts])
 
     def _step_rows(self, seqs: list[TalkerSequence], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -171,3 +171,48 @@ def test_fused_sampling_equals_warp_then_multinomial(temperature, top_k, top_p):
     for _ in range(200):
         assert sample(logits, temperature, top_k, top_p, a) == multinomial(warp(logits.copy(), temperature, top_k,
                                                                                  top_p), b)
+
+
+def test_sample_takes_the_short_road_only_where_it_draws_what_the_general_path_draws(monkeypatch):
+    """sample() against _sample_general() on the same RNG stream: same code and the same next random number for
+    every case; ties at the k-th value, -inf and nan scores must fall back, ordinary scores must not."""
+    from engine import sampling
+
+    general = sampling._sample_general
+    fell_back = []
+
+    def counting(*args):
+        fell_back.append(True)
+        return general(*args)
+
+    monkeypatch.setattr(sampling, "_sample_general", counting)
+    rng = np.random.default_rng(5)
+    short = 0
+    for case in range(3000):
+        n = int(rng.choice([60, 2048, 3072]))
+        top_k = int(rng.choice([1, 10, 50, 59]))
+        scores = (rng.standard_normal(n) * rng.uniform(0.5, 8)).astype(np.float32)
+        if case % 5 == 4:
+            scores[rng.permutation(n)[:n - top_k]] = -np.inf  # exactly k finite scores: the (k+1)-th is -inf
+        if case % 5 == 1:
+            scores = np.round(scores, 1)  # ties, some at the k-th value
+        if case % 5 == 2:
+            scores[rng.integers(0, n, n - 30)] = -np.inf  # fewer finite scores than k for k = 50
+        if case % 97 == 3:
+            scores[rng.integers(0, n)] = np.nan
+        temperature = float(rng.choice([0.9, 1.0, 0.5, 1.3]))
+        a, b = np.random.default_rng(case), np.random.default_rng(case)
+        fell_back.clear()
+        try:
+            got = sampling.sample(scores.copy(), temperature, top_k, 1.0, a)
+        except ValueError:
+            with pytest.raises(ValueError):
+                general(scores.copy(), temperature, top_k, 1.0, b)
+            continue
+        assert got == general(scores.copy(), temperature, top_k, 1.0, b), case
+        assert a.random() == b.random(), case  # one draw each
+        short += not fell_back
+        finite = np.sort(scores[np.isfinite(scores)] / np.float32(temperature))[::-1]
+        tie_at_kth = finite.size < top_k or (finite.size > top_k and finite[top_k - 1] == finite[top_k])
+        assert bool(fell_back) == (tie_at_kth or bool(np.isnan(scores).any())), case
+    assert 1500 < short < 3000  # both roads were taken
