@@ -148,6 +148,7 @@ def official_worker(a: argparse.Namespace) -> dict:
     decode_warm = time.perf_counter() - t
     codes = captured["codes"]
     np.save(a.out / "official_codes.npy", codes.astype(np.int64))
+    np.save(a.out / "official_wav.npy", np.asarray(wavs[0], np.float32))
     n = codes.shape[0]
     decode = captured["decode"]
     generate = total - decode
@@ -191,6 +192,7 @@ def our_worker(a: argparse.Namespace) -> dict:
     np.save(a.out / f"ours_{synth.precision}_codes.npy", codes)
     t0 = time.perf_counter()
     wav = synth.decode(codes)
+    np.save(a.out / f"ours_{synth.precision}_wav.npy", np.asarray(wav, np.float32))
     decode = time.perf_counter() - t0
     t0 = time.perf_counter()
     synth.decode(codes)  # steady state, as the official side's second call
@@ -259,6 +261,14 @@ def report(results: list[dict], out: Path) -> None:
                        f"differ from frame {first}" if first is not None else f"lengths differ {len(a)} vs {len(b)}")
             print(f"greedy codes, official vs {f.stem[5:-6]}: {verdict} ({int(same.sum())}/{n} frames equal, "
                   f"code-0 equal {int((a[:n, 0] == b[:n, 0]).sum())}/{n})")
+            ours_wav, official_wav = f.with_name(f.name.replace("_codes", "_wav")), out / "official_wav.npy"
+            if verdict == "IDENTICAL" and ours_wav.exists() and official_wav.exists():
+                x, y = np.load(official_wav).astype(np.float64), np.load(ours_wav).astype(np.float64)
+                if len(x) == len(y):  # same codes: the difference is the speech decoder's alone
+                    err = float(np.sum((x - y) ** 2))
+                    snr = 10 * np.log10(np.sum(x ** 2) / err) if err else float("inf")
+                    print(f"  audio from the same codes, official vs {f.stem[5:-6]}: SNR {snr:.1f} dB, "
+                          f"max |difference| {np.abs(x - y).max():.2e}")
 
 
 def ensure_checkpoint(ckpt: Path) -> None:
@@ -302,7 +312,7 @@ def main() -> int:
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     out = a.ckpt.with_name(f"{a.ckpt.name}.vs_official")
     out.mkdir(parents=True, exist_ok=True)
-    for f in out.glob("*_codes.npy"):
+    for f in [*out.glob("*_codes.npy"), *out.glob("*_wav.npy")]:
         f.unlink()
     ref = out / "reference_24k.wav"
     write_reference(ref)
