@@ -16,7 +16,8 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
         ChunkStarted, ChunkFrame, ChunkRetry, ChunkAudio, ChunkSkipped, LongResult (engine/longform.py),
         ChunkProgress   which chunk progress shows while chunks run side by side
     split_text, TextChunk, DEFAULT_MAX_CHARS   the text splitter; read_text_file   a text file as str
-    decode_codes(bundle, codes, threads)   codec ids -> audio, loading only the decoder
+    decode_codes(bundle, codes, threads, precision)   codec ids -> audio, loading only the decoder
+    DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION   the speech decoder's precisions ("auto", "fp32", "bf16")
     load_audio, read_audio_file, save_audio   audio files in and out
     convert_checkpoint(src, dest, precision, progress)   Hugging Face checkpoint -> bundle
     make_demo_bundle(dest, progress), is_demo_bundle(path)   the demo model (a tiny random-weight bundle)
@@ -38,6 +39,7 @@ configure_openmp()  # before anything imports ncnn (libgomp reads its environmen
 
 from .batching import MAX_BATCH_SIZE  # noqa: E402
 from .bundle import OFFERED_PRECISIONS, Bundle  # noqa: E402
+from .codec_decoder import DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION  # noqa: E402
 from .designed_voice import designed_voice, is_designed  # noqa: E402
 from .errors import (  # noqa: E402
     AudioError,
@@ -104,6 +106,8 @@ __all__ = [
     "physical_cores",
     "usable_cpus",
     "DEFAULT_BATCH_SIZE",
+    "DECODER_PRECISIONS",
+    "DEFAULT_DECODER_PRECISION",
     "DEFAULT_MAX_CHARS",
     "FRAME_RATE",
     "MAX_BATCH_SIZE",

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from .bundle import OFFERED_PRECISIONS
+from .codec_decoder import DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION
 from .cpu import physical_cores, usable_cpus
 from .errors import EngineError, as_sentence
 from .fileio import os_reason
@@ -23,6 +24,9 @@ from .synthesizer import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE
 
 EXIT_USAGE = 2
 THREADS_HELP = "CPU threads for the networks (default: the physical core count)"
+DECODER_PRECISION_HELP = ("speech decoder: fp32 (exact), bf16 (its big convolutions in bf16: faster on CPUs with "
+                          "AVX512-BF16, SNR ~30 dB against fp32; README: Decoder) or auto (bf16 where the CPU has "
+                          "AVX512-BF16); default: %(default)s")
 
 
 class UsageError(EngineError):
@@ -189,7 +193,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
         _check_output(args.codes_out, (".npy",), "--codes-out", (*inputs, args.output))
     text = clean_text(_text_of(args))
     long_text = _long_text_options(args, text)  # None: one synthesis
-    synth = Synthesizer(args.model, threads=args.threads)
+    synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision)
     settings = GenerationSettings(
         greedy=args.greedy, seed=args.seed, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
         repetition_penalty=args.repetition_penalty, max_frames=args.max_frames,
@@ -258,7 +262,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     lines = read_jobs(args.jobs)
     if not lines:
         raise UsageError(f"The jobs file {args.jobs} has no jobs.")
-    synth = Synthesizer(args.model, threads=args.threads)
+    synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision)
     settings = GenerationSettings(greedy=args.greedy, seed=args.seed)
     synth.check_settings(settings)
     out.mkdir(exist_ok=True)
@@ -462,7 +466,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
     _sample_format(args)
     codes = _read_codes(args.codes)
     t0 = time.monotonic()
-    wav = decode_codes(args.model, codes, threads=args.threads)
+    wav = decode_codes(args.model, codes, threads=args.threads, precision=args.decoder_precision)
     elapsed = time.monotonic() - t0
     save_audio(args.output, wav, SAMPLE_RATE, subtype=_sample_format(args))
     seconds = len(wav) / SAMPLE_RATE
@@ -531,10 +535,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out(f"load average  {load_average()} (before)")
     out(f"load          loading {args.model}...")
     t0 = time.perf_counter()
-    synth = Synthesizer(args.model, threads=args.threads)
+    synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision)
     talker_threads, cp_threads = synth.thread_counts
     out(f"bundle        {args.model} ({synth.precision}, {args.threads} threads; weight layers on {talker_threads} "
-        f"(talker) and {cp_threads} (code predictor))")
+        f"(talker) and {cp_threads} (code predictor); speech decoder {synth.decoder_precision})")
     out(f"load          {time.perf_counter() - t0:.2f} s (talker, code predictor and decoder)")
     # a fixed pseudo-random x-vector: the voice front end is timed on its own below
     rng = np.random.default_rng(0)
@@ -761,6 +765,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--codes-out", type=Path, help="also write the generated codes (frames x 16) as .npy")
     _add_sample_format(s)
     s.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
+    s.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,
+                   help=DECODER_PRECISION_HELP)
     lt = s.add_argument_group("long text (split into chunks of whole sentences, joined into one file)")
     lt.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS,
                     help=f"longest chunk in characters (default {DEFAULT_MAX_CHARS})")
@@ -792,6 +798,8 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--seed", type=int, help="seed of every job without its own")
     bt.add_argument("--codes", action="store_true", help="also write NAME.codes.npy (frames x 16 int64)")
     bt.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
+    bt.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,
+                    help=DECODER_PRECISION_HELP)
     bt.set_defaults(func=cmd_batch)
 
     d = sub.add_parser("decode", help="decode codec ids (frames x 16 .npy) to 24 kHz audio")
@@ -800,6 +808,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("-o", "--output", type=Path, required=True)
     _add_sample_format(d)
     d.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
+    d.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,
+                   help=DECODER_PRECISION_HELP)
     d.set_defaults(func=cmd_decode)
 
     sp = sub.add_parser("speakers", help="list the preset speakers of a CustomVoice model")
@@ -816,6 +826,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--model", type=Path, required=True)
     b.add_argument("--frames", type=int, default=50)
     b.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
+    b.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,
+                   help=DECODER_PRECISION_HELP)
     b.add_argument("--under-load", action="store_true",
                    help="also time generation with one busy process per CPU competing (started and stopped here)")
     b.add_argument("--text", default="The quick brown fox jumps over the lazy dog, and then it runs far away.")

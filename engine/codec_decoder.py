@@ -6,6 +6,11 @@ dropped. Every layer of the decoder is causal, so the bundle's graph is stateful
 keys/values of each attention layer) and a chunk can be fed in blocks of any size: outputs depend only on the
 frames since the chunk's start. Whole decoding and streaming share one code path; streaming adds no latency
 (each pushed frame returns its 1920 samples at once) and equals the whole decode up to float rounding.
+
+Precision ("auto", "fp32", "bf16"): bundles converted with per-layer marks (manifest `bf16_layers`) can run the
+vocoder's convolutions in bf16 (ncnn's AVX512-BF16 kernels, about 2x the fp32 speed) with every other layer, the
+streaming state included, in fp32 (engine/convert/codec_decoder.py). "auto" picks bf16 where the CPU has
+AVX512-BF16 and the bundle has the marks, else the bundle's own precision; "fp32" is the exact decoder.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import ncnn
 import numpy as np
 
 from .bundle import Bundle
+from .cpu import has_bf16_dot_product
 from .errors import CodesError, EngineError
 from .types import SAMPLE_RATE
 
@@ -24,28 +30,56 @@ CHUNK_SIZE = 300  # official chunked_decode
 LEFT_CONTEXT = 25
 BLOCK_FRAMES = 25  # frames per graph run: bounds memory (activations at 1920 x channels per frame)
 MASKED = np.float32(-1e30)
+DECODER_PRECISIONS = ("auto", "fp32", "bf16")  # what a caller may ask for (CLI --decoder-precision, the app)
+# The exact decoder unless measurements say otherwise: bf16 convolutions must be >= 2x faster with an SNR against
+# fp32 of ~40 dB to become the default (README "Decoder" has the figures).
+DEFAULT_DECODER_PRECISION = "fp32"
 
 
-def decode_codes(bundle: str | Path | Bundle, codes, threads: int = 2) -> np.ndarray:
+def decode_codes(bundle: str | Path | Bundle, codes, threads: int = 2,
+                 precision: str = DEFAULT_DECODER_PRECISION) -> np.ndarray:
     """Codec ids (frames, 16) -> float32 audio at SAMPLE_RATE, loading only the bundle's decoder."""
     bundle = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
-    return CodecDecoder(bundle, threads).decode(codes)
+    return CodecDecoder(bundle, threads, precision).decode(codes)
+
+
+def check_decoder_precision(precision: str) -> str:
+    """The name itself, or EngineError in one sentence."""
+    if not isinstance(precision, str) or precision not in DECODER_PRECISIONS:
+        raise EngineError(f"Unknown speech decoder precision {precision!r}; choose one of "
+                          f"{', '.join(DECODER_PRECISIONS)}.")
+    return precision
+
+
+def decoder_net_precision(bundle: Bundle, precision: str = "auto") -> str:
+    """The ncnn precision the decoder of `bundle` runs at for the requested precision: "fp32", "bf16", or "fp16"
+    (fp16 bundles under "auto" on a CPU without AVX512-BF16, as before bf16 decoding existed)."""
+    check_decoder_precision(precision)
+    marked = bundle.part("codec_decoder").get("bf16_layers") is True
+    if precision == "bf16":
+        if not marked:
+            raise EngineError(f"The speech decoder of {bundle.path} was converted before bf16 decoding existed; "
+                              "convert the model again to use it, or choose fp32 or auto.")
+        return "bf16"  # on a CPU without AVX512-BF16 ncnn emulates it: same rounding bound, slower than fp32
+    if precision == "auto" and marked and has_bf16_dot_product():
+        return "bf16"
+    if precision == "fp32" or bundle.runtime_precision == "bf16":
+        # a bf16 bundle stores fp32 weights: its unmarked (older) decoder graphs run exactly in fp32
+        return "fp32"
+    return bundle.runtime_precision
 
 
 class CodecDecoder:
     """The speech-tokenizer decoder of a bundle. Not thread-safe: use one instance per thread."""
 
-    def __init__(self, bundle: Bundle, threads: int = 2, precision: str | None = None):
-        """precision: ncnn storage override ("fp32" runs a bf16 bundle, whose weights are fp32 on disk, exactly);
-        None = the bundle's own."""
+    def __init__(self, bundle: Bundle, threads: int = 2, precision: str = DEFAULT_DECODER_PRECISION):
+        """precision: "auto" (bf16 convolutions where the CPU has AVX512-BF16 and the bundle's graph is marked
+        for it, else the bundle's own), "fp32" (exact) or "bf16" (refused for bundles converted without the marks)."""
         info = bundle.part("codec_decoder")
-        if precision is None and bundle.precision == "bf16":
-            # bf16 arithmetic is slower than fp32 for the decoder's convolutions here and costs ~10 dB of SNR;
-            # a bf16 bundle stores fp32 weights, so decoding it in fp32 is exact.
-            precision = "fp32"
         self.info = info
-        self._bundle, self._precision = bundle, precision
-        self._net = bundle.net(info["graph"], threads, precision=precision)
+        self.requested_precision = check_decoder_precision(precision)
+        self._bundle, self._precision = bundle, decoder_net_precision(bundle, precision)
+        self._net = bundle.net(info["graph"], threads, precision=self._precision)
         self._table = bundle.table(info["table"])
         self.num_quantizers = int(info["num_quantizers"])
         self.codebook_sizes = np.asarray(info["codebook_sizes"], dtype=np.int64)
@@ -65,6 +99,11 @@ class CodecDecoder:
         # ncnn computes only what an extract needs: pulling outputs in graph order keeps one pass and
         # releases each state's source blob as soon as its tail is copied.
         self._outputs = list(info["outputs"])
+
+    @property
+    def precision(self) -> str:
+        """The ncnn precision the decoder runs at: "fp32", "bf16" (bf16 convolutions, the rest fp32) or "fp16"."""
+        return self._precision
 
     @property
     def threads(self) -> int:

@@ -120,3 +120,20 @@ def busy_processes(count: int) -> Iterator[None]:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+def has_bf16_dot_product() -> bool:
+    """True where ncnn's convolutions have native bf16 kernels (x86 AVX512-BF16); elsewhere ncnn emulates bf16
+    storage, correct but slower than fp32. Read from /proc/cpuinfo (Linux); False where it cannot be read."""
+    return "avx512_bf16" in _cpu_flags()
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.partition(":")[2].split())
+    return set()

@@ -109,6 +109,7 @@ class Graph:
     _names: set[str] = field(default_factory=set)
     _counter: int = 0
     _outputs: set[str] = field(default_factory=set)
+    split_params: dict[int, ParamValue] = field(default_factory=dict)  # params of the Split layers it adds
 
     def _fresh(self, prefix: str) -> str:
         self._counter += 1
@@ -177,7 +178,7 @@ class Graph:
                     if b in self._outputs:
                         names[-1] = b  # the extracted copy keeps the public name
                 next_use[b] = list(names)
-                splits.append(_Layer("Split", f"{b}__split", [src], names, {}, []))
+                splits.append(_Layer("Split", f"{b}__split", [src], names, dict(self.split_params), []))
             result.append(_Layer(layer.type, layer.name, ins, outs, layer.params, layer.weights))
             result.extend(splits)
         return result

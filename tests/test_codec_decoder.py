@@ -33,10 +33,13 @@ LONG_MODELS = sorted({m for m, n in CASES if int(n.split("_T")[1].split(".")[0])
 _decoders: dict[tuple[str, str], CodecDecoder] = {}
 
 
-def decoder(model: str, precision: str = "fp32") -> CodecDecoder:
-    key = (model, precision)
+def decoder(model: str, precision: str = "fp32", decoder_precision: str = "fp32") -> CodecDecoder:
+    """The decoder of the fixture `model` converted at `precision`; exactness tests run it in fp32 explicitly
+    (the default, "auto", runs bf16 convolutions on CPUs with AVX512-BF16)."""
+    key = (model, precision, decoder_precision)
     if key not in _decoders:
-        _decoders[key] = CodecDecoder(Bundle.open(bundle_for(model, precision, parts=PART)), threads=THREADS)
+        _decoders[key] = CodecDecoder(Bundle.open(bundle_for(model, precision, parts=PART)), threads=THREADS,
+                                      precision=decoder_precision)
     return _decoders[key]
 
 
