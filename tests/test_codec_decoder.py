@@ -5,14 +5,19 @@ The references are the official chunked_decode(300, 25) outputs made by tests/re
 
 from __future__ import annotations
 
+import copy
+
+import ncnn
 import numpy as np
 import pytest
 import soundfile as sf
 
-from engine.bundle import Bundle
+from engine.bundle import Bundle, make_net_options
 from engine.cli import main as cli_main
-from engine.codec_decoder import LEFT_CONTEXT, CodecDecoder, CodesError
+from engine.codec_decoder import BLOCK_FRAMES, LEFT_CONTEXT, CodecDecoder, CodesError
+from engine.cpu import has_bf16_dot_product
 from engine.errors import EngineError
+from engine.ncnn_graph import Graph, raw, tagged
 from tests.bundles import OUTPUTS, bundle_for, fixture_models
 
 THREADS = 1  # the test machine is shared; results do not depend on the thread count
@@ -178,19 +183,24 @@ def test_cli_decode_writes_wav(tmp_path, capsys):
     bundle = bundle_for(model, parts=PART)
     out = tmp_path / "out.wav"
     assert cli_main(["decode", "--model", str(bundle), "--codes", str(npy), "-o", str(out), "--float",
-                     "--threads", "1"]) == 0
+                     "--threads", "1", "--decoder-precision", "fp32"]) == 0
     wav, sr = sf.read(out, dtype="float32")
     assert sr == 24000 and sf.info(out).subtype == "FLOAT"
     assert float(np.abs(wav - want[: len(wav)]).max()) <= 1e-4 and len(wav) == 40 * 1920
     out16 = tmp_path / "out16.wav"  # the default, as in the app: 16-bit PCM
     assert cli_main(["decode", "--model", str(bundle), "--codes", str(npy), "-o", str(out16),
-                     "--threads", "1"]) == 0
+                     "--threads", "1", "--decoder-precision", "fp32"]) == 0
     assert sf.info(out16).subtype == "PCM_16"
     wav16, _ = sf.read(out16, dtype="float32")
     # 16-bit: half a step of rounding plus libsndfile's 32767-vs-32768 scale (at most one step at full scale),
     # on top of the decoder's fp32 tolerance
     assert float(np.abs(wav16 - want[: len(wav16)]).max()) <= 1.5 / 32768 + 1e-4 and len(wav16) == 40 * 1920
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left
+    outbf = tmp_path / "bf16.wav"
+    assert cli_main(["decode", "--model", str(bundle), "--codes", str(npy), "-o", str(outbf), "--float",
+                     "--threads", "1", "--decoder-precision", "bf16"]) == 0
+    np.testing.assert_array_equal(sf.read(outbf, dtype="float32")[0],
+                                  decoder(model, decoder_precision="bf16").decode(codes))
 
 
 def test_cli_decode_bad_codes_one_line(tmp_path, capsys):
@@ -222,3 +232,211 @@ def test_thread_count_change_reloads_and_decodes_the_same():
     np.testing.assert_array_equal(dec.decode(codes), two)  # threads split the outputs, not the sums
     with pytest.raises(EngineError, match="at least one thread"):
         dec.threads = 0
+
+
+# -- bf16 convolutions (precision "bf16"): everything but the vocoder's big convolutions stays fp32 ---------------
+
+NO_BF16 = 1 << 2  # ncnn featmask bit: the layer ignores use_bf16_storage
+
+
+def _unit_roundoff_bf16() -> float:
+    """ncnn rounds fp32 -> bf16 to nearest even with AVX512-BF16 (unit roundoff 2^-8) and by truncation without
+    it (relative error below 2^-7)."""
+    return 2.0**-8 if has_bf16_dot_product() else 2.0**-7
+
+
+def _bf16_convs_on_path(model: str) -> int:
+    """bf16 convolutions a sample passes through: per vocoder block the transposed convolution (polyphase) and
+    three residual units of two convolutions (engine/convert/codec_decoder.py BF16_ROLES)."""
+    rates = Bundle.open(bundle_for(model, parts=PART)).manifest["speech_config"]["decoder_config"]["upsample_rates"]
+    return 7 * len(rates)
+
+
+def _graph_layers(model: str) -> list[tuple[str, str, list[str], list[str], int]]:
+    """(type, name, inputs, outputs, featmask) of every layer of the fixture's decoder graph."""
+    text = (bundle_for(model, parts=PART) / "codec_decoder.param").read_text(encoding="utf-8").splitlines()
+    layers = []
+    for line in text[2:]:
+        words = line.split()
+        n_in, n_out = int(words[2]), int(words[3])
+        ins, outs = words[4:4 + n_in], words[4 + n_in:4 + n_in + n_out]
+        params = dict(w.split("=", 1) for w in words[4 + n_in + n_out:])
+        layers.append((words[0], words[1], ins, outs, int(params.get("31", 0))))
+    return layers
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_only_the_vocoder_convolutions_may_run_in_bf16(model):
+    """Every layer carries the no-bf16 bit except the vocoder's convolutions and the identity Cast right after
+    each (which hands fp32 on); the state tails (Concat/Crop), SnakeBeta, the adds, the transformer, the Splits
+    the writer adds, the first and the last convolution stay fp32."""
+    layers = _graph_layers(model)
+    free = [layer for layer in layers if not layer[4] & NO_BF16]
+    convs = [layer for layer in free if layer[0] == "Convolution"]
+    casts = [layer for layer in free if layer[0] == "Cast"]
+    assert len(convs) == len(casts) == _bf16_convs_on_path(model)
+    assert len(free) == len(convs) + len(casts)  # nothing else
+    producer = {out: layer for layer in layers for out in layer[3]}
+    consumers: dict[str, int] = {}
+    for layer in layers:
+        for b in layer[2]:
+            consumers[b] = consumers.get(b, 0) + 1
+    for cast in casts:
+        assert producer[cast[2][0]][0] == "Convolution" and not producer[cast[2][0]][4] & NO_BF16
+    for conv in convs:
+        assert consumers[conv[3][0]] == 1  # its only consumer is its Cast
+    assert decoder(model).info["bf16_layers"] is True
+    kinds = {layer[0] for layer in layers if layer[4] & NO_BF16}
+    assert {"Concat", "Crop", "Split", "UnaryOp", "Scale", "BinaryOp", "SDPA", "Convolution", "Clip"} <= kinds
+
+
+def _bf16_bound(model: str, reference: np.ndarray) -> float:
+    """How far the bf16 decode may be from the fp32 one, derived from the arithmetic.
+
+    A bf16 convolution rounds its inputs and its weights to bf16 (relative error <= u each), sums the products in
+    fp32 and rounds its outputs to bf16 (<= u): each output moves by at most (2u + u^2) * sum|w*x| + u*|y|, about
+    3u times its magnitude (the array's own magnitude standing in for sum|w*x|, as in
+    tests/parity_live/tolerances.py). Every other layer is fp32 (the graph test above). To first order the
+    relative errors of the convolutions along a sample's path add (tolerances.py: normalised networks keep
+    relative errors from growing): 3 * u * N * max|reference| with N the bf16 convolutions on the path. fp32's own
+    rounding (1e-4 against the official decoder) is far below it."""
+    return 3 * _unit_roundoff_bf16() * _bf16_convs_on_path(model) * float(np.abs(reference).max())
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_bf16_decode_within_the_derived_bound(model):
+    codes, want = longest_case(model)
+    exact = decoder(model).decode(codes)
+    got = decoder(model, decoder_precision="bf16").decode(codes)
+    assert decoder(model, decoder_precision="bf16").precision == "bf16"
+    assert got.shape == exact.shape and np.isfinite(got).all()
+    err = float(np.abs(got - exact).max())
+    snr = 10 * np.log10(float((exact**2).sum()) / max(float(((got - exact) ** 2).sum()), 1e-30))
+    print(f"{model} bf16: max abs err {err:.3g} (bound {_bf16_bound(model, exact):.3g}), SNR {snr:.1f} dB vs fp32")
+    assert err <= _bf16_bound(model, exact)
+    assert float(np.abs(got - want).max()) <= _bf16_bound(model, want) + 1e-4  # + fp32's own tolerance
+    assert not np.array_equal(got, exact)  # the convolutions really ran in bf16
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_bf16_streaming(model):
+    """Pushed in the whole decode's blocks, streaming is the whole decode bit for bit (same computations: the
+    state tails are exact fp32); pushed in other sizes it stays within the bf16 bound (a convolution's fp32 sums
+    may round to the other neighbouring bf16 value when its block width changes)."""
+    codes, _want = longest_case(model)
+    dec = decoder(model, decoder_precision="bf16")
+    whole = dec.decode(codes)
+    stream = dec.stream()
+    blocks = [stream.push(codes[i:i + BLOCK_FRAMES]) for i in range(0, len(codes), BLOCK_FRAMES)]
+    np.testing.assert_array_equal(np.concatenate(blocks), whole)
+    stream = dec.stream()
+    sizes = [1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 1, 1, 144]
+    parts, i, k = [], 0, 0
+    while i < len(codes):
+        n = sizes[k % len(sizes)]
+        parts.append(stream.push(codes[i:i + n]))
+        assert parts[-1].shape == (min(n, len(codes) - i) * dec.samples_per_frame,)  # no latency
+        i += n
+        k += 1
+    exact = decoder(model).decode(codes)
+    assert float(np.abs(np.concatenate(parts) - exact).max()) <= _bf16_bound(model, exact)
+
+
+def _fp32_valued(a: np.ndarray) -> float:
+    """Share of the non-zero, unclipped values whose low 16 bits are not all zero (a bf16 value has none)."""
+    v = np.ascontiguousarray(a, np.float32).reshape(-1)
+    v = v[(v != 0) & (np.abs(v) < 1)]
+    return float(np.mean((v.view(np.uint32) & 0xFFFF) != 0)) if v.size else 1.0
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_bf16_run_keeps_state_and_audio_in_fp32(model):
+    """The state handed to the next block (convolution tails, keys and values) and the audio are fp32 values,
+    not bf16 ones, in a bf16 run: so streaming state does not drift and the output is not quantised to 8 bits."""
+    codes, _want = longest_case(model)
+    dec = decoder(model, decoder_precision="bf16")
+    run = dec._new_run()
+    wav = run.step(dec.latent(codes[:BLOCK_FRAMES]))
+    assert _fp32_valued(wav) > 0.5
+    for name, arr in zip([s["name"] for s in dec._states], run.conv, strict=True):
+        assert _fp32_valued(arr) > 0.5, name
+    for arr in run.kv:
+        assert _fp32_valued(arr) > 0.5
+
+
+def test_bf16_convolution_rounds_as_the_bound_assumes(tmp_path):
+    """The premise of the bound: ncnn's bf16 convolution rounds inputs, weights and outputs to bf16 (to nearest
+    even with AVX512-BF16, truncating without) and sums in fp32. One k7 convolution against numpy."""
+    rng = np.random.default_rng(1)
+    cin, cout, k, width = 32, 48, 7, 64
+    w = (rng.standard_normal((cout, cin, k)) / np.sqrt(cin * k)).astype(np.float32)
+    bias = (0.1 * rng.standard_normal(cout)).astype(np.float32)
+    x = rng.standard_normal((cin, 1, width + k - 1)).astype(np.float32)
+    g = Graph()
+    g.layer("Convolution", [g.input("x")], params={0: cout, 1: k, 11: 1, 5: 1, 6: w.size},
+            weights=[tagged(w), raw(bias)], name="y")
+    g.save(tmp_path / "conv.param", tmp_path / "conv.bin")
+    net = ncnn.Net()
+    make_net_options(net, "bf16", threads=1)
+    assert net.load_param(str(tmp_path / "conv.param")) == 0 and net.load_model(str(tmp_path / "conv.bin")) == 0
+    ex = net.create_extractor()
+    ex.input("x", ncnn.Mat(x))
+    ret, mat = ex.extract("y")
+    assert ret == 0
+    got = np.array(mat)[:, 0, :]
+    rnd = _round_bf16_nearest if has_bf16_dot_product() else _truncate_bf16
+    xb, wb = rnd(x[:, 0, :]).astype(np.float64), rnd(w).astype(np.float64)
+    want = sum(wb[:, :, t] @ xb[:, t:t + width] for t in range(k)) + bias[:, None]
+    want = rnd(want.astype(np.float32))
+    # fp32 sums in another order may land on the other side of a bf16 rounding boundary: one bf16 step at most
+    step = np.abs(want) * 2.0**-7
+    assert np.all(np.abs(got - want) <= step + 1e-30)
+    assert np.mean(got == want) > 0.9
+
+
+def _round_bf16_nearest(a: np.ndarray) -> np.ndarray:
+    u = np.ascontiguousarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+
+
+def _truncate_bf16(a: np.ndarray) -> np.ndarray:
+    return (np.ascontiguousarray(a, np.float32).view(np.uint32) & 0xFFFF0000).view(np.float32)
+
+
+def test_bundle_without_bf16_marks_runs_fp32_or_is_refused():
+    """An older bundle (no per-layer marks, no manifest flag) would run every layer in bf16 with bf16 storage on:
+    "auto" runs it in fp32, "bf16" is refused in one sentence."""
+    model = MODELS[0]
+    bundle = Bundle.open(bundle_for(model, parts=PART))
+    manifest = copy.deepcopy(bundle.manifest)
+    del manifest["parts"]["codec_decoder"]["bf16_layers"]
+    old = Bundle(bundle.path, manifest)
+    dec = CodecDecoder(old, threads=THREADS, precision="auto")
+    assert dec.precision == "fp32"
+    codes, _want = longest_case(model)
+    np.testing.assert_array_equal(dec.decode(codes[:30]), decoder(model).decode(codes[:30]))
+    with pytest.raises(EngineError, match="converted before bf16 decoding") as e:
+        CodecDecoder(old, threads=THREADS, precision="bf16")
+    assert "\n" not in str(e.value)
+
+
+def test_auto_precision_follows_the_cpu(monkeypatch):
+    """auto: bf16 where the CPU has AVX512-BF16 (ncnn's native bf16 kernels), fp32 elsewhere (emulated bf16 is
+    slower than fp32). An explicit "bf16" runs anyway (correct, within the bound: tested above on this CPU)."""
+    import engine.codec_decoder as cd
+
+    bundle = Bundle.open(bundle_for(MODELS[0], parts=PART))
+    monkeypatch.setattr(cd, "has_bf16_dot_product", lambda: False)
+    assert cd.decoder_net_precision(bundle, "auto") == "fp32"
+    assert cd.decoder_net_precision(bundle, "bf16") == "bf16"
+    monkeypatch.setattr(cd, "has_bf16_dot_product", lambda: True)
+    assert cd.decoder_net_precision(bundle, "auto") == "bf16"
+    assert cd.decoder_net_precision(bundle, "fp32") == "fp32"
+
+
+@pytest.mark.parametrize("bad", ["fast", "FP32", "", None, 16])
+def test_bad_precision_name_is_refused(bad):
+    bundle = Bundle.open(bundle_for(MODELS[0], parts=PART))
+    with pytest.raises(EngineError, match="Unknown speech decoder precision") as e:
+        CodecDecoder(bundle, threads=THREADS, precision=bad)
+    assert "\n" not in str(e.value) and str(e.value).endswith(".")

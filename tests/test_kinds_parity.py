@@ -44,7 +44,7 @@ def load_case(path: Path) -> dict:
 
 @functools.cache
 def synth_for(model: str) -> Synthesizer:
-    return Synthesizer(bundle_for(model, "fp32", parts=PARTS))
+    return Synthesizer(bundle_for(model, "fp32", parts=PARTS), decoder_precision="fp32")  # the exact decoder
 
 
 def voice_of(d: dict):

@@ -52,7 +52,7 @@ def load_case(path: Path) -> dict:
 @functools.cache
 def synth_for(model: str, with_front_end: bool = False) -> Synthesizer:
     parts = CORE_PARTS + (FRONT_END_PARTS if with_front_end else ())
-    return Synthesizer(bundle_for(model, "fp32", parts=parts))
+    return Synthesizer(bundle_for(model, "fp32", parts=parts), decoder_precision="fp32")  # the exact decoder
 
 
 def injected_voice(synth: Synthesizer, d: dict) -> Voice:

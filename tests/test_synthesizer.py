@@ -20,7 +20,8 @@ STREAM_ATOL = 1e-4  # streamed vs whole decode, as in tests/test_codec_decoder.p
 
 @pytest.fixture(scope="module")
 def synth() -> Synthesizer:
-    return Synthesizer(bundle_for(fixture_models()[0], "fp32", parts=["text", "talker", "codec_decoder"]))
+    return Synthesizer(bundle_for(fixture_models()[0], "fp32", parts=["text", "talker", "codec_decoder"]),
+                       decoder_precision="fp32")
 
 
 @pytest.fixture(scope="module")
@@ -244,3 +245,18 @@ def test_overlap_decodes_waiting_frames_in_one_push(synth):
     assert all(len(c.samples) == 1920 for c in chunks)
     np.testing.assert_allclose(np.concatenate([c.samples for c in chunks]), dec.decode(codes), rtol=0,
                                atol=STREAM_ATOL)
+
+
+def test_decoder_precision_reaches_the_decoder():
+    """Synthesizer(decoder_precision=...) picks the speech decoder's precision; a bad name fails at once, in one
+    sentence, before the bundle is read."""
+    bundle = bundle_for(fixture_models()[0], "fp32", parts=["text", "talker", "codec_decoder"])
+    fast = Synthesizer(bundle, threads=1, decoder_precision="bf16")
+    assert fast.decoder_precision == "bf16"
+    codes = np.zeros((3, 16), np.int64)
+    exact = Synthesizer(bundle, threads=1, decoder_precision="fp32")
+    assert exact.decoder_precision == "fp32"
+    assert not np.array_equal(fast.decode(codes + 5), exact.decode(codes + 5))
+    with pytest.raises(EngineError, match="Unknown speech decoder precision") as e:
+        Synthesizer("/nonexistent/bundle", decoder_precision="quick")
+    assert "\n" not in str(e.value)

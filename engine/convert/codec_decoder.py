@@ -38,8 +38,8 @@ CROP_TO_END = 1 << 30  # Crop 'ends' past the last column
 FEATMASK_ONE_THREAD = 1 << 7  # ncnn per-layer featmask bit: run this layer on one thread
 FEATMASK_NO_BF16 = 1 << 2  # ncnn per-layer featmask bit: this layer ignores use_bf16_storage (stays fp32)
 # Convolutions that run in bf16 when the decoder runs with bf16 storage (see the module doc; README "Decoder"):
-# the vocoder's convolutions after its first one (the residual units' k7 and k1 convolutions, the transposed
-# convolutions in polyphase form, the last convolution) hold ~85 % of the decoder's arithmetic.
+# the vocoder's convolutions but its first and last (the residual units' k7 and k1 convolutions and the
+# transposed convolutions in polyphase form) hold ~85 % of the decoder's arithmetic.
 BF16_ROLES = frozenset({"vocoder"})
 HEAVY = {"Input", "InnerProduct", "Convolution", "ConvolutionDepthWise", "Deconvolution"}
 
@@ -354,7 +354,7 @@ def build_graph(ckpt: Checkpoint, fp16: bool) -> tuple[Graph, dict[str, Any]]:
     # small: one thread each, as are the state tails everywhere; a parallel region per layer (an OpenMP wake-up
     # each with passive waiting) costs more than such work, most of all when a push holds one frame.
     _one_thread(g, lambda layer: layer.type not in HEAVY)
-    b.role = "vocoder_in"  # cheap (at most 4 rows per frame) and early: its rounding would be amplified by all after it
+    b.role = "vocoder_in"  # little arithmetic (4 columns per frame) and early: every later layer amplifies its error
     x = b.causal_conv(x, "decoder.0.conv")
     b.role = "vocoder"
     for i in range(len(upsample_rates)):
@@ -372,6 +372,7 @@ def build_graph(ckpt: Checkpoint, fp16: bool) -> tuple[Graph, dict[str, Any]]:
             x = b.add(y, x)
     last = len(upsample_rates) + 1
     x = b.snake(x, f"decoder.{last}")
+    b.role = "vocoder_out"  # one output channel: next to no arithmetic, and in bf16 it would round the audio itself
     x = b.causal_conv(x, f"decoder.{last + 1}.conv")
     x = g.layer("Clip", [x], params={0: -1.0, 1: 1.0})
     g.layer("Reshape", [x], params={0: -1}, name="wav")
