@@ -15,6 +15,7 @@ import numpy as np
 
 from engine import (
     DEFAULT_BATCH_SIZE,
+    DEFAULT_DECODER_PRECISION,
     FRAME_RATE,
     MAX_BATCH_SIZE,
     SAMPLE_RATE,
@@ -68,6 +69,7 @@ from engine.store import (
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "DEFAULT_DECODER_PRECISION",
     "MAX_BATCH_SIZE",
     "JobEvent",
     "SynthesisJob",
@@ -173,6 +175,10 @@ class SynthesizerLike(Protocol):
     @property
     def honours_instruct(self) -> bool: ...
 
+    # what the speech decoder runs at: "fp32" (exact), "bf16" (bf16 convolutions) or "fp16"
+    @property
+    def decoder_precision(self) -> str: ...
+
     def check_language(self, language: str | None) -> str: ...
 
     def check_voice(self, voice: Voice) -> None: ...
@@ -181,12 +187,14 @@ class SynthesizerLike(Protocol):
 SynthFactory = Callable[[Path], SynthesizerLike]
 
 
-def open_synthesizer(bundle_dir: Path, threads: int | None = None) -> SynthesizerLike:
+def open_synthesizer(bundle_dir: Path, threads: int | None = None,
+                     decoder_precision: str = DEFAULT_DECODER_PRECISION) -> SynthesizerLike:
     """Load a model bundle (slow for full-size bundles: call it from a worker thread). threads: CPU threads per
-    network, None for the physical core count."""
+    network, None for the physical core count. decoder_precision: "fp32" (exact) or "auto" (bf16 convolutions
+    where the CPU has AVX512-BF16)."""
     from engine import Synthesizer
 
-    synth = Synthesizer(bundle_dir, threads=threads)
+    synth = Synthesizer(bundle_dir, threads=threads, decoder_precision=decoder_precision)
     # Touch the bundle-derived properties here, in the worker, so a damaged bundle fails now.
     synth.languages, synth.default_settings  # noqa: B018
     return synth

@@ -340,7 +340,7 @@ class MainWindow(QMainWindow):
         self.ctx.settings.remember_model(str(path))
         self.ctx.settings.sync()  # remembered even if the app is killed later
         self.ctx.set_model(synth, path)
-        self.statusBar().showMessage(f"Model {path.name} is ready", 5000)
+        self.statusBar().showMessage(f"Model {path.name} is ready (speech decoder: {synth.decoder_precision})", 5000)
         log.info("opened model %s", path)
 
     def _model_failed(self, path: Path, message: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import QByteArray, QSettings
 
-from .engine_adapter import MAX_BATCH_SIZE
+from .engine_adapter import DEFAULT_DECODER_PRECISION, MAX_BATCH_SIZE
 
 T = TypeVar("T")
 MAX_SEED = 2**31 - 1  # what the seed box (a 32-bit QSpinBox) holds
@@ -24,12 +24,13 @@ class Option(Generic[T]):
     """One setting: key, default and type. Reads convert whatever the backend stored back to that type."""
 
     def __init__(self, key: str, default: T, minimum: int | None = None, maximum: int | None = None,
-                 items: type | None = None):
+                 items: type | None = None, choices: tuple | None = None):
         self.key = key
         self.default = default
         self.kind = type(default)
         self.minimum, self.maximum = minimum, maximum  # for int options: what the widget showing it accepts
         self.items = items  # for list options: the type every element must have
+        self.choices = choices  # the only values it may hold, if given
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -53,6 +54,8 @@ class Option(Generic[T]):
         return value
 
     def _in_range(self, value: T) -> bool:
+        if self.choices is not None and value not in self.choices:
+            return False
         if self.kind is not int:
             return True
         return ((self.minimum is None or value >= self.minimum)  # type: ignore[operator]
@@ -110,6 +113,8 @@ class Settings:
     sentence_pause_ms = Option("generate/sentence_pause_ms", 350, minimum=0, maximum=MAX_GAP_MS)  # long texts
     paragraph_pause_ms = Option("generate/paragraph_pause_ms", 900, minimum=0, maximum=MAX_GAP_MS)
     threads = Option("engine/threads", 0, minimum=0, maximum=256)  # CPU threads per network; 0: physical cores
+    # the speech decoder: "fp32" exact, "auto" bf16 convolutions where the CPU has AVX512-BF16 (README "Decoder")
+    decoder_precision = Option("engine/decoder_precision", DEFAULT_DECODER_PRECISION, choices=("fp32", "auto"))
     text = Option("generate/text", "")  # the text box, as it was when the app closed
     generation_values = Option("generate/values", {})  # the settings box's values the user set (not defaults)
     # the take history kept in <data>/takes

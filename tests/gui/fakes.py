@@ -72,6 +72,7 @@ class FakeSynthesizer:
 
     # a Base model: clones voices, no preset speakers, no instruction
     model_kind = "base"
+    decoder_precision = "fp32"  # the exact speech decoder (the real one may say "bf16" or "fp16")
     speakers: list = []
     honours_instruct = False
 

@@ -237,9 +237,50 @@ def test_threads_setting_reaches_the_engine_when_a_model_opens(qtbot, make_windo
     box.threads.setValue(1)
     assert settings.threads == 1
     opened = []
-    monkeypatch.setattr(context, "open_synthesizer", lambda path, threads=None: opened.append(threads))
+    monkeypatch.setattr(context, "open_synthesizer", lambda path, threads=None, **_: opened.append(threads))
     default_ctx = context.AppContext(settings, window.ctx.audio, window.ctx.dialogs, library=window.ctx.library)
     default_ctx.open_synth("some-bundle")
     settings.threads = 0
     default_ctx.open_synth("some-bundle")
     assert opened == [1, None]  # 0 (auto) leaves the choice to the engine: the physical core count
+
+
+def test_decoder_setting_reaches_the_engine_and_round_trips(qtbot, make_window, settings, monkeypatch):
+    """The speech decoder combo: Exact (fp32) or Fast (auto: bf16 convolutions where the CPU has AVX512-BF16),
+    stored, shown again by a new settings box, passed to the engine when a model opens; a hand-edited value is
+    reset with a notice."""
+    import qwen3tts_gui.context as context
+    from qwen3tts_gui.engine_adapter import DEFAULT_DECODER_PRECISION
+    from qwen3tts_gui.widgets.settings_box import GenerationSettingsBox
+
+    window = make_window(model=False)
+    box = window.settings_box
+    assert box.decoder.currentData() == settings.decoder_precision == DEFAULT_DECODER_PRECISION
+    other = "auto" if DEFAULT_DECODER_PRECISION == "fp32" else "fp32"
+    box.decoder.setCurrentIndex(box.decoder.findData(other))
+    assert settings.decoder_precision == other
+    again = GenerationSettingsBox(settings)
+    qtbot.addWidget(again)
+    assert again.decoder.currentData() == other
+    opened = []
+    monkeypatch.setattr(context, "open_synthesizer",
+                        lambda path, threads=None, decoder_precision=None: opened.append(decoder_precision))
+    default_ctx = context.AppContext(settings, window.ctx.audio, window.ctx.dialogs, library=window.ctx.library)
+    default_ctx.open_synth("some-bundle")
+    box.decoder.setCurrentIndex(box.decoder.findData("fp32"))
+    default_ctx.open_synth("some-bundle")
+    assert opened == [other, "fp32"]
+    settings.qsettings.setValue("engine/decoder_precision", "turbo")
+    assert settings.decoder_precision == DEFAULT_DECODER_PRECISION
+    assert any("engine/decoder_precision" in p for p in settings.take_problems())
+
+
+def test_real_synthesizer_opens_with_the_decoder_setting(demo_bundle):
+    """open_synthesizer hands the setting to the real engine: "fp32" decodes exactly; "auto" gives bf16 on a CPU
+    with AVX512-BF16 and fp32 elsewhere."""
+    from engine.cpu import has_bf16_dot_product
+    from qwen3tts_gui.engine_adapter import open_synthesizer
+
+    assert open_synthesizer(demo_bundle, threads=1, decoder_precision="fp32").decoder_precision == "fp32"
+    auto = open_synthesizer(demo_bundle, threads=1, decoder_precision="auto").decoder_precision
+    assert auto == ("bf16" if has_bf16_dot_product() else "fp32")

@@ -55,6 +55,7 @@ def test_properties(synth):
     d = synth.default_settings
     assert isinstance(d, GenerationSettings)
     assert None not in (d.temperature, d.top_k, d.top_p, d.repetition_penalty)
+    assert synth.decoder_precision in ("fp32", "bf16", "fp16")
 
 
 def test_voice_from_a_reference(synth, voice):
