@@ -2,8 +2,9 @@
 
 Position 0 is the talker hidden, position 1 is C(c0) (its logits give code 1), position g is the embedding of
 code g-1 (logits give code g). Each position is one call per frame on a float bundle's stored graph
-(engine/sequence_net.py), or one step-graph call for all frames being predicted together on a q8 bundle
-(engine/step_graph.py); the KV cache starts empty every frame. Only the lm_head of the current group runs (ncnn
+(engine/sequence_net.py), or one call for all frames being predicted together on a q8 bundle (its step graph with
+the attention inside, rows stacked as heads: engine/step_graph.py stacked_attention_param_text; bundles of the older
+8-bit block format run the step graph with attention cut out); the KV cache starts empty every frame. Only the lm_head of the current group runs (ncnn
 evaluates lazily).
 """
 
@@ -17,7 +18,8 @@ from .bundle import Bundle
 from .errors import EngineError
 from .ncnn_mats import as_mat
 from .sequence_net import SequenceNet
-from .talker import RopeTable, as_rows, check_ids, decode_net
+from .step_graph import stacked_code_predictor_net
+from .talker import RopeTable, as_rows, check_ids, decode_net, net_precision
 from .thread_governor import ThreadGovernor
 
 Choose = Callable[[np.ndarray, int], int]
@@ -32,7 +34,10 @@ class CodePredictor:
         self.codebook_size = int(meta["codebook_size"])
         self.hidden_size = int(meta["talker"]["hidden"])  # inputs and the feedback are talker width
         self.layers = int(spec["layers"])
-        self.net = decode_net(bundle, meta, meta["cp_graph"], threads, compact_weights)
+        self.net = (bundle.precision == "q8" and stacked_code_predictor_net(
+            bundle, meta["cp_graph"], int(spec["heads"]), int(spec["head_dim"]),
+            net_precision(bundle, meta, compact_weights))) or decode_net(bundle, meta, meta["cp_graph"], threads,
+                                                                         compact_weights)
         self.governor = ThreadGovernor(threads, adaptive=adaptive_threads)
         self._codec = bundle.table(meta["tables"]["codec"], in_memory=True)  # both read at every frame
         self._cp = bundle.table(meta["tables"]["cp_codec"], in_memory=True)  # (groups-1, codebook, talker hidden)
@@ -41,6 +46,7 @@ class CodePredictor:
         self._cos = [rope.cos[p:p + 1] for p in range(self.groups)]  # positions are the same every frame
         self._sin = [rope.sin[p:p + 1] for p in range(self.groups)]
         self._rope_mats = [(as_mat(c), as_mat(s)) for c, s in zip(self._cos, self._sin, strict=True)]  # reused
+        self._rope_rows = {1: self._rope_mats}  # row count -> the 16 positions' RoPE Mats for that many rows
         self._heads = [f"logits_{g}" for g in range(self.groups - 1)]
         self._offsets = np.arange(self.groups - 1, dtype=np.int64) * self.codebook_size
 
@@ -52,9 +58,9 @@ class CodePredictor:
         """predict() for R frames at once: past_hidden (R, H), c0s (R,), one choose per row -> (R, 15) codes.
 
         A float bundle's rows run one after another, each exactly as alone. On a q8 step graph every row is at
-        the same position, so all rows attend in one SDPA call with the rows stacked as extra heads (row r's heads
-        attend only to row r's keys: GQA maps query head r*n+h to key head r*kv+h//(n/kv)); each head is computed
-        on its own, so a row's numbers do not depend on the other rows."""
+        the same position, so all rows attend in one SDPA per layer with the rows stacked as extra heads (row r's
+        heads attend only to row r's keys: GQA maps query head r*n+h to key head r*kv+h//(n/kv)); each head is
+        computed on its own, so a row's numbers do not depend on the other rows."""
         past_hidden = np.ascontiguousarray(past_hidden, dtype=np.float32)
         c0s = np.asarray(c0s, dtype=np.int64).reshape(-1)
         r = c0s.shape[0]
@@ -88,7 +94,29 @@ class CodePredictor:
             raise EngineError(f"code predictor choice {code} for group {group} is out of range")
         return code
 
+    def _predict_stacked(self, past_hidden: np.ndarray, c0s: np.ndarray, chooses: list[Choose]) -> np.ndarray:
+        """All rows in one call per position on the q8 graph with attention inside (rows stacked as heads, see
+        engine/step_graph.py stacked_attention_param_text): no round trip through Python per layer."""
+        r = c0s.shape[0]
+        codes = np.empty((r, self.groups - 1), dtype=np.int64)
+        if r not in self._rope_rows:
+            self._rope_rows[r] = [(as_mat(np.repeat(c, r, 0)), as_mat(np.repeat(s, r, 0)))
+                                  for c, s in zip(self._cos, self._sin, strict=True)]
+        rope = self._rope_rows[r]
+        _, cache = self.net.run(past_hidden, *rope[0], None, None, ())
+        x = as_rows(self._codec, c0s)
+        for g in range(1, self.groups):
+            (logits,), cache = self.net.run(x, *rope[g], None, cache, (self._heads[g - 1],))
+            logits = logits.reshape(r, -1)
+            for j in range(r):
+                codes[j, g - 1] = self._checked(chooses[j](logits[j], g), g)
+            if g < self.groups - 1:
+                x = as_rows(self._cp[g - 1], codes[:, g - 1])
+        return codes
+
     def _predict_many(self, past_hidden: np.ndarray, c0s: np.ndarray, chooses: list[Choose]) -> np.ndarray:
+        if isinstance(self.net, SequenceNet) and self.net.max_rows > 1:
+            return self._predict_stacked(past_hidden, c0s, chooses)
         if isinstance(self.net, SequenceNet):
             return np.stack([self._predict_one(h, int(c0), choose) for h, c0, choose in zip(past_hidden, c0s, chooses,
                                                                                             strict=True)])

@@ -40,6 +40,7 @@ class InputRow:
     writes to it in place, and no output blob of the decode graphs shares its memory (they are new Mats)."""
 
     def __init__(self, shape: tuple[int, ...]):
+        self.shape = tuple(shape)
         self.mat = as_mat(np.zeros(shape, np.float32))
         self._view = np.asarray(self.mat)  # the Mat's own memory
 

@@ -29,14 +29,18 @@ Cache = list[ncnn.Mat]  # k_out_0, v_out_0, k_out_1, ... as extracted raw (opaqu
 class SequenceNet:
     """The stored graph (inputs in0, cos, sin, [mask], k_in_i/v_in_i; outputs as named, k_out_i/v_out_i)."""
 
-    max_rows = 1  # rows (sequences) per decode call: one, see the module docstring
-
-    def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str):
-        text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
+    def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str, *, param_text: str | None = None,
+                 packing: bool = True, max_rows: int = 1, fixed_threads: bool = False):
+        """The stored graph, or param_text over its weights (engine/step_graph.py stacked_attention_param_text: q8
+        code predictor, `max_rows` rows per call at one position; fixed_threads for int8 Gemms, whose thread
+        count is fixed when the net loads)."""
+        text = param_text or bundle.file(f"{graph}.param").read_text(encoding="utf-8")
         layers = sum(1 for line in text.splitlines() if line.startswith("SDPA "))
         if layers == 0:
             raise BundleError(f"Model bundle {bundle.path}: {graph} has no attention layers.")
-        self.net = bundle.net(graph, threads, precision)
+        self.net = bundle.net(graph, threads, precision, param_text=param_text, packing=packing)
+        self.max_rows = max_rows  # rows (sequences) per decode call: float graphs one, see the module docstring
+        self._fixed_threads = fixed_threads
         self._cache_in = [f"{kv}_in_{i}" for i in range(layers) for kv in ("k", "v")]
         self._cache_out = [f"{kv}_out_{i}" for i in range(layers) for kv in ("k", "v")]
         self._row: InputRow | None = None  # a decode step's input, reused
@@ -49,7 +53,8 @@ class SequenceNet:
     def set_threads(self, threads: int) -> None:
         """Thread count of the next calls (engine/thread_governor.py): results do not depend on it (the GEMV
         kernel adds each output in one order on one thread; checked on the full-size graphs)."""
-        self.net.opt.num_threads = threads
+        if not self._fixed_threads:
+            self.net.opt.num_threads = threads
 
     def run(self, x: np.ndarray, cos: Input, sin: Input, mask: np.ndarray | None, cache: Cache | None,
             outputs: Sequence[str]) -> tuple[list[np.ndarray], Cache]:
@@ -57,12 +62,9 @@ class SequenceNet:
         (L, head_dim/2; arrays, or Mats from as_mat() when they are used again); mask (L, past + L) is additive
         (None for a graph without a mask input). Returns the named outputs and the grown cache."""
         ex = self.net.create_extractor()
-        if x.ndim == 1:
-            if self._row is None or self._row.mat.w != x.shape[0]:
-                self._row = InputRow(x.shape)
-            ex.input("in0", self._row.set(x))
-        else:
-            ex.input("in0", as_mat(x))
+        if self._row is None or self._row.shape != x.shape:  # a new shape: a prefill, or the first step
+            self._row = InputRow(x.shape)
+        ex.input("in0", self._row.set(x))
         ex.input("cos", cos if isinstance(cos, ncnn.Mat) else as_mat(cos))
         ex.input("sin", sin if isinstance(sin, ncnn.Mat) else as_mat(sin))
         if mask is not None:

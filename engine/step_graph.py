@@ -15,6 +15,9 @@ Batching must not change any result, so a row's numbers may not depend on the ot
   runs each sequence's attention over that sequence's own KV cache in a separate one-layer SDPA net
   (`sdpa_param_text`). Weight-free layers (Reshape, Permute, RotaryEmbed with per-row cos/sin...) are kept.
 
+The code predictor of a q8 bundle keeps its attention inside instead (stacked_attention_param_text): all its rows
+are at one position, so they attend in one SDPA per layer with the rows stacked as extra heads.
+
 The weights in the .bin are untouched and shared: only weight-free layers change, so one loaded net serves every
 row count, and bundles need no re-conversion.
 """
@@ -31,6 +34,7 @@ from .bundle import Bundle, make_net_options
 from .convert import q8
 from .errors import BundleError
 from .ncnn_mats import as_mat, extract, extract_mat
+from .sequence_net import SequenceNet
 
 PARAM_MAGIC = "7767517"
 
@@ -101,6 +105,57 @@ def step_param_text(param_text: str) -> tuple[str, list[AttentionSite]]:
     blobs = {b for line in out for b in line.outputs}
     text = "\n".join([PARAM_MAGIC, f"{len(out)} {len(blobs)}", *(line.text() for line in out)]) + "\n"
     return text, sites
+
+
+def stacked_attention_param_text(param_text: str, heads: int, head_dim: int) -> str:
+    """Rewrite a q8 code-predictor .param for rows that are all at one position (its KV cache starts empty every
+    frame, so the rows of a call always are): rows stay a matrix as in step_param_text, and each attention layer
+    stays in the graph with its KV cache, the rows stacked as extra heads. Permute and Reshape do what the
+    numpy around a cut-out attention did ((heads, R, head_dim) -> (R * heads, 1, head_dim) and back), so each
+    head, and each row, is computed on its own; one call per position then serves every row without a round trip
+    through Python per layer."""
+    lines = param_text.strip().splitlines()
+    if not lines or lines[0].strip() != PARAM_MAGIC:
+        raise BundleError("not an ncnn .param file (bad magic number)")
+    out: list[_Line] = []
+    for raw_line in lines[2:]:
+        if not raw_line.strip():
+            continue
+        line = _Line.parse(raw_line)
+        if line.type == "Squeeze":  # rows stay a matrix (see step_param_text)
+            line = _Line("Noop", line.name, line.inputs, line.outputs, [])
+        if line.type == "SDPA":
+            if len(line.inputs) != 5 or len(line.outputs) != 3:
+                raise BundleError(f"attention layer {line.name} is not an unmasked attention with a KV cache")
+            stacked = []
+            for blob in line.inputs[:3]:
+                out.append(_Line("Permute", f"{blob}__rowsfirst", [blob], [f"{blob}__rows"], ["0=2"]))
+                out.append(_Line("Reshape", f"{blob}__stack", [f"{blob}__rows"], [f"{blob}__heads"],
+                                 [f"0={head_dim}", "1=1", "2=-1"]))
+                stacked.append(f"{blob}__heads")
+            att = line.outputs[0]
+            out.append(_Line("SDPA", line.name, stacked + line.inputs[3:], [f"{att}__heads", *line.outputs[1:]],
+                             line.params))
+            out.append(_Line("Reshape", f"{att}__unstack", [f"{att}__heads"], [f"{att}__rows"],
+                             [f"0={head_dim}", f"1={heads}", "2=-1"]))
+            out.append(_Line("Permute", f"{att}__headsfirst", [f"{att}__rows"], [att], ["0=2"]))
+            continue
+        out.append(line)
+    blobs = {b for line in out for b in line.outputs}
+    return "\n".join([PARAM_MAGIC, f"{len(out)} {len(blobs)}", *(line.text() for line in out)]) + "\n"
+
+
+def stacked_code_predictor_net(bundle: Bundle, graph: str, heads: int, head_dim: int, precision: str
+                               ) -> SequenceNet | None:
+    """The q8 code predictor's net with attention inside (stacked_attention_param_text), or None for bundles of
+    the older 8-bit block format (their Gemm rounds rows in blocks: they keep StepNet and its row limit)."""
+    text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
+    what = f"The {graph} network of the model bundle {bundle.path}"
+    if _q8_format(step_param_text(text)[0], what) != "int8":
+        return None
+    return SequenceNet(bundle, graph, StepNet.INT8_THREADS, precision,
+                       param_text=stacked_attention_param_text(text, heads, head_dim), packing=False,
+                       max_rows=StepNet.Q8_MAX_ROWS["int8"], fixed_threads=True)
 
 
 def sdpa_param_text(site: AttentionSite) -> str:

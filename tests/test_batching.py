@@ -116,6 +116,36 @@ def test_rows_identical_to_alone(model, precision, threads):
 
 
 @pytest.mark.parametrize("model", MODELS)
+def test_q8_code_predictor_attention_inside_equals_the_cut_out_attention(model, monkeypatch):
+    """The q8 code predictor's graph with attention inside (rows stacked as heads by Permute/Reshape) gives every
+    logit bit-identical to the step graph with attention cut out and run per call in its own SDPA net, for one
+    row and for several rows."""
+    from engine import code_predictor
+
+    bundle = Bundle.open(bundle_for(model, "q8", parts=["talker"]))
+    inside = CodePredictor(bundle, 1)
+    assert not isinstance(inside.net, StepNet) and inside.net.max_rows == MAX_BATCH_SIZE
+    monkeypatch.setattr(code_predictor, "stacked_code_predictor_net", lambda *a: None)
+    cut_out = CodePredictor(bundle, 1)
+    assert isinstance(cut_out.net, StepNet)
+    rng = np.random.default_rng(3)
+    for rows in (1, 3, MAX_BATCH_SIZE):
+        hidden = rng.standard_normal((rows, inside.hidden_size)).astype(np.float32)
+        c0 = rng.integers(0, inside.codebook_size, rows)
+        runs = []
+        for cp in (inside, cut_out):
+            logs: list = []
+            chooses = [lambda lg, g, k=k, logs=logs: (logs.append((k, g, np.array(lg))), int(np.argmax(lg)))[1]
+                       for k in range(rows)]
+            runs.append((cp.predict_many(hidden, c0, chooses), logs))
+        (codes_a, logs_a), (codes_b, logs_b) = runs
+        assert np.array_equal(codes_a, codes_b)
+        assert len(logs_a) == len(logs_b) == rows * (inside.groups - 1)
+        for (ka, ga, a), (kb, gb, b) in zip(logs_a, logs_b, strict=True):
+            assert (ka, ga) == (kb, gb) and np.array_equal(a, b), f"rows {rows}: row {ka} group {ga} differs"
+
+
+@pytest.mark.parametrize("model", MODELS)
 def test_float_results_same_at_any_thread_count(model):
     """The thread governor may run a sequence's calls at 1 or 2 threads, batched or alone: a float bundle's
     talker steps and code-predictor logits must be bit-identical either way."""
