@@ -156,7 +156,28 @@ def warp(scores: np.ndarray, temperature: float, top_k: int, top_p: float) -> np
     return scores
 
 
-def multinomial(scores: np.ndarray, rng: np.random.Generator) -> int:
+class UniformStream:
+    """A Generator's random() values served from blocks drawn ahead: Generator.random(n) gives exactly the values
+    of n successive random() calls, so every draw is the one the Generator itself would give; one numpy call per
+    block instead of one per sampling (each costs tens of microseconds in the frame loop's cold caches)."""
+
+    BLOCK = 64
+
+    def __init__(self, rng: np.random.Generator):
+        self._rng = rng
+        self._ahead: list[float] = []  # the next values, last one first
+
+    def random(self) -> float:
+        if not self._ahead:
+            self._ahead = self._rng.random(self.BLOCK).tolist()
+            self._ahead.reverse()
+        return self._ahead.pop()
+
+
+Uniforms = np.random.Generator | UniformStream  # anything whose random() gives the next uniform in [0, 1)
+
+
+def multinomial(scores: np.ndarray, rng: Uniforms) -> int:
     """One draw from softmax(scores) (float64 inverse CDF over the finite scores)."""
     finite = np.flatnonzero(np.isfinite(scores))
     if finite.size == 0:
@@ -168,7 +189,7 @@ def multinomial(scores: np.ndarray, rng: np.random.Generator) -> int:
     return int(finite[min(i, finite.size - 1)])
 
 
-def _sample_general(scores: np.ndarray, temperature: float, top_k: int, top_p: float, rng: np.random.Generator) -> int:
+def _sample_general(scores: np.ndarray, temperature: float, top_k: int, top_p: float, rng: Uniforms) -> int:
     """warp() then multinomial(), fused: only the top-k candidates are touched after the k-th value is found.
 
     Same kept set and same draw as the two-step reference (one rng.random() per call). Any top-k / top-p; sample()
@@ -197,7 +218,7 @@ def _sample_general(scores: np.ndarray, temperature: float, top_k: int, top_p: f
     return int(idx[min(i, idx.size - 1)])
 
 
-def sample(scores: np.ndarray, temperature: float, top_k: int, top_p: float, rng: np.random.Generator) -> int:
+def sample(scores: np.ndarray, temperature: float, top_k: int, top_p: float, rng: Uniforms) -> int:
     """_sample_general() with the same kept set, the same float64 CDF and the same rng.random() draw, in fewer
     numpy calls for the frame loop's case (0 < top_k < size, top_p 1, no tie at the k-th value): each numpy call
     right after an ncnn call runs with cold caches, 16 samplings per frame (README "Frame loop").
@@ -238,7 +259,7 @@ class Sampler:
     def __init__(self, config: SamplingConfig, seed: int | None):
         self.config = config
         self.seed = seed
-        self.rng = np.random.Generator(np.random.PCG64(seed))
+        self.rng = UniformStream(np.random.Generator(np.random.PCG64(seed)))
 
     def talker_scores(self, logits: np.ndarray, history: Iterable[int], step: int) -> np.ndarray:
         """The processed code-0 scores (before the sampling warpers)."""

@@ -216,3 +216,16 @@ def test_sample_takes_the_short_road_only_where_it_draws_what_the_general_path_d
         tie_at_kth = finite.size < top_k or (finite.size > top_k and finite[top_k - 1] == finite[top_k])
         assert bool(fell_back) == (tie_at_kth or bool(np.isnan(scores).any())), case
     assert 1500 < short < 3000  # both roads were taken
+
+
+def test_sampler_draws_the_generators_own_stream():
+    """The Sampler serves its uniforms from blocks drawn ahead: its codes over several blocks equal sample() and
+    draws fed by a plain Generator with the same seed, call for call."""
+    from engine.sampling import UniformStream, sample
+
+    rng = np.random.default_rng(11)
+    sampler = Sampler(config(repetition_penalty=1.0), seed=42)
+    plain = np.random.Generator(np.random.PCG64(42))
+    for step in range(3 * UniformStream.BLOCK + 5):
+        logits = rng.standard_normal(2048).astype(np.float32)
+        assert sampler.subtalker_choose(logits, 1) == sample(logits, 0.9, 50, 1.0, plain), step
