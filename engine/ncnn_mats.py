@@ -26,6 +26,17 @@ def extract_mat(ex: ncnn.Extractor, name: str, raw: bool = False) -> ncnn.Mat:
     return mat
 
 
+def extract_raw(ex: ncnn.Extractor, names: list[str]) -> list[ncnn.Mat]:
+    """extract_mat(raw=True) for many blobs (KV caches) in one Python call: tens of them per decode call."""
+    mats = []
+    for name in names:
+        ret, mat = ex.extract(name, 1)
+        if ret != 0:
+            raise BundleError(f"The model graph failed to produce {name} (ncnn error {ret}).")
+        mats.append(mat)
+    return mats
+
+
 def extract(ex: ncnn.Extractor, name: str) -> np.ndarray:
     """A blob as a float32 array: a view of the extracted Mat (which the array keeps alive), not a copy."""
     arr = np.asarray(extract_mat(ex, name))

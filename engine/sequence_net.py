@@ -20,7 +20,7 @@ import numpy as np
 
 from .bundle import Bundle
 from .errors import BundleError
-from .ncnn_mats import InputRow, as_mat, extract, extract_mat
+from .ncnn_mats import InputRow, as_mat, extract, extract_raw
 
 Input = np.ndarray | ncnn.Mat
 Cache = list[ncnn.Mat]  # k_out_0, v_out_0, k_out_1, ... as extracted raw (opaque), fed back unchanged
@@ -56,10 +56,10 @@ class SequenceNet:
         if not self._fixed_threads:
             self.net.opt.num_threads = threads
 
-    def run(self, x: np.ndarray, cos: Input, sin: Input, mask: np.ndarray | None, cache: Cache | None,
+    def run(self, x: np.ndarray, cos: Input, sin: Input, mask: Input | None, cache: Cache | None,
             outputs: Sequence[str]) -> tuple[list[np.ndarray], Cache]:
         """One call: x is one row (W,) (a decode step) or several (L, W) (a prefill) at RoPE rows cos/sin
-        (L, head_dim/2; arrays, or Mats from as_mat() when they are used again); mask (L, past + L) is additive
+        (L, head_dim/2; arrays, or Mats from as_mat() when they are used again); mask (L, past + L; array or Mat) is additive
         (None for a graph without a mask input). Returns the named outputs and the grown cache."""
         ex = self.net.create_extractor()
         if self._row is None or self._row.shape != x.shape:  # a new shape: a prefill, or the first step
@@ -68,9 +68,9 @@ class SequenceNet:
         ex.input("cos", cos if isinstance(cos, ncnn.Mat) else as_mat(cos))
         ex.input("sin", sin if isinstance(sin, ncnn.Mat) else as_mat(sin))
         if mask is not None:
-            ex.input("mask", as_mat(mask))
+            ex.input("mask", mask if isinstance(mask, ncnn.Mat) else as_mat(mask))
         if cache is not None:
             for name, mat in zip(self._cache_in, cache, strict=True):
                 ex.input(name, mat)
         outs = [extract(ex, name) for name in outputs]
-        return outs, [extract_mat(ex, name, raw=True) for name in self._cache_out]
+        return outs, extract_raw(ex, self._cache_out)

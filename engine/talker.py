@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import platform
 
+import ncnn
 import numpy as np
 
 from .bundle import Bundle
@@ -119,6 +120,7 @@ class Talker:
         self._rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]))
         self._single: TalkerSequence | None = None
         self._zeros = np.zeros((1, 1024), np.float32)
+        self._rope_mats: list[tuple[ncnn.Mat, ncnn.Mat]] = []  # per position, made in blocks, shared by sequences
 
     @property
     def position(self) -> int:
@@ -177,20 +179,19 @@ class Talker:
         self._rope.rows(0, max(positions) + 1)  # grow the table
         if isinstance(self.net, SequenceNet):  # one row: its vector takes the GEMV kernel
             (seq,), p = seqs, positions[0]
-            (hidden, logits), seq.caches = self.net.run(rows[0], self._rope.cos[p:p + 1], self._rope.sin[p:p + 1],
-                                                        self._no_mask(p + 1), seq.caches, ("hidden", "logits"))
+            (hidden, logits), seq.caches = self.net.run(rows[0], *self._rope_mats_at(p), self._no_mask_mat(p + 1),
+                                                        seq.caches, ("hidden", "logits"))
             seq.position += 1
             return hidden[None], logits[None]
         if len(seqs) == 1:  # one row: Mats go from net to net as they are (same numbers, no numpy round trips)
             (seq,), p = seqs, positions[0]
-            mask = as_mat(self._no_mask(p + 1))
+            mask = self._no_mask_mat(p + 1)
 
             def attend_mats(site, q, k, v):
                 att, seq.caches[site.layer] = self.net.attention_mats(site, q, k, v, mask, seq.caches[site.layer])
                 return att
 
-            hidden, logits = self.net.run_one(rows, as_mat(self._rope.cos[p:p + 1]), as_mat(self._rope.sin[p:p + 1]),
-                                              attend_mats, ("hidden", "logits"))
+            hidden, logits = self.net.run_one(rows, *self._rope_mats_at(p), attend_mats, ("hidden", "logits"))
             seq.position += 1
             return hidden, logits
         cos, sin = self._rope.cos[positions], self._rope.sin[positions]
@@ -207,6 +208,24 @@ class Talker:
         for s in seqs:
             s.position += 1
         return hidden, logits
+
+    def _rope_mats_at(self, position: int) -> tuple[ncnn.Mat, ncnn.Mat]:
+        """The RoPE rows of one position as Mats, made a block at a time (a Mat made right after an ncnn call costs
+        tens of microseconds; a block of them made together, a few each)."""
+        made = len(self._rope_mats)
+        if position >= made:
+            end = max(2 * made, position + 1, 256)
+            self._rope.rows(0, end)  # grow the table
+            self._rope_mats += [(as_mat(self._rope.cos[p:p + 1]), as_mat(self._rope.sin[p:p + 1]))
+                                for p in range(made, end)]
+        return self._rope_mats[position]
+
+    @staticmethod
+    def _no_mask_mat(keys: int) -> ncnn.Mat:
+        """_no_mask() made by ncnn itself (two calls instead of a numpy row and a copy)."""
+        mask = ncnn.Mat(keys, 1)
+        mask.fill(0.0)
+        return mask
 
     def _no_mask(self, keys: int) -> np.ndarray:
         """A decode step's mask row over `keys` positions (nothing masked), from one zero row grown on demand."""
