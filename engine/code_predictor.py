@@ -98,21 +98,20 @@ class CodePredictor:
         """All rows in one call per position on the q8 graph with attention inside (rows stacked as heads, see
         engine/step_graph.py stacked_attention_param_text): no round trip through Python per layer."""
         r = c0s.shape[0]
-        codes = np.empty((r, self.groups - 1), dtype=np.int64)
         if r not in self._rope_rows:
             self._rope_rows[r] = [(as_mat(np.repeat(c, r, 0)), as_mat(np.repeat(s, r, 0)))
                                   for c, s in zip(self._cos, self._sin, strict=True)]
         rope = self._rope_rows[r]
         _, cache = self.net.run(past_hidden, *rope[0], None, None, ())
-        x = as_rows(self._codec, c0s)
+        x = self._codec[c0s]  # the net's reused input Mat takes the rows as they are (fp16 tables widen exactly)
+        picked: list[list[int]] = []  # per group, the code of each row (Python ints: no numpy call per code)
         for g in range(1, self.groups):
             (logits,), cache = self.net.run(x, *rope[g], None, cache, (self._heads[g - 1],))
             logits = logits.reshape(r, -1)
-            for j in range(r):
-                codes[j, g - 1] = self._checked(chooses[j](logits[j], g), g)
+            picked.append([self._checked(chooses[j](logits[j], g), g) for j in range(r)])
             if g < self.groups - 1:
-                x = as_rows(self._cp[g - 1], codes[:, g - 1])
-        return codes
+                x = self._cp[g - 1][picked[-1]]
+        return np.array(picked, dtype=np.int64).T.copy()
 
     def _predict_many(self, past_hidden: np.ndarray, c0s: np.ndarray, chooses: list[Choose]) -> np.ndarray:
         if isinstance(self.net, SequenceNet) and self.net.max_rows > 1:

@@ -281,7 +281,8 @@ class Sampler:
     def subtalker_choose(self, logits: np.ndarray, group: int) -> int:
         """Code `group` (1..15) from the code predictor's logits."""
         c = self.config
-        scores = np.asarray(logits, dtype=np.float32).reshape(-1)
+        ready = isinstance(logits, np.ndarray) and logits.ndim == 1 and logits.dtype == np.float32
+        scores = logits if ready else np.asarray(logits, np.float32).ravel()
         if not c.sub_do_sample:
             return int(np.argmax(scores))
         return sample(scores, c.sub_temperature, c.sub_top_k, c.sub_top_p, self.rng)
