@@ -78,15 +78,15 @@ class CodePredictor:
     def _predict_one(self, past_hidden: np.ndarray, c0: int, choose: Choose) -> np.ndarray:
         """One frame on a SequenceNet: one row per call, its input the table's own row (as few numpy calls as
         possible: each costs tens of microseconds after a call has streamed the weights through the caches)."""
-        codes = np.empty(self.groups - 1, dtype=np.int64)
+        codes: list[int] = []
         _, cache = self.net.run(past_hidden, *self._rope_mats[0], None, None, ())
         x = self._codec[c0]
         for g in range(1, self.groups):
             (logits,), cache = self.net.run(x, *self._rope_mats[g], None, cache, (self._heads[g - 1],))
-            codes[g - 1] = self._checked(choose(logits, g), g)
+            codes.append(self._checked(choose(logits, g), g))
             if g < self.groups - 1:
-                x = self._cp[g - 1, codes[g - 1]]
-        return codes
+                x = self._cp[g - 1, codes[-1]]
+        return np.array(codes, dtype=np.int64)
 
     def _checked(self, code, group: int) -> int:
         code = int(code)
