@@ -129,13 +129,9 @@ class CodePredictor:
             att, caches[site.layer] = self.net.attention(site, *stacked, None, caches[site.layer])
             return att.reshape(m, heads, hd).transpose(1, 0, 2)
 
-        def attend_mats(site, q, k, v):  # one row: stacking the rows as heads changes nothing
-            att, caches[site.layer] = self.net.attention_mats(site, q, k, v, None, caches[site.layer])
-            return att
-
         def run(x: np.ndarray, pos: int, outputs) -> list[np.ndarray]:
             if r == 1:  # Mats go from net to net as they are (same numbers, no numpy round trips)
-                return self.net.run_one(x, *self._rope_mats[pos], attend_mats, outputs)
+                return self.net.run_one(x, *self._rope_mats[pos], None, caches, outputs)
             return self.net.run(x, np.repeat(self._cos[pos], r, 0), np.repeat(self._sin[pos], r, 0), attend, outputs)
 
         run(past_hidden, 0, ())

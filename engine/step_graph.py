@@ -170,14 +170,13 @@ def sdpa_param_text(site: AttentionSite) -> str:
 
 
 Attend = Callable[[AttentionSite, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
-AttendMats = Callable[[AttentionSite, ncnn.Mat, ncnn.Mat, ncnn.Mat], ncnn.Mat]
 
 
 class StepNet:
     """A loaded step graph plus one SDPA net per distinct attention layout.
 
     run() takes R rows and hands each attention site's q, k, v ((heads, R, head_dim) float32) to `attend`, which
-    returns the attention output in the same layout; run_one() is its one-row form. Callers pass at most
+    returns the attention output in the same layout; run_one() is its one-sequence form. Callers pass at most
     `max_rows` rows per call (the module docstring says why older q8 bundles take fewer)."""
 
     Q8_MAX_ROWS = {"int8": 8, "block": 3}  # int8: the largest batch (engine/batching.py MAX_BATCH_SIZE)
@@ -200,7 +199,6 @@ class StepNet:
         self.net = bundle.net(graph, self.INT8_THREADS if self._fixed_threads else threads, precision,
                               param_text=step_text, packing=False)
         self._sdpa: dict[tuple[str, ...], ncnn.Net] = {}
-        self._kv_out = ["k_out", "v_out"]
         self._row: InputRow | None = None  # run_one's input, reused
         for site in self.sites:
             if site.params not in self._sdpa:
@@ -209,6 +207,7 @@ class StepNet:
                 if net.load_param_mem(sdpa_param_text(site)) != 0 or net.load_model(ncnn.DataReaderFromEmpty()) != 0:
                     raise BundleError(f"model bundle {bundle.path}: the attention net for {graph} failed to load")
                 self._sdpa[site.params] = net
+        self._site_nets = [self._sdpa[site.params] for site in self.sites]  # run_one's, in layer order
 
     @property
     def weight_threads(self) -> int:
@@ -237,20 +236,24 @@ class StepNet:
             ex.input(site.out, as_mat(attend(site, q, k, v)))
         return [extract(ex, name).reshape(r, -1) for name in outputs]
 
-    def run_one(self, row: np.ndarray, cos: ncnn.Mat, sin: ncnn.Mat, attend: AttendMats,
+    def run_one(self, row: np.ndarray, cos: ncnn.Mat, sin: ncnn.Mat, mask: ncnn.Mat | None, caches: list,
                 outputs: Sequence[str]) -> list[np.ndarray]:
-        """run() for one row (1, width) with its RoPE rows as Mats: each site's q, k, v go to `attend` and its
-        result comes back as ncnn Mats, without the numpy round trips run() makes (about 1000 conversions per
-        frame). Same numbers: the Mats hold the unpacked fp32 values run() converts to and from numpy."""
+        """run() for one sequence's row (1, width) with its RoPE rows and mask as Mats: each site's attention runs
+        over caches[site.layer] (replaced by the grown cache) with q, k, v and the result passed as ncnn Mats,
+        without the numpy round trips or the per-layer Python calls run() makes. Same numbers: the Mats hold the
+        unpacked fp32 values run() converts to and from numpy."""
         ex = self.net.create_extractor()
         if self._row is None or self._row.shape != row.shape:
             self._row = InputRow(row.shape)
         ex.input("in0", self._row.set(row))
         ex.input("cos", cos)
         ex.input("sin", sin)
-        for site in self.sites:
-            q, k, v = (extract_mat(ex, b) for b in (site.q, site.k, site.v))
-            ex.input(site.out, attend(site, q, k, v))
+        for site, sdpa in zip(self.sites, self._site_nets, strict=True):
+            (rq, q), (rk, k), (rv, v) = ex.extract(site.q, 0), ex.extract(site.k, 0), ex.extract(site.v, 0)
+            if rq or rk or rv:
+                raise BundleError(f"The model graph failed to produce the attention inputs of layer {site.layer}.")
+            att, caches[site.layer] = _attend(sdpa, q, k, v, mask, caches[site.layer])
+            ex.input(site.out, att)
         return [extract(ex, name).reshape(1, -1) for name in outputs]
 
     def attention(self, site: AttentionSite, q: np.ndarray, k: np.ndarray, v: np.ndarray,
@@ -258,25 +261,29 @@ class StepNet:
                   ) -> tuple[np.ndarray, tuple[ncnn.Mat, ncnn.Mat]]:
         """One sequence's attention (heads, rows, head_dim) over its cache; returns the output and the grown
         cache (opaque Mats, to be fed back unchanged)."""
-        att, grown = self.attention_mats(site, as_mat(q), as_mat(k), as_mat(v),
-                                         None if mask is None else as_mat(mask), cache)
+        att, grown = _attend(self._sdpa[site.params], as_mat(q), as_mat(k), as_mat(v),
+                             None if mask is None else as_mat(mask), cache)
         return np.array(att, dtype=np.float32), grown
 
-    def attention_mats(self, site: AttentionSite, q: ncnn.Mat, k: ncnn.Mat, v: ncnn.Mat, mask: ncnn.Mat | None,
-                       cache: tuple[ncnn.Mat, ncnn.Mat] | None) -> tuple[ncnn.Mat, tuple[ncnn.Mat, ncnn.Mat]]:
-        """attention() on Mats (run_one's form)."""
-        ex = self._sdpa[site.params].create_extractor()
-        ex.input("q", q)
-        ex.input("k", k)
-        ex.input("v", v)
-        if mask is not None:
-            ex.input("mask", mask)
-        if cache is not None:
-            ex.input("k_in", cache[0])
-            ex.input("v_in", cache[1])
-        att = extract_mat(ex, "att")
-        k_out, v_out = extract_raw(ex, self._kv_out)
-        return att, (k_out, v_out)
+
+_KV_OUT = ["k_out", "v_out"]
+
+
+def _attend(sdpa: ncnn.Net, q: ncnn.Mat, k: ncnn.Mat, v: ncnn.Mat, mask: ncnn.Mat | None,
+            cache: tuple[ncnn.Mat, ncnn.Mat] | None) -> tuple[ncnn.Mat, tuple[ncnn.Mat, ncnn.Mat]]:
+    """One call of a one-layer SDPA net (sdpa_param_text): the attention output and the grown cache."""
+    ex = sdpa.create_extractor()
+    ex.input("q", q)
+    ex.input("k", k)
+    ex.input("v", v)
+    if mask is not None:
+        ex.input("mask", mask)
+    if cache is not None:
+        ex.input("k_in", cache[0])
+        ex.input("v_in", cache[1])
+    att = extract_mat(ex, "att")
+    k_out, v_out = extract_raw(ex, _KV_OUT)
+    return att, (k_out, v_out)
 
 
 def _q8_format(step_text: str, what: str) -> str | None:

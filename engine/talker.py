@@ -185,13 +185,8 @@ class Talker:
             return hidden[None], logits[None]
         if len(seqs) == 1:  # one row: Mats go from net to net as they are (same numbers, no numpy round trips)
             (seq,), p = seqs, positions[0]
-            mask = self._no_mask_mat(p + 1)
-
-            def attend_mats(site, q, k, v):
-                att, seq.caches[site.layer] = self.net.attention_mats(site, q, k, v, mask, seq.caches[site.layer])
-                return att
-
-            hidden, logits = self.net.run_one(rows, *self._rope_mats_at(p), attend_mats, ("hidden", "logits"))
+            hidden, logits = self.net.run_one(rows, *self._rope_mats_at(p), self._no_mask_mat(p + 1), seq.caches,
+                                              ("hidden", "logits"))
             seq.position += 1
             return hidden, logits
         cos, sin = self._rope.cos[positions], self._rope.sin[positions]
