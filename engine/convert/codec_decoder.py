@@ -127,8 +127,9 @@ class _Builder:
         """ConvTranspose1d (stride s, kernel k) then drop the last k-s outputs, written as s interleaved ordinary
         convolutions (polyphase): output m*s+p = sum_j x[m-j] w[p+j*s] over the J = ceil(k/s) taps j. One
         Convolution of kernel J with s*out channels (out channel o, phase p at o*s+p), then a per-channel
-        transpose interleaves the phases. The same products as ncnn's Deconvolution, about 2x faster in fp32 at
-        the decoder's shapes, and with a fast bf16 kernel (ncnn's bf16 Deconvolution is slower than its fp32 one).
+        transpose interleaves the phases. The same products as ncnn's Deconvolution, about 2x faster as single fp32
+        layers at the decoder's shapes (level in the whole decoder), and with a fast bf16 kernel (ncnn's bf16
+        Deconvolution is slower than its fp32 one).
         The J-1 earlier inputs that reach a block's outputs come from state."""
         weight = self.w(prefix + ".weight")  # torch layout (in, out, k)
         bias = self.w(prefix + ".bias")
