@@ -8,7 +8,8 @@ frames since the chunk's start. Whole decoding and streaming share one code path
 (each pushed frame returns its 1920 samples at once) and equals the whole decode up to float rounding.
 
 Precision ("auto", "fp32", "bf16"): bundles converted with per-layer marks (manifest `bf16_layers`) can run the
-vocoder's convolutions in bf16 (ncnn's AVX512-BF16 kernels, about 2x the fp32 speed) with every other layer, the
+vocoder's convolutions in bf16 (ncnn's AVX512-BF16 kernels: about 2x per convolution, 1.4-1.6x for the whole
+decoder; SNR about 31 dB against fp32 at full size, README "Decoder") with every other layer, the
 streaming state included, in fp32 (engine/convert/codec_decoder.py). "auto" picks bf16 where the CPU has
 AVX512-BF16 and the bundle has the marks, else the bundle's own precision; "fp32" is the exact decoder.
 """
