@@ -552,7 +552,7 @@ class MainWindow(QMainWindow):
 
     def batch_instruct(self, text: str) -> str | None:
         """A batch line's style instruction ("" = the one on the Studio tab); None where the model ignores it."""
-        if self.model_kind() != "custom_voice" or not self.ctx.synth.honours_instruct:
+        if not self.batch.instructable():
             return None
         return text.strip() or self.speaker_panel.instruct()
 

@@ -393,7 +393,8 @@ class BatchPanel(QWidget):
     def running(self) -> bool:
         return self.worker is not None
 
-    def _instructable(self) -> bool:
+    def instructable(self) -> bool:
+        """Whether the loaded model follows style instructions (CustomVoice 1.7B): the Instruction column shows."""
         synth = self.ctx.synth
         return getattr(synth, "model_kind", "base") == "custom_voice" and bool(getattr(synth, "honours_instruct", False))
 
@@ -621,7 +622,7 @@ class BatchPanel(QWidget):
 
     def _update_buttons(self) -> None:
         # the Instruction column only where the model follows style instructions (CustomVoice 1.7B)
-        self.table.setColumnHidden(INSTRUCT, not (self.ctx.synth is not None and self._instructable()))
+        self.table.setColumnHidden(INSTRUCT, not (self.ctx.synth is not None and self.instructable()))
         running = self.running
         has_rows = self.model.rowCount() > 0
         selected = bool(self._selected_rows())
