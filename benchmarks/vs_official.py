@@ -2,6 +2,7 @@
 
     flock /tmp/fullsize.lock python benchmarks/vs_official.py [--ckpt DIR] [--frames 50] [--threads 2]
                                                               [--precision fp32 q8 [fp16 ...]] [--skip-ours]
+                                                              [--decoder-precision fp32 [bf16]]
 
 Both sides run in their own subprocess (official: the reference environment with torch + qwen-tts; ours: the
 runtime environment, ncnn + numpy), on the same checkpoint, text, reference audio (x-vector clone), greedy
@@ -11,6 +12,8 @@ may stop early: ours masks EOS (bench mode), and the official talker's EOS row o
 so EOS can never be the argmax (the file is untouched). Prints both sets of figures, the ratios, and whether the
 greedy codes are identical frame for frame. Both sides decode the codes twice: the first call (what the first
 utterance after loading costs, one-time allocations included) and a second call on the same codes (steady state).
+--decoder-precision bf16 adds a run of ours per bundle with the bf16 speech decoder (column "<precision>+bf16dec");
+its audio's SNR against the official fp32 decoder's audio is printed when the codes are identical.
 
 Missing pieces are made on first use and cached: the checkpoint (benchmarks/make_checkpoint.py, 0.6b, seed 0)
 and our bundle per precision (<ckpt>.bundle-<precision>, via `qwen3tts convert`).
@@ -177,7 +180,7 @@ def our_worker(a: argparse.Namespace) -> dict:
     from engine import GenerationSettings, Synthesizer, run_synthesis
 
     t0 = time.perf_counter()
-    synth = Synthesizer(a.bundle, threads=a.threads)
+    synth = Synthesizer(a.bundle, threads=a.threads, decoder_precision=a.decoder_precision[0])
     load = time.perf_counter() - t0
     t0 = time.perf_counter()
     voice = synth.create_voice(str(a.ref))
@@ -189,10 +192,11 @@ def our_worker(a: argparse.Namespace) -> dict:
     result = run_synthesis(synth.synthesize(a.text, voice, "english", settings))
     generate = time.perf_counter() - t0
     codes = np.asarray(result.codes, np.int64)
-    np.save(a.out / f"ours_{synth.precision}_codes.npy", codes)
+    tag = synth.precision + ("" if synth.decoder_precision == "fp32" else f"+{synth.decoder_precision}dec")
+    np.save(a.out / f"ours_{tag}_codes.npy", codes)
     t0 = time.perf_counter()
     wav = synth.decode(codes)
-    np.save(a.out / f"ours_{synth.precision}_wav.npy", np.asarray(wav, np.float32))
+    np.save(a.out / f"ours_{tag}_wav.npy", np.asarray(wav, np.float32))
     decode = time.perf_counter() - t0
     t0 = time.perf_counter()
     synth.decode(codes)  # steady state, as the official side's second call
@@ -200,7 +204,7 @@ def our_worker(a: argparse.Namespace) -> dict:
     n = codes.shape[0]
     tm = result.timings
     return {
-        "side": f"ours {synth.precision}", "frames": int(n), "threads": a.threads, "load_s": load,
+        "side": f"ours {tag}", "frames": int(n), "threads": a.threads, "load_s": load,
         "voice_s": voice_s, "prefill_ms": tm.prefill * 1000,
         "talker_ms": tm.talker / n * 1000,
         "code_predictor_ms": tm.code_predictor / n * 1000,
@@ -230,19 +234,19 @@ def report(results: list[dict], out: Path) -> None:
     import numpy as np
 
     ok = [r for r in results if "error" not in r]
-    head = f"{'':32}" + "".join(f"{r['side']:>16}" for r in ok)
+    head = f"{'':32}" + "".join(f"{r['side']:>17}" for r in ok)
     official = next((r for r in ok if r["side"] == "official"), None)
     ours = [r for r in ok if r["side"] != "official"]
     if official:
-        head += "".join(f"{'x (' + r['side'][5:] + ')':>12}" for r in ours)
+        head += "".join(f"{'x (' + r['side'][5:] + ')':>17}" for r in ours)
     print(head)
     for key, label, unit in ROWS:
         line = f"{label + (' [' + unit + ']' if unit else ''):32}"
-        line += "".join(f"{r[key]:16.3f}" if key == "rtf" else f"{r[key]:16.1f}" for r in ok)
+        line += "".join(f"{r[key]:17.3f}" if key == "rtf" else f"{r[key]:17.1f}" for r in ok)
         if official:
             for r in ours:
                 ratio = official[key] / r[key] if r[key] else float("nan")
-                line += f"{ratio:12.2f}"
+                line += f"{ratio:17.2f}"
         print(line)
     frames = {r["frames"] for r in ok}
     print(f"frames: {sorted(frames)}; ratio column = official / ours (above 1: ours is faster or smaller)")
@@ -293,6 +297,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--text", default=TEXT)
     ap.add_argument("--precision", nargs="+", default=["fp32", "q8"], choices=["fp32", "fp16", "bf16", "q8"])
+    ap.add_argument("--decoder-precision", nargs="+", default=["fp32"], choices=["fp32", "bf16"],
+                    help="our speech decoder's precisions: one run of ours per bundle precision and decoder precision")
     ap.add_argument("--attn", default="sdpa", help="official attention implementation (sdpa or eager)")
     ap.add_argument("--skip-ours", action="store_true")
     ap.add_argument("--skip-official", action="store_true")
@@ -329,8 +335,10 @@ def main() -> int:
             except subprocess.CalledProcessError as e:
                 results.append({"side": f"ours {prec}", "error": f"conversion failed ({e.returncode})"})
                 continue
-            results.append(run_worker(OUR_PYTHON, ["--worker", "ours", "--bundle", str(bundle), *common]))
-            results[-1].setdefault("side", f"ours {prec}")
+            for dec in a.decoder_precision:
+                results.append(run_worker(OUR_PYTHON, ["--worker", "ours", "--bundle", str(bundle),
+                                                       "--decoder-precision", dec, *common]))
+                results[-1].setdefault("side", f"ours {prec}" + ("" if dec == "fp32" else f"+{dec}dec"))
     print()
     cfg = json.loads((a.ckpt / "config.json").read_text())
     tc = cfg["talker_config"]
