@@ -234,19 +234,19 @@ def report(results: list[dict], out: Path) -> None:
     import numpy as np
 
     ok = [r for r in results if "error" not in r]
-    head = f"{'':32}" + "".join(f"{r['side']:>17}" for r in ok)
+    head = f"{'':32}" + "".join(f"{r['side']:>19}" for r in ok)
     official = next((r for r in ok if r["side"] == "official"), None)
     ours = [r for r in ok if r["side"] != "official"]
     if official:
-        head += "".join(f"{'x (' + r['side'][5:] + ')':>17}" for r in ours)
+        head += "".join(f"{'x (' + r['side'][5:] + ')':>19}" for r in ours)
     print(head)
     for key, label, unit in ROWS:
         line = f"{label + (' [' + unit + ']' if unit else ''):32}"
-        line += "".join(f"{r[key]:17.3f}" if key == "rtf" else f"{r[key]:17.1f}" for r in ok)
+        line += "".join(f"{r[key]:19.3f}" if key == "rtf" else f"{r[key]:19.1f}" for r in ok)
         if official:
             for r in ours:
                 ratio = official[key] / r[key] if r[key] else float("nan")
-                line += f"{ratio:17.2f}"
+                line += f"{ratio:19.2f}"
         print(line)
     frames = {r["frames"] for r in ok}
     print(f"frames: {sorted(frames)}; ratio column = official / ours (above 1: ours is faster or smaller)")
