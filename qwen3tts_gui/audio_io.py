@@ -147,10 +147,22 @@ class _GrowingBuffer:
 
 
 class Player(QObject):
-    """Plays one sound at a time; the sound may still be growing while it plays."""
+    """Plays one sound at a time; the sound may still be growing while it plays.
+
+    A growing sound starts at once. When playback catches up with it, it pauses and rebuffers like a streaming
+    player: it resumes once enough audio is ready ahead (more after each such underrun) or the sound is complete,
+    so a generation slower than real time is heard in ever longer runs, not as 80 ms of speech between gaps.
+    """
+
+    # Audio ready ahead before resuming after the 1st, 2nd, ... underrun. Arriving at a fraction r of real time,
+    # a resume with T s ahead plays T / (1 - r) s: 5 T at real-time factor 1.25 (q8), so doubling leaves two or
+    # three gaps in a typical take, the first one short (0.5 s of audio). The cap bounds a single silence to
+    # 8 s times the real-time factor (32 s at 4, the slowest model, which then plays 11 s runs) lest it seem hung.
+    REBUFFER_SECONDS = (0.5, 1.0, 2.0, 4.0, 8.0)
 
     position = Signal(int)  # current sample
     playing_changed = Signal(bool)
+    buffering = Signal(bool)  # paused until enough of a growing sound is ready
     error = Signal(str)
 
     def __init__(self, backend: AudioBackend, parent: QObject | None = None):
@@ -160,6 +172,10 @@ class Player(QObject):
         self._buf = _GrowingBuffer()
         self._pos = 0
         self._ended = False
+        self._rebuffering = False  # audio thread: silent until _resume_ahead samples are ready or complete
+        self._resume_ahead = 0
+        self._underruns = 0
+        self._shown_buffering = False  # GUI thread: the state last emitted by `buffering`
         self._stream: AudioStream | None = None
         self._samplerate = SAMPLE_RATE
         self._device_rate = SAMPLE_RATE
@@ -172,6 +188,11 @@ class Player(QObject):
     @property
     def playing(self) -> bool:
         return self._stream is not None
+
+    @property
+    def is_buffering(self) -> bool:
+        """As last shown by the `buffering` signal (GUI thread)."""
+        return self._shown_buffering
 
     def problem(self) -> str | None:
         return self.backend.output_problem()
@@ -199,6 +220,8 @@ class Player(QObject):
             self._buf.set(self._convert(samples, complete), complete)
             self._pos = max(0, min(self._to_device(start), self._buf.length))
             self._ended = False
+            self._rebuffering = False
+            self._underruns = 0
         try:
             self._stream = self.backend.open_output(self._device_rate, self._fill)
             self._stream.start()
@@ -247,27 +270,43 @@ class Player(QObject):
             except Exception:
                 log.exception("closing the audio output failed")
             self.playing_changed.emit(False)
+        self._show_buffering(False)
         self.owner = None
 
     def _fill(self, out: np.ndarray) -> bool:  # audio thread
         with self._lock:
-            n = len(out)
-            avail = min(n, self._buf.length - self._pos)
-            if avail > 0:
-                out[:avail] = self._buf.data[self._pos : self._pos + avail]
-                self._pos += avail
-            out[max(avail, 0) :] = 0.0  # an underrun while streaming plays silence and waits
+            ahead = self._buf.length - self._pos
+            if self._rebuffering:
+                if not self._buf.complete and ahead < self._resume_ahead:
+                    out[:] = 0.0
+                    return True
+                self._rebuffering = False
+            avail = min(len(out), ahead)
+            out[:avail] = self._buf.data[self._pos : self._pos + avail]
+            out[avail:] = 0.0
+            self._pos += avail
             if self._buf.complete and self._pos >= self._buf.length:
                 self._ended = True
                 return False
+            if avail < len(out):  # caught up with a growing sound: pause until enough is ready again
+                step = min(self._underruns, len(self.REBUFFER_SECONDS) - 1)
+                self._resume_ahead = int(self.REBUFFER_SECONDS[step] * self._device_rate)
+                self._underruns += 1
+                self._rebuffering = True
             return True
 
     def _poll(self) -> None:
         with self._lock:
-            pos, ended = self._pos, self._ended
+            pos, ended, rebuffering = self._pos, self._ended, self._rebuffering
         self.position.emit(int(pos * self._samplerate / self._device_rate))  # in the sound's own samples
+        self._show_buffering(rebuffering and not ended)
         if ended:
             self.stop()
+
+    def _show_buffering(self, on: bool) -> None:
+        if on != self._shown_buffering:
+            self._shown_buffering = on
+            self.buffering.emit(on)
 
 
 class Recorder(QObject):

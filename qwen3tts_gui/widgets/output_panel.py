@@ -47,10 +47,16 @@ class OutputPanel(QWidget):
         self.save_btn.clicked.connect(lambda: self.save_take(self.current))
         self.info = ElidedLabel("")
         self.info.setObjectName("Muted")
+        # Playback caught up with generation and waits for enough speech to go on without stuttering.
+        self.buffering_note = QLabel("Buffering…")
+        self.buffering_note.setObjectName("Muted")
+        self.buffering_note.setToolTip("Playback caught up with generation; it goes on when enough speech is ready")
+        self.buffering_note.hide()
         controls = QHBoxLayout()
         controls.addWidget(self.play_btn)
         controls.addWidget(self.save_btn)
         controls.addSpacing(10)
+        controls.addWidget(self.buffering_note)  # after the buttons: showing it moves no button
         controls.addWidget(self.info, 1)
 
         self.history = QListWidget()
@@ -94,6 +100,7 @@ class OutputPanel(QWidget):
 
         ctx.player.playing_changed.connect(self._update_buttons)
         ctx.player.position.connect(self._position)
+        ctx.player.buffering.connect(self._update_buttons)
         self._update_buttons()
 
     # --- streaming while generating ----------------------------------------------------------------------
@@ -257,6 +264,7 @@ class OutputPanel(QWidget):
         self.play_btn.setEnabled(playing or has_audio)
         if not playing:
             self.wave.set_position(-1)
+        self.buffering_note.setVisible(playing and self.ctx.player.is_buffering)
         no_output = self.ctx.player.problem()
         self.play_btn.setToolTip(no_output or "Play / stop")
         has_take = self.current is not None

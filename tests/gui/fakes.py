@@ -274,18 +274,28 @@ class FakeStream:
 
     def start(self) -> None:
         self._run.set()
+        if self.backend.manual:
+            return
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
+
+    def pull(self) -> np.ndarray | None:
+        """One output block from the callback, as PortAudio asks for it; None once the callback said stop."""
+        if not self._run.is_set():
+            return None
+        buf = np.zeros(self.block, np.float32)
+        more = self.callback(buf)
+        self.backend.played.append(buf)
+        if not more:
+            self.backend.output_finished += 1
+            self._run.clear()  # PortAudio calls no more after CallbackStop
+        return buf
 
     def _loop(self) -> None:
         pause = self.block / self.samplerate / self.backend.speed
         while self._run.is_set():
             if self.kind == "output":
-                buf = np.zeros(self.block, np.float32)
-                more = self.callback(buf)
-                self.backend.played.append(buf)
-                if not more:
-                    self.backend.output_finished += 1
+                if self.pull() is None or not self._run.is_set():
                     return
             else:
                 src = self.backend.input_signal(self.samplerate)
@@ -313,6 +323,7 @@ class FakeAudioBackend:
     input_rate: int = 48000
     device_output_rate: int | None = None  # a device that only plays this rate (None: any rate)
     speed: float = 4.0  # faster than real time keeps tests short
+    manual: bool = False  # no thread: the test calls streams[-1].pull() for each block (exact timing)
     played: list = field(default_factory=list)
     output_finished: int = 0
     streams: list = field(default_factory=list)
