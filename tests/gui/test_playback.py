@@ -27,6 +27,15 @@ def frame_chunks(seconds: float) -> list[np.ndarray]:
     return np.split(sound_without_zeros(int(seconds * SR) // SPF * SPF), int(seconds * SR) // SPF)
 
 
+def pull_to_the_end(stream, limit: int = 10_000) -> list[np.ndarray]:
+    """The blocks a stream plays until its callback stops it (a player that never ends fails, not hangs)."""
+    blocks = []
+    while (block := stream.pull()) is not None:
+        blocks.append(block)
+        assert len(blocks) < limit, "the sound never ended"
+    return blocks
+
+
 class Run:
     """What one streamed playback did, block by block."""
 
@@ -87,6 +96,7 @@ def stream_slowly(chunks: list[np.ndarray], real_time_factor: float, device_rate
         block = stream.pull()
         if block is None:
             break
+        assert clock < 4 * real_time_factor * ends[-1] * device_rate / SR, "the sound never ended"
         run.blocks.append(block)
         heard_sound += int(np.count_nonzero(block))
         player._poll()  # what the GUI timer does every 30 ms
@@ -138,8 +148,7 @@ def test_completing_the_sound_ends_rebuffering_at_once(qtbot):
     player._poll()
     assert player.is_buffering
     player.append(sound[SPF:], complete=True)  # 160 ms, far below the threshold: the end of the take
-    while (block := stream.pull()) is not None:
-        heard.append(block)
+    heard += pull_to_the_end(stream)
     assert backend.output_finished == 1
     out = np.concatenate(heard)
     np.testing.assert_array_equal(out[out != 0], sound)
@@ -156,8 +165,8 @@ def test_finished_take_never_rebuffers_and_seeks(qtbot):
     sound = sound_without_zeros(2 * SR)
     assert player.play(sound, SR, complete=True, start=SR // 2)
     stream = backend.streams[-1]
-    while stream.pull() is not None:
-        player._poll()
+    pull_to_the_end(stream)
+    player._poll()
     out = backend.played_samples()
     np.testing.assert_array_equal(out[: len(sound) - SR // 2], sound[SR // 2 :])  # no pause anywhere
     assert not out[len(sound) - SR // 2 :].any() and events == []
