@@ -155,9 +155,11 @@ class Player(QObject):
     """
 
     # Audio ready ahead before resuming after the 1st, 2nd, ... underrun. Arriving at a fraction r of real time,
-    # a resume with T s ahead plays T / (1 - r) s: 5 T at real-time factor 1.25 (q8), so doubling leaves two or
-    # three gaps in a typical take, the first one short (0.5 s of audio). The cap bounds a single silence to
-    # 8 s times the real-time factor (32 s at 4, the slowest model, which then plays 11 s runs) lest it seem hung.
+    # a resume with T s ahead plays T / (1 - r) s: 5 T at real-time factor 1.25 (q8), so doubling leaves a few
+    # gaps in a typical take, the first one short (0.5 s of audio). The cap bounds a single silence to 8 s times
+    # the real-time factor (32 s at 4, the slowest model, which then plays 11 s runs) lest it seem hung.
+    # With an expected length (expect_length) and r measured, a resume waits for more when the rest needs it to
+    # play through: rest * (1 - r) ahead (still capped; the length is only a guess from the text).
     REBUFFER_SECONDS = (0.5, 1.0, 2.0, 4.0, 8.0)
 
     position = Signal(int)  # current sample
@@ -175,6 +177,9 @@ class Player(QObject):
         self._rebuffering = False  # audio thread: silent until _resume_ahead samples are ready or complete
         self._resume_ahead = 0
         self._underruns = 0
+        self._expected_length = 0  # device samples the growing sound will probably have (0: unknown)
+        self._clock = 0  # device samples asked for since play(), silences included: the audio thread's clock
+        self._length_at_start = 0  # what was there at play(): the arrival rate counts what came after
         self._shown_buffering = False  # GUI thread: the state last emitted by `buffering`
         self._stream: AudioStream | None = None
         self._samplerate = SAMPLE_RATE
@@ -222,6 +227,9 @@ class Player(QObject):
             self._ended = False
             self._rebuffering = False
             self._underruns = 0
+            self._expected_length = 0
+            self._clock = 0
+            self._length_at_start = self._buf.length
         try:
             self._stream = self.backend.open_output(self._device_rate, self._fill)
             self._stream.start()
@@ -244,6 +252,11 @@ class Player(QObject):
         with self._lock:
             self._buf.append(samples)
             self._buf.complete = self._buf.complete or complete
+
+    def expect_length(self, samples: int) -> None:
+        """A guess of the growing sound's final length, in its own samples (lets rebuffering aim to play through)."""
+        with self._lock:
+            self._expected_length = self._to_device(samples)
 
     def mark_complete(self) -> None:
         tail = self._convert(np.zeros(0, np.float32), True)
@@ -275,6 +288,7 @@ class Player(QObject):
 
     def _fill(self, out: np.ndarray) -> bool:  # audio thread
         with self._lock:
+            self._clock += len(out)
             ahead = self._buf.length - self._pos
             if self._rebuffering:
                 if not self._buf.complete and ahead < self._resume_ahead:
@@ -289,11 +303,20 @@ class Player(QObject):
                 self._ended = True
                 return False
             if avail < len(out):  # caught up with a growing sound: pause until enough is ready again
-                step = min(self._underruns, len(self.REBUFFER_SECONDS) - 1)
-                self._resume_ahead = int(self.REBUFFER_SECONDS[step] * self._device_rate)
+                self._resume_ahead = self._rebuffer_target()
                 self._underruns += 1
                 self._rebuffering = True
             return True
+
+    def _rebuffer_target(self) -> int:  # audio thread, under the lock
+        """Device samples to have ready ahead before resuming after this underrun."""
+        rate = self._device_rate
+        target = self.REBUFFER_SECONDS[min(self._underruns, len(self.REBUFFER_SECONDS) - 1)] * rate
+        if self._expected_length and self._clock >= rate:  # an arrival rate measured over 1 s at least
+            arriving = (self._buf.length - self._length_at_start) / self._clock  # seconds of audio per second
+            play_through = (self._expected_length - self._pos) * (1 - arriving)
+            target = max(target, min(play_through, self.REBUFFER_SECONDS[-1] * rate))
+        return int(target)
 
     def _poll(self) -> None:
         with self._lock:

@@ -36,6 +36,7 @@ class OutputPanel(QWidget):
         self.current: Take | None = None
         self._before_stream: Take | None = None  # shown again when a generation ends without a take
         self.streaming = False
+        self._expected_samples = 0  # the length being generated, as last estimated
         self._adding = False
 
         self.wave = WaveformView(placeholder="The generated speech appears here")
@@ -111,13 +112,17 @@ class OutputPanel(QWidget):
         self._before_stream, self.current = self.current, None
         # no current row either: otherwise clicking the row that was current changes nothing (no signal)
         self.history.setCurrentRow(-1)
-        self.wave.begin_stream(SAMPLE_RATE, expected_frames * SAMPLES_PER_FRAME)
+        self._expected_samples = expected_frames * SAMPLES_PER_FRAME
+        self.wave.begin_stream(SAMPLE_RATE, self._expected_samples)
         self.info.setText("Generating…")
         self._update_buttons()
 
     def expect_frames(self, frames: int) -> None:
-        """A better guess of the length being generated (the waveform scales to it)."""
-        self.wave.set_expected(frames * SAMPLES_PER_FRAME)
+        """A better guess of the length being generated (the waveform scales to it, playback rebuffers for it)."""
+        self._expected_samples = frames * SAMPLES_PER_FRAME
+        self.wave.set_expected(self._expected_samples)
+        if self.ctx.player.owner is self and self.streaming:
+            self.ctx.player.expect_length(self._expected_samples)
 
     def add_chunk(self, chunk: AudioChunk) -> None:
         self.wave.append(chunk.samples)
@@ -238,6 +243,7 @@ class OutputPanel(QWidget):
             self.ctx.player.stop()
         elif self.streaming:
             self._play(self.wave.samples, complete=False)
+            self.ctx.player.expect_length(self._expected_samples)
         else:
             self.play_take(self.current)
 

@@ -8,6 +8,7 @@ zero in the output is silence the player inserted.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import soxr
 
 from qwen3tts_gui.audio_io import Player
@@ -15,6 +16,7 @@ from qwen3tts_gui.audio_io import Player
 from .fakes import SPF, FakeAudioBackend
 
 SR = 24000
+BLOCK = 1024  # FakeStream's output block, as SoundDeviceBackend asks for
 
 
 def sound_without_zeros(n: int, seed: int = 0) -> np.ndarray:
@@ -63,8 +65,11 @@ class Run:
         return gaps
 
 
-def stream_slowly(chunks: list[np.ndarray], real_time_factor: float, device_rate: int = SR) -> tuple[Run, Player]:
-    """Play chunks[0] at once; chunk k arrives when the audio clock reaches real_time_factor times its end time.
+def stream_slowly(chunks: list[np.ndarray], real_time_factor: float, device_rate: int = SR,
+                  expected_length: int | None = None) -> tuple[Run, Player]:
+    """Play chunks[0] at once; chunk k arrives real_time_factor times its audio after chunk 0 (on the audio clock).
+
+    expected_length: the guess of the final length the player is told (as the output panel does), if any.
 
     Each append is resampled by a second soxr stream exactly as the player does it, so `expected` is what the
     device must hear (without the silences) and `ahead` is counted independently of the player's own state.
@@ -83,11 +88,13 @@ def stream_slowly(chunks: list[np.ndarray], real_time_factor: float, device_rate
     ends = np.cumsum([len(c) for c in chunks])
     last = len(chunks) - 1
     assert player.play(chunks[0], SR, complete=False)
+    if expected_length is not None:
+        player.expect_length(expected_length)
     run.expected = converted(chunks[0], False)
     stream = backend.streams[-1]
     clock, arrived, heard_sound = 0, 1, 0
     while True:
-        while arrived <= last and ends[arrived - 1] * real_time_factor * device_rate / SR <= clock:
+        while arrived <= last and (ends[arrived] - ends[0]) * real_time_factor * device_rate / SR <= clock:
             player.append(chunks[arrived], complete=arrived == last)
             run.expected = np.concatenate([run.expected, converted(chunks[arrived], arrived == last)])
             arrived += 1
@@ -107,7 +114,8 @@ def stream_slowly(chunks: list[np.ndarray], real_time_factor: float, device_rate
 
 def test_rebuffering_waits_for_a_growing_threshold_and_loses_nothing(qtbot):
     chunks = frame_chunks(20.0)
-    run, _ = stream_slowly(chunks, real_time_factor=1.25)  # the q8 model's measured factor
+    # the q8 model's measured factor; no expected length, so the steps alone decide
+    run, _ = stream_slowly(chunks, real_time_factor=1.25)
     heard = run.heard
     # nothing dropped, duplicated or reordered: without the silences it is exactly what was appended
     np.testing.assert_array_equal(heard[heard != 0], np.concatenate(chunks))
@@ -122,6 +130,40 @@ def test_rebuffering_waits_for_a_growing_threshold_and_loses_nothing(qtbot):
         assert run.ahead[resume] >= need or run.complete[resume]
         for i in range(first_silent, resume):
             assert run.ahead[i] < need and not run.complete[i]
+
+
+@pytest.mark.parametrize("already, real_time_factor, pauses", [
+    (1, 1.25, 2),  # from the first chunk: one pause before any rate is measured, one that plays the rest through
+    (50, 2.0, 1),  # play pressed 4 s into the take: the rate counts only what arrives after that
+])
+def test_an_expected_length_lets_the_rest_play_through(qtbot, already, real_time_factor, pauses):
+    """Told the final length, a pause waits for what the measured arrival rate needs, then no further gap."""
+    frames = frame_chunks(20.0)
+    chunks = [np.concatenate(frames[:already]), *frames[already:]]
+    total = sum(len(c) for c in chunks)
+    run, _ = stream_slowly(chunks, real_time_factor, expected_length=total)
+    heard = run.heard
+    np.testing.assert_array_equal(heard[heard != 0], np.concatenate(chunks))
+    assert len(run.gaps()) == pauses
+    # ... and waited no longer than needed: the take ends within 1 s after its last chunk arrived
+    last_arrival = real_time_factor * (total - len(chunks[0]))
+    assert len(run.blocks) * BLOCK <= last_arrival + SR
+
+
+@pytest.mark.parametrize("seconds, guess", [(20.0, 0.7), (20.0, 1.3), (60.0, 1.0)])
+def test_a_wrong_or_long_expected_length_keeps_the_floor_and_the_cap(qtbot, seconds, guess):
+    chunks = frame_chunks(seconds)
+    total = sum(len(c) for c in chunks)
+    run, _ = stream_slowly(chunks, real_time_factor=1.25, expected_length=int(guess * total))
+    heard = run.heard
+    np.testing.assert_array_equal(heard[heard != 0], np.concatenate(chunks))
+    cap = int(Player.REBUFFER_SECONDS[-1] * SR)
+    for k, (first_silent, resume) in enumerate(run.gaps()):
+        floor = Player.REBUFFER_SECONDS[min(k, len(Player.REBUFFER_SECONDS) - 1)] * SR
+        assert run.ahead[resume] >= floor or run.complete[resume]
+        assert all(run.ahead[i] < cap for i in range(first_silent, resume))  # never waits past the cap
+    if seconds == 60.0:  # the rest needs more than the cap here: one pause waits for exactly the cap
+        assert any(cap <= run.ahead[resume] < cap + SPF for _, resume in run.gaps())
 
 
 def test_position_frozen_and_buffering_shown_while_rebuffering(qtbot):
@@ -198,6 +240,8 @@ def test_output_panel_shows_buffering(qtbot, make_window, audio):
     window.output.toggle_play()
     note = window.output.buffering_note
     qtbot.waitUntil(note.isVisible, timeout=5000)
+    frames = round(len(window.text_edit.toPlainText()) * synth.frames_per_char)
+    assert window.ctx.player._expected_length == frames * SPF  # the panel passes on the length being generated
     assert window.ctx.player.playing and window.output.play_btn.text() == "■  Stop"
     synth.release.set()
     qtbot.waitUntil(lambda: not note.isVisible(), timeout=20000)
