@@ -51,6 +51,7 @@ class OutputPanel(QWidget):
         # Playback caught up with generation and waits for enough speech to go on without stuttering.
         self.buffering_note = QLabel("Buffering…")
         self.buffering_note.setObjectName("Muted")
+        self.buffering_note.setContentsMargins(0, 0, 10, 0)  # apart from the info after it, only while shown
         self.buffering_note.setToolTip("Playback caught up with generation; it goes on when enough speech is ready")
         self.buffering_note.hide()
         controls = QHBoxLayout()
