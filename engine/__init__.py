@@ -15,6 +15,7 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     long texts: synthesize_long, split_for_synthesis, LongTextOptions, JoinSettings, GuardSettings and its events
         ChunkStarted, ChunkFrame, ChunkRetry, ChunkAudio, ChunkSkipped, LongResult (engine/longform.py),
         ChunkProgress   which chunk progress shows while chunks run side by side
+        RecordingLength   how long the recording will be (every chunk's estimate + pauses, refined as they finish)
     split_text, TextChunk, DEFAULT_MAX_CHARS   the text splitter; read_text_file   a text file as str
     decode_codes(bundle, codes, threads, precision)   codec ids -> audio, loading only the decoder
     DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION   the speech decoder's precisions ("auto", "fp32", "bf16")
@@ -67,6 +68,7 @@ from .longform import (  # noqa: E402
     synthesize_long,
 )
 from .model_kind import ModelKind, Speaker  # noqa: E402
+from .recording_length import RecordingLength  # noqa: E402
 from .runaway import GuardSettings  # noqa: E402
 from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
 from .synthesizer import DEFAULT_BATCH_SIZE, BatchRun, Synthesizer, run_synthesis  # noqa: E402
@@ -136,6 +138,7 @@ __all__ = [
     "JoinSettings",
     "LongResult",
     "LongTextOptions",
+    "RecordingLength",
     "designed_voice",
     "is_designed",
     "ModelKind",

@@ -177,7 +177,7 @@ def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: Ge
     n = len(chunks)
     recording = _Recording(chunks, options.join)
     for i, chunk in enumerate(chunks):
-        if not _speakable(chunk):
+        if not speakable(chunk):
             continue
         yield ChunkStarted(i, n, chunk.text)
         result, reason, attempts = None, "", 0
@@ -204,10 +204,10 @@ def _generate_batched(synth, chunks: list[TextChunk], voice, language: str, sett
     t0 = time.perf_counter()
     n = len(chunks)
     recording = _Recording(chunks, options.join)
-    speakable = [i for i, c in enumerate(chunks) if _speakable(c)]
+    to_speak = [i for i, c in enumerate(chunks) if speakable(c)]
     window = 2 * options.batch_size
-    for w in range(0, len(speakable), window):
-        todo = {i: "" for i in speakable[w:w + window]}  # chunk -> why it is being tried again
+    for w in range(0, len(to_speak), window):
+        todo = {i: "" for i in to_speak[w:w + window]}  # chunk -> why it is being tried again
         for attempt in range(options.guard.retries + 1):
             if not todo:
                 break
@@ -266,7 +266,7 @@ def _generate_batched(synth, chunks: list[TextChunk], voice, language: str, sett
     yield recording.finish(seed, time.perf_counter() - t0)
 
 
-def _speakable(chunk: TextChunk) -> bool:
+def speakable(chunk: TextChunk) -> bool:
     """A chunk with no letter or digit ("* * *", "—") has nothing to say: only its pause is kept."""
     return any(ch.isalnum() for ch in chunk.text)
 
@@ -345,10 +345,10 @@ class _Recording:
     def done(self, i: int, result: SynthesisResult | None, reason: str, attempts: int) -> Iterator[LongEvent]:
         self.waiting[i] = (result, reason, attempts)
         n = len(self.chunks)
-        while self.next < n and (self.next in self.waiting or not _speakable(self.chunks[self.next])):
+        while self.next < n and (self.next in self.waiting or not speakable(self.chunks[self.next])):
             k, chunk = self.next, self.chunks[self.next]
             self.next += 1
-            if not _speakable(chunk):
+            if not speakable(chunk):
                 self.after_paragraph = self.after_paragraph or chunk.ends_paragraph
                 continue
             result, reason, attempts = self.waiting.pop(k)
