@@ -23,6 +23,7 @@ from .engine_adapter import (
     JoinSettings,
     LongResult,
     LongTextOptions,
+    RecordingLength,
     SynthesisResult,
     SynthesizerLike,
     Voice,
@@ -50,12 +51,14 @@ def needs_chunks(text: str, language: str) -> bool:
 
 
 class LongHandlers:
-    """What a caller wants to hear about while a long text is generated (every handler is optional)."""
+    """What a caller wants to hear about while a long text is generated (every handler is optional). `length`
+    hears the whole recording's expected length in samples: before the first chunk, then as chunks finish."""
 
     def __init__(self, check_cancel: Callable[[], None], frame: Callable[[FrameEvent], None] | None = None,
                  part: Callable[[int, int], None] | None = None, audio: Callable[[AudioChunk], None] | None = None,
-                 notice: Callable[[str], None] | None = None):
+                 notice: Callable[[str], None] | None = None, length: Callable[[int], None] | None = None):
         self.check_cancel, self.frame, self.part, self.audio, self.notice = check_cancel, frame, part, audio, notice
+        self.length = length
 
 
 def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, settings: GenerationSettings,
@@ -63,6 +66,10 @@ def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, s
                ) -> tuple[SynthesisResult, list[str]]:
     """Generate every chunk; return one result (the joined recording, all codes) and the left-out messages."""
     events = synthesize_long(synth, text, voice, language, settings, options=options, instruct=instruct)
+    # split the way synthesize_long did (it validated the language): the estimate covers exactly its chunks
+    length = RecordingLength(text, synth.check_language(language), options, max_frames=settings.max_frames)
+    if on.length:
+        on.length(length.samples)
     pieces: list[np.ndarray] = []
     codes: list[np.ndarray] = []
     skipped: list[str] = []
@@ -74,6 +81,8 @@ def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, s
         for ev in events:
             on.check_cancel()
             about_shown = progress.see(ev)
+            if length.see(ev) and on.length:
+                on.length(length.samples)
             if about_shown and progress.chunk != shown and progress.chunk < ev.chunks:
                 shown = progress.chunk
                 if on.part:
@@ -112,6 +121,7 @@ class LongSynthesisWorker(SynthesisWorker):
     result), plus which chunk is running and notices about retried or left-out chunks."""
 
     part = Signal(int, int)  # chunk index (0-based), number of chunks
+    length = Signal(int)  # samples the whole recording is expected to have (refined as chunks finish)
     notice = Signal(str)
     left_out = Signal(list)  # messages of the chunks that are missing from the result
 
@@ -123,7 +133,7 @@ class LongSynthesisWorker(SynthesisWorker):
 
     def work(self) -> None:
         handlers = LongHandlers(self.check_cancel, frame=self.frame.emit, part=self.part.emit,
-                                audio=self.chunk.emit, notice=self.notice.emit)
+                                audio=self.chunk.emit, notice=self.notice.emit, length=self.length.emit)
         result, skipped = speak_long(self.synth, self.text, self.voice, self.language, self.settings, handlers,
                                      instruct=self.instruct, options=self.options)
         if skipped:

@@ -512,6 +512,7 @@ class MainWindow(QMainWindow):
             worker = LongSynthesisWorker(self.ctx.synth, text, voice, language, settings, self, instruct=instruct,
                                          options=long_text_options(self.ctx.settings))
             worker.part.connect(self.progress.set_part)
+            worker.length.connect(self.output.expect_samples)  # the whole text's, not the first chunk's
             worker.notice.connect(lambda message: self.statusBar().showMessage(message, 8000))
             worker.left_out.connect(self._on_left_out)
         else:
@@ -521,8 +522,10 @@ class MainWindow(QMainWindow):
         worker.done.connect(self._on_result)
         worker.failed.connect(self._on_failed)
         worker.cancelled.connect(self._on_cancelled)
+        # a long text's worker tells the whole recording's length (its first frame would give its first chunk's)
         self._pending = PendingTake(text, voice, voice_name or getattr(voice, "name", str(voice)), language,
-                                    settings, instruct=instruct, design=design)
+                                    settings, instruct=instruct, design=design,
+                                    length_known=isinstance(worker, LongSynthesisWorker))
         self.progress.begin()
         self.output.begin_stream(0)
         self.statusBar().showMessage("Generating…")

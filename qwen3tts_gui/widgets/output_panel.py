@@ -118,9 +118,16 @@ class OutputPanel(QWidget):
         self.info.setText("Generating…")
         self._update_buttons()
 
+    @property
+    def expected_samples(self) -> int:
+        return self._expected_samples
+
     def expect_frames(self, frames: int) -> None:
+        self.expect_samples(frames * SAMPLES_PER_FRAME)
+
+    def expect_samples(self, samples: int) -> None:
         """A better guess of the length being generated (the waveform scales to it, playback rebuffers for it)."""
-        self._expected_samples = frames * SAMPLES_PER_FRAME
+        self._expected_samples = samples
         self.wave.set_expected(self._expected_samples)
         if self.ctx.player.owner is self and self.streaming:
             self.ctx.player.expect_length(self._expected_samples)

@@ -1,5 +1,6 @@
-"""A chapter in the app: chunk i of n progress, playback from the first chunk, one take, left-out chunks
-reported; a .txt imported into the batch as one long text."""
+"""A chapter in the app: chunk i of n progress, playback from the first chunk, the whole chapter's expected
+length (for the waveform and the player's rebuffering), one take, left-out chunks reported; a .txt imported into
+the batch as one long text."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 import soundfile as sf
 
 from engine import FrameEvent, JoinSettings, SynthesisResult, split_for_synthesis
+from engine.synthesizer import estimate_seconds
 from qwen3tts_gui.long_text import LongSynthesisWorker
 
 from .fakes import SPF, FakeSynthesizer
@@ -36,6 +38,59 @@ def _watch(window):
 
     window.ctx.start_job = wrapped
     return seen
+
+
+def _record_lengths(window):
+    """Every expected length the output panel is told, and every one it gives the player."""
+    told, given = [], []
+    panel, player = window.output, window.ctx.player
+    expect_samples, expect_length = panel.expect_samples, player.expect_length
+    panel.expect_samples = lambda n: (told.append(n), expect_samples(n))  # before generate() connects it
+    player.expect_length = lambda n: (given.append(n), expect_length(n))
+    return told, given
+
+
+def _estimate(chunk: str) -> int:
+    """A chunk's expected samples as the engine estimates them from its text (12.5 frames of 1920 samples/s)."""
+    return round(estimate_seconds(chunk) * 12.5) * SPF
+
+
+def test_the_expected_length_is_the_whole_chapter_and_follows_the_chunks(qtbot, make_window, audio, settings):
+    chunks = _chunks()
+    synth = FakeSynthesizer(frame_delay=0.01)
+    settings.batch_size = 1  # one chunk after the other: playback starts while two are still to come
+    window = make_window(synth=synth)
+    seen = _watch(window)
+    told, given = _record_lengths(window)
+    window.text_edit.setPlainText(CHAPTER)
+    assert window.generate()
+    qtbot.waitUntil(lambda: len(seen["chunks"]) >= 1, timeout=10000)
+    assert window.synth_worker is not None  # the other chunks are still being generated
+    window.output.toggle_play()
+    at_play = window.output.expected_samples
+    qtbot.waitUntil(lambda: window.synth_worker is None, timeout=30000)
+    # CHAPTER's first two chunks are one paragraph, the third another
+    pause = [0, round(JOIN.sentence_pause * 24000), round(JOIN.paragraph_pause * 24000)]
+    real = [round(len(c) * synth.frames_per_char) * SPF for c in chunks]  # what the fake makes of each
+    assert real != [_estimate(c) for c in chunks]  # so each refinement shows
+    # before any chunk: every chunk's estimate plus the pauses; then each finished chunk at its real length
+    assert told == [sum(pause[i] + (real[i] if i < done else _estimate(c)) for i, c in enumerate(chunks))
+                    for done in range(4)]
+    take = window.output.current
+    assert told[-1] == len(take.audio)
+    # playing from the first chunk on, the player had the whole chapter's length, then each refinement
+    assert at_play in told[1:] and given == told[told.index(at_play):]
+
+
+def test_a_single_chunk_text_still_expects_its_first_frame_estimate(qtbot, make_window, fake_synth):
+    text = "Hello there, how are you?"
+    assert len(_chunks(text)) == 1
+    window = make_window()
+    told, _ = _record_lengths(window)
+    window.text_edit.setPlainText(text)
+    assert window.generate()
+    qtbot.waitUntil(lambda: window.synth_worker is None, timeout=10000)
+    assert told == [round(len(text) * fake_synth.frames_per_char) * SPF]  # the fake's estimate, on its first frame
 
 
 def test_a_chapter_becomes_one_take(qtbot, make_window, fake_synth, dialogs):
