@@ -16,6 +16,7 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
         ChunkStarted, ChunkFrame, ChunkRetry, ChunkAudio, ChunkSkipped, LongResult (engine/longform.py),
         ChunkProgress   which chunk progress shows while chunks run side by side
         RecordingLength   how long the recording will be (every chunk's estimate + pauses, refined as they finish)
+    estimated_frames(text)   a synthesis's length estimate from its text (its first FrameEvent.estimated_frames)
     split_text, TextChunk, DEFAULT_MAX_CHARS   the text splitter; read_text_file   a text file as str
     decode_codes(bundle, codes, threads, precision)   codec ids -> audio, loading only the decoder
     DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION   the speech decoder's precisions ("auto", "fp32", "bf16")
@@ -68,7 +69,7 @@ from .longform import (  # noqa: E402
     synthesize_long,
 )
 from .model_kind import ModelKind, Speaker  # noqa: E402
-from .recording_length import RecordingLength  # noqa: E402
+from .recording_length import RecordingLength, estimated_frames  # noqa: E402
 from .runaway import GuardSettings  # noqa: E402
 from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
 from .synthesizer import DEFAULT_BATCH_SIZE, BatchRun, Synthesizer, run_synthesis  # noqa: E402
@@ -156,6 +157,7 @@ __all__ = [
     "VoiceSummary",
     "convert_checkpoint",
     "decode_codes",
+    "estimated_frames",
     "load_audio",
     "is_demo_bundle",
     "make_demo_bundle",

@@ -2,7 +2,8 @@
 
 FakeSynthesizer follows engine/synthesizer.py's CONTRACT: languages, model_id, default_settings,
 create_voice(audio, ref_text, name, language) -> Voice, synthesize(...) validating eagerly and returning a
-generator of FrameEvent (one per frame, after a sleep that stands in for compute), AudioChunk (with
+generator of FrameEvent (one per frame, after a sleep that stands in for compute; len(text) x frames_per_char
+frames, while estimated_frames is the engine's estimate from the text, as real lengths differ from it), AudioChunk (with
 settings.stream_audio) and a final SynthesisResult; closing the generator cancels it.
 tests/gui/test_contract.py runs the same checks against it and the real Synthesizer, so the two cannot drift.
 """
@@ -33,6 +34,7 @@ from engine import (
     Timings,
     Voice,
     VoiceError,
+    estimated_frames,
 )
 from qwen3tts_gui.audio_io import AudioUnavailable
 
@@ -140,12 +142,15 @@ class FakeSynthesizer:
             raise TextError("the text is empty; type something to speak")
         if voice.model_id != self.model_id:
             raise VoiceError("this voice was made with a different model; create it again from its reference audio")
-        est = max(1, int(round(len(text) * self.frames_per_char)))
-        max_frames = settings.max_frames or max(3 * est, 125)
-        frames = min(est, max_frames)
+        length = max(1, int(round(len(text) * self.frames_per_char)))  # what the fake makes, not what it expects
+        max_frames = settings.max_frames or max(3 * length, 125)
+        frames = min(length, max_frames)
         seed = settings.seed if settings.seed is not None else secrets.randbits(32)
         self.calls.append(dict(text=text, voice=voice.name, language=language, settings=settings, seed=seed))
-        return self._run(frames, est, max_frames, "eos" if est <= max_frames else "cap", seed, settings.stream_audio)
+        # the estimate the engine reports: from the text, at most the cap
+        est = min(estimated_frames(text), max_frames)
+        return self._run(frames, est, max_frames, "eos" if length <= max_frames else "cap", seed,
+                         settings.stream_audio)
 
     def _run(self, n: int, est: int, max_frames: int, ended_by: str, seed: int, stream: bool):
         rng = np.random.default_rng(seed)

@@ -24,6 +24,7 @@ from engine import (
     Timings,
     Voice,
     VoiceError,
+    estimated_frames,
 )
 
 from .fakes import FakeSynthesizer, speech_like
@@ -107,6 +108,18 @@ def test_events_in_order_then_one_result(synth, voice):
     assert np.array_equal(np.concatenate(streamed), result.audio)
     assert len(result.audio) == len(result.codes) * SAMPLES_PER_FRAME and result.audio.dtype == np.float32
     assert result.seed == 7 and result.ended_by in ("eos", "cap") and isinstance(result.timings, Timings)
+
+
+def test_the_first_frame_reports_the_estimate_from_the_text(synth, voice):
+    """What a long text's expected length (RecordingLength) adds up per chunk is what a synthesis reports."""
+    text = "Hello there, how are you?"
+    gen = synth.synthesize(text, voice, "english", GenerationSettings(seed=3))
+    first = next(gen)
+    gen.close()
+    assert first.index == 0 and first.estimated_frames == estimated_frames(text)
+    capped = synth.synthesize(text, voice, "english", GenerationSettings(seed=3, max_frames=5))
+    assert next(capped).estimated_frames == 5
+    capped.close()
 
 
 def test_no_chunks_without_streaming_and_the_cap_holds(synth, voice):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import soundfile as sf
 
-from engine import FrameEvent, JoinSettings, SynthesisResult, split_for_synthesis
+from engine import FrameEvent, JoinSettings, SynthesisResult, estimated_frames, split_for_synthesis
 from engine.synthesizer import estimate_seconds
 from qwen3tts_gui.long_text import LongSynthesisWorker
 
@@ -82,7 +82,7 @@ def test_the_expected_length_is_the_whole_chapter_and_follows_the_chunks(qtbot, 
     assert at_play in told[1:] and given == told[told.index(at_play):]
 
 
-def test_a_single_chunk_text_still_expects_its_first_frame_estimate(qtbot, make_window, fake_synth):
+def test_a_single_chunk_text_still_expects_its_first_frame_estimate(qtbot, make_window):
     text = "Hello there, how are you?"
     assert len(_chunks(text)) == 1
     window = make_window()
@@ -90,7 +90,7 @@ def test_a_single_chunk_text_still_expects_its_first_frame_estimate(qtbot, make_
     window.text_edit.setPlainText(text)
     assert window.generate()
     qtbot.waitUntil(lambda: window.synth_worker is None, timeout=10000)
-    assert told == [round(len(text) * fake_synth.frames_per_char) * SPF]  # the fake's estimate, on its first frame
+    assert told == [estimated_frames(text) * SPF]  # the estimate its first frame carries, and nothing else
 
 
 def test_a_chapter_becomes_one_take(qtbot, make_window, fake_synth, dialogs):

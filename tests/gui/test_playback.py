@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import soxr
 
+from engine import estimated_frames
 from qwen3tts_gui.audio_io import Player
 
 from .fakes import SPF, FakeAudioBackend
@@ -240,7 +241,7 @@ def test_output_panel_shows_buffering(qtbot, make_window, audio):
     window.output.toggle_play()
     note = window.output.buffering_note
     qtbot.waitUntil(note.isVisible, timeout=5000)
-    frames = round(len(window.text_edit.toPlainText()) * synth.frames_per_char)
+    frames = estimated_frames(window.text_edit.toPlainText())  # the first frame's estimate (the fake's is the engine's)
     assert window.ctx.player._expected_length == frames * SPF  # the panel passes on the length being generated
     assert window.ctx.player.playing and window.output.play_btn.text() == "■  Stop"
     synth.release.set()
