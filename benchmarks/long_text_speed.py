@@ -1,6 +1,7 @@
 """Long text: one chunk after the other against chunks side by side (synthesize_many). Figures only.
 
     python benchmarks/long_text_speed.py --model BUNDLE [--chunks 8] [--batch-sizes 1,4] [--rounds 2]
+                                         [--decoder-precision fp32|bf16|auto]
 
 Each round runs every batch size once, alternating (the machine is shared: compare within a round), on the same
 text, seed and per-chunk frame cap, and checks the recordings are identical. Prints wall time, real-time factor
@@ -15,6 +16,8 @@ import time
 import numpy as np
 
 from engine import (
+    DECODER_PRECISIONS,
+    DEFAULT_DECODER_PRECISION,
     ChunkAudio,
     GenerationSettings,
     LongTextOptions,
@@ -51,13 +54,16 @@ def main() -> None:
     p.add_argument("--batch-sizes", default="1,4")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--decoder-precision", default=DEFAULT_DECODER_PRECISION, choices=DECODER_PRECISIONS)
     args = p.parse_args()
-    synth = Synthesizer(args.model, **({"threads": args.threads} if args.threads else {}))
+    synth = Synthesizer(args.model, decoder_precision=args.decoder_precision,
+                        **({"threads": args.threads} if args.threads else {}))
     voice = Voice(xvector=np.random.default_rng(0).standard_normal(synth.hidden_size).astype(np.float32),
                   model_id=synth.model_id)
     text = " ".join(SENTENCES[i % len(SENTENCES)] for i in range(args.chunks))
     sizes = [int(s) for s in args.batch_sizes.split(",")]
-    print(f"bundle {args.model}: {args.chunks} chunks, at most {args.frames} frames each, batch sizes {sizes}")
+    print(f"bundle {args.model}: {args.chunks} chunks, at most {args.frames} frames each, batch sizes {sizes}, "
+          f"speech decoder {synth.decoder_precision}, {synth.threads} threads")
     reference = None
     for r in range(args.rounds):
         for size in sizes:
