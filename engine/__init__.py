@@ -69,10 +69,10 @@ from .longform import (  # noqa: E402
     synthesize_long,
 )
 from .model_kind import ModelKind, Speaker  # noqa: E402
-from .recording_length import RecordingLength, estimated_frames  # noqa: E402
+from .recording_length import RecordingLength  # noqa: E402
 from .runaway import GuardSettings  # noqa: E402
 from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
-from .synthesizer import DEFAULT_BATCH_SIZE, BatchRun, Synthesizer, run_synthesis  # noqa: E402
+from .synthesizer import DEFAULT_BATCH_SIZE, BatchRun, Synthesizer, estimated_frames, run_synthesis  # noqa: E402
 from .types import (  # noqa: E402
     FRAME_RATE,
     SAMPLE_RATE,

@@ -29,9 +29,9 @@ import numpy as np
 
 from .errors import Cancelled, EngineError, TextError
 from .joining import JoinSettings, joined_piece, pause_samples
-from .runaway import FRAME_RATE, GuardSettings, RunawayGuard
+from .runaway import GuardSettings, RunawayGuard
 from .splitter import DEFAULT_MAX_CHARS, LANGUAGE_CODES, TextChunk, split_text
-from .synthesizer import estimate_seconds
+from .synthesizer import estimated_frames
 from .types import SAMPLE_RATE, FrameEvent, GenerationSettings, SynthesisResult, Timings
 
 RETRY_SEED_STEP = 0x9E3779B1  # a retry's seed is far from every other chunk's seed
@@ -281,7 +281,7 @@ class _ChunkRun:
     def __init__(self, chunk: TextChunk, attempt: int, seed: int, settings: GenerationSettings,
                  guard_settings: GuardSettings):
         self.chunk, self.attempt, self.seed = chunk, attempt, seed
-        self.guard = RunawayGuard(int(round(estimate_seconds(chunk.text) * FRAME_RATE)), guard_settings)
+        self.guard = RunawayGuard(estimated_frames(chunk.text), guard_settings)
         limit = self.guard.frame_limit
         self.cap = limit if settings.max_frames is None else min(limit, int(settings.max_frames))
         # a retry of a greedy run samples: argmax would only repeat the same runaway

@@ -14,14 +14,8 @@ from __future__ import annotations
 from .errors import TextError
 from .joining import pause_samples
 from .longform import ChunkAudio, ChunkSkipped, LongEvent, LongTextOptions, speakable, split_for_synthesis
-from .synthesizer import estimate_seconds
-from .types import FRAME_RATE, SAMPLES_PER_FRAME
-
-
-def estimated_frames(text: str) -> int:
-    """The frames a synthesis of this text is estimated to take, from the text alone (as the synthesizer's
-    FrameEvent.estimated_frames, which may only be larger when the text has more tokens than that)."""
-    return max(int(round(estimate_seconds(text) * FRAME_RATE)), 1)
+from .synthesizer import estimated_frames
+from .types import SAMPLES_PER_FRAME
 
 
 class RecordingLength:

@@ -114,6 +114,12 @@ def estimate_seconds(text: str) -> float:
     return max(seconds, 0.5)
 
 
+def estimated_frames(text: str) -> int:
+    """The frames a synthesis of this text is estimated to take, from the text alone (a synthesis's
+    FrameEvent.estimated_frames, which may only be larger when the text has more tokens than that)."""
+    return max(int(round(estimate_seconds(text) * FRAME_RATE)), 1)
+
+
 @dataclass
 class _Job:
     """A validated synthesis request: the sequence to generate and how to turn it into audio."""
@@ -405,7 +411,7 @@ class Synthesizer:
         prompt = self._build_prompt(text, voice, language, settings.non_streaming_text, instruct)
         hard = self._frame_limit(prompt.prefill.shape[0])
         streamed_text = len(prompt.trailing) if len(prompt.trailing) > 1 else 0
-        est = max(int(round(estimate_seconds(text) * FRAME_RATE)), streamed_text, 1)
+        est = max(estimated_frames(text), streamed_text)
         if settings.max_frames is not None:
             n = int(settings.max_frames)
             if n > hard:
