@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 import re
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 LFS_SUFFIXES = (".safetensors",)
 
@@ -80,6 +81,15 @@ class HubServer:
     def file_requests(self, path: str) -> list[tuple[str, str, str | None]]:
         return [r for r in self.requests if r[1].split("?")[0].endswith("/" + path)]
 
+    def _hostile_name(self, path: str) -> tuple[Repo, str] | None:
+        """The repository file a request is for when its listed name walks out of the URL (`../../x`), as a
+        client that normalises the URL asks for it: a mirror that wants such names fetched serves them."""
+        for repo_id, repo in self.repos.items():
+            for name in repo.files:
+                if ".." in name.split("/") and posixpath.normpath(f"/{repo_id}/resolve/{repo.sha}/{name}") == path:
+                    return repo, name
+        return None
+
     def _handler(self):
         hub = self
 
@@ -105,12 +115,16 @@ class HubServer:
                     if repo is not None:
                         self._send(200, json.dumps(repo.listing(m.group(1))).encode(), "application/json", head)
                     return
+                hostile = hub._hostile_name(unquote(path))
+                if hostile is not None:  # a listed name with '..' in it: the client normalised the URL
+                    self._file(*hostile, head)
+                    return
                 m = re.fullmatch(r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
                 if m:
                     repo = self._repo(m.group(1))
                     if repo is None:
                         return
-                    rel = m.group(3)
+                    rel = unquote(m.group(3))
                     if rel not in repo.files:
                         self._error(404, "EntryNotFound", "Entry not found")
                         return

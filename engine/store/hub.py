@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import Cancelled, EngineError
+from .hub_names import UnsafeName, check_remote_path, check_revision, inside, redact, redact_url_logs, shown
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # What the converter reads; other files in a repository (README, images, .gitattributes) are not fetched.
@@ -30,8 +31,16 @@ CHUNK_BYTES = 1 << 20
 LIST_TIMEOUT = 30.0  # seconds; file transfers use huggingface_hub's read timeout (HF_HUB_DOWNLOAD_TIMEOUT, 10 s)
 
 
+redact_url_logs()
+
+
 class HubError(EngineError):
-    """A repository cannot be fetched: missing, refused, unreachable, or its files do not match."""
+    """A repository cannot be fetched: missing, refused, unreachable, or its files do not match.
+
+    Its message never shows a mirror's credentials (https://user:pass@host becomes https://***@host)."""
+
+    def __init__(self, message: str):
+        super().__init__(redact(message))
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,11 @@ class RemoteFile:
     size: int
     sha256: str | None  # LFS files
     git_sha1: str | None  # small files: the git blob id
+
+    def __post_init__(self) -> None:  # every RemoteFile, from a listing or from pending.json, is a safe name
+        check_remote_path(self.path)
+        if not isinstance(self.size, int) or self.size < 0:
+            raise UnsafeName(f"has no valid size ({self.size!r})")
 
 
 @dataclass(frozen=True)
@@ -152,11 +166,28 @@ def repo_listing(repo_id: str, endpoint: str | None = None, token: str | None = 
         raise _explain(e, repo_id, endpoint, token) from None
     files = []
     for s in info.siblings or []:
-        if not s.rfilename.endswith(WANTED_SUFFIXES) or s.size is None:
+        name = s.rfilename
+        try:  # any name that could not be written inside the download folder stops the whole download
+            check_remote_path(name)
+        except UnsafeName as e:
+            raise _unsafe(repo_id, endpoint, f"a file name that is {e}: {shown(name)}") from None
+        if not name.endswith(WANTED_SUFFIXES) or s.size is None:
             continue
-        files.append(RemoteFile(s.rfilename, int(s.size), s.lfs.sha256 if s.lfs else None,
-                                None if s.lfs else s.blob_id))
-    return RemoteRepo(repo_id, info.sha or revision or "main", tuple(sorted(files, key=lambda f: f.path)))
+        try:
+            files.append(RemoteFile(name, int(s.size), s.lfs.sha256 if s.lfs else None,
+                                    None if s.lfs else s.blob_id))
+        except (UnsafeName, ValueError, TypeError) as e:
+            raise _unsafe(repo_id, endpoint, f"a file {shown(name)} that {e}") from None
+    commit = info.sha or revision or "main"
+    try:
+        check_revision(commit)
+    except UnsafeName as e:
+        raise _unsafe(repo_id, endpoint, f"a revision {shown(commit)} that {e}") from None
+    return RemoteRepo(repo_id, commit, tuple(sorted(files, key=lambda f: f.path)))
+
+
+def _unsafe(repo_id: str, endpoint: str, what: str) -> HubError:
+    return HubError(f"{repo_id} on {endpoint} lists {what}; nothing was downloaded.")
 
 
 def _check_repo_id(repo_id: str) -> None:
@@ -241,7 +272,10 @@ def fetch_repo(repo: RemoteRepo, dest: Path, endpoint: str | None = None, token:
     dest.mkdir(parents=True, exist_ok=True)
     meter = _Meter(repo.size, bytes_present(repo, dest), progress, cancel)
     for f in repo.files:
-        target = dest / f.path
+        try:
+            target = inside(dest, f.path)
+        except (UnsafeName, OSError) as e:
+            raise _unsafe(repo.repo_id, endpoint, f"a file {shown(f.path)} that {e}") from None
         if target.is_file() and target.stat().st_size == f.size:
             continue  # verified when it was completed
         meter.file = f.path

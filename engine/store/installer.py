@@ -28,6 +28,7 @@ from .hub import (
     format_bytes,
     repo_listing,
 )
+from .hub_names import redact, without_credentials
 from .store import SOURCE, InstalledModel, ModelStore, StoreError, check_name
 
 Progress = Callable[[float, str], None]
@@ -136,7 +137,7 @@ def install(
     report = progress or (lambda _f, _m: None)
     endpoint = endpoint_url(endpoint)
 
-    report(0.0, f"asking {endpoint} for {repo_id}")
+    report(0.0, f"asking {redact(endpoint)} for {repo_id}")
     repo = repo_listing(repo_id, endpoint=endpoint, token=token)
     have = {f.path for f in repo.files}
     missing = [f for f in REQUIRED_FILES if f not in have]
@@ -174,7 +175,8 @@ def install(
             raw, work / name, precision=precision, cancel=cancel,
             progress=lambda f, m: report(DOWNLOAD_SHARE + (1 - DOWNLOAD_SHARE) * f, m),
         )
-        source_info = {"repo_id": repo_id, "revision": repo.revision, "endpoint": endpoint, "precision": precision}
+        source_info = {"repo_id": repo_id, "revision": repo.revision, "endpoint": without_credentials(endpoint),
+                       "precision": precision}
         (bundle_dir / SOURCE).write_text(json.dumps(source_info, indent=1), encoding="utf-8")
         final = store.root / name
         if final.exists():

@@ -1,0 +1,175 @@
+"""A hostile or broken hub/mirror (tests/hub_server.py on 127.0.0.1): file names that walk out of the download
+folder, credentials in a mirror address, bodies longer than listed, stalled and slow lines, two downloads of one
+model at once. Nothing from the network is written outside its folder or past its listed size, nothing secret is
+stored or shown, and every refusal is one line naming the repository.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from engine.store import HubError, ModelStore, install, installer
+from tests.hub_server import HubServer, Repo
+
+from .conftest import ROOT, one_line, run_cli
+
+TINY = ROOT / "tests" / "fixtures" / "models" / "tiny06b"
+REPO = "Qwen/Qwen3-TTS-12Hz-0.6B-Base"
+NAME = "Qwen3-TTS-12Hz-0.6B-Base"
+CHUNK = 64 * 1024
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """A private store and hub cache, no token from the environment, small download chunks, room on the disk."""
+    import huggingface_hub.constants
+
+    monkeypatch.setenv("QWEN3TTS_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "DOWNLOAD_CHUNK_SIZE", CHUNK)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(installer, "free_bytes", lambda folder: 1 << 40)
+    return tmp_path
+
+
+def tiny_repo() -> Repo:
+    assert (TINY / "config.json").is_file(), f"the committed fixture checkpoint {TINY} is missing"
+    return Repo.from_folder(TINY)
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _victim(env: Path) -> Path:
+    victim = env / "home" / "victim"
+    victim.mkdir(parents=True)
+    (victim / "thesis.txt").write_text("four years of work")
+    return victim
+
+
+# --- file names from the network ---------------------------------------------------------------------------------
+
+def hostile_name(label: str, victim: Path) -> str:
+    """A listed file name of each kind; the download folder is <env>/models/.downloads/<name>/, three levels
+    below <env>, and the victim's folder is <env>/home/victim."""
+    return {
+        "parent parts": "../../../home/victim/thesis.txt",
+        "deep parent parts": "../" * 40 + str(victim / "thesis.txt").lstrip("/"),
+        "inside then out": "speech_tokenizer/../../../../home/victim/x.safetensors",
+        "absolute": str(victim / "thesis.txt"),
+        "backslashes": "..\\..\\..\\home\\victim\\thesis.txt",
+        "drive path": "C:\\victim\\thesis.txt",
+        "drive with slashes": "C:/victim/thesis.txt",
+        "NUL": "speech_tokenizer/config\x00.json",
+        "empty part": "speech_tokenizer//extra.json",
+        "dot part": "./speech_tokenizer/./extra.json",
+        "over-long part": "a" * 300 + ".json",
+        "over-long name": "/".join(["abcdefghij"] * 60) + ".json",
+        "newline": "extra\n.json",
+    }[label]
+
+
+HOSTILE = ["parent parts", "deep parent parts", "inside then out", "absolute", "backslashes", "drive path",
+           "drive with slashes", "NUL", "empty part", "dot part", "over-long part", "over-long name", "newline"]
+
+
+@pytest.mark.parametrize("label", HOSTILE)
+def test_a_file_name_that_leaves_the_folder_stops_the_download(env, monkeypatch, label, capsys):
+    victim = _victim(env)
+    name = hostile_name(label, victim)
+    repo = tiny_repo()
+    repo.files[name] = b"overwritten by the mirror"
+    before = _tree(env / "home")
+    with HubServer({REPO: repo}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        code, err = run_cli(capsys, "models", "download", REPO)
+        line = one_line(err)
+        assert code == 2 and REPO in line and "nothing was downloaded" in line, line
+        with pytest.raises(HubError, match="lists a file"):
+            install(REPO)
+        assert not [r for r in server.requests if "/resolve/" in r[1]]  # no file was even asked for
+    assert _tree(env / "home") == before
+    models = env / "models"
+    assert not models.exists() or not [p for p in models.rglob("*") if p.is_file()]
+    assert ModelStore().installed() == []
+
+
+def test_a_symlink_in_the_download_folder_does_not_lead_out(env, monkeypatch):
+    """An unfinished download's folder holding a link to elsewhere (made by anything): files are not written
+    through it."""
+    victim = _victim(env)
+    repo = tiny_repo()
+    with HubServer({REPO: repo}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        raw = ModelStore().downloads_dir() / NAME
+        raw.mkdir(parents=True)
+        files = [{"path": p, "size": len(d), "sha256": None, "git_sha1": None} for p, d in repo.files.items()]
+        (raw / "pending.json").write_text(json.dumps({"name": NAME, "repo_id": REPO, "revision": repo.sha,
+                                                      "precision": "fp16", "files": files}))
+        (raw / "speech_tokenizer").symlink_to(victim, target_is_directory=True)
+        before = _tree(victim)
+        with pytest.raises(HubError, match="leads outside the download folder"):
+            install(REPO)
+    assert _tree(victim) == before
+
+
+def test_a_pending_download_naming_a_path_outside_is_not_offered(env):
+    from engine.store import pending_downloads
+
+    raw = ModelStore().downloads_dir() / NAME
+    raw.mkdir(parents=True)
+    files = [{"path": "../../../etc/passwd.json", "size": 10}]
+    (raw / "pending.json").write_text(json.dumps({"name": NAME, "repo_id": REPO, "revision": "abc",
+                                                  "precision": "fp16", "files": files}))
+    assert pending_downloads(ModelStore()) == []
+
+
+def test_a_revision_that_is_not_a_plain_name_is_refused(env, monkeypatch):
+    repo = tiny_repo()
+    repo.sha = "../../../x"
+    with HubServer({REPO: repo}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        with pytest.raises(HubError, match="revision"):
+            install(REPO)
+        assert not [r for r in server.requests if "/resolve/" in r[1]]
+
+
+# --- credentials in a mirror address ----------------------------------------------------------------------------
+
+
+def test_mirror_credentials_are_never_stored_or_shown(env, monkeypatch, capsys, caplog):
+    caplog.set_level(logging.DEBUG)
+    with HubServer({REPO: tiny_repo()}) as server:
+        secret_url = server.url.replace("http://", "http://mirror-user:s3cret-pass@")
+        monkeypatch.setenv("HF_ENDPOINT", secret_url)
+        messages: list[str] = []
+        model = install(REPO, progress=lambda f, m: messages.append(m))
+        source = (model.path / "source.json").read_text()
+        assert json.loads(source)["endpoint"] == server.url
+        code, err = run_cli(capsys, "models", "download", "Qwen/No-Such-Model")
+        line = one_line(err)
+        assert code == 2 and "does not exist" in line
+    assert messages and not [m for m in messages if "s3cret" in m or "mirror-user" in m]
+    assert "s3cret" not in line and "mirror-user" not in line
+    assert "s3cret" not in caplog.text
+    stored = [p for p in env.rglob("*") if p.is_file() and b"s3cret" in p.read_bytes()]
+    assert stored == []
+
+
+def test_credentials_in_an_unreachable_mirror_are_not_shown(env, monkeypatch, capsys):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://joe:hunter2@127.0.0.1:{port}")
+    code, err = run_cli(capsys, "models", "download", "0.6B-Base")
+    line = one_line(err)
+    assert code == 2 and f"Cannot reach http://***@127.0.0.1:{port}" in line and "hunter2" not in line
