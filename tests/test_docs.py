@@ -1,0 +1,89 @@
+"""The user documents: the README stays short, every link in it and in docs/ resolves, and docs/cli.md is the
+command's real --help text."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tools import cli_doc
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+README_MAX_LINES = 300
+
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+_CODE_BLOCK = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def _anchors(markdown: str) -> set[str]:
+    text = _CODE_BLOCK.sub("", markdown)
+    return {_slug(m) for m in re.findall(r"^#{1,6}\s+(.+)$", text, re.MULTILINE)}
+
+
+def _links(markdown: str) -> list[str]:
+    return _LINK.findall(_CODE_BLOCK.sub("", markdown))
+
+
+def test_slug_follows_github() -> None:
+    assert _slug("From source (Linux, Python 3.11 or newer)") == "from-source-linux-python-311-or-newer"
+    assert _slug("The `qwen3tts` command") == "the-qwen3tts-command"
+
+
+def test_readme_is_short() -> None:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines; keep it to {README_MAX_LINES}"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_links_resolve(doc: Path) -> None:
+    text = doc.read_text(encoding="utf-8")
+    broken = []
+    for link in _links(text):
+        if re.match(r"^[a-z]+:", link):  # http(s), mailto: not checked offline
+            continue
+        path, _, anchor = link.partition("#")
+        target = (doc.parent / path).resolve() if path else doc
+        if not target.exists():
+            broken.append(link)
+        elif anchor and target.suffix == ".md" and anchor not in _anchors(target.read_text(encoding="utf-8")):
+            broken.append(link)
+    assert broken == [], f"{doc.name}: links that lead nowhere: {broken}"
+
+
+def test_link_check_finds_a_broken_link(tmp_path: Path) -> None:
+    """The check above must be able to fail: a missing file and a missing anchor are both caught."""
+    text = "# Title\n\n[a](missing.md) [b](#nowhere) [c](#title)\n```\n[d](inside-code.md)\n```\n"
+    links = _links(text)
+    assert links == ["missing.md", "#nowhere", "#title"]
+    assert not (tmp_path / "missing.md").exists()
+    assert "nowhere" not in _anchors(text) and "title" in _anchors(text)
+
+
+def test_cli_reference_matches_help() -> None:
+    current = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert current == cli_doc.render(), "docs/cli.md is out of date: run python tools/cli_doc.py"
+
+
+def test_cli_reference_covers_every_command() -> None:
+    text = cli_doc.render()
+    for command in ("convert", "synth", "batch", "decode", "speakers", "demo-model", "bench", "split",
+                    "voice create", "models list", "models download", "models remove"):
+        assert f"## `qwen3tts {command}`" in text
+
+
+def test_readme_synopsis_names_real_commands() -> None:
+    """Every `qwen3tts X` in the README is a command docs/cli.md documents."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^## `qwen3tts ([a-z -]+)`", cli_doc.render(), re.MULTILINE))
+    used = set(re.findall(r"qwen3tts ((?:models|voice) [a-z]+|[a-z][a-z-]+)", readme))
+    assert used - documented - {"models", "voice"} == set()
