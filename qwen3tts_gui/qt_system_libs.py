@@ -1,8 +1,10 @@
 """The system libraries Qt's X11 (xcb) platform plugin needs, and a check that names the missing ones.
 
-Qt's own error names libxcb-cursor0 whatever is missing, so the launcher runs this first:
-    python -m qwen3tts_gui.qt_system_libs     (exit 1 and one apt-get line when something is missing)
-The .deb declares the same packages (packaging/build.py imports DEB_PACKAGES).
+Qt's own error names libxcb-cursor0 whatever is missing, so the launcher (studio.sh) runs this first:
+    python -m qwen3tts_gui.qt_system_libs
+When something is missing it names the libraries and their packages, then, on a terminal with apt-get, offers to
+run the one install line (APT_LINE, the README's) and asks y/N; without a terminal, or on "no", it prints that line
+and exits 1. The .deb declares the same packages (packaging/build.py imports DEB_PACKAGES).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 # Shared objects the xcb plugin (and libQt6XcbQpa behind it) links against -> the Debian/Ubuntu package.
@@ -46,6 +49,8 @@ SONAME_PACKAGES = {
 RUNTIME_PACKAGES = ["fonts-dejavu-core", "libportaudio2"]
 # What the .deb declares: every package above once, in a stable order.
 DEB_PACKAGES = sorted(set(SONAME_PACKAGES.values()) | set(RUNTIME_PACKAGES))
+# The one install line for a source checkout (the README shows it): venv for studio.sh, then the above.
+APT_PACKAGES = ["python3-venv", *DEB_PACKAGES]
 
 _NOT_FOUND = re.compile(r"^\s*(\S+)\s*=>\s*not found", re.MULTILINE)
 
@@ -85,6 +90,50 @@ def uses_xcb(environ: dict[str, str]) -> bool:
     return not environ.get("WAYLAND_DISPLAY")
 
 
+def apt_command(root: bool) -> list[str]:
+    """The install line as a command: apt-get itself asks before it installs; sudo only when not root."""
+    return [*([] if root else ["sudo"]), "apt-get", "install", *APT_PACKAGES]
+
+
+def ask_yes_no(question: str) -> bool:
+    """y/N on the terminal: only an explicit yes is a yes (Enter, EOF and anything else are no)."""
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip().lower()
+    return answer in ("y", "yes")
+
+
+def offer_install(
+    missing: list[str],
+    *,
+    interactive: bool,
+    have_apt: bool,
+    root: bool,
+    ask: Callable[[str], bool] = ask_yes_no,
+    run: Callable[[list[str]], int] = lambda cmd: subprocess.call(cmd),
+    recheck: Callable[[], list[str]] = lambda: [],
+) -> int:
+    """Name what is missing; on a terminal with apt-get, offer the install line and run it only on a yes.
+
+    Returns the launcher's exit status: 0 when the libraries are there afterwards, else 1.
+    """
+    print(install_hint(missing), file=sys.stderr)
+    if not have_apt:
+        return 1
+    command = apt_command(root)
+    print(f"Everything the app needs is installed with:\n  {' '.join(command)}", file=sys.stderr)
+    if not interactive or not ask("Run it now?"):
+        return 1
+    status = run(command)
+    if status != 0:
+        print(f"apt-get stopped with exit status {status}; nothing else was changed.", file=sys.stderr)
+        return 1
+    still = recheck()
+    if still:
+        print(install_hint(still), file=sys.stderr)
+        return 1
+    return 0
+
+
 def main() -> int:
     if not sys.platform.startswith("linux") or not uses_xcb(dict(os.environ)) or not shutil.which("ldd"):
         return 0
@@ -92,10 +141,15 @@ def main() -> int:
     if plugin is None:
         return 0
     missing = missing_libraries(plugin)
-    if missing:
-        print(install_hint(missing), file=sys.stderr)
-        return 1
-    return 0
+    if not missing:
+        return 0
+    return offer_install(
+        missing,
+        interactive=sys.stdin.isatty() and sys.stderr.isatty(),
+        have_apt=shutil.which("apt-get") is not None,
+        root=os.geteuid() == 0,
+        recheck=lambda: missing_libraries(plugin),
+    )
 
 
 if __name__ == "__main__":
