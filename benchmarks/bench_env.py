@@ -1,4 +1,4 @@
-"""Where the benchmarks find their interpreters and scratch space: environment variables, defaults in the repo.
+"""Where the benchmarks find their interpreters and working space: environment variables, defaults in the repo.
 
     QWEN3TTS_PYTHON      this project's environment        (default: .venv/bin/python)
     QWEN3TTS_REF_PYTHON  the official implementation's one (default: .venv-ref/bin/python, as run_tests.sh makes)

@@ -4,7 +4,7 @@
         [--frames 50,330] [--threads 2] [--precisions fp32] [--decoder-precisions fp32,bf16] [--rounds 3]
         [--stream-frames 40] [--push 4] [--official-bf16]
 
-CHECKPOINT: a hub-layout checkpoint (e.g. benchmarks/make_checkpoint.py --preset 0.6b). WORK: a scratch folder;
+CHECKPOINT: a hub-layout checkpoint (e.g. benchmarks/make_checkpoint.py --preset 0.6b). WORK: a working folder;
 the codec_decoder part is converted into WORK/bundle_<precision> and random codes go to WORK/codes.npz. The
 official decoder runs in the reference environment (bench_env.REF_PYTHON) as a worker process that decodes one
 length per request, so each round times the official decoder and ours one after the other (the machine is

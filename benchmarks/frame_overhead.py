@@ -1,4 +1,4 @@
-"""Time per generated frame spent outside ncnn's forward passes (issue 10, item 3: target under 3 ms per frame).
+"""Time per generated frame spent outside ncnn's forward passes (the target: under 3 ms per frame).
 
     python benchmarks/frame_overhead.py --model BUNDLE [--model BUNDLE2 ...] [--frames 40] [--threads 2]
         [--rounds 3] [--profile]

@@ -5,7 +5,7 @@
 Each bundle (a full bundle or a talker-only one from benchmarks/talker_speed.py) gets its own talker and code
 predictor with the thread governor off; the calls alternate between bundles so that a busy machine disturbs all
 of them alike. Prints the least-disturbed (min), 25th percentile and median time per call, and the load average
-before and after. Used for the q8 / fp32 comparison in the README. Nothing is asserted.
+before and after. Used for the q8 / fp32 comparison in docs/performance.md. Nothing is asserted.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How close q8 bundles come to fp32: the figures behind the default precision (README "Speed").
+"""How close q8 bundles come to fp32: the figures behind the default precision (docs/performance.md, "Precision").
 
     python benchmarks/q8_accuracy.py [--checkpoint DIR ...] [--work DIR] [--frames 50] [--threads 2]
                                      [--precisions q8,q8block,fp16,bf16] [--q8-block 32|64|128]

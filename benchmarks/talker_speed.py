@@ -36,7 +36,7 @@ from engine.convert import talker as talker_convert  # noqa: E402
 from engine.convert.checkpoint import Checkpoint  # noqa: E402
 from engine.talker import Talker  # noqa: E402
 
-OFFICIAL_MS_PER_FRAME = 457.0  # official qwen-tts, 0.6B, 2 threads, this machine, quiet (README, Speed)
+OFFICIAL_MS_PER_FRAME = 457.0  # official qwen-tts, 0.6B, 2 threads, AMD EPYC 2 cores, quiet
 
 
 def talker_bundle(ckpt_dir: Path, dest: Path, precision: str) -> Path:

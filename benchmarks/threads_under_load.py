@@ -1,10 +1,10 @@
-"""Generation speed with the thread governor on and off, alternating in one process, optionally with busy helpers.
+"""Generation speed with the thread governor on and off, alternating in one process, optionally with busy processes.
 
     python benchmarks/threads_under_load.py --model BUNDLE [--frames 30] [--rounds 3] [--threads 2] [--busy N]
 
 Two Synthesizers share the bundle: one lets the talker and code predictor drop to one thread while other programs
 hold the cores (the default), one always uses --threads. Each round times one generation with each (EOS ignored,
-median ms per frame after two frames). --busy N starts N CPU-bound helper processes for the whole run (on a
+median ms per frame after two frames). --busy N starts N CPU-bound processes for the whole run (on a
 machine others already share, the load average printed says how busy it was). Nothing is asserted.
 """
 
@@ -46,7 +46,7 @@ def main() -> int:
                   model_id=synths["fixed"].model_id)
     for s in synths.values():
         frame_ms(s, voice, 3)  # warm-up
-    print(f"{a.model}: {a.threads} threads, {a.frames} frames, {a.busy} busy helpers; load average {load_average()}")
+    print(f"{a.model}: {a.threads} threads, {a.frames} frames, {a.busy} busy processes; load average {load_average()}")
     with busy_processes(a.busy):
         time.sleep(1 if a.busy else 0)
         for r in range(a.rounds):

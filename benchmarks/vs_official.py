@@ -39,7 +39,7 @@ TEXT = ("The quick brown fox jumps over the lazy dog, and then it runs back home
 FRAME_SECONDS = 0.08
 
 
-# ------------------------------------------------------------------------------------------------ helpers
+# ------------------------------------------------------------------------------------------------ plumbing
 
 
 def write_reference(path: Path, seconds: float = 4.0, seed: int = 0) -> None:

@@ -3,7 +3,7 @@
 Qt's own error names libxcb-cursor0 whatever is missing, so the launcher (studio.sh) runs this first:
     python -m qwen3tts_gui.qt_system_libs
 When something is missing it names the libraries and their packages, then, on a terminal with apt-get, offers to
-run the one install line (APT_LINE, the README's) and asks y/N; without a terminal, or on "no", it prints that line
+run the one install line (APT_PACKAGES, the README's) and asks y/N; without a terminal, or on "no", it prints that line
 and exits 1. The .deb declares the same packages (packaging/build.py imports DEB_PACKAGES).
 """
 

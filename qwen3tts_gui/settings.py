@@ -113,7 +113,7 @@ class Settings:
     sentence_pause_ms = Option("generate/sentence_pause_ms", 350, minimum=0, maximum=MAX_GAP_MS)  # long texts
     paragraph_pause_ms = Option("generate/paragraph_pause_ms", 900, minimum=0, maximum=MAX_GAP_MS)
     threads = Option("engine/threads", 0, minimum=0, maximum=256)  # CPU threads per network; 0: physical cores
-    # the speech decoder: "fp32" exact, "auto" bf16 convolutions where the CPU has AVX512-BF16 (README "Decoder")
+    # the speech decoder: "fp32" exact, "auto" bf16 convolutions where the CPU has AVX512-BF16 (docs/performance.md, "Decoder")
     decoder_precision = Option("engine/decoder_precision", DEFAULT_DECODER_PRECISION, choices=("fp32", "auto"))
     text = Option("generate/text", "")  # the text box, as it was when the app closed
     generation_values = Option("generate/values", {})  # the settings box's values the user set (not defaults)

@@ -125,7 +125,7 @@ def test_bad_inputs_exit_2_with_one_line_and_write_nothing(bundle, tmp_path, cap
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("qwen3tts: "), f"{name}: {err!r}"
         assert all(w in lines[0] for w in words), f"{name}: the message should name {words}: {lines[0]!r}"
-        message = lines[0].removeprefix("qwen3tts: ")  # the house voice: a sentence (an option may lead)
+        message = lines[0].removeprefix("qwen3tts: ")  # the house voice: a sentence (it may start with an option)
         assert (message[0].isupper() or message.startswith("--")) and message.endswith((".", ".)")), name
         assert not out.exists() and not codes.exists(), name
 

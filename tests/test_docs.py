@@ -57,7 +57,7 @@ def test_links_resolve(doc: Path) -> None:
             broken.append(link)
         elif anchor and target.suffix == ".md" and anchor not in _anchors(target.read_text(encoding="utf-8")):
             broken.append(link)
-    assert broken == [], f"{doc.name}: links that lead nowhere: {broken}"
+    assert broken == [], f"{doc.name}: links to nothing: {broken}"
 
 
 def test_link_check_finds_a_broken_link(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ CASES = sorted(OUTPUTS.glob("*/synth_*.npz")) if OUTPUTS.is_dir() else []
 CORE_PARTS = ("text", "talker", "codec_decoder")
 FRONT_END_PARTS = ("speaker", "codec_encoder")
 # With identical codes the waveform is the codec decoder's output, so it gets the decoder's own bound
-# (tests/test_codec_decoder.py); the README states the same. Worst case measured: 5.5e-6 (peaks of 1.0).
+# (tests/test_codec_decoder.py); docs/testing.md states the same. Worst case measured: 5.5e-6 (peaks of 1.0).
 WAV_ATOL = 1e-4
 
 

@@ -72,7 +72,7 @@ def test_cancel_by_closing_the_generator(synth, voice):
     assert isinstance(first, FrameEvent)
     next(gen)
     gen.close()
-    # the next synthesis starts from scratch and matches a fresh greedy run
+    # the next synthesis starts afresh and matches a fresh greedy run
     g1 = codes_of(synth, voice, GenerationSettings(greedy=True, max_frames=5))
     g2 = codes_of(synth, voice, GenerationSettings(greedy=True, max_frames=5))
     assert np.array_equal(g1, g2)

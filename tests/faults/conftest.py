@@ -1,4 +1,4 @@
-"""Shared pieces of the fault suite (issue 16): a small real disk, the fixture checkpoint, the CLI runner."""
+"""Shared pieces of the fault suite: a small real disk, the fixture checkpoint, the CLI runner."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 16, crashes and hangs from bad files (items 9-13, 15): each gives one clear error, quickly.
+"""Crashes and hangs from bad files: each gives one clear error, quickly.
 
 The bad files are made here: FIFOs, looping and dangling symlinks, lying headers, zip bombs, tampered bundles.
 """

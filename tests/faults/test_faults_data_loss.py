@@ -1,6 +1,6 @@
-"""Issue 16, data loss (items 1-7): nothing the user made is deleted or overwritten, nothing is half-written.
+"""Data loss: nothing the user made is deleted or overwritten, nothing is half-written.
 
-Each test reproduces one attack from the issue; bad files and full disks are made here (a real tmpfs where the
+Each test reproduces one way a user could lose work; bad files and full disks are made here (a real tmpfs where the
 machine allows mounting one, a patched free-space figure otherwise).
 """
 

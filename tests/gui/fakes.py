@@ -259,10 +259,10 @@ class FakeBatchRun:
 # ------------------------------------------------------------------------------------------------ audio
 
 
-def speech_like(seconds: float, sr: int, lead: float = 0.6, tail: float = 0.6, amp: float = 0.4) -> np.ndarray:
+def speech_like(seconds: float, sr: int, lead_in: float = 0.6, tail: float = 0.6, amp: float = 0.4) -> np.ndarray:
     """Silence, a warbling tone with a syllable-like envelope, silence."""
     t = np.arange(int(seconds * sr)) / sr
-    env = (t > lead) & (t < seconds - tail)
+    env = (t > lead_in) & (t < seconds - tail)
     tone = amp * np.sin(2 * np.pi * (160 + 40 * np.sin(2 * np.pi * 3 * t)) * t) * (0.6 + 0.4 * np.sin(2 * np.pi * 4 * t))
     noise = 0.001 * np.random.default_rng(0).standard_normal(len(t))
     return (tone * env + noise).astype(np.float32)

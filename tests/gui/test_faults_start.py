@@ -1,4 +1,4 @@
-"""Issue 16 (items 2, 8, 14): nothing in the config or the voice library stops the app from starting, and the app
+"""Nothing in the config or the voice library stops the app from starting, and the app
 never deletes a models/demo folder it does not recognise as its own demo (and asks before replacing its own).
 
 Part of the fault suite (tests/faults); here because it needs the GUI fixtures.

@@ -72,11 +72,11 @@ def render(spec: AudioSpec, tmp: Path) -> np.ndarray:
     speech = _speak(spec, tmp)
     speech = speech / max(float(np.max(np.abs(speech))), 1e-9) * spec.peak
     n_total = int(round(spec.seconds * spec.sample_rate))
-    lead = int(round(LEAD_SILENCE * spec.sample_rate))
-    if lead + len(speech) > n_total:
+    lead_in = int(round(LEAD_SILENCE * spec.sample_rate))
+    if lead_in + len(speech) > n_total:
         raise SystemExit(f"{spec.file}: speech {len(speech) / spec.sample_rate:.2f}s does not fit")
     mono = np.zeros(n_total, dtype=np.float32)
-    mono[lead:lead + len(speech)] = speech
+    mono[lead_in:lead_in + len(speech)] = speech
     if spec.channels == 1:
         return mono
     # right channel: quieter and slightly delayed, so the channel mean matters

@@ -1,4 +1,4 @@
-"""Helpers around the official qwen-tts package: tiny model builders, tokenizer, capture hooks.
+"""Tools around the official qwen-tts package: tiny model builders, tokenizer, capture hooks.
 
 Runs only in the reference environment (torch + qwen-tts). Everything is deterministic: fixed
 seeds, fixed constants, CPU, fp32.
