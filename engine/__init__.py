@@ -18,6 +18,9 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
         RecordingLength   how long the recording will be (every chunk's estimate + pauses, refined as they finish)
     estimated_frames(text)   a synthesis's length estimate from its text (its first FrameEvent.estimated_frames)
     split_text, TextChunk, DEFAULT_MAX_CHARS   the text splitter; read_text_file   a text file as str
+    write_atomic(path, data)   a file written to a temporary name, synced, then renamed over path
+    regular_file_problem(path, what), npy_bytes_needed(header), load_npy_bytes(data)   reading files the user
+        hands over without trusting them (FIFOs, lying .npy headers)
     decode_codes(bundle, codes, threads, precision)   codec ids -> audio, loading only the decoder
     DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION   the speech decoder's precisions ("auto", "fp32", "bf16")
     load_audio, read_audio_file, save_audio   audio files in and out
@@ -54,7 +57,7 @@ from .errors import (  # noqa: E402
     VoiceError,
     as_sentence,
 )
-from .fileio import read_text_file  # noqa: E402
+from .fileio import read_text_file, write_atomic  # noqa: E402
 from .joining import JoinSettings  # noqa: E402
 from .longform import (  # noqa: E402
     ChunkAudio,
@@ -71,6 +74,7 @@ from .longform import (  # noqa: E402
 from .model_kind import ModelKind, Speaker  # noqa: E402
 from .recording_length import RecordingLength  # noqa: E402
 from .runaway import GuardSettings  # noqa: E402
+from .safefile import load_npy_bytes, npy_bytes_needed, regular_file_problem  # noqa: E402
 from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
 from .synthesizer import DEFAULT_BATCH_SIZE, BatchRun, Synthesizer, estimated_frames, run_synthesis  # noqa: E402
 from .types import (  # noqa: E402
@@ -163,6 +167,10 @@ __all__ = [
     "make_demo_bundle",
     "read_audio_file",
     "read_text_file",
+    "write_atomic",
+    "regular_file_problem",
+    "npy_bytes_needed",
+    "load_npy_bytes",
     "run_synthesis",
     "save_audio",
     "split_for_synthesis",

@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     from .engine_adapter import installed_model
     from .main_window import MainWindow
     from .paths import resource
-    from .settings import Settings
+    from .settings import user_settings
 
     log_path = setup_logging()
     if home_note:
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     if icon:
         app.setWindowIcon(QIcon(str(icon)))
 
-    settings = Settings()
+    settings = user_settings()
     ctx = AppContext(settings, SoundDeviceBackend())
     window = MainWindow(ctx)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,10 +12,24 @@ from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from .audio_io import AudioBackend, Player, Recorder
 from .engine_adapter import SynthesizerLike, SynthFactory, open_synthesizer
-from .paths import models_dir, voices_dir
+from .paths import data_dir, models_dir, voices_dir
 from .settings import Settings
 from .voices import VoiceLibrary
 from .workers import Worker
+
+MODELS_DIR_VARIABLE = "QWEN3TTS_MODELS_DIR"
+
+
+def _path_problem(path: Path) -> str | None:
+    """Why no file or folder can ever be at `path` (too long, a NUL, a loop), or None."""
+    try:
+        os.stat(path)
+    except ValueError:
+        return "its name holds a NUL character"
+    except OSError as e:
+        if e.errno in (errno.ENAMETOOLONG, errno.ELOOP):
+            return (e.strerror or str(e)).lower()
+    return None
 
 
 class Dialogs:
@@ -81,10 +97,28 @@ class AppContext(QObject):
         self.model_path: Path | None = None
         self.job: Worker | None = None  # the one engine job running now (see start_job)
         self._when_idle: list[Callable[[], object]] = []
+        self._models_folder_checked = False
+        self.notices: list[tuple[str, str]] = []  # (title, text) found before the window could show them
 
     def models_folder(self) -> Path:
-        """Where imported checkpoints and the demo model are converted to."""
-        return models_dir(self.settings.models_dir)  # QWEN3TTS_MODELS_DIR first, as for the command line
+        """Where imported checkpoints and the demo model are converted to: QWEN3TTS_MODELS_DIR first, as for the
+        command line, then the folder chosen in the app. A path no folder can have (too long, a NUL) is named
+        once and the default folder is used instead: it must never stop the app from starting."""
+        folder = models_dir(self.settings.models_dir)
+        problem = _path_problem(folder)
+        if problem is None:
+            return folder
+        default = data_dir() / "models"
+        if not self._models_folder_checked:
+            self._models_folder_checked = True
+            if os.environ.get(MODELS_DIR_VARIABLE):
+                self.notices.append(("The models folder cannot be used", f"QWEN3TTS_MODELS_DIR names a folder "
+                                     f"that cannot exist ({problem}); models are kept in {default} instead."))
+            elif self.settings.models_dir:
+                self.settings.report(f"The setting folders/models named a folder that cannot exist ({problem}); "
+                                     f"it was reset to {default}.")
+                self.settings.models_dir = ""
+        return default
 
     def set_voices_folder(self, folder: Path) -> None:
         self.settings.voices_dir = str(folder)

@@ -50,11 +50,15 @@ from engine import (
     as_sentence,
     designed_voice,
     is_designed,
+    load_npy_bytes,
+    npy_bytes_needed,
     physical_cores,
+    regular_file_problem,
     run_synthesis,
     split_for_synthesis,
     synthesize_long,
     usable_cpus,
+    write_atomic,
 )
 from engine.store import (
     CATALOGUE,
@@ -69,6 +73,10 @@ from engine.store import (
 )
 
 __all__ = [
+    "load_npy_bytes",
+    "npy_bytes_needed",
+    "regular_file_problem",
+    "write_atomic",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_DECODER_PRECISION",
     "MAX_BATCH_SIZE",

@@ -149,9 +149,15 @@ class MainWindow(QMainWindow):
         self._model_changed()
         self._restore_window()
         self._restore_takes()
-        problems = ctx.settings.take_problems() + self.take_store.take_problems()
+        problems = ctx.settings.take_problems()
         if problems:  # the values were reset to defaults and removed: this shows once, not at every start
             ctx.dialogs.notice(self, "Some settings were reset", "\n".join(problems))
+        problems = self.take_store.take_problems()
+        if problems:  # left where they are for the user: named at each start until they are dealt with
+            ctx.dialogs.notice(self, "Some takes could not be read", "\n".join(problems))
+        for title, text in ctx.notices:
+            ctx.dialogs.notice(self, title, text)
+        ctx.notices.clear()
 
     # --- layout ------------------------------------------------------------------------------------------
     def _build_studio(self) -> QWidget:

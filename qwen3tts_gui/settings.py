@@ -8,9 +8,15 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
+import sys
+import tempfile
+import uuid
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from PySide6.QtCore import QByteArray, QSettings
+from PySide6.QtCore import QByteArray, QCoreApplication, QSettings
 
 from .engine_adapter import DEFAULT_DECODER_PRECISION, MAX_BATCH_SIZE
 
@@ -163,3 +169,46 @@ class Settings:
 
     def sync(self) -> None:
         self.qsettings.sync()
+
+
+def user_settings() -> Settings:
+    """The user's settings (QCoreApplication's organisation and application names must be set).
+
+    Qt reads the settings file as the QSettings is made, so a FIFO there would hang the start and the window
+    would never open: anything but a regular file in its place is renamed to '<name>.damaged' first (or, where
+    that is not allowed, this run keeps its settings in a temporary file), and the user is told once."""
+    problems, temporary = [], None
+    for path in _settings_files():
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue  # absent (or unreachable: Qt then starts from the defaults by itself)
+        if stat.S_ISREG(mode):
+            continue
+        aside = next(p for p in (path.with_name(f"{path.name}.damaged{n or ''}") for n in range(10**6))
+                     if not os.path.lexists(p))
+        try:
+            os.rename(path, aside)
+            problems.append(f"The settings file {path} is not a regular file; it was renamed to {aside.name} "
+                            "and the settings start from their defaults.")
+        except OSError as e:
+            temporary = Path(tempfile.mkdtemp(prefix="qwen3tts-settings-")) / "settings.ini"
+            problems.append(f"The settings file {path} is not a regular file and cannot be moved aside "
+                            f"({e.strerror or e}); settings are not kept after this run.")
+    settings = Settings(QSettings(str(temporary), QSettings.Format.IniFormat) if temporary else QSettings())
+    for problem in problems:
+        settings.report(problem)
+    return settings
+
+
+def _settings_files() -> list[Path]:
+    """The files QSettings() reads on Linux and other Unix systems: the application's, then the organisation's
+    (Windows keeps settings in the registry, macOS in a property list: nothing to check there)."""
+    if sys.platform in ("win32", "darwin"):
+        return []
+    # Qt's own user folder (it fixes it at first use; QStandardPaths could differ): the parent of the parent
+    # of a file no one has, which Qt opens and finds absent
+    probe = QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, f"probe-{uuid.uuid4().hex}", "probe")
+    config = Path(probe.fileName()).parent.parent
+    org, app = QCoreApplication.organizationName(), QCoreApplication.applicationName()
+    return [config / org / f"{app}.conf", config / f"{org}.conf"]

@@ -3,34 +3,34 @@
 One folder per take in <data>/takes/NNNNNN/: take.npz (audio, codes, the rest as JSON) and, for a cloned voice,
 voice.qvoice (the engine's voice file, so Regenerate works after a restart even when the voice was deleted from
 the library).
-A take is written into a hidden folder and renamed into place, so a crash never leaves half a take. The oldest
-takes go when the history grows past the user's size limit.
+A take is written into a hidden folder, synced and renamed into place, so a crash or a power cut never leaves
+half a take. A take that cannot be read is skipped, named once and left for the user; folders this app did not
+name are not takes. The oldest takes go when the history grows past the user's size limit.
 """
 
 from __future__ import annotations
 
-import json
+import os
+import re
 import shutil
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
-import numpy as np
-
 from .diagnostics import log
-from .engine_adapter import GenerationSettings, SynthesisResult, Timings, Voice, VoiceError, is_designed
+from .engine_adapter import SynthesisResult, Voice, VoiceError, is_designed
+from .take_file import FORMAT, TAKE_FILE, TakeFileError, read_arrays, read_header, write_take_file
 from .takes import Take
 
-TAKE_FILE = "take.npz"
 VOICE_FILE = "voice.qvoice"
-FORMAT = 1
-_SETTING_NAMES = {f.name for f in fields(GenerationSettings)}
-_TIMING_NAMES = {f.name for f in fields(Timings)}
+MAX_TAKE_NUMBER = 999_999_999  # nine digits: a stray folder with a longer number is not a take
+_TAKE_DIR = re.compile(r"[0-9]{6,9}")
 
 
 class TakeStore:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self._problems: list[str] = []
+        self._known: set[int] = set()  # takes read or written here: only these count for the size limit
 
     def _dir(self, number: int) -> Path:
         return self.folder / f"{number:06d}"
@@ -47,37 +47,43 @@ class TakeStore:
         try:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
-            np.savez(tmp / TAKE_FILE, audio=np.asarray(take.audio, np.float32),
-                     codes=np.asarray(take.result.codes, np.int64), meta=np.array(json.dumps(meta)))
+            # each file is synced before it is renamed, the folder before it gets its name: after a power cut
+            # a take is complete or absent
+            write_take_file(tmp, take.result.audio, take.result.codes, meta)
             if isinstance(take.voice, Voice):
                 # a cloned voice's reference audio is for playback in the voice panel only; a designed voice is
                 # nothing but its audio
                 voice = take.voice if is_designed(take.voice) else replace(take.voice, ref_audio=None)
                 voice.save(tmp / VOICE_FILE)
+            _sync_folder(tmp)
             if final.exists():
                 shutil.rmtree(final)
             tmp.rename(final)
+            _sync_folder(self.folder)
         except (OSError, VoiceError) as e:
             shutil.rmtree(tmp, ignore_errors=True)
             self._problems.append(f"Take #{take.number} could not be kept for the next session: {e}.")
             log.warning("cannot keep take %s: %s", take.number, e)
             return False
+        self._known.add(take.number)
         return True
 
     def remove(self, number: int) -> None:
+        self._known.discard(number)
         shutil.rmtree(self._dir(number), ignore_errors=True)
 
     def clear(self) -> None:
         for d in self._take_dirs():
             shutil.rmtree(d, ignore_errors=True)
+        self._known.clear()
 
     def enforce_limit(self, limit_bytes: int, keep: int | None = None) -> list[int]:
         """Remove the oldest takes until the history fits in limit_bytes (take `keep`, the newest, always
-        stays). Returns the numbers removed."""
-        sizes = [(self._number(d), _size(d)) for d in self._take_dirs()]
+        stays; a take that could not be read is left for the user). Returns the numbers removed."""
+        sizes = [(number, _size(self._dir(number))) for number in sorted(self._known)]
         total = sum(s for _, s in sizes)
         removed = []
-        for number, size in sorted(sizes):
+        for number, size in sizes:
             if total <= limit_bytes:
                 break
             if number == keep:
@@ -89,19 +95,22 @@ class TakeStore:
 
     # --- read ------------------------------------------------------------------------------------------------
     def load_all(self) -> list[Take]:
-        """Every readable take, oldest first; a damaged one is skipped and reported once."""
+        """Every readable take, oldest first; a damaged one is skipped, left where it is and reported once."""
         takes = []
         for d in self._take_dirs():
             try:
                 takes.append(self._load(d))
-            except (OSError, ValueError, KeyError, TypeError, VoiceError) as e:
-                self._problems.append(f"Take {d.name} in {self.folder} could not be read and was skipped: {e}.")
+            except (TakeFileError, VoiceError) as e:
+                self._problems.append(f"Take {d.name} in {self.folder} could not be read and was skipped: "
+                                      f"{str(e).rstrip('.')}.")
                 log.warning("skipping take %s: %s", d, e)
+            else:
+                self._known.add(takes[-1].number)
         return takes
 
     def last_number(self) -> int:
         """The highest take number on disk, readable or not (new takes never reuse a damaged one's folder)."""
-        return max((self._number(d) for d in self._take_dirs()), default=0)
+        return max((int(d.name) for d in self._take_dirs()), default=0)
 
     def size_bytes(self) -> int:
         return sum(_size(d) for d in self._take_dirs())
@@ -111,32 +120,39 @@ class TakeStore:
         return problems
 
     def _load(self, d: Path) -> Take:
-        with np.load(d / TAKE_FILE, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            audio = np.asarray(z["audio"], np.float32)
-            codes = np.asarray(z["codes"], np.int64)
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"unknown take format {meta.get('format')!r}")
-        if audio.ndim != 1 or codes.ndim != 2:
-            raise ValueError("its audio or codes have the wrong shape")
-        settings = GenerationSettings(**{k: v for k, v in meta["settings"].items() if k in _SETTING_NAMES})
+        header = read_header(d / TAKE_FILE)
+        audio, codes = read_arrays(d / TAKE_FILE)
+        meta = header.meta
         # a Base take has its voice file, a CustomVoice take a speaker name, a VoiceDesign take neither
-        voice = Voice.load(d / VOICE_FILE) if (d / VOICE_FILE).exists() else meta.get("speaker")
-        timings = Timings(**{k: v for k, v in (meta.get("timings") or {}).items() if k in _TIMING_NAMES})
+        voice = Voice.load(d / VOICE_FILE) if os.path.lexists(d / VOICE_FILE) else meta["speaker"]
         result = SynthesisResult(audio=audio, codes=codes, ended_by=meta["ended_by"], seed=meta["seed"],
-                                 timings=timings)
-        return Take(int(meta["number"]), meta["text"], meta["voice_name"], voice, meta["language"], settings,
-                    result, created=meta["created"], instruct=meta.get("instruct"))
+                                 timings=meta["timings"])
+        # the folder's number is the take's: removing take N removes folder N, whatever the file says
+        return Take(int(d.name), meta["text"], meta["voice_name"], voice, meta["language"], meta["settings"],
+                    result, created=meta["created"], instruct=meta["instruct"])
 
     def _take_dirs(self) -> list[Path]:
+        """Folders named as this app names takes (six to nine ASCII digits, no extra leading zero)."""
         try:
-            return sorted((d for d in self.folder.iterdir() if d.is_dir() and d.name.isdigit()), key=self._number)
+            names = [e.name for e in os.scandir(self.folder) if _is_take_name(e.name) and e.is_dir()]
         except OSError:
             return []
+        return [self.folder / n for n in sorted(names, key=int)]
 
-    @staticmethod
-    def _number(d: Path) -> int:
-        return int(d.name)
+
+def _is_take_name(name: str) -> bool:
+    return bool(_TAKE_DIR.fullmatch(name)) and f"{int(name):06d}" == name
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename inside folder durable (POSIX; elsewhere the rename itself is)."""
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _size(d: Path) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal
@@ -167,6 +168,7 @@ class GenerationSettingsBox(QWidget):
         self.toggle.setChecked(settings.settings_open)
         self._set_open(settings.settings_open)
         self._loading = False
+        self._drop_unusable_values()
         self.load_defaults(FALLBACK)
         # values the user sets are kept (and win over the model's defaults at the next start)
         for spin in (self.temperature, self.top_k, self.top_p, self.repetition_penalty, self.max_frames):
@@ -210,6 +212,32 @@ class GenerationSettingsBox(QWidget):
     def _show_seconds(self, frames: int) -> None:
         s = frames / FRAME_RATE
         self.max_seconds.setText(f"≈ {int(s // 60)}:{s % 60:04.1f}" if frames else "")
+
+    def _spins(self) -> dict[str, QSpinBox | QDoubleSpinBox]:
+        return {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p,
+                "repetition_penalty": self.repetition_penalty, "max_frames": self.max_frames}
+
+    def _drop_unusable_values(self) -> None:
+        """Forget remembered values no field can show (a hand edit, another version: top-k 1e30, Infinity), each
+        named once; the model's default is used instead. A stored value must never stop the app from starting."""
+        user, kept = self.settings.generation_values, {}
+        for name, value in user.items():
+            spin = self._spins().get(name)
+            if name == "greedy":
+                usable = isinstance(value, bool)
+            elif spin is not None:
+                whole = isinstance(spin, QSpinBox)
+                usable = (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                          and (not whole or float(value).is_integer()) and spin.minimum() <= value <= spin.maximum())
+            else:
+                continue  # not one of ours (any more): dropped without a word
+            if usable:
+                kept[name] = value
+            else:
+                self.settings.report(f"The setting generate/values had an unusable {name} ({str(value)[:40]}); "
+                                     "the model's default is used.")
+        if kept != user:
+            self.settings.generation_values = kept
 
     def load_defaults(self, defaults: GenerationSettings) -> None:
         """The model's defaults, then whatever the user set (remembered in the settings) on top."""

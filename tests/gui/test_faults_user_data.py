@@ -1,0 +1,193 @@
+"""Whatever is in the data, settings or models folders, the app starts: a damaged take, an unusable stored value,
+a FIFO where a file should be or a path no folder can have is skipped, named once where the user sees it (takes
+in their own message, not under "Some settings were reset") and left for the user.
+
+Part of the fault suite (tests/faults); here because it needs the GUI fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QCoreApplication, QSettings
+
+from qwen3tts_gui import APP_ID, APP_NAME
+from qwen3tts_gui import settings as settings_module
+from qwen3tts_gui.paths import data_dir, takes_dir
+from qwen3tts_gui.take_store import TakeStore
+from tests.faults.test_faults_take_history import (
+    _damage_empty,
+    _damage_huge_audio_header,
+    _damage_truncated,
+    _meta_edit,
+    _take,
+    settings_a_string,
+    text_a_number,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+TOO_LONG = "/" + "/".join(["a" * 200] * 30)  # 6000 characters: more than any file system allows
+
+
+def _damaged_history() -> list[str]:
+    """Takes 1-7 in the take folder, 2-6 damaged in five ways, a stray '²' folder; the damaged folders' names."""
+    store = TakeStore(takes_dir())
+    for n in range(1, 8):
+        assert store.save(_take(n, f"Take {n}."))
+    damages = [_damage_truncated, _damage_empty, _damage_huge_audio_header, _meta_edit(text_a_number),
+               _meta_edit(settings_a_string)]
+    for n, damage in zip(range(2, 7), damages, strict=True):
+        damage(takes_dir() / f"{n:06d}" / "take.npz")
+    (takes_dir() / "²").mkdir()
+    return [f"{n:06d}" for n in range(2, 7)]
+
+
+def test_the_window_opens_whatever_is_in_the_take_history(qtbot, make_window, dialogs):
+    damaged = _damaged_history()
+    window = make_window(model=False, voice=False)
+    assert sorted(t.number for t in window.output.takes) == [1, 7]
+    assert [title for title, _ in dialogs.notices] == ["Some takes could not be read"]
+    text = dialogs.notices[0][1]
+    for name in damaged:
+        assert text.count(name) == 1, (name, text)
+    assert window._take_count == 7  # the next take is #8: a damaged take's number is never reused
+
+
+@pytest.mark.parametrize("values", [
+    '{"top_k": 1e30}', '{"max_frames": Infinity}', '{"top_k": 99999999999}', '{"temperature": "hot"}',
+    '{"greedy": "yes", "top_p": -1}', '{"max_frames": 12.5}',
+], ids=["top_k_1e30", "max_frames_infinity", "top_k_huge", "temperature_text", "greedy_text", "frames_fraction"])
+def test_unusable_generation_values_fall_back_to_the_model_defaults(qtbot, make_window, dialogs, settings, tmp_path,
+                                                                    values):
+    raw = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    raw.setValue("generate/values", values)
+    raw.sync()
+    window = make_window(model=True, voice=False)  # the model's defaults are loaded on top: the second reader
+    box = window.settings_box
+    assert (box.top_k.value(), box.max_frames.value(), box.greedy.isChecked()) == (50, 0, False)
+    assert abs(box.temperature.value() - 0.9) < 1e-9 and box.top_p.value() == 1.0
+    assert [title for title, _ in dialogs.notices] == ["Some settings were reset"]
+    bad = [k for k in json.loads(values)]
+    for key in bad:
+        assert key in dialogs.notices[0][1]
+    assert not set(bad) & set(settings.generation_values)  # forgotten: named once, not at every start
+    assert settings.take_problems() == []
+
+
+def test_a_models_folder_setting_no_folder_can_have_is_reset(qtbot, make_window, dialogs, settings):
+    settings.models_dir = TOO_LONG
+    window = make_window(model=False, voice=False)
+    assert window.ctx.models_folder() == data_dir() / "models"
+    assert [title for title, _ in dialogs.notices] == ["Some settings were reset"]
+    assert "folders/models" in dialogs.notices[0][1] and settings.models_dir == ""
+
+
+def test_a_models_folder_variable_no_folder_can_have_is_named(qtbot, make_window, dialogs, monkeypatch):
+    monkeypatch.setenv("QWEN3TTS_MODELS_DIR", TOO_LONG)
+    window = make_window(model=False, voice=False)
+    assert window.ctx.models_folder() == data_dir() / "models"
+    assert [title for title, _ in dialogs.notices] == ["The models folder cannot be used"]
+    assert "QWEN3TTS_MODELS_DIR" in dialogs.notices[0][1]
+
+
+@pytest.fixture
+def app_names():
+    """The app's names, and no settings files yet (Qt fixes its settings folder once per process: files the
+    tests make there are removed before and after)."""
+    before = QCoreApplication.organizationName(), QCoreApplication.applicationName()
+    QCoreApplication.setOrganizationName(APP_NAME)
+    QCoreApplication.setApplicationName(APP_ID)
+
+    def clean():
+        for path in settings_module._settings_files():
+            for p in path.parent.glob(path.name + "*"):
+                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+    clean()
+    yield
+    clean()
+    QCoreApplication.setOrganizationName(before[0])
+    QCoreApplication.setApplicationName(before[1])
+
+
+def test_the_checked_settings_files_are_the_ones_qt_reads(qtbot, app_names):
+    assert str(settings_module._settings_files()[0]) == QSettings().fileName()
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["application_file", "organisation_file"])
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_settings_file_that_is_not_a_file_is_moved_aside(qtbot, app_names, which, kind):
+    path = settings_module._settings_files()[which]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path) if kind == "fifo" else path.mkdir()
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.setdefault("settings", settings_module.user_settings()), daemon=True)
+    t.start()
+    t.join(30)
+    if t.is_alive():
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))  # release Qt's read, then fail
+        t.join(10)
+        pytest.fail("reading the settings blocked on a FIFO")
+    settings = out["settings"]
+    problems = settings.take_problems()
+    assert len(problems) == 1 and str(path) in problems[0] and "damaged" in problems[0]
+    assert path.with_name(path.name + ".damaged").exists()  # kept for the user, renamed
+    settings.text = "kept"
+    settings.sync()
+    assert settings_module._settings_files()[0].is_file()
+
+
+def test_the_app_starts_with_fifos_and_damage_everywhere(tmp_path, private_dirs):
+    """The real start (app.main) in a fresh process: FIFOs as the settings file and a take file, damaged takes
+    and an unusable models folder variable. The window opens and each problem is named."""
+    damaged = _damaged_history()
+    os.unlink(takes_dir() / "000007" / "take.npz")
+    os.mkfifo(takes_dir() / "000007" / "take.npz")
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / APP_NAME
+    config.mkdir(parents=True)
+    os.mkfifo(config / f"{APP_ID}.conf")
+    code = (
+        "import sys\n"
+        "from PySide6.QtCore import QTimer\n"
+        "from PySide6.QtWidgets import QApplication, QMessageBox\n"
+        "from qwen3tts_gui import app\n"
+        "from qwen3tts_gui.main_window import MainWindow\n"
+        "qapp = QApplication(['qwen3tts-gui'])\n"
+        "def report():\n"
+        "    tops = QApplication.topLevelWidgets()\n"
+        "    print('WINDOWS', sum(isinstance(w, MainWindow) and w.isVisible() for w in tops))\n"
+        "    for b in tops:\n"
+        "        if isinstance(b, QMessageBox) and b.isVisible():\n"
+        "            print('NOTICE', b.windowTitle(), '|', b.text().replace(chr(10), ' // '))\n"
+        "    sys.stdout.flush()\n"
+        "    qapp.quit()\n"
+        "QTimer.singleShot(2000, report)\n"
+        "sys.exit(app.main([]))\n"
+    )
+    env = {**os.environ, "QWEN3TTS_MODELS_DIR": TOO_LONG, "PYTHONPATH": str(ROOT)}
+    fifos = [config / f"{APP_ID}.conf", takes_dir() / "000007" / "take.npz"]
+    try:
+        r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=180)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the app did not start within 180 s (blocked on a FIFO?)")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert "WINDOWS 1" in lines, r.stdout
+    notices = {line.split(" | ")[0][len("NOTICE "):]: line.split(" | ", 1)[1] for line in lines
+               if line.startswith("NOTICE ")}
+    assert set(notices) == {"Some settings were reset", "Some takes could not be read",
+                            "The models folder cannot be used"}, notices
+    for name in [*damaged, "000007"]:
+        assert notices["Some takes could not be read"].count(name) == 1
+    assert f"{APP_ID}.conf" in notices["Some settings were reset"]
+    assert stat.S_ISFIFO(os.lstat(fifos[1]).st_mode)  # the take is left as it was
+    assert stat.S_ISFIFO(os.lstat(config / f"{APP_ID}.conf.damaged").st_mode)  # the settings file moved aside
