@@ -35,6 +35,11 @@ class ConvertOptions:
     precision: str = "fp32"
     progress: Progress | None = None
     cancel: Callable[[], bool] | None = None
+    smooth: bool | None = None  # outlier smoothing (smooth.py); None: on for q8, off otherwise
+
+    @property
+    def smoothing(self) -> bool:
+        return self.precision == "q8" if self.smooth is None else self.smooth
 
     def report(self, fraction: float, message: str) -> None:
         if self.cancel is not None and self.cancel():
@@ -116,7 +121,7 @@ class _SubProgress(ConvertOptions):
     """Maps a part's own 0..1 progress into its slice of the whole."""
 
     def __init__(self, parent: ConvertOptions, start: float, span: float, label: str):
-        super().__init__(parent.precision, parent.progress, parent.cancel)
+        super().__init__(parent.precision, parent.progress, parent.cancel, parent.smooth)
         self._start, self._span, self._label = start, span, label
 
     def report(self, fraction: float, message: str) -> None:

@@ -38,6 +38,10 @@ INT8_TERM = 1  # Gemm param 18 (quantize_term) of the int8 format
 INT8_TAG = 0x000D4B38  # ncnn ModelBin tag of an int8 weight array
 WEIGHT_SCALE = 1.0  # the Gemm's own (per-tensor) weight scale; the real ones are per channel, applied after
 BLOCK_CODES = {32: 0, 64: 1, 128: 2}
+# the manifest's "q8_format" of bundles made now: 2 = int8 with outlier smoothing folded into the weights
+# (engine/convert/smooth.py); bundles without the key are older (int8 unsmoothed, or the block format) and run as
+# they are, with a note that converting again makes them robust to outlier activations
+FORMAT_VERSION = 2
 
 
 def quantize_term(gemm_line: str) -> int | None:

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..errors import ConvertError
 from ..ncnn_graph import Graph, Packed, raw, tagged
-from . import q8
+from . import q8, smooth
 from .checkpoint import Checkpoint
 
 TALKER_GRAPH = "talker"
@@ -286,6 +286,10 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     vocab = int(cfg["vocab_size"])
     codebook = int(cp_cfg["vocab_size"])
     small_tables = options.precision in ("fp16", "bf16", "q8")
+    smoothing = None
+    if options.smoothing:
+        options.report(0.0, "calibrating outlier smoothing")
+        ckpt, smoothing = smooth.smoothed(ckpt)
 
     # talker stack + codec head
     options.report(0.0, "talker layers")
@@ -329,6 +333,8 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     )
     writer.add_table("cp_codec_embedding", _table(cp_tables, small_tables))
 
+    if options.precision == "q8" and smoothing is not None:
+        writer.manifest["q8_format"] = q8.FORMAT_VERSION
     writer.set_part("talker", {
         "talker_graph": TALKER_GRAPH,
         "cp_graph": CP_GRAPH,
@@ -349,5 +355,7 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
         "fp16_weight_layers": fp16_layers,
         "fp32_weight_layers": fp32_layers,
         "q8_weight_layers": q8_layers,
+        # outlier smoothing folded into the weights (smooth.py); absent in bundles converted before it
+        "outlier_smoothing": smoothing,
     })
     options.report(1.0, "done")
