@@ -18,7 +18,8 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
         RecordingLength   how long the recording will be (every chunk's estimate + pauses, refined as they finish)
     estimated_frames(text)   a synthesis's length estimate from its text (its first FrameEvent.estimated_frames)
     split_text, TextChunk, DEFAULT_MAX_CHARS   the text splitter; read_text_file   a text file as str
-    write_atomic(path, data)   a file written to a temporary name, synced, then renamed over path
+    write_atomic(path, data)   a file written to a temporary name, synced, then renamed over path;
+        os_reason(error)   what went wrong with a write, in words a user acts on ("the disk is full")
     regular_file_problem(path, what), npy_bytes_needed(header), load_npy_bytes(data)   reading files the user
         hands over without trusting them (FIFOs, lying .npy headers)
     decode_codes(bundle, codes, threads, precision)   codec ids -> audio, loading only the decoder
@@ -57,7 +58,7 @@ from .errors import (  # noqa: E402
     VoiceError,
     as_sentence,
 )
-from .fileio import read_text_file, write_atomic  # noqa: E402
+from .fileio import os_reason, read_text_file, write_atomic  # noqa: E402
 from .joining import JoinSettings  # noqa: E402
 from .longform import (  # noqa: E402
     ChunkAudio,
@@ -168,6 +169,7 @@ __all__ = [
     "read_audio_file",
     "read_text_file",
     "write_atomic",
+    "os_reason",
     "regular_file_problem",
     "npy_bytes_needed",
     "load_npy_bytes",

@@ -52,6 +52,7 @@ from engine import (
     is_designed,
     load_npy_bytes,
     npy_bytes_needed,
+    os_reason,
     physical_cores,
     regular_file_problem,
     run_synthesis,
@@ -75,6 +76,7 @@ from engine.store import (
 __all__ = [
     "load_npy_bytes",
     "npy_bytes_needed",
+    "os_reason",
     "regular_file_problem",
     "write_atomic",
     "DEFAULT_BATCH_SIZE",

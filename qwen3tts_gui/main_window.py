@@ -40,6 +40,7 @@ from .engine_adapter import (
 )
 from .long_text import LongSynthesisWorker, long_text_options, needs_chunks
 from .paths import candidate_paths, takes_dir, unique_path
+from .take_keeper import TakeKeeper
 from .take_store import TakeStore
 from .takes import PendingTake, Take
 from .widgets.batch_panel import BatchPanel
@@ -75,6 +76,7 @@ class MainWindow(QMainWindow):
         self._progress_dialog: QProgressDialog | None = None
         self._pending: PendingTake | None = None
         self._take_count = 0
+        self.takes_writing = 0  # takes handed to the writer whose outcome has not come back yet
         self._demo_retried = False
 
         self.downloader = ModelDownloader(ctx, self)
@@ -99,7 +101,9 @@ class MainWindow(QMainWindow):
         self.output.regenerate.connect(self.regenerate)
         self.output.take_selected.connect(self._take_selected)
         self.take_store = TakeStore(takes_folder or takes_dir())
-        self.output.take_removed.connect(self.take_store.remove)
+        self.take_keeper = TakeKeeper(self.take_store, self)
+        self.take_keeper.kept.connect(self._take_kept)
+        self.output.take_removed.connect(self._remove_take)
         self.output.clear_requested.connect(self.clear_takes)
 
         self.text_edit = QPlainTextEdit()
@@ -287,13 +291,23 @@ class MainWindow(QMainWindow):
         self._take_count = self.take_store.last_number()
 
     def _keep_take(self, take: Take) -> None:
-        """Write the take into the history and trim the oldest ones past the size limit."""
-        if self.take_store.save(take):
-            limit = self.ctx.settings.takes_limit_mb * 1024 * 1024
-            self.output.drop_takes(self.take_store.enforce_limit(limit, keep=take.number))
-        problems = self.take_store.take_problems()
-        if problems:
+        """Write the take into the history and trim the oldest ones past the size limit (off the GUI thread)."""
+        self.takes_writing += 1
+        self.take_keeper.keep(take, self.ctx.settings.takes_limit_mb * 1024 * 1024)
+
+    def _take_kept(self, number: int, kept: bool, removed: list, problems: list) -> None:
+        self.takes_writing -= 1
+        self.output.drop_takes(removed)
+        if not kept:  # a message that stays until read: the status line is overwritten by the next one
+            self.ctx.dialogs.notice(self, "A take was not kept", "\n".join(problems) + (
+                f"\n\nTake #{number} stays here until the app is closed: save it with File > Save take as… "
+                "to keep it."))
+        elif problems:
             self.statusBar().showMessage(problems[-1], 10000)
+
+    def _remove_take(self, number: int) -> None:
+        self.take_keeper.wait()  # a write still running would put the take back
+        self.take_store.remove(number)
 
     def clear_takes(self) -> None:
         if not self.output.takes:
@@ -303,11 +317,13 @@ class MainWindow(QMainWindow):
                 f"Delete all {len(self.output.takes)} takes from the history? Files you saved are not touched."):
             return
         self.output.clear_takes()
+        self.take_keeper.wait()
         self.take_store.clear()
 
     def set_takes_limit(self, megabytes: int) -> None:
         self.ctx.settings.takes_limit_mb = megabytes
         keep = self.output.current.number if self.output.current is not None else None
+        self.take_keeper.wait()
         self.output.drop_takes(self.take_store.enforce_limit(megabytes * 1024 * 1024, keep=keep))
 
     def _save_window(self) -> None:
@@ -680,5 +696,6 @@ class MainWindow(QMainWindow):
         self.downloader.wait()
         self.voice_panel.stop_recording()
         self.ctx.player.stop()
+        self.take_keeper.close()  # every take generated is on disk before the app quits
         self._save_window()
         event.accept()

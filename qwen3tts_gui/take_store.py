@@ -17,7 +17,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from .diagnostics import log
-from .engine_adapter import SynthesisResult, Voice, VoiceError, is_designed
+from .engine_adapter import SynthesisResult, Voice, VoiceError, is_designed, os_reason
 from .take_file import FORMAT, TAKE_FILE, TakeFileError, read_arrays, read_header, write_take_file
 from .takes import Take
 
@@ -62,7 +62,8 @@ class TakeStore:
             _sync_folder(self.folder)
         except (OSError, VoiceError) as e:
             shutil.rmtree(tmp, ignore_errors=True)
-            self._problems.append(f"Take #{take.number} could not be kept for the next session: {e}.")
+            why = os_reason(e) if isinstance(e, OSError) else str(e).rstrip(".")
+            self._problems.append(f"Take #{take.number} could not be kept for the next session: {why}.")
             log.warning("cannot keep take %s: %s", take.number, e)
             return False
         self._known.add(take.number)

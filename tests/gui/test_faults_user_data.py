@@ -191,3 +191,48 @@ def test_the_app_starts_with_fifos_and_damage_everywhere(tmp_path, private_dirs)
     assert f"{APP_ID}.conf" in notices["Some settings were reset"]
     assert stat.S_ISFIFO(os.lstat(fifos[1]).st_mode)  # the take is left as it was
     assert stat.S_ISFIFO(os.lstat(config / f"{APP_ID}.conf.damaged").st_mode)  # the settings file moved aside
+
+
+@pytest.fixture
+def full_takes_folder():
+    """The take folder on a tmpfs that is already full (a real full disk); skips where mounting is not allowed."""
+    folder = takes_dir()
+    folder.mkdir(parents=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(folder)], capture_output=True)
+    if r.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    try:
+        with open(folder / "filler", "wb") as f:
+            while True:
+                f.write(bytes(4096))
+                f.flush()
+    except OSError:
+        pass
+    yield folder
+    subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def test_a_take_not_kept_on_a_full_disk_is_said_and_stays(qtbot, make_window, dialogs, full_takes_folder):
+    window = make_window()
+    window.text_edit.setPlainText("A take the disk has no room for.")
+    assert window.generate()
+    qtbot.waitUntil(lambda: window.synth_worker is None and window.takes_writing == 0, timeout=10000)
+    assert [title for title, _ in dialogs.notices] == ["A take was not kept"]
+    text = dialogs.notices[0][1]
+    assert "#1" in text and "the disk is full" in text and "Save take as" in text
+    assert [t.number for t in window.output.takes] == [1] and window.output.current.number == 1
+    assert window.output.save_btn.isEnabled()  # it can still be saved elsewhere
+    assert os.listdir(full_takes_folder) == ["filler"]  # no half-written take left behind
+
+
+def test_takes_are_written_off_the_gui_thread(qtbot, make_window, monkeypatch):
+    threads = []
+    real_save = TakeStore.save
+    monkeypatch.setattr(TakeStore, "save", lambda self, take: threads.append(threading.current_thread())
+                        or real_save(self, take))
+    window = make_window()
+    window.text_edit.setPlainText("Written in the background.")
+    assert window.generate()
+    qtbot.waitUntil(lambda: window.synth_worker is None and window.takes_writing == 0, timeout=10000)
+    assert len(threads) == 1 and threads[0] is not threading.main_thread()
+    assert (takes_dir() / "000001" / "take.npz").is_file()

@@ -15,7 +15,7 @@ from .fakes import FakeSynthesizer
 def _generate(qtbot, window, text: str) -> None:
     window.text_edit.setPlainText(text)
     assert window.generate()
-    qtbot.waitUntil(lambda: window.synth_worker is None, timeout=10000)
+    qtbot.waitUntil(lambda: window.synth_worker is None and window.takes_writing == 0, timeout=10000)
 
 
 def _restart(window, make_window, tmp_path, **kw):
