@@ -1,7 +1,7 @@
 """Screenshots for the README from the real app with a demo bundle: main.png, small.png (1000x700, generation
-settings open: shows clipping in review), progress.png, batch.png.
+settings open: the layout at the smallest usual window size), progress.png, batch.png.
 
-Run under Xvfb (a real X11 window; see shared platform notes for the xcb libraries):
+Run under Xvfb (a real X11 window; qwen3tts_gui/qt_system_libs.py lists the xcb libraries it needs):
     Xvfb :99 -screen 0 1600x1000x24 &
     DISPLAY=:99 QT_QPA_PLATFORM=xcb python docs/screenshots/make_screenshots.py [--model BUNDLE] [--out DIR]
 Settings, voices and the demo bundle live in a temporary folder; the user's own are never touched.
