@@ -20,6 +20,7 @@ from .fileio import os_reason
 from .joining import JoinSettings
 from .runaway import GuardSettings
 from .splitter import DEFAULT_MAX_CHARS
+from .store import DEFAULT_PRECISION
 from .synthesizer import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE
 
 EXIT_USAGE = 2
@@ -671,6 +672,8 @@ def cmd_models_list(args: argparse.Namespace) -> int:
     for m in installed:
         source = m.repo_id or "imported"
         print(f"{m.name}  {m.precision}  {format_bytes(m.disk_bytes)}  {source}")
+        if m.note:
+            print(f"  ({m.note})", file=sys.stderr)
     info = sys.stderr
     if not installed:
         print(f"No models installed in {store.root} yet.", file=info)
@@ -731,9 +734,10 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("convert", help="convert a Hugging Face checkpoint folder into a model bundle")
     c.add_argument("src", type=Path, help="checkpoint folder (config.json, model.safetensors, speech_tokenizer/)")
     c.add_argument("dest", type=Path, help="bundle folder to create")
-    c.add_argument("--precision", choices=OFFERED_PRECISIONS, default="fp32",
-                   help="fp32: exact; fp16: same talker output from bf16 checkpoints, smaller; q8: 8-bit talker "
-                        "weights, smallest and faster, slightly less exact (README: Speed)")
+    c.add_argument("--precision", choices=OFFERED_PRECISIONS, default=DEFAULT_PRECISION,
+                   help="q8 (default): 8-bit talker weights with outlier smoothing, smallest and fastest, output "
+                        "very close to the exact one; fp16: the exact output from bf16 checkpoints in less disk; "
+                        "fp32: exact (docs/performance.md: 8-bit accuracy)")
     c.add_argument("--force", action="store_true", help="replace an existing bundle at DEST")
     c.set_defaults(func=cmd_convert)
 
@@ -853,8 +857,6 @@ def build_parser() -> argparse.ArgumentParser:
     vc.add_argument("-o", "--output", type=Path, required=True)
     vc.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
     vc.set_defaults(func=cmd_voice_create)
-
-    from .store.catalogue import DEFAULT_PRECISION
 
     ms = sub.add_parser("models", help="installed models: list, download (from the hub or a mirror), remove")
     msub = ms.add_subparsers(dest="models_command", required=True, metavar="ACTION")

@@ -162,11 +162,26 @@ def test_q8_smoothing_recovers_the_stress_checkpoint(work):
     assert err_smooth <= 1.5 * err_plain
 
 
-def test_old_q8_bundles_say_they_predate_smoothing(work):
-    raw = Bundle.open(_bundle(work, MODELS / "tiny06b", "q8raw", "q8", False))
-    assert raw.part("talker")["outlier_smoothing"] is None
-    new = Bundle.open(_bundle(work, MODELS / "tiny06b", "q8", "q8", True))
-    assert new.part("talker")["outlier_smoothing"]["method"] == "smoothquant-pow2"
+def test_old_q8_bundles_run_and_the_store_offers_converting_them_again(work, tmp_path):
+    """A q8 bundle without smoothing (the format before it) loads and runs; the store's listing carries a
+    one-line note for it, not for a new q8 bundle or a float one."""
+    import shutil
+
+    from engine.store import ModelStore
+
+    old_dir = _bundle(work, MODELS / "tiny06b", "q8raw", "q8", False)
+    old = Bundle.open(old_dir)
+    assert old.part("talker")["outlier_smoothing"] is None and "q8_format" not in old.manifest
+    codes, _, _ = greedy(old_dir, 2)
+    assert codes.shape == (2, 16)
+    new_dir = _bundle(work, MODELS / "tiny06b", "q8", "q8", True)
+    assert Bundle.open(new_dir).part("talker")["outlier_smoothing"]["method"] == "smoothquant-pow2"
+    for name, src in (("old", old_dir), ("new", new_dir), ("float", _bundle(work, MODELS / "tiny06b", "fp32",
+                                                                                "fp32", False))):
+        shutil.copytree(src, tmp_path / name)
+    notes = {m.name: m.note for m in ModelStore(tmp_path).installed()}
+    assert notes["new"] == notes["float"] == ""
+    assert notes["old"].startswith("8-bit bundle from before outlier smoothing") and "convert" in notes["old"]
 
 
 def test_stress_refuses_inexact_preserving_factor():

@@ -17,12 +17,15 @@ from pathlib import Path
 
 import platformdirs
 
+from ..convert.q8 import FORMAT_VERSION as Q8_FORMAT_VERSION
 from ..errors import EngineError
 
 APP_NAME = "Qwen3-TTS Studio"  # the platformdirs name the app uses for all its folders
 ENV_DIR = "QWEN3TTS_MODELS_DIR"
 SOURCE = "source.json"
 DOWNLOADS = ".downloads"
+OLD_Q8_NOTE = ("8-bit bundle from before outlier smoothing: it runs, but converting it again "
+               "(download it again, or 'qwen3tts convert --precision q8') keeps it accurate on real weights")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._ -]{0,99}$")
 
 
@@ -66,6 +69,7 @@ class InstalledModel:
     precision: str
     repo_id: str  # "" when imported from a local checkpoint
     disk_bytes: int
+    note: str = ""  # one line for the listing, e.g. that an 8-bit bundle predates outlier smoothing
 
 
 def folder_bytes(path: Path) -> int:
@@ -103,7 +107,10 @@ class ModelStore:
             source = {}
         precision = manifest.get("precision", "?") if isinstance(manifest, dict) else "?"
         repo = source.get("repo_id", "") if isinstance(source, dict) else ""
-        return InstalledModel(d.name, d, str(precision), str(repo), folder_bytes(d))
+        note = ""
+        if precision == "q8" and isinstance(manifest, dict) and manifest.get("q8_format", 1) != Q8_FORMAT_VERSION:
+            note = OLD_Q8_NOTE
+        return InstalledModel(d.name, d, str(precision), str(repo), folder_bytes(d), note)
 
     def get(self, name: str) -> InstalledModel | None:
         d = self.root / name

@@ -28,9 +28,20 @@ from ..engine_adapter import (
     precisions,
 )
 
+# How the precision choice reads; the fast one first, the exact one a click away. Precisions not listed show as
+# they are named.
+PRECISION_LABELS = {"q8": "Fast (8-bit)", "fp16": "Exact (fp16)", "fp32": "Exact, larger (fp32)"}
+PRECISION_ORDER = ("q8", "fp16", "fp32")
+TRADE_OFF = ("Fast (8-bit) generates speech faster and takes the least disk, with output very close to the "
+             "original model's but not identical; Exact (fp16) gives exactly the original's output.")
+
 
 def entry_label(entry) -> str:
     return f"Qwen3-TTS {entry.size} {entry.kind}"
+
+
+def precision_label(precision: str) -> str:
+    return PRECISION_LABELS.get(precision, precision)
 
 
 class DownloadPanel(QWidget):
@@ -46,11 +57,15 @@ class DownloadPanel(QWidget):
         for e in CATALOGUE:
             self.model_combo.addItem(entry_label(e), e.repo_id)
         self.precision_combo = QComboBox()
-        for p in precisions():
-            self.precision_combo.addItem(p, p)
+        offered = precisions()
+        for p in sorted(offered, key=lambda p: PRECISION_ORDER.index(p) if p in PRECISION_ORDER else len(offered)):
+            self.precision_combo.addItem(precision_label(p), p)
         chosen = self.ctx.settings.download_precision or DEFAULT_PRECISION
         self.precision_combo.setCurrentIndex(max(self.precision_combo.findData(chosen), 0))
-        self.precision_combo.setToolTip("q8: smallest and fastest, slightly less exact; fp16: the same output as fp32 in less disk; fp32: the exact path")
+        self.precision_combo.setToolTip(TRADE_OFF)
+        self.trade_off = QLabel(TRADE_OFF)
+        self.trade_off.setObjectName("Muted")
+        self.trade_off.setWordWrap(True)
         self.sizes = QLabel("")
         self.sizes.setObjectName("Muted")
         self.sizes.setWordWrap(True)
@@ -73,6 +88,7 @@ class DownloadPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addLayout(row)
+        lay.addWidget(self.trade_off)
         lay.addWidget(self.sizes)
         lay.addWidget(self.bar)
         lay.addWidget(self.status)
@@ -122,7 +138,7 @@ class DownloadPanel(QWidget):
             on_disk = f"about {format_bytes(converted)} on disk" if converted else "on-disk size not known"
             self.sizes.setText(f"{entry.abilities[:1].upper()}{entry.abilities[1:]}. "
                                f"{format_bytes(entry.download_bytes)} to download from {entry.repo_id}, "
-                               f"{on_disk} after conversion ({self.precision()}).")
+                               f"{on_disk} after conversion to {precision_label(self.precision())}.")
         else:
             self.sizes.setText(f"{source or 'OWNER/NAME'}: sizes are read from the repository when it starts")
         pending = self.pending_for(source)

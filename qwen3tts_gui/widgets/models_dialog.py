@@ -120,6 +120,10 @@ class ModelsDialog(QDialog):
             name = f"{m.name} (default)" if default and Path(default) == m.path else m.name
             item = QTreeWidgetItem([name, m.precision, format_bytes(m.disk_bytes), m.repo_id or "imported"])
             item.setData(0, Qt.ItemDataRole.UserRole, str(m.path))
+            if m.note:  # e.g. an 8-bit bundle from before outlier smoothing: offer converting it again
+                item.setText(1, f"{m.precision} (old)")
+                for column in range(4):
+                    item.setToolTip(column, m.note[:1].upper() + m.note[1:] + ".")
             self.table.addTopLevelItem(item)
         self._update_buttons()
         self.panel.refresh()

@@ -185,3 +185,18 @@ def test_models_dialog_token_opens_a_gated_repository(qtbot, make_window, hub, d
         qtbot.mouseClick(dialog.panel.download_btn, qtbot_left())
     assert window.ctx.model_path.name == "Gated-Fine-Tune"  # any repository id; named after its last part
     dialog.close()
+
+
+def test_precision_choice_is_fast_by_default_with_exact_one_click_away(make_window, hub, settings):
+    """A first download is offered as 8-bit ("Fast"), the exact fp16 right next to it, and the trade-off is
+    stated in one sentence beside the choice; what is converted is the precision behind the label."""
+    window = make_window(model=False)
+    panel = window.welcome.download
+    combo = panel.precision_combo
+    assert settings.download_precision == ""  # nothing remembered: the store's default applies
+    assert (combo.currentText(), panel.precision()) == ("Fast (8-bit)", "q8")
+    assert (combo.itemText(1), combo.itemData(1)) == ("Exact (fp16)", "fp16")
+    assert panel.trade_off.text().count(".") == 1 and "Exact (fp16)" in panel.trade_off.text()
+    assert "after conversion to Fast (8-bit)." in panel.sizes.text()
+    combo.setCurrentIndex(1)
+    assert panel.precision() == "fp16" and "after conversion to Exact (fp16)." in panel.sizes.text()
