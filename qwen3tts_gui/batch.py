@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import stat
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from .engine_adapter import regular_file_problem
 from .paths import readable_name
 
 MERGED_NAME = "all lines (merged).wav"
@@ -63,26 +66,65 @@ COLUMN_NAMES = {"text": ("text",), "voice": ("voice", "speaker"), "language": ("
                 "instruct": ("instruction", "instruct", "style")}
 
 
+MAX_LINES = 10_000  # a batch of 10,000 lines is many hours of speech; a larger file is not a batch
+MAX_FILE_BYTES = 16 * 2**20  # 16 MB of text: far more than 10,000 lines; a larger file is refused before reading
+
+
 def parse_pasted(text: str) -> list[Row]:
     """One line per non-empty line; tab-separated 'text<TAB>voice<TAB>language<TAB>instruction' (from a
-    spreadsheet) works too."""
+    spreadsheet) works too. Raises ValueError past MAX_LINES."""
+    return _pasted_rows(text.splitlines())
+
+
+def _pasted_rows(lines) -> list[Row]:
     rows = []
-    for line in text.splitlines():
+    for line in lines:
         if not line.strip():
             continue
+        if "\x00" in line:
+            raise ValueError("it is not a text file")
         parts = [p.strip() for p in line.split("\t")] if "\t" in line else [line.strip()]
         rows.append(_row(parts))
+        _check_count(rows)
     return rows
 
 
 def parse_csv(text: str) -> list[Row]:
     """Columns text[, voice[, language[, instruction]]]; a header row naming them may come first (in any order;
-    "speaker" for voice and "style" or "instruct" for instruction are understood too)."""
-    try:
-        dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t")
+    "speaker" for voice and "style" or "instruct" for instruction are understood too). Raises ValueError naming
+    the line of a quote that is not closed (it would merge the rows after it into one) and past MAX_LINES."""
+    return _csv_rows(io.StringIO(text, newline=""))
+
+
+def _csv_rows(stream: io.TextIOBase) -> list[Row]:
+    sample = stream.read(4096)
+    stream.seek(0)
+    try:  # only the delimiter is guessed: the sniffer's other guesses (doublequote off) let broken quotes pass
+        delimiter = csv.Sniffer().sniff(sample, delimiters=",;\t").delimiter
     except csv.Error:
-        dialect = csv.excel
-    rows = [r for r in csv.reader(io.StringIO(text), dialect) if any(c.strip() for c in r)]
+        delimiter = ","
+    reader = csv.reader(stream, csv.excel, delimiter=delimiter, strict=True)
+    rows: list[list[str]] = []
+    line = 1
+    def open_quote() -> ValueError:
+        return ValueError(f"line {line}: a quote is not closed on its line, so lines {line} to {reader.line_num} "
+                          "would become one; close the quote (or double it: \"\") and import again")
+
+    try:
+        for record in reader:
+            # a text spread over several lines is a quote left open: the rows after it would become one
+            if reader.line_num > line and any("\n" in c or "\r" in c for c in record):
+                raise open_quote()
+            line = reader.line_num + 1
+            if any(c.strip() for c in record):
+                if any("\x00" in c for c in record):
+                    raise ValueError("it is not a text file")
+                rows.append(record)
+                _check_count(rows)
+    except csv.Error as e:
+        if reader.line_num > line:  # the file ended inside a quote
+            raise open_quote() from None
+        raise ValueError(f"line {reader.line_num}: {e}; check the quotes on that line") from None
     if not rows:
         return []
     header = [c.strip().lower() for c in rows[0]]
@@ -100,6 +142,11 @@ def parse_csv(text: str) -> list[Row]:
     return [_row([c.strip() for c in r]) for r in rows if r and r[0].strip()]
 
 
+def _check_count(rows: list) -> None:
+    if len(rows) > MAX_LINES + 1:  # one more: a header row
+        raise ValueError(f"it has more than {MAX_LINES:,} lines; split it into smaller files")
+
+
 def _row(parts: list[str]) -> Row:
     text = parts[0]
     voice = parts[1] if len(parts) > 1 else ""
@@ -109,31 +156,48 @@ def _row(parts: list[str]) -> Row:
 
 
 def read_lines_file(path: Path) -> list[Row]:
-    """A .csv (columns) or any text file (one line each). Raises ValueError with a one-line reason."""
-    text = _read_text(path)
-    rows = parse_csv(text) if Path(path).suffix.lower() == ".csv" else parse_pasted(text)
+    """A .csv (columns) or any text file (one line each), read as a stream: a file larger than MAX_FILE_BYTES,
+    or one that is not a regular file (a FIFO, /dev/zero), is refused before anything is read. Raises ValueError
+    with a one-line reason."""
+    path = Path(path)
+    with _open_text(path) as f:
+        try:
+            rows = _csv_rows(f) if path.suffix.lower() == ".csv" else _pasted_rows(f)
+        except UnicodeDecodeError:
+            raise ValueError(f"{path.name} is not UTF-8 text") from None
+        except ValueError as e:
+            raise ValueError(f"{path.name}, {e}") from None
     if not rows:
-        raise ValueError(f"{Path(path).name} has no lines to speak")
+        raise ValueError(f"{path.name} has no lines to speak")
     return rows
 
 
 def read_long_text(path: Path) -> Row:
     """The whole file as one item (a chapter: spoken in chunks, one output file)."""
-    text = _read_text(path).strip()
+    try:
+        with _open_text(path) as f:
+            text = f.read().strip()
+    except UnicodeDecodeError:
+        raise ValueError(f"{Path(path).name} is not UTF-8 text") from None
+    if "\x00" in text:
+        raise ValueError(f"{Path(path).name} is not a text file")
     if not text:
         raise ValueError(f"{Path(path).name} has no text to speak")
     return text, "", "auto", ""
 
 
-def _read_text(path: Path) -> str:
+def _open_text(path: Path) -> io.TextIOWrapper:
+    """A regular file of at most MAX_FILE_BYTES, opened as UTF-8 text (a byte-order mark is dropped)."""
+    problem = regular_file_problem(path, "file")
+    if problem:
+        raise ValueError(problem.rstrip("."))
     try:
-        raw = Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO swapped in meanwhile: no wait
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            os.close(fd)
+            size = f"{st.st_size / 2**20:.0f} MB; at most {MAX_FILE_BYTES // 2**20} MB can be imported"
+            raise ValueError(f"{path.name} is {size if stat.S_ISREG(st.st_mode) else 'not a regular file'}")
+        return open(fd, encoding="utf-8-sig", newline="")
     except OSError as e:
-        raise ValueError(f"cannot read {Path(path).name}: {e.strerror}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ValueError(f"{Path(path).name} is not UTF-8 text") from None
-    if "\x00" in text:
-        raise ValueError(f"{Path(path).name} is not a text file")
-    return text
+        raise ValueError(f"cannot read {path.name}: {e.strerror}") from None

@@ -498,7 +498,9 @@ class BatchPanel(QWidget):
             jobs.append(BatchJob(key, line.text, voice, line.language, folder / output_name(row + 1, line.text),
                                  problem, instruct=self.resolve_instruct(line.instruct)))
             self.model.changed(key)
-        existing = [j.out_path.name for j in jobs if j.out_path.exists()]
+        merge = folder / MERGED_NAME if self.merge.isChecked() else None
+        existing = [p.name for p in [*(j.out_path for j in jobs), *([merge] if merge else [])]
+                    if p.exists() or p.is_symlink()]
         if existing and not self.ctx.dialogs.question(
             self, "Replace files?", f"{len(existing)} file(s) in {folder} will be replaced, e.g. “{existing[0]}”. Go on?"
         ):
@@ -508,7 +510,6 @@ class BatchPanel(QWidget):
             return False
         settings = self.current_settings()
         settings.stream_audio = False
-        merge = folder / MERGED_NAME if self.merge.isChecked() else None
         worker = BatchWorker(self.ctx.synth, jobs, settings, merge, self.gap.value() / 1000, self,
                              long_options=long_text_options(self.ctx.settings), batch_size=self.at_once.value() or None,
                              wav_subtype="FLOAT" if self.ctx.settings.wav_float else None)
