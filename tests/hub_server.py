@@ -7,7 +7,8 @@ to list and fetch a model repository:
 
 Errors carry the headers huggingface_hub turns into its exceptions (X-Error-Code RepoNotFound / GatedRepo,
 X-Error-Message for a refused token). Faults for tests: drop a connection after N bytes of a file (once),
-serve different bytes than the listing promises, require a token. Every request is recorded.
+serve different bytes than the listing promises, require a token; a slow line, a stall mid-file, a listing that
+hangs, a lying Content-Length or an endless body. Every request is recorded.
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ class HubServer:
         self.drop_after: dict[str, int] = {}  # path -> bytes sent before the connection is cut (once)
         self.seconds_per_block = 0.0  # a slow line: this pause after every 64 KB of a file
         self.stall_after: dict[str, tuple[int, float]] = {}  # path -> (bytes, seconds silent before hanging up), once
+        # Misbehaving servers: announce this Content-Length for a file (a lie), then send its bytes and go on
+        self.announce: dict[str, int] = {}
+        self.endless: set[str] = set()  # no Content-Length: the file, then zeros until the client hangs up
+        self.garbage_limit = 64 << 20  # the most zeros sent after a file (so a client that keeps reading ends)
+        self.garbage_sent: dict[str, int] = {}  # path -> zeros sent past the file
+        self.hang_listing = 0.0  # seconds to wait before answering a listing (a server that accepts and hangs)
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -111,6 +118,8 @@ class HubServer:
                 path = urlsplit(self.path).path  # absolute-form when we are asked as a proxy
                 m = re.fullmatch(r"/api/models/([^/]+/[^/]+)(?:/revision/([^/]+))?", path)
                 if m:
+                    if hub.hang_listing:
+                        time.sleep(hub.hang_listing)
                     repo = self._repo(m.group(1))
                     if repo is not None:
                         self._send(200, json.dumps(repo.listing(m.group(1))).encode(), "application/json", head)
@@ -154,8 +163,13 @@ class HubServer:
                 if rng:
                     start = int(re.fullmatch(r"bytes=(\d+)-\d*", rng).group(1))
                 body = data[start:]
+                garbage = rel in hub.endless or rel in hub.announce
                 self.send_response(206 if rng else 200)
-                self.send_header("Content-Length", str(len(body)))
+                if rel in hub.endless:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
+                else:
+                    self.send_header("Content-Length", str(hub.announce.get(rel, len(body))))
                 if rng:
                     self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
                 self.send_header("ETag", f'"{hashlib.sha256(repo.files[rel]).hexdigest()}"')
@@ -180,6 +194,9 @@ class HubServer:
                     self.close_connection = True
                     self.connection.shutdown(2)  # the peer sees the body end early
                     return
+                if garbage:
+                    self._send_garbage(rel, body)
+                    return
                 if hub.seconds_per_block <= 0:
                     self.wfile.write(body)
                     return
@@ -187,6 +204,19 @@ class HubServer:
                     self.wfile.write(body[at:at + (1 << 16)])
                     self.wfile.flush()
                     time.sleep(hub.seconds_per_block)
+
+            def _send_garbage(self, rel: str, body: bytes) -> None:
+                """The file, then zeros until the client hangs up (or garbage_limit): a body that goes on."""
+                self.close_connection = True
+                block = bytes(1 << 16)
+                try:
+                    self.wfile.write(body)
+                    while hub.garbage_sent.get(rel, 0) < hub.garbage_limit:
+                        self.wfile.write(block)
+                        with hub.lock:
+                            hub.garbage_sent[rel] = hub.garbage_sent.get(rel, 0) + len(block)
+                except OSError:
+                    pass  # the client stopped reading
 
             def _send(self, code: int, body: bytes, ctype: str, head: bool) -> None:
                 self.send_response(code)

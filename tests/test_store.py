@@ -25,7 +25,7 @@ TINY = ROOT / "tests" / "fixtures" / "models" / "tiny06b"
 REF = ROOT / "tests" / "fixtures" / "audio" / "en_24k_mono_2s.wav"
 REPO = "Qwen/Qwen3-TTS-12Hz-0.6B-Base"
 NAME = "Qwen3-TTS-12Hz-0.6B-Base"
-CHUNK = 64 * 1024  # huggingface_hub reads 10 MB chunks; the fixture's files are smaller than one
+CHUNK = 64 * 1024  # the unit the tests cut, stall and cancel at (the local hub server sends 64 KB blocks)
 
 
 def tiny_repo(**kw) -> Repo:
@@ -125,9 +125,9 @@ def test_dropped_connection_resumes_where_it_stopped(hub, env):
     model = install(REPO, precision="fp16", keep_checkpoint=True)
     gets = [r for r in hub.file_requests("model.safetensors") if "speech_tokenizer" not in r[1]]
     assert len(gets) == 2
-    # the retry asks only for what was missing: whole chunks received before the cut are kept
+    # the retry asks only for what was missing: every byte received before the cut is kept
     resumed_from = int(gets[1][2].removeprefix("bytes=").split("-")[0])
-    assert resumed_from == 5 * CHUNK and resumed_from < size
+    assert resumed_from == cut and resumed_from < size
     assert model.precision == "fp16" and listing_of(ModelStore()) == [NAME, "checkpoints"]
     kept = ModelStore().root / "checkpoints" / NAME
     assert (kept / "model.safetensors").read_bytes() == hub.repos[REPO].files["model.safetensors"]
@@ -190,9 +190,11 @@ def test_cancel_keeps_the_partial_file_and_the_next_run_resumes(hub, env):
     progress: list[int] = []
     model = install(REPO, store=ModelStore(), on_download=lambda p: progress.append(p.done))
     assert model.name == NAME
-    assert progress[0] > kept  # counting starts from the bytes already on disk
+    assert progress[0] >= kept  # counting starts from the bytes already on disk
     ranges = [r[2] for r in hub.requests if "/resolve/" in r[1] and r[2]]
-    assert len(ranges) == 1  # the one partial file resumed; completed files were not fetched again
+    # the one partial file resumed (unless all its bytes had arrived: then it is only checked); completed files
+    # were not fetched again
+    assert len(ranges) <= 1
     fetched_again = sum(len(d) for p, d in hub.repos[REPO].files.items()
                         if p.endswith((".json", ".txt", ".safetensors")) and hub.file_requests(p))
     assert fetched_again < pending.total_bytes

@@ -2,9 +2,9 @@
 
 Why not hf_hub_download: in huggingface_hub 2.x a failed or cancelled download deletes its partial file (each
 attempt writes to a uniquely named temporary file), so a 4 GB download interrupted at 90 % starts again from
-zero. We keep our own `<file>.part` next to the target and hand it to huggingface_hub's `http_get` with
-`resume_size`: the library still does the HTTP (Range requests, redirects, retries that resume a dropped
-connection, hub error codes, proxies from the environment); we keep the bytes across cancels and restarts.
+zero. We keep our own `<file>.part` next to the target and fill it with Range requests (transfer.py: never
+past the listed size, every byte received kept, cancel seen within 0.1 s); huggingface_hub still provides the
+listing, the HTTP client (redirects, proxies from the environment) and the hub's error codes.
 Every file is then checked against the repository's metadata: size, and sha256 (LFS files) or the git blob
 id (small files).
 """
@@ -20,14 +20,12 @@ from pathlib import Path
 
 from ..errors import Cancelled, EngineError
 from .hub_names import UnsafeName, check_remote_path, check_revision, inside, redact, redact_url_logs, shown
+from .transfer import Overflow, WrongSize, fetch_into
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # What the converter reads; other files in a repository (README, images, .gitattributes) are not fetched.
 WANTED_SUFFIXES = (".json", ".txt", ".safetensors")
 PART_SUFFIX = ".part"
-# huggingface_hub reads 10 MB per chunk, and progress, cancel and the bytes kept by an interrupted download all
-# move in chunks: at 500 kB/s that is 20 s between updates. 1 MB keeps them within seconds.
-CHUNK_BYTES = 1 << 20
 LIST_TIMEOUT = 30.0  # seconds; file transfers use huggingface_hub's read timeout (HF_HUB_DOWNLOAD_TIMEOUT, 10 s)
 
 
@@ -228,7 +226,7 @@ class _Meter:
         self._window.append((now, self.done))
         while len(self._window) > 2 and now - self._window[0][0] > 5.0:
             self._window.pop(0)
-        if self.progress is not None:  # once per chunk (10 MB): callers throttle their own display
+        if self.progress is not None:  # at most every transfer.POLL s: callers throttle their own display
             self.progress(DownloadProgress(self.done, self.total, self.speed(now), self.file))
 
     def report(self, stage: str) -> None:
@@ -238,28 +236,6 @@ class _Meter:
     def speed(self, now: float) -> float:
         t0, b0 = self._window[0]
         return (self.done - b0) / (now - t0) if now - t0 >= 0.5 else 0.0
-
-    def bar_class(self):
-        """A tqdm stand-in for http_get: its update() feeds this meter (huggingface_hub draws no bar)."""
-        meter = self
-
-        class Bar:
-            def __init__(self, *args, **kwargs):
-                pass
-
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *exc):
-                return False
-
-            def update(self, n: int = 1) -> None:
-                meter.add(n)
-
-            def close(self) -> None:
-                pass
-
-        return Bar
 
 
 def fetch_repo(repo: RemoteRepo, dest: Path, endpoint: str | None = None, token: str | None = None,
@@ -288,44 +264,29 @@ def _fetch_file(repo: RemoteRepo, f: RemoteFile, target: Path, endpoint: str, to
     import httpx2
     from huggingface_hub import constants, hf_hub_url
     from huggingface_hub.errors import HfHubHTTPError
-    from huggingface_hub.file_download import http_get
     from huggingface_hub.utils import build_hf_headers
 
-    constants.DOWNLOAD_CHUNK_SIZE = min(constants.DOWNLOAD_CHUNK_SIZE, CHUNK_BYTES)  # read by http_get per call
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + PART_SUFFIX)
     have = part.stat().st_size if part.is_file() else 0
     if have > f.size:  # not ours, or the repository changed: start this file again
         meter.done -= f.size
         part.unlink()
-        have = 0
     url = hf_hub_url(repo.repo_id, f.path, revision=repo.revision, endpoint=endpoint)
     headers = build_hf_headers(token=token or None)
+    never = lambda: False  # noqa: E731
     try:
-        with open(part, "ab") as out:
-            http_get(url, out, resume_size=have, headers=headers, expected_size=f.size,
-                     displayed_filename=f.path, tqdm_class=meter.bar_class())
-    except Cancelled:
-        raise
-    except OSError as e:
-        if "Consistency check failed" in str(e):
-            part.unlink(missing_ok=True)
-            raise HubError(f"{f.path} of {repo.repo_id} arrived with the wrong size (the repository says "
-                           f"{f.size} bytes); the partial file was removed, try again.") from None
-        if not _is_network_error(e):
-            raise  # a full disk or a permission problem: the caller reports it
-        raise _explain(e, repo.repo_id, endpoint, token) from None
-    except (HfHubHTTPError, httpx2.HTTPError) as e:
+        fetch_into(url, headers, part, f.size, float(constants.HF_HUB_DOWNLOAD_TIMEOUT), meter.add,
+                   meter.cancel or never)
+    except (Overflow, WrongSize) as e:  # garbage is not kept to resume from
+        part.unlink(missing_ok=True)
+        raise HubError(f"{f.path} of {repo.repo_id} arrived with the wrong size ({e}; the repository lists "
+                       f"{f.size} bytes); the partial file was removed, try again.") from None
+    except (HfHubHTTPError, httpx2.HTTPError, ConnectionError, TimeoutError) as e:
         raise _explain(e, repo.repo_id, endpoint, token) from None
     meter.report("checking")
     _verify(repo, f, part)
     os.replace(part, target)
-
-
-def _is_network_error(e: BaseException) -> bool:
-    import httpx2
-
-    return isinstance(e, httpx2.HTTPError | ConnectionError | TimeoutError)
 
 
 def _verify(repo: RemoteRepo, f: RemoteFile, part: Path) -> None:

@@ -30,6 +30,7 @@ from .hub import (
 )
 from .hub_names import redact, without_credentials
 from .store import SOURCE, InstalledModel, ModelStore, StoreError, check_name
+from .transfer import run_cancellable
 
 Progress = Callable[[float, str], None]
 DOWNLOAD_SHARE = 0.85  # of the overall progress bar; conversion takes the rest
@@ -138,7 +139,7 @@ def install(
     endpoint = endpoint_url(endpoint)
 
     report(0.0, f"asking {redact(endpoint)} for {repo_id}")
-    repo = repo_listing(repo_id, endpoint=endpoint, token=token)
+    repo = run_cancellable(lambda: repo_listing(repo_id, endpoint=endpoint, token=token), cancel)
     have = {f.path for f in repo.files}
     missing = [f for f in REQUIRED_FILES if f not in have]
     if missing:

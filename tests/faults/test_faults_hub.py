@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from engine.errors import Cancelled
 from engine.store import HubError, ModelStore, install, installer
 from tests.hub_server import HubServer, Repo
 
@@ -173,3 +176,146 @@ def test_credentials_in_an_unreachable_mirror_are_not_shown(env, monkeypatch, ca
     code, err = run_cli(capsys, "models", "download", "0.6B-Base")
     line = one_line(err)
     assert code == 2 and f"Cannot reach http://***@127.0.0.1:{port}" in line and "hunter2" not in line
+
+
+# --- a server that sends more than it lists ---------------------------------------------------------------------
+
+BIG_FILE = "speech_tokenizer/model.safetensors"
+
+
+class _Watch:
+    """The largest size a file (or its .part) under a folder reaches while a download runs (polled every few ms)."""
+
+    def __init__(self, folder: Path, name: str):
+        self.folder, self.name, self.largest, self._stop = folder, name, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for p in list(self.folder.rglob(Path(self.name).name + "*")) if self.folder.exists() else []:
+                if not p.as_posix().endswith((self.name, self.name + ".part")):
+                    continue
+                try:
+                    self.largest = max(self.largest, p.stat().st_size if p.is_file() else 0)
+                except OSError:
+                    pass
+            time.sleep(0.002)
+
+    def __enter__(self) -> _Watch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+@pytest.mark.parametrize("mode", ["10 GB Content-Length", "endless body"])
+def test_a_body_longer_than_listed_is_never_written_and_its_partial_is_removed(env, monkeypatch, capsys, mode):
+    repo = tiny_repo()
+    size = len(repo.files[BIG_FILE])
+    with HubServer({REPO: repo}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        server.garbage_limit = 24 << 20  # the disk this stands for holds far less than what the server sends
+        if mode == "endless body":
+            server.endless.add(BIG_FILE)
+        else:
+            server.announce[BIG_FILE] = 10 * 10**9
+        with _Watch(env / "models", BIG_FILE) as watch:
+            code, err = run_cli(capsys, "models", "download", REPO)
+        line = one_line(err)
+    assert code == 2 and REPO in line and BIG_FILE in line and "wrong size" in line, line
+    assert watch.largest <= size  # nothing past the listed size ever reached the disk
+    assert not list((env / "models").rglob("model.safetensors.part"))  # garbage is not kept to resume from
+    assert ModelStore().installed() == []
+
+
+def test_a_body_that_goes_on_after_a_resume_is_refused_too(env, monkeypatch):
+    """A partial file from before, then a server whose answer to the range runs past the end."""
+    repo = tiny_repo()
+    data = repo.files[BIG_FILE]
+    with HubServer({REPO: repo}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        server.drop_after[BIG_FILE] = 100_000
+        with pytest.raises(HubError):  # the first attempt is cut; the retry meets the endless body
+            server.endless.add(BIG_FILE)
+            server.garbage_limit = 8 << 20
+            install(REPO)
+    parts = list((env / "models").rglob("*.part"))
+    assert parts == [] and len(data) > 100_000
+
+
+# --- cancel on a stalled or slow line ---------------------------------------------------------------------------
+
+
+def _download_in_background(cancel: threading.Event, **kw) -> tuple[threading.Thread, list]:
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            install(REPO, cancel=cancel.is_set, **kw)
+            outcome.append("installed")
+        except BaseException as e:
+            outcome.append(e)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def _part_of(env: Path, path: str) -> Path:
+    return ModelStore().downloads_dir() / NAME / (path + ".part")
+
+
+def _wait_for(predicate, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.parametrize("line", ["stalled mid-file", "slow (128 KB/s)", "listing never answered"])
+def test_cancel_takes_effect_within_a_second_and_keeps_every_byte_received(env, monkeypatch, line):
+    import huggingface_hub.constants
+
+    # the library's own chunk size and a long read timeout: neither may be what ends the wait
+    monkeypatch.setattr(huggingface_hub.constants, "DOWNLOAD_CHUNK_SIZE", 10 << 20)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DOWNLOAD_TIMEOUT", 60)
+    repo = tiny_repo()
+    sent = 3 * CHUNK + 1000  # not a whole number of blocks: bytes in flight are kept too
+    with HubServer({REPO: repo}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        if line == "stalled mid-file":
+            server.stall_after[BIG_FILE] = (sent, 60.0)
+        elif line == "slow (128 KB/s)":
+            server.seconds_per_block = 0.5
+        else:
+            server.hang_listing = 60.0
+        cancel = threading.Event()
+        thread, outcome = _download_in_background(cancel)
+        part = _part_of(env, BIG_FILE)
+        if line == "listing never answered":
+            assert _wait_for(lambda: server.requests, 10)
+            time.sleep(0.3)
+        else:
+            assert _wait_for(lambda: part.is_file() and part.stat().st_size >= (sent if "stalled" in line else
+                                                                                  2 * CHUNK), 20)
+            time.sleep(0.3)  # the line is quiet (or slow) now
+        asked = time.monotonic()
+        cancel.set()
+        thread.join(5)
+        took = time.monotonic() - asked
+        assert not thread.is_alive() and isinstance(outcome[0], Cancelled), outcome
+        assert took < 1.0, f"cancel took {took:.1f} s"
+        if line == "stalled mid-file":
+            assert part.stat().st_size == sent  # everything received is kept for the resume
+            assert part.read_bytes() == repo.files[BIG_FILE][:sent]
+        # and the next attempt resumes from there
+        server.seconds_per_block, server.hang_listing = 0.0, 0.0
+        server.requests.clear()
+        install(REPO)
+        if line == "stalled mid-file":
+            assert [r[2] for r in server.file_requests(BIG_FILE)] == [f"bytes={sent}-"]
+    assert [m.name for m in ModelStore().installed()] == [NAME]
