@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import stat
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from .engine_adapter import regular_file_problem
 from .paths import readable_name
+from .user_files import UnusableFile, open_regular
 
 MERGED_NAME = "all lines (merged).wav"
 
@@ -188,16 +186,10 @@ def read_long_text(path: Path) -> Row:
 
 def _open_text(path: Path) -> io.TextIOWrapper:
     """A regular file of at most MAX_FILE_BYTES, opened as UTF-8 text (a byte-order mark is dropped)."""
-    problem = regular_file_problem(path, "file")
-    if problem:
-        raise ValueError(problem.rstrip("."))
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO swapped in meanwhile: no wait
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
-            os.close(fd)
-            size = f"{st.st_size / 2**20:.0f} MB; at most {MAX_FILE_BYTES // 2**20} MB can be imported"
-            raise ValueError(f"{path.name} is {size if stat.S_ISREG(st.st_mode) else 'not a regular file'}")
-        return open(fd, encoding="utf-8-sig", newline="")
-    except OSError as e:
-        raise ValueError(f"cannot read {path.name}: {e.strerror}") from None
+        f = open_regular(Path(path), MAX_FILE_BYTES)
+    except FileNotFoundError:
+        raise ValueError(f"{Path(path).name} does not exist") from None
+    except UnusableFile as e:
+        raise ValueError(f"{Path(path).name} cannot be imported: {e}") from None
+    return io.TextIOWrapper(f, encoding="utf-8-sig", newline="")

@@ -39,7 +39,8 @@ from .engine_adapter import (
     make_demo_bundle,
 )
 from .long_text import LongSynthesisWorker, long_text_options, needs_chunks
-from .paths import candidate_paths, takes_dir, unique_path
+from .paths import candidate_paths, data_dir, takes_dir, unique_path
+from .saved_text import TEXT_FILE, restore_text, save_text, too_long
 from .take_keeper import TakeKeeper
 from .take_store import TakeStore
 from .takes import PendingTake, Take
@@ -111,7 +112,11 @@ class MainWindow(QMainWindow):
         self.text_edit.setPlaceholderText("Type what the voice should say…  (Ctrl+Enter generates)")
         self.text_edit.setMinimumHeight(72)
         self.text_edit.setMaximumHeight(150)  # long texts scroll; the rest of the height goes to the results
-        self.text_edit.setPlainText(ctx.settings.text)
+        self.text_file = data_dir() / TEXT_FILE
+        text, problem = restore_text(self.text_file, ctx.settings)
+        self.text_edit.setPlainText(text)
+        if problem:
+            ctx.notices.append(("The text from last time was not loaded", problem))
         self.lang_combo = LanguageCombo()
         self.lang_combo.setMinimumWidth(140)
         self.lang_combo.currentIndexChanged.connect(self._language_changed)
@@ -328,7 +333,9 @@ class MainWindow(QMainWindow):
 
     def _save_window(self) -> None:
         s = self.ctx.settings
-        s.text = self.text_edit.toPlainText()
+        problem = save_text(self.text_file, self.text_edit.toPlainText())
+        if problem:
+            log.warning(problem)
         s.geometry = QByteArray(self.saveGeometry())
         s.window_state = QByteArray(self.saveState())
         s.splitter = QByteArray(self.splitter.saveState())
@@ -508,6 +515,9 @@ class MainWindow(QMainWindow):
         if not text:
             self.ctx.dialogs.error(self, "No text", "Type the text to speak first.")
             self.text_edit.setFocus()
+            return False
+        if too_long(text):  # refused before anything reads it (a 5 MB text used 2.77 GB before the engine said no)
+            self.ctx.dialogs.error(self, "Text too long", too_long(text))
             return False
         kind = self.model_kind()
         if voice is None and instruct is None:
@@ -697,5 +707,6 @@ class MainWindow(QMainWindow):
         self.voice_panel.stop_recording()
         self.ctx.player.stop()
         self.take_keeper.close()  # every take generated is on disk before the app quits
+        self.batch.save_lines()
         self._save_window()
         event.accept()

@@ -121,7 +121,7 @@ class Settings:
     threads = Option("engine/threads", 0, minimum=0, maximum=256)  # CPU threads per network; 0: physical cores
     # the speech decoder: "fp32" exact, "auto" bf16 convolutions where the CPU has AVX512-BF16 (docs/performance.md, "Decoder")
     decoder_precision = Option("engine/decoder_precision", DEFAULT_DECODER_PRECISION, choices=("fp32", "auto"))
-    text = Option("generate/text", "")  # the text box, as it was when the app closed
+    text = Option("generate/text", "")  # where older versions kept the text box's text (now saved_text.py)
     generation_values = Option("generate/values", {})  # the settings box's values the user set (not defaults)
     # the take history kept in <data>/takes
     takes_limit_mb = Option("takes/limit_mb", 500, minimum=MIN_TAKES_MB, maximum=MAX_TAKES_MB)
@@ -132,7 +132,9 @@ class Settings:
     batch_gap_ms = Option("batch/gap_ms", 500, minimum=0, maximum=MAX_GAP_MS)
     # lines generated side by side; 0: Auto, the model's suggestion (q8: 4; fp32/fp16, where lines take turns: 1)
     batch_size = Option("batch/lines_at_once", 0, minimum=0, maximum=MAX_BATCH_SIZE)
-    batch_lines = Option("batch/lines", [])  # [[text, voice, language, instruction], ...] (older: 3 items)
+    # [[text, voice, language, instruction], ...]: where older versions kept the batch lines (now in a file of
+    # their own, batch_store.py); read once to move them there
+    batch_lines = Option("batch/lines", [])
     # window
     geometry = Option("window/geometry", QByteArray())
     window_state = Option("window/state", QByteArray())

@@ -3,7 +3,7 @@ anything there) and written with fsync before it is renamed into place.
 
 The file is what numpy's savez writes: an uncompressed zip of meta.npy (JSON text), audio.npy (float32 samples)
 and codes.npy (frames x 16 integers). Reading opens it without blocking and refuses anything but a regular file
-(a FIFO would wait forever), checks every member's header against the bytes really there before reading them
+(a FIFO would wait forever; user_files.py), checks every member's header against the bytes really there before reading them
 (a header may claim 373 GiB; a compressed member may unpack to gigabytes from a few MB, so only stored members
 are read: memory is bounded by the file's size on disk) and checks every metadata value's type.
 """
@@ -14,7 +14,6 @@ import io
 import json
 import math
 import os
-import stat
 import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -30,6 +29,7 @@ from .engine_adapter import (
     npy_bytes_needed,
     write_atomic,
 )
+from .user_files import UnusableFile, open_regular
 
 TAKE_FILE = "take.npz"
 FORMAT = 1
@@ -89,25 +89,20 @@ class _TakeZip:
 
     def __enter__(self) -> _TakeZip:
         try:
-            # O_NONBLOCK: a FIFO opens at once instead of waiting for a writer, and fstat then refuses it
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+            self.file = open_regular(self.path, 2**63)  # the members' sizes are checked one by one below
         except FileNotFoundError:
             raise TakeFileError(f"{TAKE_FILE} is missing") from None
-        except OSError as e:
-            raise TakeFileError(f"cannot open {TAKE_FILE} ({e.strerror or e})") from None
+        except UnusableFile as e:
+            raise TakeFileError(f"{TAKE_FILE}: {e}") from None
+        self.size = os.fstat(self.file.fileno()).st_size
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise TakeFileError(f"{TAKE_FILE} is not a regular file")
-            if st.st_size == 0:
+            if self.size == 0:
                 raise TakeFileError(f"{TAKE_FILE} is empty")
-        except BaseException:
-            os.close(fd)
-            raise
-        self.size, self.file = st.st_size, os.fdopen(fd, "rb")
-        try:
             self.zip = zipfile.ZipFile(self.file)
             self.members = {i.filename: i for i in self.zip.infolist()}
+        except TakeFileError:
+            self.file.close()
+            raise
         except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError) as e:
             self.file.close()
             raise TakeFileError(f"{TAKE_FILE} is damaged ({_first_line(e)})") from None

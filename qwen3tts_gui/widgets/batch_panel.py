@@ -35,11 +35,12 @@ from ..batch import (
     read_lines_file,
     read_long_text,
 )
+from ..batch_store import LINES_FILE, load_rows, rows_from, save_rows
 from ..context import AppContext
 from ..engine_adapter import MAX_BATCH_SIZE, GenerationSettings, Voice
 from ..long_text import long_text_options
-from ..paths import output_dir
-from ..settings import MAX_GAP_MS
+from ..paths import data_dir, output_dir
+from ..settings import MAX_GAP_MS, Settings
 from ..workers import BatchJob, BatchWorker
 from .elided_label import ElidedLabel
 from .language_combo import language_items, language_title
@@ -228,8 +229,10 @@ class BatchPanel(QWidget):
     running_changed = Signal(bool)
 
     def __init__(self, ctx: AppContext, resolve_voice: Callable[[str], Voice],
-                 current_settings: Callable[[], GenerationSettings], parent: QWidget | None = None):
+                 current_settings: Callable[[], GenerationSettings], parent: QWidget | None = None,
+                 lines_file: Path | None = None):
         super().__init__(parent)
+        self._lines_problem: str | None = None
         self.ctx = ctx
         self.resolve_voice = resolve_voice
         # a line's instruction ("" = the Studio tab's) -> what the engine gets: None where the model has no use
@@ -275,9 +278,11 @@ class BatchPanel(QWidget):
         self.empty_hint.setObjectName("Muted")
         self.empty_hint.setWordWrap(True)
         self.empty_hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        # the lines of the last session (text, voice, language[, instruction]); their results are files on disk
-        self.model.add([tuple(str(c) for c in row) for row in ctx.settings.batch_lines
-                        if isinstance(row, list) and len(row) in (3, 4) and row[0]])
+        # the lines from last time (text, voice, language, instruction); their results are files on disk
+        self.lines_file = lines_file or data_dir() / LINES_FILE
+        self._save_lines_soon = Throttle(1000, self.save_lines, self)  # edits come in bursts (typing, pasting)
+        self._saved_rows: list[Row] | None = self._stored_rows()
+        self.model.add(self._saved_rows)
         for signal in (self.model.rowsInserted, self.model.rowsRemoved, self.model.rowsMoved,
                        self.model.dataChanged, self.model.modelReset):
             signal.connect(self._remember_lines)
@@ -370,11 +375,32 @@ class BatchPanel(QWidget):
         self._show_folder()
         self._update_buttons()
 
+    def _stored_rows(self) -> list[Row]:
+        rows, problem = load_rows(self.lines_file)
+        if problem:
+            self.ctx.notices.append(("The batch lines could not be read", problem))
+        older = self.ctx.settings.batch_lines  # where lines were kept before they had a file of their own
+        if older and not rows and problem is None and not self.lines_file.exists():
+            rows = rows_from(older)
+            if save_rows(self.lines_file, rows) is None:
+                self.ctx.settings.qsettings.remove(Settings.batch_lines.key)
+        return rows
+
     def _remember_lines(self, *_) -> None:
-        rows = [[line.text, line.voice, line.language, line.instruct] for line in self.model.lines]
-        if rows != self.ctx.settings.batch_lines:
-            self.ctx.settings.batch_lines = rows
+        self._save_lines_soon.ping()
         self._place_hint()
+
+    def save_lines(self) -> None:
+        """Write the table's lines now (the app calls this when it closes; edits write within a second)."""
+        self._save_lines_soon.stop()
+        rows = [(line.text, line.voice, line.language, line.instruct) for line in self.model.lines]
+        if rows == self._saved_rows:  # progress and states change the table too: only the lines are kept
+            return
+        problem = save_rows(self.lines_file, rows)
+        self._saved_rows = rows if problem is None else None
+        if problem and problem != self._lines_problem:  # said once, not at every edit
+            self.ctx.dialogs.notice(self, "The batch lines were not saved", problem)
+        self._lines_problem = problem
 
     def _place_hint(self) -> None:
         self.empty_hint.setVisible(self.model.rowCount() == 0)

@@ -21,6 +21,10 @@ class Throttle(QObject):
         if not self._timer.isActive():
             self._timer.start()
 
+    def stop(self) -> None:
+        """Forget a pending refresh."""
+        self._timer.stop()
+
     def flush(self) -> None:
         """Refresh now (e.g. at the end of a generation) and forget any pending one."""
         self._timer.stop()

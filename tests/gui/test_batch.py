@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import soundfile as sf
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from qwen3tts_gui.batch import MERGED_NAME
+from qwen3tts_gui.batch_store import LINES_FILE
+from qwen3tts_gui.paths import data_dir
 from qwen3tts_gui.widgets.batch_panel import LANGUAGE
 
 from .fakes import FakeSynthesizer
@@ -200,7 +204,8 @@ def test_instruction_column_imports_persists_and_hides_for_models_without_instru
     assert shown == ["Slowly and softly.", STUDIO_INSTRUCTION, "Cheerfully.", STUDIO_INSTRUCTION]
     assert panel.model.setData(panel.model.index(1, INSTRUCT), "  Angrily.  ")
     assert lines[1].instruct == "Angrily."
-    assert window.ctx.settings.batch_lines[1] == ["Bye.", "", "auto", "Angrily."]
+    panel.save_lines()
+    assert json.loads((data_dir() / LINES_FILE).read_text(encoding="utf-8"))[1] == ["Bye.", "", "auto", "Angrily."]
 
 
 def test_batch_lines_saved_before_instructions_still_load(qtbot, make_window, settings):

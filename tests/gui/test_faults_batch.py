@@ -100,8 +100,8 @@ def _folder(path):
 
 
 @pytest.mark.parametrize("make, name, words", [
-    (lambda p: _sparse(p, 1_500_000_000), "big.txt", "at most 16 MB"),
-    (lambda p: _sparse(p, 1_500_000_000), "big.csv", "at most 16 MB"),
+    (lambda p: _sparse(p, 1_500_000_000), "big.txt", "more than the 16 MB"),
+    (lambda p: _sparse(p, 1_500_000_000), "big.csv", "more than the 16 MB"),
     (lambda p: _many_lines(p, MAX_LINES + 5), "many.txt", f"more than {MAX_LINES:,} lines"),
     (_fifo, "pipe.txt", "not a regular file"),
     (_dev_zero, "zero.csv", "not a regular file"),

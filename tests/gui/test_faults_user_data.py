@@ -236,3 +236,118 @@ def test_takes_are_written_off_the_gui_thread(qtbot, make_window, monkeypatch):
     qtbot.waitUntil(lambda: window.synth_worker is None and window.takes_writing == 0, timeout=10000)
     assert len(threads) == 1 and threads[0] is not threading.main_thread()
     assert (takes_dir() / "000001" / "take.npz").is_file()
+
+
+def _write(content: bytes):
+    def make(path: Path) -> None:
+        path.write_bytes(content)
+    return make
+
+
+def _sparse(size: int):
+    def make(path: Path) -> None:
+        with open(path, "wb") as f:
+            f.truncate(size)
+    return make
+
+
+def _fifo_file(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _folder_file(path: Path) -> None:
+    path.mkdir()
+
+
+READER_DAMAGE = {
+    "truncated": _write(b'[["One.", "", "auto", ""], ["Tw'),
+    "empty": _write(b""),
+    "wrong_type": _write(b'{"lines": 3}'),
+    "not_utf8": _write(b"\xff\xfe\x00bad"),
+    "huge": _sparse(1_500_000_000),
+    "fifo": _fifo_file,
+    "folder": _folder_file,
+}
+
+
+def _start_within(make_window, seconds: float, fifo: Path | None):
+    """make_window() in this thread, failing instead of hanging when a reader blocks on `fifo` (a watchdog
+    writer releases it)."""
+    done = threading.Event()
+
+    def watchdog():
+        if not done.wait(seconds) and fifo is not None:
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+    threading.Thread(target=watchdog, daemon=True).start()
+    window = make_window(model=False, voice=False)
+    done.set()
+    return window
+
+
+@pytest.mark.parametrize("damage", list(READER_DAMAGE), ids=list(READER_DAMAGE))
+def test_damaged_batch_lines_are_set_aside_and_named(qtbot, make_window, dialogs, damage):
+    from qwen3tts_gui.batch_store import LINES_FILE
+
+    path = data_dir() / LINES_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    READER_DAMAGE[damage](path)
+    if damage == "wrong_type":
+        path.write_text('[["One.", 5, "auto"], "two", ["Three.", "", "auto", ""]]')  # rows of the wrong type
+    window = _start_within(make_window, 30, path if damage == "fifo" else None)
+    if damage == "wrong_type":  # the usable row loads, the others are dropped
+        assert [ln.text for ln in window.batch.model.lines] == ["Three."]
+        return
+    assert window.batch.model.rowCount() == 0
+    titles = [title for title, _ in dialogs.notices]
+    if damage == "empty":
+        assert titles == ["The batch lines could not be read"]
+    else:
+        assert titles == ["The batch lines could not be read"], dialogs.notices
+    assert os.path.lexists(path.with_name("batch lines.damaged.json"))  # kept, and not overwritten at the next save
+    window.batch.add_rows([("New line.", "", "auto")])
+    window.batch.save_lines()
+    assert json.loads(path.read_text(encoding="utf-8")) == [["New line.", "", "auto", ""]]
+
+
+def test_batch_lines_move_out_of_the_settings_file(qtbot, make_window, settings, tmp_path):
+    from qwen3tts_gui.batch_store import LINES_FILE
+
+    settings.batch_lines = [["Kept line.", "", "auto", ""]] * 3
+    settings.sync()
+    window = make_window(model=False, voice=False)
+    assert [ln.text for ln in window.batch.model.lines] == ["Kept line."] * 3
+    assert json.loads((data_dir() / LINES_FILE).read_text(encoding="utf-8")) == [["Kept line.", "", "auto", ""]] * 3
+    settings.sync()
+    assert "batch/lines" not in QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat).allKeys()
+
+
+@pytest.mark.parametrize("damage", ["empty", "not_utf8", "huge", "fifo", "folder"])
+def test_a_damaged_saved_text_is_set_aside_and_named(qtbot, make_window, dialogs, damage):
+    from qwen3tts_gui.saved_text import TEXT_FILE
+
+    path = data_dir() / TEXT_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    READER_DAMAGE[damage](path)
+    window = _start_within(make_window, 30, path if damage == "fifo" else None)
+    assert window.text_edit.toPlainText() == ""
+    if damage == "empty":  # an empty text is a text
+        assert dialogs.notices == []
+        return
+    assert [title for title, _ in dialogs.notices] == ["The text from last time was not loaded"]
+    assert os.path.lexists(path.with_name("text.unread.txt"))
+
+
+def test_a_text_too_long_for_the_text_box_is_not_loaded_and_not_spoken(qtbot, make_window, dialogs, settings):
+    from qwen3tts_gui.saved_text import MAX_CHARS, TEXT_FILE
+
+    settings.text = "x" * (MAX_CHARS + 1)  # as older versions kept it: moved out, then checked
+    window = make_window(model=True, voice=True)
+    assert window.text_edit.toPlainText() == ""
+    assert [title for title, _ in dialogs.notices] == ["The text from last time was not loaded"]
+    assert (data_dir() / "text.unread.txt").stat().st_size == MAX_CHARS + 1
+    assert not (data_dir() / TEXT_FILE).exists() and settings.text == ""
+    assert not window.generate("y" * (MAX_CHARS + 1))
+    assert dialogs.errors[-1][0] == "Text too long" and f"{MAX_CHARS:,}" in dialogs.errors[-1][1]
