@@ -29,11 +29,11 @@ from bench_env import REF_PYTHON, ROOT  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
-from engine.bundle import Bundle, BundleWriter  # noqa: E402
-from engine.codec_encoder import DEFAULT_CHUNK_FRAMES, CodecEncoder  # noqa: E402
 from engine.convert import ConvertOptions  # noqa: E402
 from engine.convert import codec_encoder as encoder_convert  # noqa: E402
 from engine.convert.checkpoint import Checkpoint, SafetensorsFile  # noqa: E402
+from engine.nets.codec_encoder import DEFAULT_CHUNK_FRAMES, CodecEncoder  # noqa: E402
+from engine.runtime.bundle import Bundle, BundleWriter  # noqa: E402
 
 
 def rss_mb() -> float:

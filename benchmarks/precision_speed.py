@@ -19,10 +19,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.bundle import Bundle  # noqa: E402
-from engine.code_predictor import CodePredictor  # noqa: E402
-from engine.cpu import load_average  # noqa: E402
-from engine.talker import Talker  # noqa: E402
+from engine.nets.code_predictor import CodePredictor  # noqa: E402
+from engine.nets.talker import Talker  # noqa: E402
+from engine.runtime.bundle import Bundle  # noqa: E402
+from engine.runtime.cpu import load_average  # noqa: E402
 
 
 def main() -> int:

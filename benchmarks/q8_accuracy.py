@@ -43,9 +43,9 @@ from bench_env import WORK_DIR  # noqa: E402
 from talker_speed import run  # noqa: E402
 
 import engine.convert.talker as talker_convert  # noqa: E402
-from engine.bundle import Bundle, BundleWriter  # noqa: E402
 from engine.convert import ConvertOptions  # noqa: E402
 from engine.convert.checkpoint import Checkpoint  # noqa: E402
+from engine.runtime.bundle import Bundle, BundleWriter  # noqa: E402
 from tools.outlier_checkpoint import MODES, Stress, write_stress_checkpoint  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "models"

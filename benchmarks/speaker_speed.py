@@ -24,12 +24,12 @@ from safetensors.numpy import save_file
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from engine.audio import load_audio, mel_spectrogram  # noqa: E402
-from engine.bundle import Bundle, BundleWriter  # noqa: E402
 from engine.convert import ConvertOptions  # noqa: E402
 from engine.convert import speaker as conv  # noqa: E402
 from engine.convert.checkpoint import SafetensorsFile  # noqa: E402
-from engine.speaker import SpeakerEncoder  # noqa: E402
+from engine.io.audio import load_audio, mel_spectrogram  # noqa: E402
+from engine.nets.speaker_encoder import SpeakerEncoder  # noqa: E402
+from engine.runtime.bundle import Bundle, BundleWriter  # noqa: E402
 
 AUDIO = REPO / "tests" / "fixtures" / "audio" / "en_48k_stereo_12s.flac"
 

@@ -55,9 +55,9 @@ def ref(ckpt: Path, out: Path, frames: int) -> None:
 
 def ours(ref_file: Path, bundles: list[Path]) -> None:
     sys.path.insert(0, str(ROOT))
-    from engine.bundle import Bundle
-    from engine.code_predictor import CodePredictor
-    from engine.talker import Talker
+    from engine.nets.code_predictor import CodePredictor
+    from engine.nets.talker import Talker
+    from engine.runtime.bundle import Bundle
     from tests.test_talker import official_processors, rel_err
 
     z = np.load(ref_file)

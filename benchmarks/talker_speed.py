@@ -29,12 +29,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_env import WORK_DIR  # noqa: E402
 
-from engine.bundle import Bundle, BundleWriter  # noqa: E402
-from engine.code_predictor import CodePredictor  # noqa: E402
 from engine.convert import ConvertOptions  # noqa: E402
 from engine.convert import talker as talker_convert  # noqa: E402
 from engine.convert.checkpoint import Checkpoint  # noqa: E402
-from engine.talker import Talker  # noqa: E402
+from engine.nets.code_predictor import CodePredictor  # noqa: E402
+from engine.nets.talker import Talker  # noqa: E402
+from engine.runtime.bundle import Bundle, BundleWriter  # noqa: E402
 
 OFFICIAL_MS_PER_FRAME = 457.0  # official qwen-tts, 0.6B, 2 threads, AMD EPYC 2 cores, quiet
 

@@ -285,7 +285,7 @@ def ensure_checkpoint(ckpt: Path) -> None:
 def ensure_bundle(ckpt: Path, precision: str) -> Path:
     bundle = ckpt.with_name(f"{ckpt.name}.bundle-{precision}")
     if not (bundle / "manifest.json").is_file():
-        subprocess.run([OUR_PYTHON, "-m", "engine", "convert", str(ckpt), str(bundle), "--precision", precision,
+        subprocess.run([OUR_PYTHON, "-m", "qwen3tts_cli", "convert", str(ckpt), str(bundle), "--precision", precision,
                         "--force"], check=True, cwd=ROOT)
     return bundle
 

@@ -1,7 +1,7 @@
 """Qwen3-TTS inference on ncnn + numpy. Imports no Qt and no torch.
 
 Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these names):
-    Synthesizer                the one door: voices, synthesis, decoding (see engine/synthesizer.py CONTRACT)
+    Synthesizer                the one door: voices, synthesis, decoding (see engine/synthesis/synthesizer.py CONTRACT)
     run_synthesis(events, on_frame, on_audio, check_cancel)   the one loop consuming synthesis events
     SynthesisJob, JobEvent, BatchRun   several syntheses sharing each model step (Synthesizer.synthesize_many)
     DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE   its default and largest batch size
@@ -13,7 +13,7 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     ModelKind, Speaker         what kind of model a bundle holds (Base, CustomVoice, VoiceDesign) and its speakers
     SAMPLE_RATE, SAMPLES_PER_FRAME, FRAME_RATE   24000 Hz output, 1920 samples per 80 ms frame, 12.5 frames/s
     long texts: synthesize_long, split_for_synthesis, LongTextOptions, JoinSettings, GuardSettings and its events
-        ChunkStarted, ChunkFrame, ChunkRetry, ChunkAudio, ChunkSkipped, LongResult (engine/longform.py),
+        ChunkStarted, ChunkFrame, ChunkRetry, ChunkAudio, ChunkSkipped, LongResult (engine/longform/runner.py),
         ChunkProgress   which chunk progress shows while chunks run side by side
         RecordingLength   how long the recording will be (every chunk's estimate + pauses, refined as they finish)
     estimated_frames(text)   a synthesis's length estimate from its text (its first FrameEvent.estimated_frames)
@@ -29,6 +29,12 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     make_demo_bundle(dest, progress), is_demo_bundle(path)   the demo model (a tiny random-weight bundle)
     Bundle, OFFERED_PRECISIONS   an opened bundle (manifest, precision); the precisions offered for conversion
     physical_cores, usable_cpus   CPU counts for the default thread count
+    cpu_model, load_average, openmp_settings, busy_processes   CPU facts and a competing load for speed figures
+    clean_text(text)           the text as the tokenizer will see it (normalised, control characters gone)
+    InstructIgnoredWarning     warned when a model will not follow an instruction (CustomVoice 0.6B)
+    VOICE_SUFFIX               the file name ending of a voice file
+    AudioFileWriter            an audio file written chunk by chunk (long texts), atomically
+    load_npy_file(path, max_bytes)   a user's .npy file read with the same checks as load_npy_bytes
     engine.store               the model store (catalogue, downloads, installed models): a package with its own API
     EngineError and its subclasses AudioError, BundleError, Cancelled, CodesError, ConvertError, TextError,
     VoiceError: bad input, each with a one-line message; as_sentence(text) shows any message in the house voice
@@ -39,14 +45,19 @@ use, so `import engine` stays quick.
 
 from importlib import import_module
 
-from .cpu import configure_openmp, physical_cores, usable_cpus
+from .runtime.cpu import (
+    busy_processes,
+    configure_openmp,
+    cpu_model,
+    load_average,
+    openmp_settings,
+    physical_cores,
+    usable_cpus,
+)
 
 configure_openmp()  # before anything imports ncnn (libgomp reads its environment once, at load)
 
-from .batching import MAX_BATCH_SIZE  # noqa: E402
-from .bundle import OFFERED_PRECISIONS, Bundle  # noqa: E402
-from .codec_decoder import DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION  # noqa: E402
-from .designed_voice import designed_voice, is_designed  # noqa: E402
+from .codec_format import FRAME_RATE, SAMPLE_RATE, SAMPLES_PER_FRAME  # noqa: E402
 from .errors import (  # noqa: E402
     AudioError,
     BundleError,
@@ -58,9 +69,12 @@ from .errors import (  # noqa: E402
     VoiceError,
     as_sentence,
 )
-from .fileio import os_reason, read_text_file, write_atomic  # noqa: E402
-from .joining import JoinSettings  # noqa: E402
-from .longform import (  # noqa: E402
+from .io.fileio import os_reason, read_text_file, write_atomic  # noqa: E402
+from .io.safefile import load_npy_bytes, load_npy_file, npy_bytes_needed, regular_file_problem  # noqa: E402
+from .longform.joining import JoinSettings  # noqa: E402
+from .longform.recording_length import RecordingLength  # noqa: E402
+from .longform.runaway import GuardSettings  # noqa: E402
+from .longform.runner import (  # noqa: E402
     ChunkAudio,
     ChunkFrame,
     ChunkProgress,
@@ -72,16 +86,16 @@ from .longform import (  # noqa: E402
     split_for_synthesis,
     synthesize_long,
 )
-from .model_kind import ModelKind, Speaker  # noqa: E402
-from .recording_length import RecordingLength  # noqa: E402
-from .runaway import GuardSettings  # noqa: E402
-from .safefile import load_npy_bytes, npy_bytes_needed, regular_file_problem  # noqa: E402
-from .splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
-from .synthesizer import DEFAULT_BATCH_SIZE, BatchRun, Synthesizer, estimated_frames, run_synthesis  # noqa: E402
+from .nets.codec_decoder import DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION  # noqa: E402
+from .runtime.bundle import OFFERED_PRECISIONS, Bundle  # noqa: E402
+from .synthesis.batching import MAX_BATCH_SIZE  # noqa: E402
+from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
+from .synthesis.model_kind import InstructIgnoredWarning, ModelKind, Speaker  # noqa: E402
+from .synthesis.synthesizer import DEFAULT_BATCH_SIZE, BatchRun, Synthesizer, run_synthesis  # noqa: E402
+from .text.length import estimated_frames  # noqa: E402
+from .text.splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
+from .text.tokenizer import clean_text  # noqa: E402
 from .types import (  # noqa: E402
-    FRAME_RATE,
-    SAMPLE_RATE,
-    SAMPLES_PER_FRAME,
     AudioChunk,
     FrameEvent,
     GenerationSettings,
@@ -91,16 +105,17 @@ from .types import (  # noqa: E402
     SynthesisResult,
     Timings,
 )
-from .voice import Voice, VoiceSummary  # noqa: E402
+from .voice import VOICE_SUFFIX, Voice, VoiceSummary  # noqa: E402
 
 _LAZY = {
     "convert_checkpoint": "convert",
-    "decode_codes": "codec_decoder",
-    "load_audio": "audio",
+    "decode_codes": "nets.codec_decoder",
+    "load_audio": "io.audio",
     "is_demo_bundle": "demo",
     "make_demo_bundle": "demo",
-    "read_audio_file": "audio",
-    "save_audio": "audio",
+    "read_audio_file": "io.audio",
+    "save_audio": "io.audio",
+    "AudioFileWriter": "io.audio_writer",
 }
 
 
@@ -178,5 +193,14 @@ __all__ = [
     "split_for_synthesis",
     "split_text",
     "synthesize_long",
+    "busy_processes",
+    "cpu_model",
+    "load_average",
+    "openmp_settings",
+    "clean_text",
+    "InstructIgnoredWarning",
+    "VOICE_SUFFIX",
+    "AudioFileWriter",
+    "load_npy_file",
 ]
 __version__ = "0.1.0"

@@ -14,9 +14,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from .bundle import MANIFEST, is_bundle
 from .errors import EngineError
-from .fileio import write_atomic
+from .io.fileio import write_atomic
+from .runtime.bundle import MANIFEST, is_bundle
 
 Progress = Callable[[float, str], None]
 

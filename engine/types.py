@@ -8,15 +8,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .codec_format import SAMPLE_RATE
 from .errors import EngineError, TextError
 
 if TYPE_CHECKING:
     from .voice import Voice
 
-SAMPLE_RATE = 24000
-SAMPLES_PER_FRAME = 1920
-FRAME_RATE = SAMPLE_RATE / SAMPLES_PER_FRAME  # 12.5 frames per second
-NUM_CODE_GROUPS = 16
 MAX_SEED = 2**63 - 1  # numpy's PCG64 takes any non-negative int; a signed 64-bit int is what settings and files hold
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .codec_format import SAMPLE_RATE
 from .errors import VoiceError
-from .fileio import create_new, os_reason, write_atomic
-from .safefile import load_npy_bytes, npy_bytes_needed, regular_file_problem
-from .types import SAMPLE_RATE
+from .io.fileio import create_new, os_reason, write_atomic
+from .io.safefile import load_npy_bytes, npy_bytes_needed, regular_file_problem
 
 VOICE_FORMAT = "qwen3tts-voice"
 VOICE_VERSION = 1

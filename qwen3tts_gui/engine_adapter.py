@@ -149,7 +149,7 @@ AudioSource = str | Path | tuple[np.ndarray, int]
 
 
 class SynthesizerLike(Protocol):
-    """The Synthesizer contract (engine/synthesizer.py docstring); the test fake implements it too."""
+    """The Synthesizer contract (engine/synthesis/synthesizer.py docstring); the test fake implements it too."""
 
     @property
     def languages(self) -> list[str]: ...

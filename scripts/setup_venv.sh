@@ -5,7 +5,8 @@ if [ ! -x .venv/bin/python ]; then
   echo "First run: creating the virtual environment .venv with $PY ..." >&2
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c "import engine, qwen3tts_gui" 2>/dev/null; then
+# reinstall too when the qwen3tts command still points at its old home (engine.cli, before qwen3tts_cli/)
+if ! .venv/bin/python -c "import engine, qwen3tts_gui" 2>/dev/null || ! grep -qs qwen3tts_cli .venv/bin/qwen3tts; then
   echo "Installing Qwen3-TTS Studio and its libraries into .venv (about 120 MB to download; 1-2 minutes)..." >&2
   .venv/bin/pip install --disable-pip-version-check -e . >&2
   echo "Set-up done." >&2

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.bundle import BundleWriter
 from engine.convert import PARTS, ConvertOptions, convert_checkpoint
 from engine.convert.checkpoint import Checkpoint
+from engine.runtime.bundle import BundleWriter
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 MODELS = FIXTURES / "models"

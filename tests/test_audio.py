@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from engine import audio as A
-from engine import fileio
 from engine.errors import AudioError, EngineError
+from engine.io import audio as A
+from engine.io import fileio
 from tests.bundles import FIXTURES, OUTPUTS
 
 AUDIO_DIR = FIXTURES / "audio"

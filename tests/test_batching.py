@@ -1,6 +1,6 @@
 """Batched generation changes no result.
 
-- the step-graph rewrite (engine/step_graph.py) on a hand-written .param;
+- the step-graph rewrite (engine/runtime/step_graph.py) on a hand-written .param;
 - talker / code-predictor rows run together are bit-identical to the same rows run alone, for every row count
   up to the largest batch, at each fixture precision whose kernels guarantee it (float bundles: one call per
   row); a float bundle's results are the same at 1 and 2 threads (the thread governor switches between them);
@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 from engine import DEFAULT_BATCH_SIZE, Cancelled, GenerationSettings, SynthesisJob, SynthesisResult, TextError
-from engine.batching import MAX_BATCH_SIZE
-from engine.bundle import Bundle
-from engine.code_predictor import CodePredictor
-from engine.step_graph import StepNet, step_param_text
-from engine.synthesizer import Synthesizer
-from engine.talker import Talker
+from engine.nets.code_predictor import CodePredictor
+from engine.nets.talker import Talker
+from engine.runtime.bundle import Bundle
+from engine.runtime.step_graph import StepNet, step_param_text
+from engine.synthesis.batching import MAX_BATCH_SIZE
+from engine.synthesis.synthesizer import Synthesizer
 from tests.bundles import OUTPUTS, bundle_for, fixture_models
 from tests.test_synth_parity import injected_voice, load_case
 
@@ -120,7 +120,7 @@ def test_q8_code_predictor_attention_inside_equals_the_cut_out_attention(model, 
     """The q8 code predictor's graph with attention inside (rows stacked as heads by Permute/Reshape) gives every
     logit bit-identical to the step graph with attention cut out and run per call in its own SDPA net, for one
     row and for several rows."""
-    from engine import code_predictor
+    from engine.nets import code_predictor
 
     bundle = Bundle.open(bundle_for(model, "q8", parts=["talker"]))
     inside = CodePredictor(bundle, 1)

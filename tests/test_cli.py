@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from engine.cli import main
 from engine.voice import Voice
+from qwen3tts_cli.main import main
 from tests.bundles import bundle_for, fixture_models
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,12 +76,12 @@ def test_voice_create_then_synth_icl(bundle, tmp_path, capsys):
 
 def test_synth_as_a_subprocess(bundle, tmp_path):
     out = tmp_path / "p.wav"
-    r = subprocess.run([sys.executable, "-m", "engine", *synth_args(bundle, out, "--ref", str(REF),
+    r = subprocess.run([sys.executable, "-m", "qwen3tts_cli", *synth_args(bundle, out, "--ref", str(REF),
                                                                     "--x-vector-only")],
                        cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert out.is_file()
-    r = subprocess.run([sys.executable, "-m", "engine", *synth_args(bundle, tmp_path / "q.wav", "--ref", str(REF)),
+    r = subprocess.run([sys.executable, "-m", "qwen3tts_cli", *synth_args(bundle, tmp_path / "q.wav", "--ref", str(REF)),
                         "--text", "   "], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     assert not (tmp_path / "q.wav").exists()

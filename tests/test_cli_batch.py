@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from engine.cli import main
+from qwen3tts_cli.main import main
 from tests.bundles import OUTPUTS, bundle_for
 from tests.test_synth_parity import AUDIO, load_case
 

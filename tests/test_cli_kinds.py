@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from engine.cli import main
+from qwen3tts_cli.main import main
 from tests.bundles import FIXTURES, OUTPUTS, bundle_for
 
 PARTS = ["text", "talker", "codec_decoder"]

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from engine.bundle import Bundle, make_net_options
-from engine.cli import main as cli_main
-from engine.codec_decoder import BLOCK_FRAMES, LEFT_CONTEXT, CodecDecoder, CodesError
-from engine.cpu import has_bf16_dot_product
 from engine.errors import EngineError
-from engine.ncnn_graph import Graph, raw, tagged
+from engine.nets.codec_decoder import BLOCK_FRAMES, LEFT_CONTEXT, CodecDecoder, CodesError
+from engine.runtime.bundle import Bundle, make_net_options
+from engine.runtime.cpu import has_bf16_dot_product
+from engine.runtime.ncnn_graph import Graph, raw, tagged
+from qwen3tts_cli.main import main as cli_main
 from tests.bundles import OUTPUTS, bundle_for, fixture_models
 
 THREADS = 1  # the test machine is shared; results do not depend on the thread count
@@ -423,7 +423,7 @@ def test_bundle_without_bf16_marks_runs_fp32_or_is_refused():
 def test_auto_precision_follows_the_cpu(monkeypatch):
     """auto: bf16 where the CPU has AVX512-BF16 (ncnn's native bf16 kernels), fp32 elsewhere (emulated bf16 is
     slower than fp32). An explicit "bf16" runs anyway (correct, within the bound: tested above on this CPU)."""
-    import engine.codec_decoder as cd
+    import engine.nets.codec_decoder as cd
 
     bundle = Bundle.open(bundle_for(MODELS[0], parts=PART))
     monkeypatch.setattr(cd, "has_bf16_dot_product", lambda: False)

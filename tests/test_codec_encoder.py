@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pytest
 
-from engine.bundle import Bundle
-from engine.codec_encoder import CodecEncoder, causal_mask
 from engine.errors import AudioError
+from engine.nets.codec_encoder import CodecEncoder, causal_mask
+from engine.runtime.bundle import Bundle
 from tests.bundles import FIXTURES, OUTPUTS, bundle_for, fixture_models
 from tests.bundles import MODELS as MODEL_DIR
 

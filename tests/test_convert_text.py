@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from engine.bundle import Bundle
 from engine.convert.checkpoint import Checkpoint
+from engine.runtime.bundle import Bundle
 from tests.bundles import MODELS, bundle_for, fixture_models
 
 MODEL_LIST = fixture_models()

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from engine import cpu
+from engine.runtime import cpu
 
 
 def _run(code: str, **env: str) -> str:
@@ -25,7 +25,7 @@ def test_engine_import_sets_wait_policy_before_ncnn_loads():
             "    if name == 'ncnn' and not seen: seen.append(os.environ.get('OMP_WAIT_POLICY'))\n"
             "    return real(name, *a, **k)\n"
             "builtins.__import__ = spy\n"
-            "import engine.cli, engine.synthesizer\n"
+            "import qwen3tts_cli.main, engine.synthesis.synthesizer\n"
             "print(seen[0] if seen else 'ncnn not imported')")
     assert _run(code) == "PASSIVE"
 

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from safetensors import safe_open
 
-from engine.bundle import Bundle
 from engine.convert.checkpoint import Checkpoint
 from engine.demo import DEMO_CHECKPOINT, DEMO_MARK, is_demo_bundle, make_demo_bundle
 from engine.errors import EngineError
+from engine.runtime.bundle import Bundle
 from tools.random_checkpoint import (
     DEMO_SEED,
     PRESETS,

@@ -158,7 +158,7 @@ def test_tokenizer_fixture(model: str) -> None:
 
 
 def _prefill_rows(e: dict, z: dict) -> tuple[int, int]:
-    """Expected (prefill rows, trailing rows) from the official prompt layout (engine/prompt.py builds it)."""
+    """Expected (prefill rows, trailing rows) from the official prompt layout (engine/text/prompt.py builds it)."""
     n = len(z["input_ids"]) - 8  # text proper: ids[3:-5]
     k = (4 if e["language"] != "auto" else 3) + 1 + 2  # think tags + speaker + pad/bos
     if e["mode"] == "xvector":

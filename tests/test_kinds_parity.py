@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.model_kind import InstructIgnoredWarning
-from engine.synthesizer import Synthesizer
+from engine.synthesis.model_kind import InstructIgnoredWarning
+from engine.synthesis.synthesizer import Synthesizer
 from engine.types import GenerationSettings
 from tests.bundles import OUTPUTS, bundle_for
 from tests.test_synth_parity import assert_codes, assert_first_step_logits, assert_prompt_rows

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from engine.audio_writer import AudioFileWriter
-from engine.cli import main
 from engine.errors import AudioError, Cancelled, TextError
-from engine.joining import JoinSettings, fade_edges, joined_piece, pause_samples, seconds_to_samples
-from engine.longform import (
+from engine.io.audio_writer import AudioFileWriter
+from engine.longform.joining import JoinSettings, fade_edges, joined_piece, pause_samples, seconds_to_samples
+from engine.longform.runaway import GuardSettings, RunawayGuard
+from engine.longform.runner import (
     ChunkAudio,
     ChunkFrame,
     ChunkProgress,
@@ -29,9 +29,9 @@ from engine.longform import (
     split_for_synthesis,
     synthesize_long,
 )
-from engine.runaway import GuardSettings, RunawayGuard
 from engine.types import FrameEvent, GenerationSettings, SynthesisResult
 from engine.voice import Voice
+from qwen3tts_cli.main import main
 
 SR = 24000
 SPF = 1920

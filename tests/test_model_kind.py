@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from engine.errors import TextError, VoiceError
-from engine.model_kind import InstructIgnoredWarning, ModelKind, Speaker, prompt_language
-from engine.synthesizer import Synthesizer
+from engine.synthesis.model_kind import InstructIgnoredWarning, ModelKind, Speaker, prompt_language
+from engine.synthesis.synthesizer import Synthesizer
 from engine.voice import Voice
 from tests.bundles import MODELS, bundle_for
 

@@ -3,8 +3,8 @@
 import ncnn
 import numpy as np
 
-from engine.bundle import make_net_options
-from engine.ncnn_graph import Graph, raw, tagged
+from engine.runtime.bundle import make_net_options
+from engine.runtime.ncnn_graph import Graph, raw, tagged
 
 
 def _run(tmp_path, g: Graph, feeds: dict[str, np.ndarray], out: str, precision: str = "fp32") -> np.ndarray:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from engine.errors import TextError
-from engine.prompt import PromptIds, build_prompt
+from engine.text.prompt import PromptIds, build_prompt
 
 H = 8
 rng = np.random.default_rng(0)

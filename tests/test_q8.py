@@ -1,7 +1,7 @@
 """q8 bundles: the int8 weight format, its conversion, rows independent of each other, and accuracy against fp32;
 bundles of the older 8-bit block format still load and run.
 
-The format is held to engine.convert.q8's numpy model of what ncnn computes, to fp32 rounding. The accuracy bounds
+The format is held to engine.runtime.q8's numpy model of what ncnn computes, to fp32 rounding. The accuracy bounds
 on the fixture models are derived from the quantisation error of each model's own weights, not from a run of the
 network: every Linear on the path is quantised in numpy and applied to random rows, giving its relative output
 error e (weights and input rows both rounded to 8 bits); n such layers in sequence with independent rounding move
@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 
 import engine.convert.talker as talker_convert
-from engine.bundle import Bundle, make_net_options
-from engine.code_predictor import CodePredictor
-from engine.convert import q8
 from engine.convert.checkpoint import Checkpoint
 from engine.convert.talker import Q8_BLOCK, _Builder
 from engine.errors import ConvertError
-from engine.ncnn_graph import Graph
-from engine.talker import Talker
+from engine.nets.code_predictor import CodePredictor
+from engine.nets.talker import Talker
+from engine.runtime import q8
+from engine.runtime.bundle import Bundle, make_net_options
+from engine.runtime.ncnn_graph import Graph
 from tests.bundles import MODELS, bundle_for, convert_parts, fixture_models
 from tests.test_talker import CASES, engines, load_case, teacher_forced_run
 
@@ -347,7 +347,7 @@ def test_int8_graphs_keep_their_load_time_threads(capfd):
 
 def test_step_graph_tells_the_q8_format_apart():
     from engine.errors import BundleError
-    from engine.step_graph import _q8_format
+    from engine.runtime.step_graph import _q8_format
 
     int8 = "Gemm g1 1 1 a b 2=0 3=1 4=0 5=1 6=0 7=0 8=4 9=8 10=-1 18=1"
     block = "Gemm g2 1 1 b c 2=0 3=1 4=0 5=1 6=0 7=0 8=4 9=8 18=802"
@@ -363,9 +363,9 @@ def test_step_graph_tells_the_q8_format_apart():
 
 
 def test_step_graph_is_for_q8_bundles_only():
-    """Float bundles run their stored graph (engine/sequence_net.py); the step graph refuses them in one sentence."""
+    """Float bundles run their stored graph (engine/runtime/sequence_net.py); the step graph refuses them in one sentence."""
     from engine.errors import BundleError
-    from engine.step_graph import StepNet
+    from engine.runtime.step_graph import StepNet
 
     bundle = Bundle.open(bundle_for("tiny06b", "fp32", parts=("talker",)))
     graph = bundle.part("talker")["talker_graph"]

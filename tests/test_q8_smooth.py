@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import engine.convert.talker as talker_convert
-from engine.bundle import Bundle, BundleWriter
-from engine.code_predictor import CodePredictor
 from engine.convert import ConvertOptions, smooth
 from engine.convert.checkpoint import Checkpoint
-from engine.talker import Talker
+from engine.nets.code_predictor import CodePredictor
+from engine.nets.talker import Talker
+from engine.runtime.bundle import Bundle, BundleWriter
 from tests.bundles import MODELS, fixture_models
 from tools.outlier_checkpoint import Stress, write_stress_checkpoint
 

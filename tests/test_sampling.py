@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from engine.sampling import (
+from engine.synthesis.sampling import (
     Sampler,
     SamplingConfig,
     multinomial,
@@ -161,7 +161,7 @@ def test_top_k_matches_sort_definition_on_random_scores(k):
 
 @pytest.mark.parametrize("temperature,top_k,top_p", [(0.9, 50, 1.0), (0.7, 5, 0.8), (1.0, 0, 0.9), (1.2, 3000, 1.0)])
 def test_fused_sampling_equals_warp_then_multinomial(temperature, top_k, top_p):
-    from engine.sampling import sample, warp
+    from engine.synthesis.sampling import sample, warp
 
     logits = np.round(np.random.default_rng(top_k).standard_normal(VOCAB) * 2, 1).astype(np.float32)
     logits[2048:] = -np.inf
@@ -176,7 +176,7 @@ def test_fused_sampling_equals_warp_then_multinomial(temperature, top_k, top_p):
 def test_sample_takes_the_short_road_only_where_it_draws_what_the_general_path_draws(monkeypatch):
     """sample() against _sample_general() on the same RNG stream: same code and the same next random number for
     every case; ties at the k-th value, -inf and nan scores must fall back, ordinary scores must not."""
-    from engine import sampling
+    from engine.synthesis import sampling
 
     general = sampling._sample_general
     fell_back = []
@@ -221,7 +221,7 @@ def test_sample_takes_the_short_road_only_where_it_draws_what_the_general_path_d
 def test_sampler_draws_the_generators_own_stream():
     """The Sampler serves its uniforms from blocks drawn ahead: its codes over several blocks equal sample() and
     draws fed by a plain Generator with the same seed, call for call."""
-    from engine.sampling import UniformStream, sample
+    from engine.synthesis.sampling import UniformStream, sample
 
     rng = np.random.default_rng(11)
     sampler = Sampler(config(repetition_penalty=1.0), seed=42)

@@ -9,13 +9,13 @@ import json
 import numpy as np
 import pytest
 
-from engine.audio import load_audio, mel_spectrogram
-from engine.bundle import Bundle, BundleWriter
 from engine.convert import ConvertOptions
 from engine.convert import speaker as conv
 from engine.convert.checkpoint import Checkpoint
 from engine.errors import AudioError, BundleError, ConvertError
-from engine.speaker import SpeakerEncoder
+from engine.io.audio import load_audio, mel_spectrogram
+from engine.nets.speaker_encoder import SpeakerEncoder
+from engine.runtime.bundle import Bundle, BundleWriter
 from tests.bundles import FIXTURES, MODELS, bundle_for
 
 THREADS = 1  # shared machine; results do not depend on the thread count

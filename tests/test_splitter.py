@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from engine.cli import main
 from engine.errors import TextError
-from engine.splitter import LANGUAGE_CODES, segmentation_rules, sentences, split_text
+from engine.text.splitter import LANGUAGE_CODES, segmentation_rules, sentences, split_text
+from qwen3tts_cli.main import main
 
 
 def squash(text: str) -> str:
@@ -200,7 +200,7 @@ def test_split_command_writes_utf8_whatever_the_locale():
     import sys
 
     env = dict(os.environ, PYTHONIOENCODING="ascii", LC_ALL="C")
-    out = subprocess.run([sys.executable, "-m", "engine", "split", "--text", "你好。Ça va? Привет!", "--max-chars", "10"],
+    out = subprocess.run([sys.executable, "-m", "qwen3tts_cli", "split", "--text", "你好。Ça va? Привет!", "--max-chars", "10"],
                          capture_output=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr.decode(errors="replace")
     assert out.stdout.decode("utf-8").splitlines() == ["你好。Ça va?", "Привет!"]

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.cli import main
 from engine.errors import Cancelled
 from engine.store import CATALOGUE, HubError, ModelStore, StoreError, install, installer, pending_downloads
+from qwen3tts_cli.main import main
 from tests.hub_server import HubServer, Repo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -317,7 +317,7 @@ def test_catalogue_download_sizes_follow_the_official_tensor_lists():
     spec.loader.exec_module(sizes)
     for e in CATALOGUE:
         assert e.download_bytes == sizes.download_bytes(e.size.lower(), e.kind == "Base"), e.name
-    from engine.bundle import PRECISIONS
+    from engine.runtime.bundle import PRECISIONS
 
     assert all(set(e.bundle_bytes) == set(PRECISIONS) for e in CATALOGUE)  # rerun the tool for a new precision
     # bf16 weights: 0.6B-Base is 914.6 M talker + speaker parameters x 2 bytes + the fp32 speech tokenizer

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.synthesizer import Synthesizer
+from engine.synthesis.synthesizer import Synthesizer
 from engine.types import GenerationSettings
 from engine.voice import Voice
 from tests.bundles import OUTPUTS, bundle_for

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from engine.errors import EngineError, TextError, VoiceError
-from engine.synthesizer import Synthesizer, _StreamedAudio, estimate_seconds
+from engine.synthesis.synthesizer import Synthesizer, _StreamedAudio
+from engine.text.length import estimate_seconds
 from engine.types import AudioChunk, FrameEvent, GenerationSettings, SynthesisResult, Timings
 from engine.voice import Voice
 from tests.bundles import bundle_for, fixture_models

@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.bundle import Bundle
-from engine.code_predictor import CodePredictor
 from engine.convert.checkpoint import Checkpoint
 from engine.errors import EngineError
-from engine.talker import Talker
+from engine.nets.code_predictor import CodePredictor
+from engine.nets.talker import Talker
+from engine.runtime.bundle import Bundle
 from tests.bundles import MODELS, OUTPUTS, bundle_for, fixture_models
 
 THREADS = 1  # shared machine; results do not depend on the thread count

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.bundle import Bundle
 from engine.errors import TextError
-from engine.text import TextTokenizer, clean_text, split_pattern_for
+from engine.runtime.bundle import Bundle
+from engine.text.tokenizer import TextTokenizer, clean_text, split_pattern_for
 from tests.bundles import MODELS, OUTPUTS, bundle_for, fixture_models
 
 MODELS_WITH_TOKENS = [m for m in fixture_models() if (OUTPUTS / m / "tokenizer.npz").is_file()]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.thread_governor import MAX_GAP, ThreadGovernor
+from engine.runtime.thread_governor import MAX_GAP, ThreadGovernor
 
 
 class Machine:

@@ -83,7 +83,7 @@ def main() -> None:
     ap.add_argument("--bundle", type=Path, required=True, help="fp32 bundle converted from a full-size 0.6B checkpoint")
     ap.add_argument("--bundle-17b", type=Path, help="fp32 bundle converted from a full-size 1.7B checkpoint")
     a = ap.parse_args()
-    from engine.bundle import PRECISIONS
+    from engine.runtime.bundle import PRECISIONS
 
     full = file_sizes(a.bundle)
     full17 = file_sizes(a.bundle_17b) if a.bundle_17b else None

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import EngineError
-from engine.fileio import current_umask, write_atomic
+from engine.io.fileio import current_umask, write_atomic
 
 Progress = Callable[[float, str], None]
 DEMO_CHECKPOINT = Path(__file__).resolve().parents[1] / "engine" / "demo_checkpoint"  # shipped with the app

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..bundle import PRECISIONS, BundleWriter
 from ..errors import Cancelled, ConvertError
-from ..fileio import os_reason
+from ..io.fileio import os_reason
+from ..runtime.bundle import PRECISIONS, BundleWriter
 from .checkpoint import Checkpoint
 
 # (module under engine.convert, human label). Order matters only for progress display.

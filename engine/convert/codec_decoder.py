@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConvertError
-from ..ncnn_graph import Graph, raw, tagged
+from ..runtime.ncnn_graph import Graph, raw, tagged
 from .checkpoint import Checkpoint
 
 GRAPH = "codec_decoder"

@@ -11,7 +11,7 @@ Graphs (all sizes from speech_tokenizer/config.json "encoder_config"):
       scores are B x past, not T x T); a block attends to every earlier row, exactly like one full pass.
   codec_encoder_down  in0 (T25, hidden) -> sem, ac (T12, codebook_dim): stride-2 downsample (replicate
       padding, same static-pad argument), then the semantic and acoustic input_proj.
-      The nearest-codebook search runs on the host in fp32 (engine/codec_encoder.py) with torch.cdist's
+      The nearest-codebook search runs on the host in fp32 (engine/nets/codec_encoder.py) with torch.cdist's
       arithmetic; its one matrix product per level runs in
   codec_encoder_rvq   x (T, dim + 2), b (size, dim + 2) -> out0 (T, size) = x @ b^T, always fp32 (a Gemm
       with no weights: numpy's BLAS threads spin and stall on a busy machine).
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConvertError
-from ..ncnn_graph import Graph, raw, tagged
+from ..runtime.ncnn_graph import Graph, raw, tagged
 from .checkpoint import Checkpoint
 
 PART = "codec_encoder"

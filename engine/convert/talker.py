@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConvertError
-from ..ncnn_graph import Graph, Packed, raw, tagged
-from . import q8, smooth
+from ..runtime import q8
+from ..runtime.ncnn_graph import Graph, Packed, raw, tagged
+from . import smooth
 from .checkpoint import Checkpoint
 
 TALKER_GRAPH = "talker"

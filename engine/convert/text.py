@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConvertError
-from ..text import TOKENIZER_FILES, split_pattern_for
+from ..text.tokenizer import TOKENIZER_FILES, split_pattern_for
 from .checkpoint import Checkpoint
 
 PREFIX = "talker."

@@ -122,9 +122,9 @@ def install(
     cancel: Callable[[], bool] | None = None,
 ) -> InstalledModel:
     """Download `source` (catalogue name or repository id) and install it as `name`; returns the model."""
-    from ..bundle import OFFERED_PRECISIONS as PRECISIONS
     from ..convert import convert_checkpoint
     from ..convert.checkpoint import REQUIRED_FILES
+    from ..runtime.bundle import OFFERED_PRECISIONS as PRECISIONS
 
     store = store or ModelStore()
     if precision not in PRECISIONS:
@@ -205,7 +205,7 @@ def install(
 
 def _claim_download_folder(raw: Path, repo: RemoteRepo, name: str, precision: str) -> None:
     """Reuse partial files only if they belong to this very commit of this repository."""
-    from ..fileio import write_atomic
+    from ..io.fileio import write_atomic
 
     try:
         old = json.loads((raw / PENDING).read_text(encoding="utf-8"))

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import platformdirs
 
-from ..convert.q8 import FORMAT_VERSION as Q8_FORMAT_VERSION
 from ..errors import EngineError
+from ..runtime.q8 import FORMAT_VERSION as Q8_FORMAT_VERSION
 
 APP_NAME = "Qwen3-TTS Studio"  # the platformdirs name the app uses for all its folders
 ENV_DIR = "QWEN3TTS_MODELS_DIR"
@@ -165,7 +165,7 @@ class ModelStore:
 
 
 def remember_models_dir(folder: Path) -> None:
-    from ..fileio import write_atomic
+    from ..io.fileio import write_atomic
 
     pointer = _pointer_file()
     pointer.parent.mkdir(parents=True, exist_ok=True)

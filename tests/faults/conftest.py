@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
+from qwen3tts_cli.main import main
 from tests.bundles import MODELS, fixture_models
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-import engine.bundle as bundle_mod
-from engine.audio import MAX_SECONDS, load_audio
-from engine.bundle import Bundle
+import engine.runtime.bundle as bundle_mod
 from engine.convert.checkpoint import SafetensorsFile
 from engine.errors import AudioError, BundleError, ConvertError, VoiceError
+from engine.io.audio import MAX_SECONDS, load_audio
+from engine.runtime.bundle import Bundle
 from engine.voice import MAX_VOICE_BYTES, Voice
 from tests.bundles import bundle_for, fixture_models
 
@@ -79,7 +79,7 @@ def test_fifo_as_reference_or_voice_is_refused_not_waited_on(tmp_path):
 
 def test_fifo_as_text_file_is_refused_not_waited_on(tmp_path):
     from engine.errors import TextError
-    from engine.fileio import read_text_file
+    from engine.io.fileio import read_text_file
 
     fifo = tmp_path / "book.txt"
     os.mkfifo(fifo)
@@ -201,7 +201,7 @@ def test_malformed_manifest_entries(bundle_copy):
 
 
 def test_manifest_parts_missing_values_name_the_value(bundle_copy):
-    from engine.synthesizer import Synthesizer
+    from engine.synthesis.synthesizer import Synthesizer
 
     _edit_manifest(bundle_copy, lambda m: m["parts"]["talker"].pop("talker_graph"))
     with pytest.raises(BundleError, match="'talker' part has no 'talker_graph'"):  # was KeyError: 'talker_graph'
@@ -322,7 +322,7 @@ def test_string_version_is_called_damaged_not_a_version_mismatch(bundle_copy):
 
 
 def test_nan_x_vector_is_called_invalid_not_a_shape_problem(bundle):
-    from engine.synthesizer import Synthesizer
+    from engine.synthesis.synthesizer import Synthesizer
 
     synth = Synthesizer(bundle, threads=1)
     x = np.ones(synth.hidden_size, np.float32)
@@ -336,11 +336,12 @@ def test_nan_x_vector_is_called_invalid_not_a_shape_problem(bundle):
 
 
 def test_threads_are_clamped_to_the_cores_with_a_note(tmp_path, capsys, monkeypatch):
-    import engine.cli
+    import qwen3tts_cli.main
+    import qwen3tts_cli.tools
 
     seen = []
-    monkeypatch.setattr(engine.cli, "cmd_decode", lambda args: seen.append(args.threads) or 0)
-    monkeypatch.setattr(engine.cli, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(qwen3tts_cli.tools, "cmd_decode", lambda args: seen.append(args.threads) or 0)
+    monkeypatch.setattr(qwen3tts_cli.main, "usable_cpus", lambda: 2)
     code, err = run_cli(capsys, "decode", "--model", tmp_path, "--codes", tmp_path / "c.npy", "-o",
                         tmp_path / "o.wav", "--threads", "1000")
     assert code == 0 and seen == [2]

@@ -22,10 +22,10 @@ import pytest
 import soundfile as sf
 
 import engine.convert as convert_mod
-from engine.bundle import PARTIAL_MARK, BundleWriter, sweep_partials
 from engine.convert import convert_checkpoint
 from engine.errors import BundleError, ConvertError
-from engine.fileio import create_new, current_umask, write_atomic
+from engine.io.fileio import create_new, current_umask, write_atomic
+from engine.runtime.bundle import PARTIAL_MARK, BundleWriter, sweep_partials
 from engine.voice import Voice
 from tests.bundles import bundle_for, fixture_models
 
@@ -185,7 +185,7 @@ def test_stale_temp_folders_are_swept_but_live_ones_kept(tmp_path):
     with BundleWriter(tmp_path / "other") as live:  # the next run sweeps the dead writer's folder
         assert not dead.exists() and user.is_dir()
         assert sweep_partials(tmp_path) == [] and live.tmp.is_dir()  # a live writer holds its lock
-        code = f"from engine.bundle import sweep_partials; print(len(sweep_partials(__import__('pathlib').Path({str(tmp_path)!r}))))"
+        code = f"from engine.runtime.bundle import sweep_partials; print(len(sweep_partials(__import__('pathlib').Path({str(tmp_path)!r}))))"
         r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert r.stdout.strip() == "0" and live.tmp.is_dir()  # another process does not take a live one
     assert sorted(p.name for p in tmp_path.iterdir()) == [".my-hidden-folder"]
@@ -197,29 +197,29 @@ def test_stale_temp_folders_are_swept_but_live_ones_kept(tmp_path):
 def test_synth_checks_the_output_before_generating(bundle, small_disk, monkeypatch, capsys):
     disk = small_disk(16)
     (disk / "filler").write_bytes(b"\0" * 16 * 1024)  # now full
-    import engine.synthesizer
+    import engine.synthesis.synthesizer
 
     def no_work(*a, **k):
         raise AssertionError("generation started although the output cannot be written")
 
-    monkeypatch.setattr(engine.synthesizer.Synthesizer, "synthesize", no_work)
+    monkeypatch.setattr(engine.synthesis.synthesizer.Synthesizer, "synthesize", no_work)
     code, err = run_cli(capsys, "synth", "--model", bundle, "--text", "Hello.", "--ref", REF, "--x-vector-only",
                         "-o", disk / "out.wav")
     assert code == 2 and "disk is full" in one_line(err)
 
 
 def test_synth_keeps_the_audio_when_saving_fails_late(bundle, tmp_path, monkeypatch, capsys):
-    import engine.audio
+    import engine.io.audio
 
     out = tmp_path / "out.wav"
-    real = engine.audio.write_atomic
+    real = engine.io.audio.write_atomic
 
     def full_for_out(path, data):
         if Path(path) == out:
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(path, data)
 
-    monkeypatch.setattr(engine.audio, "write_atomic", full_for_out)
+    monkeypatch.setattr(engine.io.audio, "write_atomic", full_for_out)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "rescue"))  # where rescued audio goes first
     (tmp_path / "rescue").mkdir()
     code, err = run_cli(capsys, "synth", "--model", bundle, "--text", "Hello.", "--ref", REF, "--x-vector-only",
@@ -297,7 +297,7 @@ def test_new_files_follow_the_users_umask(tmp_path):
 
 
 def test_a_failed_in_place_rewrite_keeps_the_complete_copy(tmp_path, monkeypatch):
-    import engine.fileio
+    import engine.io.fileio
 
     target, twin = tmp_path / "a.wav", tmp_path / "b.wav"
     target.write_bytes(b"old")
@@ -306,7 +306,7 @@ def test_a_failed_in_place_rewrite_keeps_the_complete_copy(tmp_path, monkeypatch
     def fails(path, data):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(engine.fileio, "_rewrite_in_place", fails)
+    monkeypatch.setattr(engine.io.fileio, "_rewrite_in_place", fails)
     with pytest.raises(OSError, match="complete new content is kept in") as e:
         write_atomic(target, b"new content")
     kept = Path(re.search(r"kept in (\S+)\)", str(e.value)).group(1))
@@ -314,7 +314,7 @@ def test_a_failed_in_place_rewrite_keeps_the_complete_copy(tmp_path, monkeypatch
 
 
 def test_streamed_long_outputs_keep_mode_symlink_and_hard_links(tmp_path):
-    from engine.audio_writer import AudioFileWriter
+    from engine.io.audio_writer import AudioFileWriter
 
     target = tmp_path / "book.wav"
     sf.write(target, np.zeros(100, np.float32), 24000)
@@ -331,9 +331,9 @@ def test_streamed_long_outputs_keep_mode_symlink_and_hard_links(tmp_path):
 
 
 def test_a_long_recording_that_cannot_be_put_in_place_is_kept(tmp_path, monkeypatch):
-    import engine.audio_writer
-    from engine.audio_writer import AudioFileWriter
+    import engine.io.audio_writer
     from engine.errors import AudioError
+    from engine.io.audio_writer import AudioFileWriter
 
     (tmp_path / "rescue").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "rescue"))
@@ -341,7 +341,7 @@ def test_a_long_recording_that_cannot_be_put_in_place_is_kept(tmp_path, monkeypa
     def read_only_now(tmp, path, discard=True):
         raise OSError(errno.EROFS, "Read-only file system")
 
-    monkeypatch.setattr(engine.audio_writer, "place", read_only_now)
+    monkeypatch.setattr(engine.io.audio_writer, "place", read_only_now)
     out = tmp_path / "book.wav"
     with pytest.raises(AudioError, match="no permission to write there. The audio was kept in") as e:
         with AudioFileWriter(out) as w:

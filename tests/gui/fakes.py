@@ -1,6 +1,6 @@
 """Test doubles for the GUI: a Synthesizer that honours the engine contract, a sound device, and dialogs.
 
-FakeSynthesizer follows engine/synthesizer.py's CONTRACT: languages, model_id, default_settings,
+FakeSynthesizer follows engine/synthesis/synthesizer.py's CONTRACT: languages, model_id, default_settings,
 create_voice(audio, ref_text, name, language) -> Voice, synthesize(...) validating eagerly and returning a
 generator of FrameEvent (one per frame, after a sleep that stands in for compute; len(text) x frames_per_char
 frames, while estimated_frames is the engine's estimate from the text, as real lengths differ from it), AudioChunk (with

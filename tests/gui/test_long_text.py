@@ -8,7 +8,7 @@ import numpy as np
 import soundfile as sf
 
 from engine import FrameEvent, JoinSettings, SynthesisResult, estimated_frames, split_for_synthesis
-from engine.synthesizer import estimate_seconds
+from engine.text.length import estimate_seconds
 from qwen3tts_gui.long_text import LongSynthesisWorker
 
 from .fakes import SPF, FakeSynthesizer

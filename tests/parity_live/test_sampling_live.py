@@ -16,7 +16,7 @@ from transformers.generation.logits_process import (  # noqa: E402
     TopPLogitsWarper,
 )
 
-from engine.sampling import Sampler, SamplingConfig, warp  # noqa: E402
+from engine.synthesis.sampling import Sampler, SamplingConfig, warp  # noqa: E402
 
 VOCAB, EOS = 3072, 2150
 

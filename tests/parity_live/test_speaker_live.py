@@ -23,12 +23,12 @@ from qwen_tts.core.models.configuration_qwen3_tts import Qwen3TTSSpeakerEncoderC
 from qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSSpeakerEncoder, mel_spectrogram  # noqa: E402
 from safetensors.numpy import save_file  # noqa: E402
 
-from engine.audio import load_audio  # noqa: E402
-from engine.bundle import Bundle, BundleWriter  # noqa: E402
 from engine.convert import ConvertOptions  # noqa: E402
 from engine.convert import speaker as conv  # noqa: E402
 from engine.convert.checkpoint import SafetensorsFile  # noqa: E402
-from engine.speaker import SpeakerEncoder  # noqa: E402
+from engine.io.audio import load_audio  # noqa: E402
+from engine.nets.speaker_encoder import SpeakerEncoder  # noqa: E402
+from engine.runtime.bundle import Bundle, BundleWriter  # noqa: E402
 
 AUDIO = Path(__file__).resolve().parents[1] / "fixtures" / "audio"
 CONFIGS = {

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference"))
 import oracle  # noqa: E402  (installs the torchaudio stub before qwen_tts; missing packages fail, never skip)
 from transformers import AutoConfig, AutoProcessor  # noqa: E402
 
-from engine.text import TextTokenizer, split_pattern_for, target_template  # noqa: E402
+from engine.text.tokenizer import TextTokenizer, split_pattern_for, target_template  # noqa: E402
 
 EXTRA = [
     "xoWy HelloWorld camelCaseText URLs/path/to/x a//b", "IT'S DON'T we'LL", "x\u0301e\u0301 A\u030a",

@@ -1,0 +1,211 @@
+"""Atomic file writes: a temporary sibling file, fsync, then rename over the target.
+
+A crash, a full disk or a cancel never leaves a half-written file under the target's name. A new file gets the
+ordinary umask mode (mkstemp alone would leave it readable by its owner only); a replaced file keeps its mode and
+owner, a symlink keeps pointing where it did (its target is replaced) and a file with other hard links is
+rewritten in place once the complete new content has been written next to it (renaming would split the links).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat
+import tempfile
+import threading
+from pathlib import Path
+
+from ..errors import TextError
+from .safefile import regular_file_problem
+
+_umask_lock = threading.Lock()
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> Path:
+    """Write `data` to `path` atomically. Raises OSError (the temporary file is removed)."""
+    path = Path(path)
+    return place(_write_temp(target_of(path), memoryview(data)), path)
+
+
+def target_of(path: str | os.PathLike) -> Path:
+    """The file a write to `path` replaces: a symlink's target (the link itself stays), else path."""
+    path = Path(path)
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def place(tmp: str | os.PathLike, path: str | os.PathLike, discard: bool = True) -> Path:
+    """Put the complete, synced file `tmp` (made in the folder of target_of(path)) in place of `path`.
+
+    An existing file keeps its mode and owner and its hard links (those are rewritten in place); a new one gets
+    file_mode(). Raises OSError; tmp is removed (unless discard=False: the caller keeps it), except when an
+    in-place rewrite failed half way: then it holds the complete new content and the error names it."""
+    path, tmp = Path(path), str(tmp)
+    target = target_of(path)
+    try:
+        try:
+            old = target.stat()
+        except FileNotFoundError:
+            old = None
+        keep = old is not None and stat.S_ISREG(old.st_mode)
+        if keep:
+            try:
+                os.chown(tmp, old.st_uid, old.st_gid)
+            except (OSError, AttributeError):  # AttributeError: no owners to keep (Windows)
+                pass  # another owner: rewritten in place below
+            os.chmod(tmp, stat.S_IMODE(old.st_mode))
+        else:
+            os.chmod(tmp, file_mode())
+        if not (keep and (old.st_nlink > 1 or not _same_owner(tmp, old))):
+            os.replace(tmp, target)
+            return path
+    except BaseException:
+        if discard:
+            _discard(tmp)
+        raise
+    try:
+        _rewrite_in_place(target, tmp)
+    except OSError as e:  # the target may be half written now: keep the complete copy and say where
+        raise KeptCopyError(e.errno, f"{e.strerror or e} (the complete new content is kept in {tmp})",
+                            str(path), kept=Path(tmp)) from None
+    _discard(tmp)
+    return path
+
+
+class KeptCopyError(OSError):
+    """Rewriting a file in place failed part way; `kept` holds the complete new content."""
+
+    def __init__(self, *args, kept: Path):
+        super().__init__(*args)
+        self.kept = kept
+
+
+def create_new(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> Path:
+    """Write `data` to `path` only if no file of that name exists, atomically with respect to other processes.
+
+    Raises FileExistsError when the name is taken (two writers can never both get it), OSError otherwise."""
+    path = Path(path)
+    tmp = _write_temp(path, memoryview(data))
+    try:
+        os.chmod(tmp, file_mode())
+        os.link(tmp, path)  # fails with EEXIST instead of replacing: the exclusive step
+    finally:
+        _discard(tmp)
+    return path
+
+
+def rescue(tmp: str | os.PathLike, suffix: str) -> Path | None:
+    """Move a finished file that could not be put in place to the temp folder (or the home folder) so the work
+    is not lost; returns where it went, or None (then tmp is removed)."""
+    for folder in (Path(tempfile.gettempdir()), Path.home()):
+        try:
+            fd, name = tempfile.mkstemp(prefix="qwen3tts-rescued-", suffix=suffix, dir=folder)
+            os.close(fd)
+        except OSError:
+            continue
+        try:
+            shutil.move(str(tmp), name)
+            os.chmod(name, file_mode())
+            return Path(name)
+        except OSError:
+            _discard(name)
+    _discard(str(tmp))
+    return None
+
+
+def os_reason(e: OSError) -> str:
+    """What went wrong with a write, in words a user acts on."""
+    kept = f" (the complete new content is kept in {e.kept})" if isinstance(e, KeptCopyError) else ""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full" + kept
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "no permission to write there" + kept
+    return e.strerror or str(e)
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux allows (os.umask alone must set it, briefly
+    giving files other threads create meanwhile the wrong mode)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _umask_lock:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def _write_temp(target: Path, data: memoryview) -> str:
+    parent = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    try:
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        _discard(tmp)
+        raise
+    return tmp
+
+
+def _same_owner(tmp: str, old: os.stat_result) -> bool:
+    st = os.stat(tmp)
+    return (st.st_uid, st.st_gid) == (old.st_uid, old.st_gid)
+
+
+def _rewrite_in_place(target: Path, tmp: str) -> None:
+    """Overwrite the existing inode with tmp's content (keeps hard links and owner)."""
+    with open(tmp, "rb") as src, open(target, "r+b") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+        dst.truncate()
+        dst.flush()
+        os.fsync(dst.fileno())
+
+
+def _discard(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    data = data.cast("B") if data.ndim != 1 or data.format != "B" else data
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def file_mode() -> int:
+    """The permissions an ordinary new file gets (0o666 less the umask)."""
+    return 0o666 & ~current_umask()
+
+
+MAX_TEXT_FILE_BYTES = 16 * 1024 * 1024  # ~250 hours of speech; anything larger is not a text for this app
+
+
+def read_text_file(path: str | os.PathLike) -> str:
+    """A UTF-8 text file (a byte-order mark is dropped). Raises TextError with one line on any problem."""
+    path = Path(path)
+    problem = regular_file_problem(path, "text file")  # a FIFO would block the read forever
+    if problem:
+        raise TextError(problem)
+    try:
+        size = path.stat().st_size
+        if size > MAX_TEXT_FILE_BYTES:
+            raise TextError(f"{path.name} is {size / 2**20:.0f} MB; a text file can be at most "
+                            f"{MAX_TEXT_FILE_BYTES // 2**20} MB.")
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise TextError(f"The text file {path} does not exist.") from None
+    except OSError as e:
+        raise TextError(f"Cannot read {path}: {e.strerror or e}.") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise TextError(f"{path.name} is not UTF-8 text (byte {e.start} cannot be read); save it as UTF-8.") from None

@@ -1,0 +1,61 @@
+"""How the chunks of a long text become one recording: a pause before each chunk (longer after a paragraph) and
+a short raised-cosine fade at both ends of every chunk, so no seam clicks.
+
+Each chunk's piece is built from that chunk alone (pause + faded audio), so the recording can be written as
+the chunks finish and nothing has to be held back: the joined length is exactly chunks + pauses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..codec_format import SAMPLE_RATE
+from ..errors import TextError
+
+
+@dataclass(frozen=True)
+class JoinSettings:
+    sentence_pause: float = 0.35  # seconds of silence between chunks of one paragraph
+    paragraph_pause: float = 0.9  # seconds of silence after a paragraph
+    fade: float = 0.012  # seconds of fade-out/fade-in at each seam (a crossfade through the pause)
+
+    def check(self) -> None:
+        for name, value, most in (("sentence pause", self.sentence_pause, 10.0),
+                                  ("paragraph pause", self.paragraph_pause, 10.0), ("fade", self.fade, 0.5)):
+            if not isinstance(value, (int, float)) or not 0.0 <= value <= most:
+                raise TextError(f"The {name} must be between 0 and {most:g} seconds, not {value!r}.")
+
+
+def seconds_to_samples(seconds: float) -> int:
+    return int(round(seconds * SAMPLE_RATE))
+
+
+def fade_edges(audio: np.ndarray, fade_samples: int) -> np.ndarray:
+    """A copy with a raised-cosine fade-in at the start and fade-out at the end (shorter for short audio)."""
+    out = np.array(audio, dtype=np.float32, copy=True)
+    _fade_in_place(out, fade_samples)
+    return out
+
+
+def _fade_in_place(out: np.ndarray, fade_samples: int) -> None:
+    n = min(int(fade_samples), len(out) // 2)
+    if n > 0:
+        ramp = (0.5 - 0.5 * np.cos(np.pi * (np.arange(n) + 0.5) / n)).astype(np.float32)
+        out[:n] *= ramp
+        out[len(out) - n:] *= ramp[::-1]
+
+
+def joined_piece(audio: np.ndarray, pause_samples: int, settings: JoinSettings) -> np.ndarray:
+    """The samples one chunk adds to the recording: its pause (0 for the first chunk), then its faded audio.
+    One new array: a long recording never holds more than a chunk and its piece."""
+    pause = max(int(pause_samples), 0)
+    out = np.zeros(pause + len(audio), np.float32)
+    out[pause:] = audio
+    _fade_in_place(out[pause:], seconds_to_samples(settings.fade))
+    return out
+
+
+def pause_samples(after_paragraph: bool, settings: JoinSettings) -> int:
+    return seconds_to_samples(settings.paragraph_pause if after_paragraph else settings.sentence_pause)

@@ -1,0 +1,163 @@
+"""The code predictor (sub-talker): 15 codes per frame from the talker hidden state and code 0.
+
+Position 0 is the talker hidden, position 1 is C(c0) (its logits give code 1), position g is the embedding of
+code g-1 (logits give code g). Each position is one call per frame on a float bundle's stored graph
+(engine/runtime/sequence_net.py), or one call for all frames being predicted together on a q8 bundle (its step graph with
+the attention inside, rows stacked as heads: engine/runtime/step_graph.py stacked_attention_param_text; bundles of the older
+8-bit block format run the step graph with attention cut out); the KV cache starts empty every frame. Only the lm_head of the current group runs (ncnn
+evaluates lazily).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import EngineError
+from ..runtime.bundle import Bundle
+from ..runtime.ncnn_mats import as_mat
+from ..runtime.sequence_net import SequenceNet
+from ..runtime.step_graph import stacked_code_predictor_net
+from ..runtime.thread_governor import ThreadGovernor
+from .talker import RopeTable, as_rows, check_ids, decode_net, net_precision
+
+Choose = Callable[[np.ndarray, int], int]
+
+
+class CodePredictor:
+    def __init__(self, bundle: Bundle, threads: int = 2, *, compact_weights: bool = True,
+                 adaptive_threads: bool = True):
+        meta = bundle.part("talker")
+        spec = meta["code_predictor"]
+        self.groups = int(meta["num_code_groups"])  # 16: code 0 from the talker + 15 from here
+        self.codebook_size = int(meta["codebook_size"])
+        self.hidden_size = int(meta["talker"]["hidden"])  # inputs and the feedback are talker width
+        self.layers = int(spec["layers"])
+        self.net = (bundle.precision == "q8" and stacked_code_predictor_net(
+            bundle, meta["cp_graph"], int(spec["heads"]), int(spec["head_dim"]),
+            net_precision(bundle, meta, compact_weights))) or decode_net(bundle, meta, meta["cp_graph"], threads,
+                                                                         compact_weights)
+        self.governor = ThreadGovernor(threads, adaptive=adaptive_threads)
+        self._codec = bundle.table(meta["tables"]["codec"], in_memory=True)  # both read at every frame
+        self._cp = bundle.table(meta["tables"]["cp_codec"], in_memory=True)  # (groups-1, codebook, talker hidden)
+        self._cp_flat = self._cp.reshape(-1, self._cp.shape[-1])  # row (g-1)*codebook + code
+        rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]), initial=self.groups)
+        self._cos = [rope.cos[p:p + 1] for p in range(self.groups)]  # positions are the same every frame
+        self._sin = [rope.sin[p:p + 1] for p in range(self.groups)]
+        self._rope_mats = [(as_mat(c), as_mat(s)) for c, s in zip(self._cos, self._sin, strict=True)]  # reused
+        self._rope_rows = {1: self._rope_mats}  # row count -> the 16 positions' RoPE Mats for that many rows
+        self._heads = [f"logits_{g}" for g in range(self.groups - 1)]
+        self._offsets = np.arange(self.groups - 1, dtype=np.int64) * self.codebook_size
+
+    def predict(self, past_hidden: np.ndarray, c0: int, choose: Choose) -> np.ndarray:
+        """Codes 1..15 of the frame whose code 0 is c0; choose(logits, group) picks each code."""
+        return self.predict_many(np.asarray(past_hidden, np.float32).reshape(1, -1), [c0], [choose])[0]
+
+    def predict_many(self, past_hidden: np.ndarray, c0s, chooses: list[Choose]) -> np.ndarray:
+        """predict() for R frames at once: past_hidden (R, H), c0s (R,), one choose per row -> (R, 15) codes.
+
+        A float bundle's rows run one after another, each exactly as alone. On a q8 step graph every row is at
+        the same position, so all rows attend in one SDPA per layer with the rows stacked as extra heads (row r's
+        heads attend only to row r's keys: GQA maps query head r*n+h to key head r*kv+h//(n/kv)); each head is
+        computed on its own, so a row's numbers do not depend on the other rows."""
+        past_hidden = np.ascontiguousarray(past_hidden, dtype=np.float32)
+        c0s = np.asarray(c0s, dtype=np.int64).reshape(-1)
+        r = c0s.shape[0]
+        if past_hidden.shape != (r, self.hidden_size) or len(chooses) != r or r == 0:
+            raise EngineError(f"code predictor needs ({r}, {self.hidden_size}) hidden states and {r} choosers")
+        check_ids(c0s, self._codec.shape[0], "code 0")
+        self.net.set_threads(self.governor.start())
+        try:
+            chunk = self.net.max_rows  # rows per call that stay independent of each other
+            return np.concatenate([self._predict_many(past_hidden[c:c + chunk], c0s[c:c + chunk], chooses[c:c + chunk])
+                                   for c in range(0, r, chunk)])
+        finally:
+            self.governor.stop()
+
+    def _predict_one(self, past_hidden: np.ndarray, c0: int, choose: Choose) -> np.ndarray:
+        """One frame on a SequenceNet: one row per call, its input the table's own row (as few numpy calls as
+        possible: each costs tens of microseconds after a call has streamed the weights through the caches)."""
+        codes: list[int] = []
+        _, cache = self.net.run(past_hidden, *self._rope_mats[0], None, None, ())
+        x = self._codec[c0]
+        for g in range(1, self.groups):
+            (logits,), cache = self.net.run(x, *self._rope_mats[g], None, cache, (self._heads[g - 1],))
+            codes.append(self._checked(choose(logits, g), g))
+            if g < self.groups - 1:
+                x = self._cp[g - 1, codes[-1]]
+        return np.array(codes, dtype=np.int64)
+
+    def _checked(self, code, group: int) -> int:
+        code = int(code)
+        if not 0 <= code < self.codebook_size:
+            raise EngineError(f"code predictor choice {code} for group {group} is out of range")
+        return code
+
+    def _predict_stacked(self, past_hidden: np.ndarray, c0s: np.ndarray, chooses: list[Choose]) -> np.ndarray:
+        """All rows in one call per position on the q8 graph with attention inside (rows stacked as heads, see
+        engine/runtime/step_graph.py stacked_attention_param_text): no round trip through Python per layer."""
+        r = c0s.shape[0]
+        if r not in self._rope_rows:
+            self._rope_rows[r] = [(as_mat(np.repeat(c, r, 0)), as_mat(np.repeat(s, r, 0)))
+                                  for c, s in zip(self._cos, self._sin, strict=True)]
+        rope = self._rope_rows[r]
+        _, cache = self.net.run(past_hidden, *rope[0], None, None, ())
+        x = self._codec[c0s]  # the net's reused input Mat takes the rows as they are (fp16 tables widen exactly)
+        picked: list[list[int]] = []  # per group, the code of each row (Python ints: no numpy call per code)
+        for g in range(1, self.groups):
+            (logits,), cache = self.net.run(x, *rope[g], None, cache, (self._heads[g - 1],))
+            logits = logits.reshape(r, -1)
+            picked.append([self._checked(chooses[j](logits[j], g), g) for j in range(r)])
+            if g < self.groups - 1:
+                x = self._cp[g - 1][picked[-1]]
+        return np.array(picked, dtype=np.int64).T.copy()
+
+    def _predict_many(self, past_hidden: np.ndarray, c0s: np.ndarray, chooses: list[Choose]) -> np.ndarray:
+        if isinstance(self.net, SequenceNet) and self.net.max_rows > 1:
+            return self._predict_stacked(past_hidden, c0s, chooses)
+        if isinstance(self.net, SequenceNet):
+            return np.stack([self._predict_one(h, int(c0), choose) for h, c0, choose in zip(past_hidden, c0s, chooses,
+                                                                                            strict=True)])
+        r = c0s.shape[0]
+        codes = np.empty((r, self.groups - 1), dtype=np.int64)
+        caches: list = [None] * len(self.net.sites)
+
+        def attend(site, q, k, v):
+            heads, m, hd = q.shape
+            stacked = [a.transpose(1, 0, 2).reshape(-1, 1, hd) for a in (q, k, v)]
+            att, caches[site.layer] = self.net.attention(site, *stacked, None, caches[site.layer])
+            return att.reshape(m, heads, hd).transpose(1, 0, 2)
+
+        def run(x: np.ndarray, pos: int, outputs) -> list[np.ndarray]:
+            if r == 1:  # Mats go from net to net as they are (same numbers, no numpy round trips)
+                return self.net.run_one(x, *self._rope_mats[pos], None, caches, outputs)
+            return self.net.run(x, np.repeat(self._cos[pos], r, 0), np.repeat(self._sin[pos], r, 0), attend, outputs)
+
+        run(past_hidden, 0, ())
+        x = as_rows(self._codec, c0s)
+        for g in range(1, self.groups):
+            logits = run(x, g, (self._heads[g - 1],))[0]
+            for j in range(r):
+                codes[j, g - 1] = self._checked(chooses[j](logits[j], g), g)
+            if g < self.groups - 1:
+                x = as_rows(self._cp[g - 1], codes[:, g - 1])
+        return codes
+
+    def feedback(self, codes16) -> np.ndarray:
+        """Talker input for a frame: C(c0) + sum_g cp_codec_embedding[g-1][c_g] (talker width, float32)."""
+        codes = np.asarray(codes16, dtype=np.int64).reshape(1, -1)
+        return self.frame_rows(codes)[0]
+
+    def frame_rows(self, codes: np.ndarray) -> np.ndarray:
+        """feedback() for many frames: (T, 16) codes -> (T, H) float32."""
+        codes = np.asarray(codes, dtype=np.int64)
+        if codes.ndim != 2 or codes.shape[1] != self.groups:
+            raise EngineError(f"codes must have shape (frames, {self.groups}), got {codes.shape}")
+        check_ids(codes[:, 0], self._codec.shape[0], "code 0")
+        check_ids(codes[:, 1:], self.codebook_size, "code")
+        rows = as_rows(self._cp_flat, codes[:, 1:] + self._offsets)  # (T, groups-1, H)
+        acc = as_rows(self._codec, codes[:, 0])
+        for g in range(self.groups - 1):  # sequential fp32 sum in group order, like the official sum
+            acc += rows[:, g]
+        return acc

@@ -1,0 +1,410 @@
+"""A converted model on disk: manifest.json, ncnn graphs and numpy tables.
+
+Layout (all paths relative to the bundle folder):
+    manifest.json           format, version, precision, model config values, parts, file list (size, sha256)
+    config.json, generation_config.json, speech_tokenizer_config.json   copies of the source JSON
+    tokenizer/              vocab.json, merges.txt, tokenizer_config.json
+    <graph>.param/.bin      ncnn networks
+    <table>.npy             numpy tables, memory-mapped on load
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ncnn
+import numpy as np
+
+from ..errors import BundleError
+from ..io.fileio import current_umask, write_atomic
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
+FORMAT = "qwen3tts-bundle"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+PRECISIONS = ("fp32", "fp16", "bf16", "q8")  # every precision a bundle may have (all of them load)
+# What convert, the app and the model store offer. bf16 is left out: measured slower than fp32 at full size and
+# less exact (README "Speed"); the engine still converts and reads it, so existing bf16 bundles keep working.
+OFFERED_PRECISIONS = ("fp32", "fp16", "q8")
+NCNN_PRECISIONS = ("fp32", "fp16", "bf16")  # ncnn option sets; q8 weights live in the graphs themselves
+
+
+def make_net_options(net: ncnn.Net, precision: str = "fp32", threads: int = 2) -> None:
+    """Set every ncnn option we depend on; the pip wheel defaults to fp16 arithmetic, which breaks parity."""
+    if precision not in NCNN_PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}")
+    opt = net.opt
+    opt.num_threads = threads
+    opt.use_vulkan_compute = False
+    opt.use_fp16_packed = precision == "fp16"
+    opt.use_fp16_storage = precision == "fp16"
+    opt.use_fp16_arithmetic = False
+    opt.use_bf16_storage = precision == "bf16"
+    opt.use_int8_inference = False
+    opt.use_packing_layout = True
+    opt.lightmode = True
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+@dataclass
+class Bundle:
+    """A loaded bundle. Cheap to open: files are checked by size; tables are memory-mapped on first use."""
+
+    path: Path
+    manifest: dict[str, Any]
+    _tables: dict[tuple[str, bool], np.ndarray] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> Bundle:
+        path = Path(path)
+        mpath = path / MANIFEST
+        if not path.is_dir():
+            raise BundleError(f"{path} is not a folder; a model bundle is a folder made by 'qwen3tts convert'")
+        if not mpath.is_file():
+            raise BundleError(f"{path} is not a model bundle (no {MANIFEST}); convert a checkpoint first")
+        try:
+            manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise BundleError(f"{mpath} is damaged: {e}") from None
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise BundleError(f"{path} is not a Qwen3-TTS Studio bundle")
+        version = manifest.get("version")
+        if type(version) is not int:
+            raise BundleError(f"The manifest of {path} is damaged: its version is {version!r}, not a whole number.")
+        if version != FORMAT_VERSION:
+            raise BundleError(
+                f"{path} has bundle format version {version}; this app reads version {FORMAT_VERSION}: "
+                "convert the checkpoint again"
+            )
+        files = manifest.get("files")
+        if not isinstance(files, dict) or not isinstance(manifest.get("parts", {}), dict):
+            raise BundleError(f"The manifest of {path} is damaged: it has no file list.")
+        bundle = cls(path, manifest)
+        for rel, info in files.items():
+            if (not isinstance(info, dict) or type(info.get("size")) is not int
+                    or not isinstance(info.get("sha256"), str)):
+                raise BundleError(f"The manifest of {path} is damaged: the entry for {rel!r} has no size or checksum.")
+            f = bundle.file(rel)
+            if not f.is_file():
+                raise BundleError(f"model bundle {path} is incomplete: {rel} is missing")
+            size = f.stat().st_size
+            if size != info["size"]:
+                raise BundleError(
+                    f"model bundle {path} is damaged: {rel} has {size} bytes, expected {info['size']}"
+                )
+        bundle.verify_checksums(cached=True)
+        return bundle
+
+    def verify_checksums(self, cached: bool = False) -> None:
+        """Check every file against the manifest's sha256 (weights damaged without a size change used to load
+        and fail at frame 0). With cached=True a file whose size, mtime and inode match a previous successful
+        check is not read again, so only the first load of a (2.5 GB) bundle pays for it."""
+        cache = _VerifiedCache.load() if cached else None
+        for rel, info in self.manifest.get("files", {}).items():
+            f = self.file(rel)
+            if cache is not None and cache.has(f, info["sha256"]):
+                continue
+            if sha256_file(f) != info["sha256"]:
+                raise BundleError(f"The model bundle {self.path} is damaged: {rel} does not match its checksum; "
+                                  "convert the checkpoint again.")
+            if cache is not None:
+                cache.add(f, info["sha256"])
+        if cache is not None:
+            cache.save()
+
+    @property
+    def precision(self) -> str:
+        return self.manifest.get("precision", "fp32")
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The source checkpoint's config.json."""
+        return self.manifest["config"]
+
+    @property
+    def generation_config(self) -> dict[str, Any]:
+        return self.manifest.get("generation_config", {})
+
+    def part(self, name: str) -> dict[str, Any]:
+        """Per-network metadata written by the converter (blob names, sizes, ids)."""
+        try:
+            info = self.manifest["parts"][name]
+        except KeyError:
+            raise BundleError(f"model bundle {self.path} has no '{name}' part; convert it again") from None
+        if not isinstance(info, dict):
+            raise BundleError(f"The manifest of {self.path} is damaged: its '{name}' part is not a table of values.")
+        return _Part.wrap(info, f"The manifest of {self.path} is damaged: its '{name}' part")
+
+    def file(self, rel: str) -> Path:
+        """A file of the bundle; a name from the manifest that points outside the bundle folder is refused."""
+        if not isinstance(rel, str) or not rel or os.path.isabs(rel) or ".." in Path(rel).parts:
+            raise BundleError(f"The manifest of {self.path} is damaged: {rel!r} is not a name inside the bundle.")
+        f = self.path / rel
+        if not Path(os.path.realpath(f)).is_relative_to(os.path.realpath(self.path)):
+            raise BundleError(f"The model bundle {self.path} is damaged: {rel} points outside the bundle folder.")
+        return f
+
+    def table(self, name: str, in_memory: bool = False) -> np.ndarray:
+        """A numpy table, memory-mapped read-only (large embedding tables are never read whole), or with
+        in_memory=True read whole once (tables the frame loop reads: a memory-mapped row page-faults at its first
+        read and again after the OS dropped the page, measured up to 6.5 ms per frame at full size)."""
+        key = (name, in_memory)
+        if key not in self._tables:
+            f = self.file(f"{name}.npy")
+            try:
+                self._tables[key] = np.load(f) if in_memory else np.load(f, mmap_mode="r")
+            except (OSError, ValueError) as e:
+                raise BundleError(f"model bundle {self.path}: table {name} is unreadable: {e}") from None
+        return self._tables[key]
+
+    def net(self, name: str, threads: int = 2, precision: str | None = None, *,
+            param_text: str | None = None, packing: bool = True) -> ncnn.Net:
+        """Load one ncnn network with explicit options. param_text replaces the stored .param (a topology
+        derived from it over the same weights); packing=False keeps ncnn's layout one element per lane."""
+        net = ncnn.Net()
+        make_net_options(net, precision or self.runtime_precision, threads)
+        net.opt.use_packing_layout = packing
+        param, binf = self.file(f"{name}.param"), self.file(f"{name}.bin")
+        loaded = net.load_param(str(param)) if param_text is None else net.load_param_mem(param_text)
+        if loaded != 0:
+            raise BundleError(f"model bundle {self.path}: {name}.param failed to load")
+        if net.load_model(str(binf)) != 0:
+            raise BundleError(f"model bundle {self.path}: {name}.bin failed to load")
+        return net
+
+    @property
+    def runtime_precision(self) -> str:
+        """fp16 bundles store fp16 weights; bf16 bundles store fp32 and let ncnn use bf16 storage; q8 bundles
+        carry their 8-bit weights inside the talker graphs and run everything else in fp32."""
+        return "fp32" if self.precision == "q8" else self.precision
+
+
+STORE_RECORD = "source.json"  # written beside the manifest by the model store (engine/store)
+PARTIAL_MARK = ".qwen3tts-partial-"  # in the name of a bundle being written; a dead writer's are swept
+
+
+def is_bundle(path: Path) -> bool:
+    """True if `path` is a folder holding this app's manifest (any format version)."""
+    try:
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
+
+
+def check_replaceable(dest: Path, protect: Iterable[Path] = ()) -> None:
+    """Refuse to replace anything but an empty folder or a previous bundle holding only its own files.
+
+    `protect` lists paths (the checkpoint being converted) that must survive: dest may be neither one of them
+    nor a folder containing one."""
+    real = dest.resolve()
+    for p in protect:
+        kept = Path(p).resolve()
+        if kept == real or real in kept.parents:
+            raise BundleError(f"{dest} holds the checkpoint being converted ({p}); choose another output folder")
+    if not dest.is_dir():
+        raise BundleError(f"{dest} is a file, not a model bundle; choose another output folder")
+    if not any(dest.iterdir()):
+        return
+    if not is_bundle(dest):
+        raise BundleError(f"{dest} is not a model bundle (it has no {MANIFEST} of this app), so it is not "
+                          "replaced; choose another output folder")
+    manifest = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
+    listed = set(manifest.get("files") or {}) | {MANIFEST, STORE_RECORD}
+    for f in sorted(dest.rglob("*")):
+        rel = f.relative_to(dest).as_posix()
+        if rel not in listed and not (f.is_dir() and not f.is_symlink()):
+            raise BundleError(f"{dest} holds a file that is not part of the bundle ({rel}), so it is not "
+                              "replaced; move that file or choose another output folder")
+
+
+def sweep_partials(folder: Path) -> list[Path]:
+    """Remove bundle temp folders left in `folder` by a writer that died (killed, power cut); returns them.
+
+    A live writer holds a lock on its temp folder, so a conversion still running elsewhere is left alone."""
+    swept: list[Path] = []
+    if fcntl is None:
+        return swept  # no advisory locks (Windows): a live writer cannot be told from a dead one
+    try:
+        candidates = [p for p in folder.iterdir() if PARTIAL_MARK in p.name and p.name.startswith(".")]
+    except OSError:
+        return swept
+    for p in candidates:
+        if p.is_symlink() or not p.is_dir():
+            continue
+        try:
+            fd = os.open(p, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # a live writer holds it
+        try:
+            shutil.rmtree(p, ignore_errors=True)
+            swept.append(p)
+        finally:
+            os.close(fd)
+    return swept
+
+
+class _Part(dict):
+    """A manifest part whose missing keys are a BundleError naming the key (a KeyError reached the app's
+    "Unexpected error" dialog); nested tables behave the same."""
+
+    where: str = ""
+
+    @classmethod
+    def wrap(cls, value: Any, where: str) -> Any:
+        if not isinstance(value, dict):
+            return value
+        part = cls({k: cls.wrap(v, f"{where}.{k}") for k, v in value.items()})
+        part.where = where
+        return part
+
+    def __missing__(self, key: str) -> Any:
+        raise BundleError(f"{self.where} has no {key!r}; convert the checkpoint again.")
+
+
+class _VerifiedCache:
+    """Files whose checksum was verified, keyed by real path, with the size, mtime and inode they had then.
+
+    Kept in QWEN3TTS_CACHE_DIR (default: $XDG_CACHE_HOME/qwen3tts-studio, else ~/.cache/qwen3tts-studio),
+    not in the bundle, which may be read-only. Losing it only means verifying again."""
+
+    def __init__(self, path: Path | None, entries: dict[str, list]):
+        self.path, self.entries, self.changed = path, entries, False
+
+    @classmethod
+    def load(cls) -> _VerifiedCache:
+        path = _cache_dir() / "verified-bundle-files.json"
+        try:
+            entries = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(entries, dict):
+                entries = {}
+        except (OSError, UnicodeDecodeError, ValueError):
+            entries = {}
+        return cls(path, entries)
+
+    @staticmethod
+    def _key(f: Path) -> tuple[str, list]:
+        st = f.stat()
+        return os.path.realpath(f), [st.st_size, st.st_mtime_ns, st.st_ino]
+
+    def has(self, f: Path, sha256: str) -> bool:
+        key, stamp = self._key(f)
+        return self.entries.get(key) == [*stamp, sha256]
+
+    def add(self, f: Path, sha256: str) -> None:
+        key, stamp = self._key(f)
+        self.entries[key] = [*stamp, sha256]
+        self.changed = True
+
+    def save(self) -> None:
+        if not self.changed or self.path is None:
+            return
+        live = {k: v for k, v in self.entries.items() if os.path.exists(k)}  # forget deleted bundles
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(self.path, json.dumps(live).encode())
+        except OSError:
+            pass  # no cache: the next load verifies again
+
+
+def _cache_dir() -> Path:
+    if os.environ.get("QWEN3TTS_CACHE_DIR"):
+        return Path(os.environ["QWEN3TTS_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "qwen3tts-studio"
+
+
+class BundleWriter:
+    """Writes a bundle into a temporary sibling folder and renames it into place when complete.
+
+    With overwrite=True only a previous bundle (or an empty folder) is replaced, never a protected path."""
+
+    def __init__(self, dest: str | os.PathLike, overwrite: bool = False, protect: Iterable[Path] = ()):
+        self.dest = Path(dest)
+        if self.dest.is_symlink() and self.dest.is_dir():
+            self.dest = Path(os.path.realpath(self.dest))  # replace what the link points to, keep the link
+        if self.dest.exists() or self.dest.is_symlink():
+            if overwrite:
+                check_replaceable(self.dest, protect)
+            elif not (self.dest.is_dir() and not any(self.dest.iterdir())):
+                raise BundleError(f"{self.dest} already exists; choose a new folder or remove it")
+        try:
+            self.dest.parent.mkdir(parents=True, exist_ok=True)
+            sweep_partials(self.dest.parent)
+            self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}{PARTIAL_MARK}", dir=self.dest.parent))
+        except OSError as e:
+            raise BundleError(f"cannot write the bundle in {self.dest.parent}: {e.strerror or e}") from None
+        self._lock = None
+        if fcntl is not None:
+            self._lock = os.open(self.tmp, os.O_RDONLY | os.O_DIRECTORY)
+            fcntl.flock(self._lock, fcntl.LOCK_EX)  # tells sweep_partials that this folder is alive
+        self.manifest: dict[str, Any] = {"format": FORMAT, "version": FORMAT_VERSION, "parts": {}}
+
+    def __enter__(self) -> BundleWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)  # still there: failed or never finished
+        if self._lock is not None:
+            os.close(self._lock)
+
+    def path(self, rel: str) -> Path:
+        p = self.tmp / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def add_graph(self, name: str, graph) -> None:
+        graph.save(self.path(f"{name}.param"), self.path(f"{name}.bin"))
+
+    def add_table(self, name: str, array: np.ndarray) -> None:
+        np.save(self.path(f"{name}.npy"), np.ascontiguousarray(array))
+
+    def copy_file(self, src: Path, rel: str) -> None:
+        shutil.copyfile(src, self.path(rel))
+
+    def set_part(self, name: str, info: dict[str, Any]) -> None:
+        self.manifest["parts"][name] = info
+
+    def finish(self) -> Path:
+        files = {}
+        for f in sorted(self.tmp.rglob("*")):
+            if f.is_file():
+                rel = f.relative_to(self.tmp).as_posix()
+                files[rel] = {"size": f.stat().st_size, "sha256": sha256_file(f)}
+        self.manifest["files"] = files
+        (self.tmp / MANIFEST).write_text(json.dumps(self.manifest, indent=1, ensure_ascii=False), encoding="utf-8")
+        mode = 0o777 & ~current_umask()  # mkdtemp made it private; a bundle is an ordinary folder
+        for d in [self.tmp, *(p for p in self.tmp.rglob("*") if p.is_dir())]:
+            os.chmod(d, mode)
+        if self.dest.exists() or self.dest.is_symlink():
+            old = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}{PARTIAL_MARK}old-", dir=self.dest.parent))
+            os.replace(self.dest, old)  # checked by check_replaceable: a previous bundle or an empty folder
+            os.replace(self.tmp, self.dest)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(self.tmp, self.dest)
+        return self.dest

@@ -1,0 +1,76 @@
+"""A float bundle's talker or code-predictor graph run as stored: one sequence per call, attention and its KV
+cache inside the graph.
+
+Why not the row-stacked step graph (engine/runtime/step_graph.py) that q8 bundles use: fed one decode row as a vector,
+every Linear takes ncnn's GEMV kernel, which splits the outputs between the threads; the 2-D kernel the step
+graph needs for row-exact batches splits rows, so a single sequence ran on one core (full-size 0.6B, 2 threads,
+alternating in one process: talker step 34 vs 47 ms, code-predictor frame 104 vs 130 ms). And with attention
+inside the graph a call is one extractor and two extracts per cache, not a round trip through Python per layer.
+
+Rows of a batch therefore run one after another, each call exactly as the sequence alone: batching a float bundle
+changes no result and saves no weight reads (engine/synthesis/batching.py still interleaves the sequences).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import ncnn
+import numpy as np
+
+from ..errors import BundleError
+from .bundle import Bundle
+from .ncnn_mats import InputRow, as_mat, extract, extract_raw
+
+Input = np.ndarray | ncnn.Mat
+Cache = list[ncnn.Mat]  # k_out_0, v_out_0, k_out_1, ... as extracted raw (opaque), fed back unchanged
+
+
+class SequenceNet:
+    """The stored graph (inputs in0, cos, sin, [mask], k_in_i/v_in_i; outputs as named, k_out_i/v_out_i)."""
+
+    def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str, *, param_text: str | None = None,
+                 packing: bool = True, max_rows: int = 1, fixed_threads: bool = False):
+        """The stored graph, or param_text over its weights (engine/runtime/step_graph.py stacked_attention_param_text: q8
+        code predictor, `max_rows` rows per call at one position; fixed_threads for int8 Gemms, whose thread
+        count is fixed when the net loads)."""
+        text = param_text or bundle.file(f"{graph}.param").read_text(encoding="utf-8")
+        layers = sum(1 for line in text.splitlines() if line.startswith("SDPA "))
+        if layers == 0:
+            raise BundleError(f"Model bundle {bundle.path}: {graph} has no attention layers.")
+        self.net = bundle.net(graph, threads, precision, param_text=param_text, packing=packing)
+        self.max_rows = max_rows  # rows (sequences) per decode call: float graphs one, see the module docstring
+        self._fixed_threads = fixed_threads
+        self._cache_in = [f"{kv}_in_{i}" for i in range(layers) for kv in ("k", "v")]
+        self._cache_out = [f"{kv}_out_{i}" for i in range(layers) for kv in ("k", "v")]
+        self._row: InputRow | None = None  # a decode step's input, reused
+
+    @property
+    def weight_threads(self) -> int:
+        """Threads the weight layers run on now."""
+        return int(self.net.opt.num_threads)
+
+    def set_threads(self, threads: int) -> None:
+        """Thread count of the next calls (engine/runtime/thread_governor.py): results do not depend on it (the GEMV
+        kernel adds each output in one order on one thread; checked on the full-size graphs)."""
+        if not self._fixed_threads:
+            self.net.opt.num_threads = threads
+
+    def run(self, x: np.ndarray, cos: Input, sin: Input, mask: Input | None, cache: Cache | None,
+            outputs: Sequence[str]) -> tuple[list[np.ndarray], Cache]:
+        """One call: x is one row (W,) (a decode step) or several (L, W) (a prefill) at RoPE rows cos/sin
+        (L, head_dim/2; arrays, or Mats from as_mat() when they are used again); mask (L, past + L; array or Mat) is additive
+        (None for a graph without a mask input). Returns the named outputs and the grown cache."""
+        ex = self.net.create_extractor()
+        if self._row is None or self._row.shape != x.shape:  # a new shape: a prefill, or the first step
+            self._row = InputRow(x.shape)
+        ex.input("in0", self._row.set(x))
+        ex.input("cos", cos if isinstance(cos, ncnn.Mat) else as_mat(cos))
+        ex.input("sin", sin if isinstance(sin, ncnn.Mat) else as_mat(sin))
+        if mask is not None:
+            ex.input("mask", mask if isinstance(mask, ncnn.Mat) else as_mat(mask))
+        if cache is not None:
+            for name, mat in zip(self._cache_in, cache, strict=True):
+                ex.input(name, mat)
+        outs = [extract(ex, name) for name in outputs]
+        return outs, extract_raw(ex, self._cache_out)

@@ -1,0 +1,295 @@
+"""The row-stacked step graph of q8 bundles: a talker or code-predictor .param rewritten at load time so that one
+extractor call runs any number of rows (several sequences, or a prompt) through every weight layer at once. Float
+bundles run their stored graph instead, one sequence per call (engine/runtime/sequence_net.py; engine/nets/talker.py
+decode_net chooses).
+
+Batching must not change any result, so a row's numbers may not depend on the other rows of its call:
+- every Linear of a q8 bundle is ncnn's int8 Gemm (engine/runtime/q8.py): it rounds each input row to int8 on its
+  own and sums the int8 products exactly, so rows are independent whatever the row count, tiles and threads. The
+  8-bit block Gemm of older q8 bundles rounds rows in its 4-row blocks differently from rows handled one at a time
+  (measured: rows 0-3 of a 4..15-row call differ from the same rows alone at full size, rows of a 1..3-row call
+  never do), so those take at most 3 rows per call;
+- rows stay a matrix (Squeeze becomes Noop) and the packed layout is off, so the layers between the Gemms see one
+  row at a time;
+- attention is cut out of the graph: its q, k, v blobs become outputs and its result an input, and the caller
+  runs each sequence's attention over that sequence's own KV cache in a separate one-layer SDPA net
+  (`sdpa_param_text`). Weight-free layers (Reshape, Permute, RotaryEmbed with per-row cos/sin...) are kept.
+
+The code predictor of a q8 bundle keeps its attention inside instead (stacked_attention_param_text): all its rows
+are at one position, so they attend in one SDPA per layer with the rows stacked as extra heads.
+
+The weights in the .bin are untouched and shared: only weight-free layers change, so one loaded net serves every
+row count, and bundles need no re-conversion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import ncnn
+import numpy as np
+
+from ..errors import BundleError
+from . import q8
+from .bundle import Bundle, make_net_options
+from .ncnn_mats import InputRow, as_mat, extract, extract_mat, extract_raw
+from .sequence_net import SequenceNet
+
+PARAM_MAGIC = "7767517"
+
+
+@dataclass(frozen=True)
+class AttentionSite:
+    """Where one attention layer was cut out: extract q, k, v; feed the attention output as `out`."""
+
+    layer: int
+    q: str
+    k: str
+    v: str
+    out: str
+    params: tuple[str, ...]  # the SDPA layer's k=v tokens (mask flag, scale, kv-cache mode)
+
+
+@dataclass(frozen=True)
+class _Line:
+    type: str
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+    params: list[str]
+
+    @classmethod
+    def parse(cls, text: str) -> _Line:
+        t = text.split()
+        n_in, n_out = int(t[2]), int(t[3])
+        return cls(t[0], t[1], t[4:4 + n_in], t[4 + n_in:4 + n_in + n_out], t[4 + n_in + n_out:])
+
+    def text(self) -> str:
+        return " ".join([self.type, self.name, str(len(self.inputs)), str(len(self.outputs)),
+                         *self.inputs, *self.outputs, *self.params])
+
+
+def step_param_text(param_text: str) -> tuple[str, list[AttentionSite]]:
+    """Rewrite a talker / code-predictor .param (see the module docstring). Returns the new text and the
+    attention sites in layer order."""
+    lines = param_text.strip().splitlines()
+    if not lines or lines[0].strip() != PARAM_MAGIC:
+        raise BundleError("not an ncnn .param file (bad magic number)")
+    dropped_blobs: set[str] = set()
+    out: list[_Line] = []
+    sites: list[AttentionSite] = []
+    for raw_line in lines[2:]:
+        if not raw_line.strip():
+            continue
+        line = _Line.parse(raw_line)
+        if line.type == "Input" and (line.name == "mask" or line.name.startswith(("k_in_", "v_in_"))):
+            dropped_blobs.update(line.outputs)
+            continue
+        if line.type == "Split" and line.inputs[0] in dropped_blobs:
+            dropped_blobs.update(line.outputs)
+            continue
+        if line.type == "SDPA":
+            q, k, v = line.inputs[:3]
+            att = line.outputs[0]
+            sites.append(AttentionSite(len(sites), q, k, v, att, tuple(line.params)))
+            out.append(_Line("Input", f"{att}__in", [], [att], []))
+            continue
+        if line.type == "Squeeze":  # rows stay a matrix: a 1-row vector would take the GEMV kernel
+            line = _Line("Noop", line.name, line.inputs, line.outputs, [])
+        if any(b in dropped_blobs for b in line.inputs):
+            raise BundleError(f"layer {line.name} reads a mask or cache blob outside attention")
+        out.append(line)
+    if not sites:
+        raise BundleError("the graph has no attention layers to batch")
+    blobs = {b for line in out for b in line.outputs}
+    text = "\n".join([PARAM_MAGIC, f"{len(out)} {len(blobs)}", *(line.text() for line in out)]) + "\n"
+    return text, sites
+
+
+def stacked_attention_param_text(param_text: str, heads: int, head_dim: int) -> str:
+    """Rewrite a q8 code-predictor .param for rows that are all at one position (its KV cache starts empty every
+    frame, so the rows of a call always are): rows stay a matrix as in step_param_text, and each attention layer
+    stays in the graph with its KV cache, the rows stacked as extra heads. Permute and Reshape do what the
+    numpy around a cut-out attention did ((heads, R, head_dim) -> (R * heads, 1, head_dim) and back), so each
+    head, and each row, is computed on its own; one call per position then serves every row without a round trip
+    through Python per layer."""
+    lines = param_text.strip().splitlines()
+    if not lines or lines[0].strip() != PARAM_MAGIC:
+        raise BundleError("not an ncnn .param file (bad magic number)")
+    out: list[_Line] = []
+    for raw_line in lines[2:]:
+        if not raw_line.strip():
+            continue
+        line = _Line.parse(raw_line)
+        if line.type == "Squeeze":  # rows stay a matrix (see step_param_text)
+            line = _Line("Noop", line.name, line.inputs, line.outputs, [])
+        if line.type == "SDPA":
+            if len(line.inputs) != 5 or len(line.outputs) != 3:
+                raise BundleError(f"attention layer {line.name} is not an unmasked attention with a KV cache")
+            stacked = []
+            for blob in line.inputs[:3]:
+                out.append(_Line("Permute", f"{blob}__rowsfirst", [blob], [f"{blob}__rows"], ["0=2"]))
+                out.append(_Line("Reshape", f"{blob}__stack", [f"{blob}__rows"], [f"{blob}__heads"],
+                                 [f"0={head_dim}", "1=1", "2=-1"]))
+                stacked.append(f"{blob}__heads")
+            att = line.outputs[0]
+            out.append(_Line("SDPA", line.name, stacked + line.inputs[3:], [f"{att}__heads", *line.outputs[1:]],
+                             line.params))
+            out.append(_Line("Reshape", f"{att}__unstack", [f"{att}__heads"], [f"{att}__rows"],
+                             [f"0={head_dim}", f"1={heads}", "2=-1"]))
+            out.append(_Line("Permute", f"{att}__headsfirst", [f"{att}__rows"], [att], ["0=2"]))
+            continue
+        out.append(line)
+    blobs = {b for line in out for b in line.outputs}
+    return "\n".join([PARAM_MAGIC, f"{len(out)} {len(blobs)}", *(line.text() for line in out)]) + "\n"
+
+
+def stacked_code_predictor_net(bundle: Bundle, graph: str, heads: int, head_dim: int, precision: str
+                               ) -> SequenceNet | None:
+    """The q8 code predictor's net with attention inside (stacked_attention_param_text), or None for bundles of
+    the older 8-bit block format (their Gemm rounds rows in blocks: they keep StepNet and its row limit)."""
+    text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
+    what = f"The {graph} network of the model bundle {bundle.path}"
+    if _q8_format(step_param_text(text)[0], what) != "int8":
+        return None
+    return SequenceNet(bundle, graph, StepNet.INT8_THREADS, precision,
+                       param_text=stacked_attention_param_text(text, heads, head_dim), packing=False,
+                       max_rows=StepNet.Q8_MAX_ROWS["int8"], fixed_threads=True)
+
+
+def sdpa_param_text(site: AttentionSite) -> str:
+    """A one-layer net running the cut-out attention with its KV cache: inputs q, k, v, (mask,) k_in, v_in;
+    outputs att, k_out, v_out."""
+    params = dict(tok.split("=", 1) for tok in site.params)
+    masked = params.get("5", "0") == "1"
+    names = ["q", "k", "v"] + (["mask"] if masked else []) + ["k_in", "v_in"]
+    lines = [f"Input {n} 0 1 {n}" for n in names]
+    lines.append(" ".join(["SDPA", "sdpa", str(len(names)), "3", *names, "att", "k_out", "v_out", *site.params]))
+    return "\n".join([PARAM_MAGIC, f"{len(lines)} {len(names) + 3}", *lines]) + "\n"
+
+
+Attend = Callable[[AttentionSite, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+class StepNet:
+    """A loaded step graph plus one SDPA net per distinct attention layout.
+
+    run() takes R rows and hands each attention site's q, k, v ((heads, R, head_dim) float32) to `attend`, which
+    returns the attention output in the same layout; run_one() is its one-sequence form. Callers pass at most
+    `max_rows` rows per call (the module docstring says why older q8 bundles take fewer)."""
+
+    Q8_MAX_ROWS = {"int8": 8, "block": 3}  # int8: the largest batch (engine/synthesis/batching.py MAX_BATCH_SIZE)
+    # ncnn's int8 Gemm fixes its thread count when the net loads (a later opt.num_threads only prints a warning
+    # per layer per call), so int8 graphs load at one thread and the governor steers their attention nets only.
+    # One thread was the faster count at every batch size measured with sleeping OpenMP threads (engine/runtime/cpu.py):
+    # full-size 0.6B, 2 cores, frame (talker step + code predictor) 93 vs 161 ms for one row, 108 vs 120 for four,
+    # 160 vs 177 for eight; each Gemm call on two threads pays several thread wake-ups (README "Speed").
+    INT8_THREADS = 1
+
+    def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str):
+        text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
+        step_text, self.sites = step_param_text(text)
+        what = f"The {graph} network of the model bundle {bundle.path}"
+        q8_format = _q8_format(step_text, what)
+        if q8_format is None:
+            raise BundleError(f"{what} has no 8-bit layers; float bundles run their stored graph (SequenceNet).")
+        self.max_rows = self.Q8_MAX_ROWS[q8_format]
+        self._fixed_threads = q8_format == "int8"
+        self.net = bundle.net(graph, self.INT8_THREADS if self._fixed_threads else threads, precision,
+                              param_text=step_text, packing=False)
+        self._sdpa: dict[tuple[str, ...], ncnn.Net] = {}
+        self._row: InputRow | None = None  # run_one's input, reused
+        for site in self.sites:
+            if site.params not in self._sdpa:
+                net = ncnn.Net()
+                make_net_options(net, "fp32", threads)
+                if net.load_param_mem(sdpa_param_text(site)) != 0 or net.load_model(ncnn.DataReaderFromEmpty()) != 0:
+                    raise BundleError(f"model bundle {bundle.path}: the attention net for {graph} failed to load")
+                self._sdpa[site.params] = net
+        self._site_nets = [self._sdpa[site.params] for site in self.sites]  # run_one's, in layer order
+
+    @property
+    def weight_threads(self) -> int:
+        """Threads the weight layers run on now (int8 graphs: their load-time count, whatever set_threads says)."""
+        return self.INT8_THREADS if self._fixed_threads else int(self.net.opt.num_threads)
+
+    def set_threads(self, threads: int) -> None:
+        """Thread count of the next calls (engine/runtime/thread_governor.py picks it) for the attention nets and the 8-bit
+        block Gemm of older bundles (which reads it at every call, with identical results at 1 and 2 threads);
+        int8 graphs keep their load-time count (INT8_THREADS)."""
+        if not self._fixed_threads:
+            self.net.opt.num_threads = threads
+        for net in self._sdpa.values():
+            net.opt.num_threads = threads
+
+    def run(self, rows: np.ndarray, cos: np.ndarray, sin: np.ndarray, attend: Attend,
+            outputs: Sequence[str]) -> list[np.ndarray]:
+        """Rows (R, width) at RoPE rows cos/sin (R, head_dim/2) -> each output blob's first R rows."""
+        r = rows.shape[0]
+        ex = self.net.create_extractor()
+        ex.input("in0", as_mat(rows))
+        ex.input("cos", as_mat(cos))
+        ex.input("sin", as_mat(sin))
+        for site in self.sites:
+            q, k, v = (extract(ex, b) for b in (site.q, site.k, site.v))
+            ex.input(site.out, as_mat(attend(site, q, k, v)))
+        return [extract(ex, name).reshape(r, -1) for name in outputs]
+
+    def run_one(self, row: np.ndarray, cos: ncnn.Mat, sin: ncnn.Mat, mask: ncnn.Mat | None, caches: list,
+                outputs: Sequence[str]) -> list[np.ndarray]:
+        """run() for one sequence's row (1, width) with its RoPE rows and mask as Mats: each site's attention runs
+        over caches[site.layer] (replaced by the grown cache) with q, k, v and the result passed as ncnn Mats,
+        without the numpy round trips or the per-layer Python calls run() makes. Same numbers: the Mats hold the
+        unpacked fp32 values run() converts to and from numpy."""
+        ex = self.net.create_extractor()
+        if self._row is None or self._row.shape != row.shape:
+            self._row = InputRow(row.shape)
+        ex.input("in0", self._row.set(row))
+        ex.input("cos", cos)
+        ex.input("sin", sin)
+        for site, sdpa in zip(self.sites, self._site_nets, strict=True):
+            (rq, q), (rk, k), (rv, v) = ex.extract(site.q, 0), ex.extract(site.k, 0), ex.extract(site.v, 0)
+            if rq or rk or rv:
+                raise BundleError(f"The model graph failed to produce the attention inputs of layer {site.layer}.")
+            att, caches[site.layer] = _attend(sdpa, q, k, v, mask, caches[site.layer])
+            ex.input(site.out, att)
+        return [extract(ex, name).reshape(1, -1) for name in outputs]
+
+    def attention(self, site: AttentionSite, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                  mask: np.ndarray | None, cache: tuple[ncnn.Mat, ncnn.Mat] | None
+                  ) -> tuple[np.ndarray, tuple[ncnn.Mat, ncnn.Mat]]:
+        """One sequence's attention (heads, rows, head_dim) over its cache; returns the output and the grown
+        cache (opaque Mats, to be fed back unchanged)."""
+        att, grown = _attend(self._sdpa[site.params], as_mat(q), as_mat(k), as_mat(v),
+                             None if mask is None else as_mat(mask), cache)
+        return np.array(att, dtype=np.float32), grown
+
+
+_KV_OUT = ["k_out", "v_out"]
+
+
+def _attend(sdpa: ncnn.Net, q: ncnn.Mat, k: ncnn.Mat, v: ncnn.Mat, mask: ncnn.Mat | None,
+            cache: tuple[ncnn.Mat, ncnn.Mat] | None) -> tuple[ncnn.Mat, tuple[ncnn.Mat, ncnn.Mat]]:
+    """One call of a one-layer SDPA net (sdpa_param_text): the attention output and the grown cache."""
+    ex = sdpa.create_extractor()
+    ex.input("q", q)
+    ex.input("k", k)
+    ex.input("v", v)
+    if mask is not None:
+        ex.input("mask", mask)
+    if cache is not None:
+        ex.input("k_in", cache[0])
+        ex.input("v_in", cache[1])
+    att = extract_mat(ex, "att")
+    k_out, v_out = extract_raw(ex, _KV_OUT)
+    return att, (k_out, v_out)
+
+
+def _q8_format(step_text: str, what: str) -> str | None:
+    """"int8" or "block" for a graph of q8 Gemms (q8.py), None for a float graph."""
+    formats = {q8.format_of_term(q8.quantize_term(line)) for line in step_text.splitlines() if line.startswith("Gemm ")}
+    if None in formats or len(formats) > 1:
+        raise BundleError(f"{what} has Gemm layers this version cannot run (float ones, or two 8-bit formats "
+                          "mixed); convert the model again.")
+    return formats.pop() if formats else None

@@ -1,0 +1,688 @@
+"""Prompt -> frames -> audio: the one object the CLI and the GUI use.
+
+CONTRACT (stable; the GUI depends on it):
+    synth = Synthesizer(bundle_dir, threads=2)
+    synth.languages            -> ["auto", "english", "chinese", ...] (from the bundle)
+    synth.model_id             -> str, fingerprint that voices are tied to
+    synth.default_settings     -> GenerationSettings filled from generation_config.json
+    synth.hidden_size          -> int, the length of a voice's x-vector
+    synth.load_seconds         -> float, how long loading took
+    synth.create_voice(audio, ref_text=None, name="", language="auto") -> Voice
+        audio: a path (any format soundfile reads) or (samples ndarray, sample_rate)
+    synth.check_language(language) -> the normalised name, or TextError
+    synth.check_voice(voice)   -> None, or VoiceError (another model, wrong shape, damaged reference)
+    synth.check_settings(settings) -> None, or TextError naming the first setting out of range
+    synth.synthesize(text, voice, language="auto", settings=None) -> Iterator[SynthesisEvent]
+        yields FrameEvent per frame (and AudioChunk when settings.stream_audio), then one SynthesisResult
+        (its timings: a Timings). settings.ignore_eos runs exactly max_frames frames; settings.codes_only
+        skips decoding (the result has no audio). Cancel by closing the generator (gen.close()) between frames.
+        One synthesis at a time per Synthesizer: starting another abandons the first (its next step raises
+        Cancelled).
+    synth.decode(codes) -> float32 audio (codes: (T, 16) ints)
+    run_synthesis(events, on_frame, on_audio, check_cancel) -> SynthesisResult: the one loop over the events
+    synth.model_kind           -> "base" | "custom_voice" | "voice_design"
+    synth.speakers             -> [Speaker(name, codec_id, dialect)] (CustomVoice), [] otherwise
+    synth.honours_instruct     -> bool; synth.instruct_note(instruct) -> sentence when it will be ignored, or None
+    synth.synthesize(text, voice, ..., instruct=None): voice is a Voice (Base), a speaker name or Speaker
+        (CustomVoice) or None (VoiceDesign, instruct = the voice description)
+    synth.synthesize_many(jobs, settings=None, batch_size=None, longest_first=False) -> BatchRun (of JobEvent)
+        jobs: SynthesisJob(text, voice, language, max_frames=None, seed=None, instruct=None) each (voice and
+        instruct as for synthesize()); up to batch_size of them (None: synth.suggested_batch_size)
+        share every model step; each job's codes are exactly what synthesize() alone gives it. See BatchRun.
+        longest_first: start the jobs expected to run longest first (all done sooner; job numbers unchanged).
+    synth.suggested_batch_size -> int: jobs worth running side by side on this model (q8: 4; fp32/fp16: 1)
+Bad input raises engine.errors.EngineError subclasses with a one-line message. Input is validated when
+synthesize() is called (before the first event), so errors surface immediately.
+
+    synth.kind                 -> ModelKind (refuse_clone(), speaker(name): the kind's own one-line refusals)
+    synth.speaker(name)        -> Speaker, or VoiceError naming the model's speakers
+    synth.check_instruct(instruct) -> the instruction as this model will use it, or TextError
+    synth.precision            -> str, the bundle's weight precision ("fp32", "fp16", "q8", ...)
+    synth.threads              -> int, threads per network; synth.thread_counts -> (talker, code predictor) now
+    synth.overlap_decode       -> bool (default True): streamed audio decodes on its own thread
+    synth.decoder_threads      -> int, settable: threads of the speech decoder
+    synth.decoder_precision    -> str, what the speech decoder runs at: "fp32" (exact), "bf16" (bf16 convolutions)
+        or "fp16"; chosen by Synthesizer(..., decoder_precision="auto" | "fp32" | "bf16")
+Everything else (names with a leading underscore: _bundle, _ids, _tokenizer, _talker, _code_predictor,
+_build_prompt, _text_rows, ...) is internal: the engine's own modules and the white-box parity tests use it,
+the CLI, the GUI and the benchmarks do not.
+"""
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from ..codec_format import FRAME_RATE, NUM_CODE_GROUPS, SAMPLE_RATE, SAMPLES_PER_FRAME
+from ..errors import Cancelled, EngineError, TextError, VoiceError
+from ..nets.code_predictor import CodePredictor
+from ..nets.codec_decoder import DEFAULT_DECODER_PRECISION, CodecDecoder, check_decoder_precision
+from ..nets.talker import Talker
+from ..runtime.bundle import Bundle
+from ..runtime.cpu import physical_cores
+from ..text.length import estimated_frames
+from ..text.prompt import Prompt, PromptIds, build_prompt
+from ..text.tokenizer import TextTokenizer, clean_text
+from ..types import (
+    AudioChunk,
+    FrameEvent,
+    GenerationSettings,
+    JobEvent,
+    SynthesisEvent,
+    SynthesisJob,
+    SynthesisResult,
+    Timings,
+)
+from ..voice import Voice
+from .batching import MAX_BATCH_SIZE, ContinuousBatch
+from .designed_voice import is_designed
+from .generation import SequenceState, generate
+from .model_kind import ModelKind, Speaker, prompt_language
+from .sampling import Sampler, SamplingConfig, resolve, settings_from_generation_config
+
+VoiceChoice = Voice | Speaker | str | None  # a cloned voice (Base), a preset speaker (CustomVoice), None (VoiceDesign)
+PRODUCT_MAX_SECONDS = 300.0  # one synthesis speaks at most 5 minutes unless --max-frames asks for more
+MIN_DEFAULT_FRAMES = 125  # a default cap never below 10 s
+DEFAULT_BATCH_SIZE = 4  # side by side on q8 bundles (suggested_batch_size): see the README's batching table
+POSITION_MARGIN = 8
+
+
+@dataclass
+class _Job:
+    """A validated synthesis request: the sequence to generate and how to turn it into audio."""
+
+    sequence: SequenceState
+    estimated_frames: int
+    ref_codes: np.ndarray | None  # ICL reference frames (decoded before the generated ones, then cut)
+    stream_audio: bool
+    decode: bool
+
+
+class Synthesizer:
+    def __init__(self, bundle: str | Path | Bundle, threads: int | None = None, adaptive_threads: bool = True,
+                 decoder_precision: str = DEFAULT_DECODER_PRECISION):
+        """threads: CPU threads per network (default: the physical core count). adaptive_threads: let the talker
+        and code predictor drop to one thread while other programs hold the cores (engine/runtime/thread_governor.py).
+        decoder_precision: "fp32" (the exact speech decoder), "bf16" (its big convolutions in bf16, about 1.5x
+        faster on CPUs with AVX512-BF16) or "auto" (bf16 where the CPU has AVX512-BF16); engine/nets/codec_decoder.py."""
+        t0 = time.perf_counter()
+        check_decoder_precision(decoder_precision)  # before the slow loading
+        self._bundle = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
+        threads = threads or physical_cores()
+        self.threads = threads
+        info = self._bundle.part("text")
+        self._ids = PromptIds.from_part(info)
+        self.kind = ModelKind.from_part(info)
+        self._tokenizer = TextTokenizer(self._bundle)
+        self._text_table = self._bundle.table(info.get("table", "text_rows"))
+        self._max_positions = int(info.get("max_position_embeddings", 32768))
+        self._talker = Talker(self._bundle, threads, adaptive_threads=adaptive_threads)
+        self._code_predictor = CodePredictor(self._bundle, threads, adaptive_threads=adaptive_threads)
+        self._codec_vocab = int(self._talker.vocab_size)
+        # Loaded now, not on first use: pyncnn can hold the GIL inside load_model, which would freeze a GUI
+        # thread for seconds in the middle of the first generation (measured 1.4-3 s at full size).
+        self._decoder = CodecDecoder(self._bundle, threads, decoder_precision)
+        # streamed audio decodes on its own thread while the next frames generate (README "Speed": measured)
+        self.overlap_decode = True
+        self._speaker_net = None
+        self._encoder_net = None
+        self._active: object | None = None
+        self.load_seconds = time.perf_counter() - t0
+
+    # ------------------------------------------------------------------------------------------ properties
+
+    @property
+    def languages(self) -> list[str]:
+        return self._ids.languages()
+
+    @property
+    def model_kind(self) -> str:
+        """"base" (clones voices), "custom_voice" (preset speakers) or "voice_design" (voice from a description)."""
+        return self.kind.kind
+
+    @property
+    def speakers(self) -> list[Speaker]:
+        """The preset speakers of a CustomVoice model (name, dialect); empty for the other kinds."""
+        return list(self.kind.speakers)
+
+    @property
+    def honours_instruct(self) -> bool:
+        """Whether an instruct= given to synthesize() is used (1.7B CustomVoice, VoiceDesign)."""
+        return self.kind.honours_instruct
+
+    def check_instruct(self, instruct: str | None) -> str:
+        """The instruction as this model will use it ("" if none or dropped); TextError on a Base model."""
+        return self.kind.check_instruct(instruct)
+
+    def instruct_note(self, instruct: str | None) -> str | None:
+        """A sentence to show when this model will ignore the instruction (0.6B CustomVoice), else None."""
+        return self.kind.instruct_note(instruct)
+
+    @property
+    def model_id(self) -> str:
+        return self._bundle.manifest.get("model_id", "")
+
+    @property
+    def default_settings(self) -> GenerationSettings:
+        return settings_from_generation_config(self._bundle.generation_config)
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self._talker.hidden_size)
+
+    @property
+    def precision(self) -> str:
+        """The bundle's weight precision ("fp32", "fp16", "q8", ...), for display and benchmark labels."""
+        return self._bundle.precision
+
+    @property
+    def thread_counts(self) -> tuple[int, int]:
+        """The threads the talker's and the code predictor's weight layers run on now: fewer than `threads` while
+        the thread governor has backed off under load; q8 bundles' int8 matrix products always run on one (ncnn
+        fixes their count at load, and one was the faster count; README "Speed")."""
+        return self._talker.net.weight_threads, self._code_predictor.net.weight_threads
+
+    @property
+    def suggested_batch_size(self) -> int:
+        """Jobs worth running side by side: DEFAULT_BATCH_SIZE where the networks share each step between
+        sequences (q8 bundles: one weight pass serves every row), 1 where sequences take turns (fp32/fp16
+        bundles run one sequence per call, so side by side is no faster and the first job ends later)."""
+        return max(1, min(DEFAULT_BATCH_SIZE, self._talker.net.max_rows, self._code_predictor.net.max_rows))
+
+    @property
+    def decoder_threads(self) -> int:
+        """Threads of the speech decoder (whole or streamed; benchmarks/overlap.py compares counts)."""
+        return self._decoder.threads
+
+    @decoder_threads.setter
+    def decoder_threads(self, threads: int) -> None:
+        self._decoder.threads = threads
+
+    @property
+    def decoder_precision(self) -> str:
+        """What the speech decoder runs at: "fp32" (exact), "bf16" (bf16 convolutions, the rest fp32) or "fp16"."""
+        return self._decoder.precision
+
+    # ------------------------------------------------------------------------------------------ components
+
+    @property
+    def _speaker_encoder(self):
+        if self._speaker_net is None:  # loaded on first voice creation: synthesis alone never needs it
+            from ..nets.speaker_encoder import SpeakerEncoder
+
+            self._speaker_net = SpeakerEncoder(self._bundle, self.threads)
+        return self._speaker_net
+
+    @property
+    def _codec_encoder(self):
+        if self._encoder_net is None:
+            from ..nets.codec_encoder import CodecEncoder
+
+            self._encoder_net = CodecEncoder(self._bundle, self.threads)
+        return self._encoder_net
+
+    def _text_rows(self, ids) -> np.ndarray:
+        """T(ids): projected text rows (n, H) float32."""
+        ids = np.asarray(list(ids), dtype=np.int64).reshape(-1)
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= self._text_table.shape[0]):
+            raise TextError("the text produced a token id outside the model's text vocabulary")
+        return np.asarray(self._text_table[ids], dtype=np.float32).reshape(ids.size, -1)
+
+    # ------------------------------------------------------------------------------------------ voices
+
+    def create_voice(
+        self, audio: str | Path | tuple[np.ndarray, int], ref_text: str | None = None, name: str = "",
+        language: str = "auto",
+    ) -> Voice:
+        """x-vector from the reference; with ref_text also its codec frames for in-context cloning (ICL)."""
+        from ..io.audio import load_audio
+
+        self.kind.refuse_clone()
+        language = self.check_language(language)
+        if ref_text is not None:
+            ref_text = clean_text(ref_text, "reference text")
+        wav = load_audio(audio)
+        ref_codes = None
+        if ref_text is not None:
+            frames = -(-wav.shape[0] // SAMPLES_PER_FRAME)
+            self._check_reference_frames(frames)
+            ref_codes = np.asarray(self._codec_encoder.encode(wav), dtype=np.int64)
+        xvector = np.asarray(self._speaker_encoder.xvector(wav), dtype=np.float32).reshape(-1)
+        if not name and isinstance(audio, (str, Path)):
+            name = Path(audio).stem
+        return Voice(xvector=xvector, model_id=self.model_id, ref_codes=ref_codes, ref_text=ref_text,
+                     language=language, name=name, ref_audio=wav)
+
+    def check_voice(self, voice: VoiceChoice) -> None:
+        """Raise a clear VoiceError if this model cannot speak with `voice` (see build_prompt)."""
+        if isinstance(voice, Voice):
+            self.kind.refuse_clone()
+            self._check_clone_voice(voice)
+        else:
+            self._speaker_row(voice)
+
+    def _check_clone_voice(self, voice: Voice) -> None:
+        if is_designed(voice):
+            raise VoiceError(f"{voice.name or 'This voice'!r} is a designed voice: it holds only its reference "
+                             "recording. Make it into a voice for this model first (create_voice from its "
+                             "reference audio and text).")
+        if voice.model_id and self.model_id and voice.model_id != self.model_id:
+            what = f"voice {voice.name!r}" if voice.name else "this voice"
+            raise VoiceError(f"{what} was made with a different model; create it again from its reference audio")
+        x = np.asarray(voice.xvector)
+        if x.ndim != 1 or x.shape[0] != self.hidden_size:
+            raise VoiceError(f"the voice's x-vector has shape {x.shape}; this model needs ({self.hidden_size},)")
+        if not np.isfinite(x).all():
+            raise VoiceError("The voice's x-vector contains invalid values (NaN or infinity); create the voice "
+                             "again from its reference audio.")
+        if voice.ref_codes is not None and voice.ref_text:
+            codes = np.asarray(voice.ref_codes)
+            if codes.ndim != 2 or codes.shape[1] != NUM_CODE_GROUPS or codes.shape[0] < 1:
+                raise VoiceError(f"the voice's reference codes have shape {codes.shape}; expected (frames, 16)")
+            if int(codes.min()) < 0 or int(codes.max()) >= self._code_predictor.codebook_size:
+                raise VoiceError("the voice's reference codes are out of range for this model")
+            clean_text(voice.ref_text, "reference text")
+            self._check_reference_frames(codes.shape[0])
+
+    def _check_reference_frames(self, frames: int) -> None:
+        limit = self._max_positions // 2
+        if frames > limit:
+            raise VoiceError(
+                f"the reference is too long ({frames / FRAME_RATE:.0f} s); this model's context allows at most "
+                f"{limit / FRAME_RATE:.0f} s of reference audio"
+            )
+
+    def check_language(self, language: str | None) -> str:
+        lang = (language or "auto").strip().lower()
+        if lang not in self.languages:
+            raise TextError(f"unknown language {language!r}; choose one of {', '.join(self.languages)}")
+        return lang
+
+    # ------------------------------------------------------------------------------------------ synthesis
+
+    def _sampling_config(self, settings: GenerationSettings | None) -> SamplingConfig:
+        return resolve(settings, self._bundle.generation_config, self._ids.codec_eos, self._codec_vocab)
+
+    def _build_prompt(
+        self, text: str, voice: VoiceChoice, language: str = "auto", non_streaming: bool | None = None,
+        instruct: str | None = None,
+    ) -> Prompt:
+        """Prefill and trailing rows for this text and voice: a cloned Voice on a Base model (ICL when it has
+        codes and a transcript), a speaker (name or Speaker) on a CustomVoice model, None on a VoiceDesign model.
+        non_streaming None: the model kind's default text mode."""
+        language = self.check_language(language)
+        clean_text(text)
+        speaker_row, speaker, icl_voice = self._speaker_row(voice)
+        instruct = self.kind.check_instruct(instruct)
+        input_ids = self._tokenizer.target_ids(text)
+        if len(input_ids) < 9:
+            raise TextError("the text is empty; type something to speak")
+        ref_ids = ref_rows = None
+        if icl_voice is not None:
+            ref_ids = self._tokenizer.reference_ids(icl_voice.ref_text)
+            if len(ref_ids) < 6:
+                raise VoiceError("the voice's reference text is empty; create the voice again with its transcript")
+            ref_rows = self._code_predictor.frame_rows(np.asarray(icl_voice.ref_codes, np.int64))
+        if non_streaming is None:
+            non_streaming = self.kind.default_non_streaming
+        return build_prompt(
+            input_ids, prompt_language(language, speaker), speaker_row, self._ids, self._text_rows,
+            self._talker.codec_rows, non_streaming=non_streaming, ref_ids=ref_ids, ref_frame_rows=ref_rows,
+            instruct_ids=self._tokenizer.instruct_ids(instruct) if instruct else None,
+        )
+
+    def speaker(self, name: str) -> Speaker:
+        """The CustomVoice preset speaker called `name` (any case); VoiceError lists the known ones."""
+        return self.kind.speaker(name)
+
+    def _speaker_row(self, voice: VoiceChoice) -> tuple[np.ndarray | None, Speaker | None, Voice | None]:
+        """(speaker row of the prompt, the preset speaker, the ICL voice) for this model kind."""
+        if isinstance(voice, Voice):
+            self.check_voice(voice)
+            return voice.xvector, None, voice if voice.icl else None
+        if isinstance(voice, (str, Speaker)):
+            speaker = self.kind.speaker(voice if isinstance(voice, str) else voice.name)
+            return self._talker.codec_rows([speaker.codec_id])[0], speaker, None
+        if voice is not None:
+            raise VoiceError(f"A voice must be a Voice, a speaker name or None, not {type(voice).__name__}.")
+        if self.kind.kind == "voice_design":
+            return None, None, None
+        if self.kind.kind == "custom_voice":
+            raise VoiceError(f"Choose a speaker: {', '.join(s.name for s in self.kind.speakers)}.")
+        raise VoiceError("Choose a voice to clone: this Base model speaks with a voice made from reference audio.")
+
+    def _frame_limit(self, prefill_rows: int) -> int:
+        """The most frames any synthesis may run: generation_config max_new_tokens - 1 and the position budget."""
+        max_new = int(self._bundle.generation_config.get("max_new_tokens", 8192))
+        return max(0, min(max_new - 1, self._max_positions - prefill_rows - POSITION_MARGIN))
+
+    def check_settings(self, settings: GenerationSettings) -> None:
+        """Raise TextError naming the first setting out of range (the frame cap's upper bound needs the text and
+        is checked by synthesize)."""
+        if not isinstance(settings, GenerationSettings):
+            raise TextError(f"Settings must be GenerationSettings, not {type(settings).__name__}.")
+        settings.check()
+
+    def synthesize(
+        self, text: str, voice: VoiceChoice, language: str = "auto", settings: GenerationSettings | None = None,
+        instruct: str | None = None,
+    ) -> Iterator[SynthesisEvent]:
+        """Validate everything now (errors surface before the first event), then return the event generator."""
+        settings = settings or GenerationSettings()
+        self.check_settings(settings)
+        job = self._plan(text, voice, language, settings, instruct)
+        return self._events(job)
+
+    def _plan(self, text: str, voice: VoiceChoice, language: str, settings: GenerationSettings,
+              instruct: str | None = None) -> _Job:
+        prompt = self._build_prompt(text, voice, language, settings.non_streaming_text, instruct)
+        hard = self._frame_limit(prompt.prefill.shape[0])
+        streamed_text = len(prompt.trailing) if len(prompt.trailing) > 1 else 0
+        est = max(estimated_frames(text), streamed_text)
+        if settings.max_frames is not None:
+            n = int(settings.max_frames)
+            if n > hard:
+                raise TextError(f"max frames must be between 1 and {hard} for this text and model, not {n}")
+            max_frames = n
+        else:
+            product = min(hard, int(PRODUCT_MAX_SECONDS * FRAME_RATE))
+            if est > product or streamed_text > product:
+                raise TextError(
+                    f"the text is too long: about {est / FRAME_RATE:.0f} s of speech, and one synthesis makes at "
+                    f"most {product / FRAME_RATE:.0f} s; split it into shorter parts"
+                )
+            max_frames = min(product, max(3 * est, est + 75, MIN_DEFAULT_FRAMES, streamed_text + 75))
+        seed = settings.seed if settings.seed is not None else secrets.randbits(32)
+        sequence = SequenceState(prompt=prompt, sampler=Sampler(self._sampling_config(settings), seed),
+                            max_frames=max_frames, ignore_eos=settings.ignore_eos)
+        return _Job(
+            sequence=sequence,
+            estimated_frames=min(est, max_frames),
+            ref_codes=np.asarray(voice.ref_codes, np.int64) if isinstance(voice, Voice) and voice.icl else None,
+            stream_audio=settings.stream_audio,
+            decode=not settings.codes_only,
+        )
+
+    def _events(self, job: _Job) -> Iterator[SynthesisEvent]:
+        """Frames from generation.generate, plus decoding (streamed or whole) and the events the caller sees."""
+        token = object()
+        self._active = token  # the talker's KV cache serves one synthesis at a time
+        t_start = time.perf_counter()
+        timings = Timings(load=self.load_seconds)
+        seq = job.sequence
+        stream = (_StreamedAudio(self._decoder, job.ref_codes, timings, self.overlap_decode)
+                  if job.stream_audio else None)
+        try:
+            for frame, seconds in generate(self._talker, self._code_predictor, seq, timings):
+                k = seq.position - 1
+                yield FrameEvent(index=k, codes=frame.copy(), elapsed=time.perf_counter() - t_start,
+                                 frame_seconds=seconds, max_frames=seq.max_frames,
+                                 estimated_frames=max(job.estimated_frames, k + 1))
+                if stream is not None:
+                    for chunk in stream.push(frame):
+                        if timings.first_audio == 0.0:
+                            timings.first_audio = time.perf_counter() - t_start
+                        yield chunk
+                if self._active is not token:
+                    raise Cancelled("another synthesis started on this model; this one was abandoned")
+            if stream is not None:
+                for chunk in stream.finish():
+                    if timings.first_audio == 0.0:
+                        timings.first_audio = time.perf_counter() - t_start
+                    yield chunk
+        finally:
+            if stream is not None:
+                stream.close()
+
+        yield self._result(job, timings, t_start, stream.audio(seq.position) if stream is not None else None)
+
+    def _result(self, job: _Job, timings: Timings, t_start: float, audio: np.ndarray | None) -> SynthesisResult:
+        """The finished sequence's result: its audio (decoded whole here unless streamed or codes only)."""
+        seq = job.sequence
+        codes = seq.codes()
+        if audio is None and job.decode:
+            t = time.perf_counter()
+            audio = self._final_audio(codes, job.ref_codes)
+            timings.decode += time.perf_counter() - t
+            timings.first_audio = time.perf_counter() - t_start
+        elif audio is None:
+            audio = np.zeros(0, np.float32)
+        timings.total = time.perf_counter() - t_start
+        if timings.first_audio == 0.0:
+            timings.first_audio = timings.total
+        timings.frames = codes.shape[0]
+        timings.audio_seconds = len(audio) / SAMPLE_RATE
+        if timings.audio_seconds > 0:
+            timings.rtf = timings.total / timings.audio_seconds
+        return SynthesisResult(audio=audio, codes=codes, ended_by=seq.ended_by, seed=seq.sampler.seed,
+                               timings=timings)
+
+    def synthesize_many(self, jobs: Sequence[SynthesisJob], settings: GenerationSettings | None = None,
+                        batch_size: int | None = None, longest_first: bool = False) -> BatchRun:
+        """Several syntheses in one run, up to batch_size at a time sharing every talker / code-predictor step
+        (continuous batching: a finished job leaves, the next waiting one takes its place). See BatchRun.
+        batch_size None: suggested_batch_size. longest_first: jobs join in order of their expected length (the
+        estimate from the text, at most the job's frame cap), longest first, so that short jobs fill the slots
+        at the end instead of one long job running alone: the whole batch ends sooner. Default: the given order
+        (a long text's chunks, whose first one should be ready first)."""
+        if batch_size is None:
+            batch_size = self.suggested_batch_size
+        settings = settings or GenerationSettings()
+        self.check_settings(settings)
+        if settings.stream_audio:
+            raise TextError("Batched synthesis decodes each job when it ends; it cannot stream audio.")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or not 1 <= batch_size <= MAX_BATCH_SIZE:
+            raise TextError(f"Batch size must be a whole number from 1 to {MAX_BATCH_SIZE}, not {batch_size!r}.")
+        planned: list[tuple[int, _Job]] = []
+        failed: list[tuple[int, EngineError]] = []
+        for i, job in enumerate(jobs):
+            try:
+                if not isinstance(job, SynthesisJob):
+                    raise TextError(f"Job {i + 1} is a {type(job).__name__}, not a SynthesisJob.")
+                own = replace(settings, max_frames=job.max_frames if job.max_frames is not None else settings.max_frames,
+                              seed=job.seed if job.seed is not None else settings.seed)
+                self.check_settings(own)
+                planned.append((i, self._plan(job.text, job.voice, job.language, own, job.instruct)))
+            except EngineError as e:
+                failed.append((i, e))
+        if longest_first:  # a stable sort: equal estimates keep the given order
+            planned.sort(key=lambda p: -p[1].estimated_frames)
+        return BatchRun(self, planned, failed, batch_size)
+
+    def _many_events(self, run: BatchRun, planned: list[tuple[int, _Job]], failed: list[tuple[int, EngineError]],
+                     batch_size: int) -> Iterator[JobEvent]:
+        token = object()
+        self._active = token  # the talker serves one synthesis (or one batch) at a time
+        t_start = time.perf_counter()
+        for i, error in failed:
+            yield JobEvent(job=i, error=error)
+        batch = ContinuousBatch(self._talker, self._code_predictor, batch_size)
+        jobs = dict(planned)
+        timings = {i: Timings(load=self.load_seconds) for i in jobs}
+        for i, job in planned:
+            batch.add(i, job.sequence, timings[i])
+        while not batch.done:
+            for i in run.take_cancelled():
+                if batch.drop(i):
+                    yield JobEvent(job=i, error=Cancelled("This job was cancelled."))
+            if batch.done:
+                break
+            step = batch.step()
+            now = time.perf_counter()
+            for i, frame in step.frames:
+                seq, k = jobs[i].sequence, jobs[i].sequence.position - 1
+                yield JobEvent(job=i, event=FrameEvent(
+                    index=k, codes=frame.copy(), elapsed=now - t_start, frame_seconds=step.seconds,
+                    max_frames=seq.max_frames, estimated_frames=max(jobs[i].estimated_frames, k + 1)))
+            for i in step.ended:
+                yield JobEvent(job=i, event=self._result(jobs[i], timings[i], t_start, None))
+            if self._active is not token:
+                raise Cancelled("another synthesis started on this model; this batch was abandoned")
+
+    def _final_audio(self, codes: np.ndarray, ref_codes: np.ndarray | None) -> np.ndarray:
+        """Decode as the official wrapper does: ICL decodes reference + generated frames, then cuts the reference
+        part: int(T_ref / T_total * n_samples) samples (float64 arithmetic, truncation)."""
+        if ref_codes is None:
+            if codes.shape[0] == 0:
+                return np.zeros(0, np.float32)
+            return np.asarray(self._decoder.decode(codes), np.float32)
+        full = np.concatenate([ref_codes, codes], axis=0)
+        wav = np.asarray(self._decoder.decode(full), np.float32)
+        cut = int(ref_codes.shape[0] / max(full.shape[0], 1) * wav.shape[0])
+        return wav[cut:]
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """Codec ids (frames, 16) -> float32 audio at SAMPLE_RATE (the official chunked decode)."""
+        return np.asarray(self._decoder.decode(np.asarray(codes, np.int64)), np.float32)
+
+
+def run_synthesis(
+    events: Iterator[SynthesisEvent],
+    on_frame: Callable[[FrameEvent], None] | None = None,
+    on_audio: Callable[[AudioChunk], None] | None = None,
+    check_cancel: Callable[[], None] | None = None,
+) -> SynthesisResult:
+    """Consume the events of one synthesis and return its result: on_frame / on_audio see each event,
+    check_cancel() runs before each one (it raises to stop). The generator is closed on every exit, which
+    cancels a synthesis still running."""
+    try:
+        for event in events:
+            if check_cancel is not None:
+                check_cancel()
+            if isinstance(event, FrameEvent):
+                if on_frame is not None:
+                    on_frame(event)
+            elif isinstance(event, AudioChunk):
+                if on_audio is not None:
+                    on_audio(event)
+            elif isinstance(event, SynthesisResult):
+                return event
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
+    raise EngineError("The synthesis ended without a result.")
+
+
+class _StreamedAudio:
+    """Streaming decode of one utterance: each generated frame's audio as soon as the frame exists.
+
+    ICL: the official decode runs reference + generated frames as one sequence (same 300-frame chunk seams),
+    so the reference goes through the stream first; its audio is never played."""
+
+    def __init__(self, decoder, ref_codes: np.ndarray | None, timings: Timings, overlap: bool = False):
+        self._stream = decoder.stream()
+        # overlap: frames decode in order on one worker thread while the next frames generate (ncnn releases
+        # the GIL); push() then returns the chunks finished so far, finish() the rest. Frames that arrive
+        # while the worker is busy wait and are decoded together in one push: a push reads all the decoder's
+        # weights, so n frames in one push cost far less than n pushes (README "Speed", Decoder).
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode") if overlap else None
+        self._pending: deque[Future] = deque()
+        self._waiting: list[np.ndarray] = []  # frames not yet taken by the worker
+        self._lock = threading.Lock()
+        self._ref_frames = 0 if ref_codes is None else ref_codes.shape[0]
+        self._timings = timings
+        self._ref_tail = np.zeros(0, np.float32)
+        self._chunks: list[np.ndarray] = []
+        self._emitted = 0
+        if ref_codes is not None:
+            t = time.perf_counter()
+            self._ref_tail = np.asarray(self._stream.push(ref_codes), np.float32)[-SAMPLES_PER_FRAME:]
+            timings.decode += time.perf_counter() - t
+
+    def push(self, frame: np.ndarray) -> list[AudioChunk]:
+        """Decode one generated frame; returns the audio chunks ready now, in order."""
+        if self._pool is None:
+            return [self._chunk(s) for s in self._decode(frame[None])]
+        with self._lock:
+            self._waiting.append(frame.copy())
+            if len(self._waiting) == 1:  # no task holds these frames yet: the next task takes all waiting
+                self._pending.append(self._pool.submit(self._decode_waiting))
+        return self._ready(wait=not self._chunks)  # the first chunk as soon as possible: playback starts with it
+
+    def finish(self) -> list[AudioChunk]:
+        """The chunks still being decoded, once they are done."""
+        return self._ready(wait=True)
+
+    def close(self) -> None:
+        """Stop the worker (after the frame it is decoding); frames not started are dropped."""
+        if self._pool is not None:
+            for f in self._pending:
+                f.cancel()
+            self._pool.shutdown(wait=True)
+
+    def _decode_waiting(self) -> list[np.ndarray]:
+        with self._lock:
+            frames, self._waiting = np.stack(self._waiting), []
+        return self._decode(frames)
+
+    def _decode(self, frames: np.ndarray) -> list[np.ndarray]:
+        """One push of (n, 16) frames; their audio split back into one array per frame."""
+        t = time.perf_counter()
+        samples = np.asarray(self._stream.push(frames), np.float32)
+        self._timings.decode += time.perf_counter() - t
+        return np.split(samples, len(frames))
+
+    def _ready(self, wait: bool) -> list[AudioChunk]:
+        out = []
+        while self._pending and (wait or self._pending[0].done()):
+            out.extend(self._chunk(s) for s in self._pending.popleft().result())
+        return out
+
+    def _chunk(self, samples: np.ndarray) -> AudioChunk:
+        chunk = AudioChunk(samples=samples, start_sample=self._emitted)
+        self._chunks.append(samples)
+        self._emitted += len(samples)
+        return chunk
+
+    def audio(self, generated_frames: int) -> np.ndarray:
+        """The whole utterance as the official cut leaves it: the streamed samples, preceded by the few
+        reference samples its float64 cut keeps (it can fall a sample or so before the reference's end)."""
+        parts = list(self._chunks)
+        if self._ref_frames and generated_frames:
+            t_ref, n_ref = self._ref_frames, self._ref_frames * SAMPLES_PER_FRAME
+            cut = int(t_ref / (t_ref + generated_frames) * (n_ref + self._emitted))
+            extra = n_ref - cut
+            if 0 < extra <= len(self._ref_tail):
+                parts.insert(0, self._ref_tail[len(self._ref_tail) - extra:])
+        return np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, np.float32)
+
+
+class BatchRun:
+    """The events of Synthesizer.synthesize_many, in the order they happen: iterate it for JobEvents.
+
+    Per job: FrameEvents (index 0, 1, ...; elapsed counts from the start of the run), then either one
+    JobEvent with the SynthesisResult, or one with `error` (a job whose text, voice or settings are invalid
+    fails at once with its own message; a cancelled job gets Cancelled). Jobs that fail never stop the others.
+    cancel(job) drops one job before the next frame; close() (or leaving the loop) cancels everything.
+    Each job's codes are exactly those it would get from synthesize() alone with the same settings and seed."""
+
+    def __init__(self, synth: Synthesizer, planned, failed, batch_size: int):
+        self._cancelled: set[int] = set()
+        self._events = synth._many_events(self, planned, failed, batch_size)
+
+    def __iter__(self) -> BatchRun:
+        return self
+
+    def __next__(self) -> JobEvent:
+        return next(self._events)
+
+    def cancel(self, job: int) -> None:
+        """Stop job number `job` between frames (a finished or unknown job is ignored)."""
+        self._cancelled.add(int(job))
+
+    def take_cancelled(self) -> list[int]:
+        out = sorted(self._cancelled)
+        self._cancelled.clear()
+        return out
+
+    def close(self) -> None:
+        """Cancel every job still running or waiting."""
+        self._events.close()

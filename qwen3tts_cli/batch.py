@@ -1,0 +1,133 @@
+"""`qwen3tts batch`: many lines from a JSONL jobs file (batch_jobs.py reads it), several at a time through each
+model step, one status line per job."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from engine import (
+    DECODER_PRECISIONS,
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_DECODER_PRECISION,
+    MAX_BATCH_SIZE,
+    EngineError,
+    as_sentence,
+    physical_cores,
+)
+
+from .common import DECODER_PRECISION_HELP, THREADS_HELP, UsageError, save_npy_atomic
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    """Many jobs from a JSONL file, several at a time through each model step; one status line per job."""
+    from engine import (
+        MAX_BATCH_SIZE,
+        GenerationSettings,
+        SynthesisJob,
+        SynthesisResult,
+        Synthesizer,
+        save_audio,
+    )
+
+    from .batch_jobs import read_jobs
+
+    if args.batch_size is not None and not 1 <= args.batch_size <= MAX_BATCH_SIZE:
+        raise UsageError(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, not {args.batch_size}.")
+    if not args.jobs.is_file():
+        raise UsageError(f"The jobs file {args.jobs} does not exist.")
+    out = args.out_dir
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out-dir {out} is a file, not a folder.")
+    if not (out.parent if str(out.parent) else Path(".")).is_dir():
+        raise UsageError(f"Cannot make --out-dir {out}: its parent folder does not exist.")
+    lines = read_jobs(args.jobs)
+    if not lines:
+        raise UsageError(f"The jobs file {args.jobs} has no jobs.")
+    synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision)
+    settings = GenerationSettings(greedy=args.greedy, seed=args.seed)
+    synth.check_settings(settings)
+    out.mkdir(exist_ok=True)
+    failed = 0
+
+    def fail(line, message: str) -> None:
+        nonlocal failed
+        failed += 1
+        print(f"failed  {line.name}: {message}", flush=True)
+
+    voices: dict[tuple, object] = {}
+    jobs, owners = [], []
+    for line in lines:
+        if line.error is not None:
+            fail(line, line.error)
+            continue
+        try:
+            targets = [out / f"{line.name}.wav"] + ([out / f"{line.name}.codes.npy"] if args.codes else [])
+            taken = [t for t in targets if t.exists()]
+            if taken:
+                raise UsageError(f"{taken[0]} already exists; it is not overwritten.")
+            key = (line.ref, line.ref_text, line.voice, line.x_vector_only, line.speaker)
+            if key not in voices:
+                voices[key] = _job_voice(synth, line)
+            synth.check_instruct(line.instruct)
+            jobs.append(SynthesisJob(line.text, voices[key], line.language, line.max_frames, line.seed,
+                                     instruct=line.instruct))
+            owners.append(line)
+        except EngineError as e:
+            fail(line, f"Line {line.line}: {as_sentence(str(e))}")
+    # longest first: the whole file is done sooner (short jobs fill the slots at the end)
+    for ev in synth.synthesize_many(jobs, settings, batch_size=args.batch_size, longest_first=True):
+        line = owners[ev.job]
+        if ev.error is not None:
+            fail(line, f"Line {line.line}: {ev.error}")
+        elif isinstance(ev.event, SynthesisResult):
+            result = ev.event
+            try:
+                if result.codes.shape[0] == 0:
+                    raise UsageError("the model produced no audio frames for this text; try another seed.")
+                wav = out / f"{line.name}.wav"
+                if args.codes:
+                    save_npy_atomic(out / f"{line.name}.codes.npy", result.codes)
+                save_audio(wav, result.audio)  # 16-bit PCM, as `synth` and the app write
+            except (EngineError, OSError) as e:
+                fail(line, f"Line {line.line}: {as_sentence(str(e))}")
+                continue
+            print(f"ok      {line.name}: wrote {wav} ({result.seconds:.2f} s, {result.codes.shape[0]} frames, "
+                  f"ended by {result.ended_by}, seed {result.seed})", flush=True)
+    return 1 if failed else 0
+
+
+def _job_voice(synth, line):
+    """The voice of one jobs-file line (see batch_jobs.py)."""
+    from dataclasses import replace
+
+    from engine import Voice
+
+    if line.speaker is not None:
+        return synth.speaker(line.speaker)
+    if line.ref is None and line.voice is None:
+        return None  # VoiceDesign: the instruct describes the voice
+    if line.voice is not None:
+        voice = Voice.load(line.voice, model_id=synth.model_id or None)
+        return replace(voice, ref_codes=None, ref_text=None) if line.x_vector_only and voice.icl else voice
+    return synth.create_voice(str(line.ref), ref_text=line.ref_text)
+
+
+def add_parser(sub) -> None:
+    bt = sub.add_parser("batch", help="speak many lines from a JSONL jobs file, several at a time")
+    bt.add_argument("--model", type=Path, required=True, help="bundle folder")
+    bt.add_argument("--jobs", type=Path, required=True,
+                    help='one JSON object per line: {"name", "text", "language", "ref", "ref_text"} '
+                         '("x_vector_only": true instead of ref_text, "voice" instead of ref; optional '
+                         '"max_frames", "seed"); relative paths are relative to the jobs file')
+    bt.add_argument("--out-dir", type=Path, required=True, help="folder for NAME.wav (made if missing)")
+    bt.add_argument("--batch-size", type=int, default=None,
+                    help=f"sequences sharing each model step (1-{MAX_BATCH_SIZE}; default {DEFAULT_BATCH_SIZE} on q8 "
+                         "models, 1 on fp32/fp16 models, where sequences take turns); results do not depend on it")
+    bt.add_argument("--greedy", action="store_true", help="argmax decoding (reproducible, parity mode)")
+    bt.add_argument("--seed", type=int, help="seed of every job without its own")
+    bt.add_argument("--codes", action="store_true", help="also write NAME.codes.npy (frames x 16 int64)")
+    bt.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
+    bt.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,
+                    help=DECODER_PRECISION_HELP)
+    bt.set_defaults(func=cmd_batch)

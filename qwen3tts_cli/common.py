@@ -1,0 +1,149 @@
+"""What every command shares: the one-line usage error, the progress bar, checks that an output can be written
+before any work starts, and saving that keeps the audio somewhere when the disk fails late."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from engine import EngineError, os_reason
+
+THREADS_HELP = "CPU threads for the networks (default: the physical core count)"
+
+
+DECODER_PRECISION_HELP = ("speech decoder: fp32 (exact), bf16 (its big convolutions in bf16: faster on CPUs with "
+                          "AVX512-BF16, SNR ~30 dB against fp32; README: Decoder) or auto (bf16 where the CPU has "
+                          "AVX512-BF16); default: %(default)s")
+
+
+class UsageError(EngineError):
+    """A bad command line (conflicting or out-of-range options)."""
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr (silent when stderr is not a terminal, except the final line)."""
+
+    def __init__(self, label: str, stream=None):
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._last = 0.0
+
+    def update(self, fraction: float, message: str = "") -> None:
+        now = time.monotonic()
+        if not self.tty or (now - self._last < 0.1 and fraction < 1.0):
+            return
+        self._last = now
+        width = 30
+        filled = int(width * min(max(fraction, 0.0), 1.0))
+        text = f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {fraction * 100:5.1f}% {message}"
+        self.stream.write(text[:160].ljust(100))
+        self.stream.flush()
+
+    def done(self, message: str = "") -> None:
+        if self.tty:
+            self.stream.write("\r" + " " * 110 + "\r")
+        if message:
+            self.stream.write(message + "\n")
+        self.stream.flush()
+
+
+def check_output(path: Path, suffixes: tuple[str, ...], what: str, inputs: tuple[Path | None, ...] = ()) -> None:
+    """Fail before any work if an output could not be written (wrong suffix, missing or read-only folder) or
+    would overwrite one of the command's own inputs."""
+    if path.suffix.lower() not in suffixes:
+        raise UsageError(f"{what} {path.name} must end in {' or '.join(suffixes)}")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"cannot write {path}: folder {parent} does not exist")
+    if path.is_dir():
+        raise UsageError(f"cannot write {path}: it is a folder")
+    for source in inputs:
+        if source is not None and _same_file(path, source):
+            raise UsageError(f"The {what} {path} is also an input of this command; choose another file name.")
+    _check_writable(parent, path)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """One file under two names (the same path, a symlink or a hard link)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(os.path.realpath(a)) == Path(os.path.realpath(b))
+
+
+def _check_writable(folder: Path, path: Path) -> None:
+    """Create and remove a file in `folder`: a read-only or full disk is found before minutes of work."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".qwen3tts-probe-", dir=folder)
+        try:
+            os.write(fd, b"\0" * 4096)
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {os_reason(e)}") from None
+
+
+def save_or_rescue(path: Path, save) -> Path:
+    """save(path); if that fails late (disk filled up, folder made read-only), keep the audio in the temp
+    folder or the home folder and name it in the error, so the work is not lost."""
+    from engine import AudioError
+
+    try:
+        return save(path)
+    except AudioError as first:
+        for folder in (Path(tempfile.gettempdir()), Path.home()):
+            rescue = None
+            try:
+                fd, name = tempfile.mkstemp(prefix="qwen3tts-rescued-", suffix=path.suffix, dir=folder)
+                os.close(fd)
+                rescue = Path(name)
+                save(rescue)
+            except (OSError, AudioError):
+                if rescue is not None:
+                    rescue.unlink(missing_ok=True)
+                continue
+            raise AudioError(f"{str(first).rstrip('.')}. The audio was kept in {rescue}.") from None
+        raise AudioError(f"{str(first).rstrip('.')}. The audio could not be kept anywhere else either.") from None
+
+
+def save_npy_atomic(path: Path, array) -> None:
+    import io
+
+    import numpy as np
+
+    from engine import write_atomic
+
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    write_atomic(path, buf.getbuffer())
+
+
+def add_sample_format(p: argparse.ArgumentParser) -> None:
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--float", dest="float_samples", action="store_true",
+                     help="write 32-bit float samples (WAV) instead of 16-bit PCM, the default (as in the app)")
+    fmt.add_argument("--pcm16", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for scripts
+
+
+def sample_format(args: argparse.Namespace) -> str | None:
+    """16-bit PCM (the app's default too; FLAC likewise) unless --float asks for float WAV; OGG is Vorbis."""
+    if args.float_samples:
+        if args.output.suffix.lower() != ".wav":
+            raise UsageError(f"--float is for .wav files; {args.output.name} is not one.")
+        return "FLOAT"
+    return None
+
+
+def text_of(args: argparse.Namespace) -> str:
+    """The text of --text or --text-file (exactly one of them)."""
+    from engine import read_text_file
+
+    if (args.text is None) == (args.text_file is None):
+        raise UsageError("Give the text with either --text or --text-file.")
+    return args.text if args.text is not None else read_text_file(args.text_file)

@@ -1,0 +1,97 @@
+"""`qwen3tts models`: the installed models (list, download from the hub or a mirror, remove), and --model
+on every command, which takes a bundle folder or an installed model's name."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .common import ProgressBar
+
+
+def cmd_models_list(args: argparse.Namespace) -> int:
+    """Installed models, one line each starting with the name; then unfinished downloads and the catalogue."""
+    from engine.store import CATALOGUE, ModelStore, format_bytes, pending_downloads
+
+    store = ModelStore()
+    installed = store.installed()
+    for m in installed:
+        source = m.repo_id or "imported"
+        print(f"{m.name}  {m.precision}  {format_bytes(m.disk_bytes)}  {source}")
+        if m.note:
+            print(f"  ({m.note})", file=sys.stderr)
+    info = sys.stderr
+    if not installed:
+        print(f"No models installed in {store.root} yet.", file=info)
+    for p in pending_downloads(store):
+        print(f"(unfinished download: {p.name}, {format_bytes(p.done_bytes)} of {format_bytes(p.total_bytes)}; "
+              f"run 'qwen3tts models download {p.repo_id} --name {p.name}' to resume)", file=info)
+    if args.available:
+        have = {m.repo_id for m in installed}
+        for e in CATALOGUE:
+            mark = "installed" if e.repo_id in have else "available"
+            sizes = ", ".join(f"{p} {format_bytes(b)}" for p, b in e.bundle_bytes.items())
+            print(f"{e.name}  {mark}  download {format_bytes(e.download_bytes)}  on disk {sizes}  "
+                  f"({e.abilities})", file=info)
+    return 0
+
+
+def cmd_models_download(args: argparse.Namespace) -> int:
+    from engine.store import ModelStore, format_bytes, install
+
+    bar = ProgressBar("download")
+    t0 = time.monotonic()
+    model = install(args.source, name=args.name, precision=args.precision, store=ModelStore(),
+                    endpoint=args.endpoint, token=args.token, keep_checkpoint=args.keep_checkpoint,
+                    progress=bar.update)
+    bar.done(f"installed {model.name} ({model.precision}, {format_bytes(model.disk_bytes)}) in {model.path} "
+             f"in {time.monotonic() - t0:.1f} s")
+    return 0
+
+
+def cmd_models_remove(args: argparse.Namespace) -> int:
+    from engine.store import ModelStore, StoreError, discard_download
+
+    store = ModelStore()
+    if store.get(args.name) is None:
+        if discard_download(store, args.name):
+            print(f"removed the unfinished download {args.name}", file=sys.stderr)
+            return 0
+        raise StoreError(f"No installed model is called {args.name!r} (see 'qwen3tts models list').")
+    path = store.remove(args.name)
+    print(f"removed {args.name} ({path})", file=sys.stderr)
+    return 0
+
+
+def resolve_model_option(args: argparse.Namespace) -> None:
+    """--model on every command: a bundle folder, or the name of an installed model."""
+    value = getattr(args, "model", None)
+    if value is None:
+        return
+    from engine.store import ModelStore
+
+    args.model = ModelStore().resolve(value)
+
+
+def add_parser(sub) -> None:
+    from engine.store import DEFAULT_PRECISION
+
+    ms = sub.add_parser("models", help="installed models: list, download (from the hub or a mirror), remove")
+    msub = ms.add_subparsers(dest="models_command", required=True, metavar="ACTION")
+    ml = msub.add_parser("list", help="installed models, one per line (name first)")
+    ml.add_argument("--available", action="store_true", help="also show the catalogue with sizes (on stderr)")
+    ml.set_defaults(func=cmd_models_list)
+    md = msub.add_parser("download", help="download a checkpoint and install it as a model")
+    md.add_argument("source", metavar="REPO_ID_OR_CATALOGUE_NAME",
+                    help="e.g. Qwen/Qwen3-TTS-12Hz-0.6B-Base, or 0.6B-Base")
+    md.add_argument("--name", help="installed name (default: the last part of the repository id)")
+    md.add_argument("--precision", default=DEFAULT_PRECISION, help="bundle precision (default: %(default)s)")
+    md.add_argument("--endpoint", help="hub or mirror address (default: HF_ENDPOINT, else huggingface.co)")
+    md.add_argument("--token", help="token for gated or private repositories (default: HF_TOKEN / stored login)")
+    md.add_argument("--keep-checkpoint", action="store_true",
+                    help="keep the downloaded checkpoint in MODELS_DIR/checkpoints/ after converting")
+    md.set_defaults(func=cmd_models_download)
+    mr = msub.add_parser("remove", help="delete an installed model (or an unfinished download)")
+    mr.add_argument("name")
+    mr.set_defaults(func=cmd_models_remove)

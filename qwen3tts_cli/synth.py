@@ -1,0 +1,270 @@
+"""`qwen3tts synth`: one text (or a long text, chunk by chunk into one file) in a cloned voice, a preset speaker
+or a designed voice."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from engine import (
+    DECODER_PRECISIONS,
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_DECODER_PRECISION,
+    DEFAULT_MAX_CHARS,
+    MAX_BATCH_SIZE,
+    GuardSettings,
+    JoinSettings,
+    physical_cores,
+)
+
+from .common import (
+    DECODER_PRECISION_HELP,
+    THREADS_HELP,
+    ProgressBar,
+    UsageError,
+    add_sample_format,
+    check_output,
+    sample_format,
+    save_npy_atomic,
+    save_or_rescue,
+    text_of,
+)
+
+
+def _voice_for(synth, args: argparse.Namespace):
+    """The voice of a synth command: --voice FILE or --ref AUDIO [--ref-text TEXT] [--x-vector-only] (Base),
+    --speaker NAME (CustomVoice), nothing but --instruct (VoiceDesign)."""
+    from dataclasses import replace
+
+    from engine import Voice
+
+    if args.voice is not None or args.ref is not None:
+        synth.kind.refuse_clone()  # CustomVoice / VoiceDesign explain what they do instead
+    if synth.model_kind != "custom_voice" and args.speaker is not None:
+        synth.kind.speaker(args.speaker)  # Base / VoiceDesign explain they have no preset speakers
+    if synth.model_kind == "voice_design":
+        return None
+    if synth.model_kind == "custom_voice":
+        if args.speaker is None:
+            raise UsageError(f"This CustomVoice model needs --speaker NAME; its speakers are: "
+                             f"{', '.join(s.name for s in synth.speakers)}.")
+        return synth.speaker(args.speaker)
+    if args.voice is not None and args.ref is not None:
+        raise UsageError("give either --voice or --ref, not both")
+    if args.voice is not None:
+        voice = Voice.load(args.voice, model_id=synth.model_id or None)
+        if args.ref_text is not None:
+            raise UsageError("--ref-text goes with --ref; a voice file already holds its transcript")
+        if args.x_vector_only and voice.icl:
+            voice = replace(voice, ref_codes=None, ref_text=None)
+        return voice
+    if args.ref is None:
+        raise UsageError("give the voice to clone: --ref REFERENCE_AUDIO or --voice VOICE_FILE")
+    if args.ref_text is None and not args.x_vector_only:
+        raise UsageError("in-context cloning needs the reference transcript: add --ref-text TEXT, "
+                         "or --x-vector-only to clone from the voice timbre alone")
+    ref_text = None if args.x_vector_only else args.ref_text
+    return synth.create_voice(str(args.ref), ref_text=ref_text)
+
+
+def cmd_synth(args: argparse.Namespace) -> int:
+    from engine import FRAME_RATE, GenerationSettings, Synthesizer, clean_text, run_synthesis, save_audio
+
+    inputs = (args.ref, args.voice)
+    check_output(args.output, (".wav", ".flac", ".ogg"), "output", inputs)
+    sample_format(args)  # --float on a non-WAV name is refused before any work
+    if args.codes_out is not None:
+        check_output(args.codes_out, (".npy",), "--codes-out", (*inputs, args.output))
+    text = clean_text(text_of(args))
+    long_text = _long_text_options(args, text)  # None: one synthesis
+    synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision)
+    settings = GenerationSettings(
+        greedy=args.greedy, seed=args.seed, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+        repetition_penalty=args.repetition_penalty, max_frames=args.max_frames,
+        non_streaming_text=args.non_streaming_text,
+    )
+    # cheap checks before the reference is processed
+    synth.check_language(args.language)
+    synth.check_settings(settings)
+    note = synth.instruct_note(args.instruct)
+    if note:
+        import warnings
+
+        from engine import InstructIgnoredWarning
+
+        print(f"qwen3tts: {note}", file=sys.stderr)
+        warnings.simplefilter("ignore", InstructIgnoredWarning)  # said once, here
+    synth.check_instruct(args.instruct)
+    voice = _voice_for(synth, args)
+    if long_text is not None:
+        return _synth_long(args, synth, voice, settings, text, long_text)
+    bar = ProgressBar("synth")
+    result = run_synthesis(
+        synth.synthesize(text, voice, language=args.language, settings=settings, instruct=args.instruct),
+        on_frame=lambda ev: bar.update(
+            min((ev.index + 1) / max(ev.estimated_frames, ev.index + 1), 0.99),
+            f"frame {ev.index + 1} ({(ev.index + 1) / FRAME_RATE:.1f} s)"),
+    )
+    if result.codes.shape[0] == 0:
+        bar.done()
+        raise UsageError("the model produced no audio frames for this text; try again with another seed")
+    # write the codes first: if the audio then fails, remove them again so nothing is left behind
+    if args.codes_out is not None:
+        save_npy_atomic(args.codes_out, result.codes)
+    subtype = sample_format(args)
+    try:
+        save_or_rescue(args.output, lambda p: save_audio(p, result.audio, subtype=subtype))
+    except BaseException:
+        if args.codes_out is not None:
+            args.codes_out.unlink(missing_ok=True)
+        raise
+    t = result.timings
+    bar.done(
+        f"wrote {args.output} ({result.seconds:.2f} s, {result.codes.shape[0]} frames, ended by {result.ended_by}, "
+        f"seed {result.seed}, {t.total:.1f} s, RTF {t.rtf:.2f})"
+    )
+    return 0
+
+
+def _long_text_options(args: argparse.Namespace, text: str):
+    """Options for a text that needs several chunks (or --chunks-dir); None when one synthesis speaks it."""
+    from engine import GuardSettings, JoinSettings, LongTextOptions, split_for_synthesis
+
+    options = LongTextOptions(
+        max_chars=args.max_chars,
+        join=JoinSettings(sentence_pause=args.sentence_pause, paragraph_pause=args.paragraph_pause),
+        guard=GuardSettings(retries=args.retries),
+        batch_size=args.batch_size,
+    )
+    options.join.check()
+    options.guard.check()
+    if args.batch_size is not None and not 1 <= args.batch_size <= MAX_BATCH_SIZE:
+        raise UsageError(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, not {args.batch_size}.")
+    chunks = split_for_synthesis(text, args.language, args.max_chars)
+    if len(chunks) <= 1 and args.chunks_dir is None:
+        return None
+    if args.codes_out is not None:
+        raise UsageError(f"--codes-out keeps the codes of one synthesis; this text is {len(chunks)} chunks "
+                         "(--chunks-dir keeps each chunk's audio).")
+    if args.chunks_dir is not None:
+        d = args.chunks_dir
+        if d.exists() and (not d.is_dir() or any(d.iterdir())):
+            raise UsageError(f"--chunks-dir {d} must be a new or empty folder; nothing in it is overwritten.")
+        if not (d.parent if str(d.parent) else Path(".")).is_dir():
+            raise UsageError(f"Cannot make --chunks-dir {d}: its parent folder does not exist.")
+    return options
+
+
+def _synth_long(args: argparse.Namespace, synth, voice, settings, text: str, options) -> int:
+    """Chunk by chunk into one file (streamed: one chunk in memory at a time), with pauses and fades."""
+    from engine import (
+        AudioFileWriter,
+        ChunkAudio,
+        ChunkFrame,
+        ChunkProgress,
+        ChunkRetry,
+        ChunkSkipped,
+        LongResult,
+        save_audio,
+        synthesize_long,
+        write_atomic,
+    )
+
+    events = synthesize_long(synth, text, voice, language=args.language, settings=settings, options=options,
+                             instruct=args.instruct)
+    bar = ProgressBar("synth")
+    subtype = sample_format(args)
+    result = None
+    made = 0
+    progress = ChunkProgress()  # chunks may run side by side: show the first one not yet written
+    if args.chunks_dir is not None:
+        args.chunks_dir.mkdir(exist_ok=True)
+    with AudioFileWriter(args.output, subtype=subtype) as writer:
+        try:
+            for ev in events:
+                shown = progress.see(ev)
+                if isinstance(ev, ChunkFrame) and shown:
+                    f = ev.frame
+                    within = min((f.index + 1) / max(f.estimated_frames, f.index + 1), 0.99)
+                    bar.update((progress.done + within) / ev.chunks,
+                               f"chunk {ev.chunk + 1} of {ev.chunks}, frame {f.index + 1}")
+                elif isinstance(ev, ChunkAudio):
+                    writer.write(ev.samples)
+                    made += 1
+                    if args.chunks_dir is not None:
+                        save_audio(args.chunks_dir / f"{ev.chunk + 1:04d}.wav", ev.result.audio,
+                                   subtype=subtype)
+                elif isinstance(ev, ChunkRetry):
+                    bar.done(f"Chunk {ev.chunk + 1} of {ev.chunks}: {ev.reason}; trying again with seed {ev.seed}.")
+                elif isinstance(ev, ChunkSkipped):
+                    bar.done(ev.message)
+                elif isinstance(ev, LongResult):
+                    result = ev
+        finally:
+            events.close()
+        if made == 0:
+            raise UsageError("No chunk of the text could be generated; nothing was written.")
+    assert result is not None
+    if args.chunks_dir is not None:
+        listing = "".join(f"{i + 1:04d}\t{c}\n" for i, c in enumerate(_chunk_texts(text, args.language, options)))
+        write_atomic(args.chunks_dir / "chunks.tsv", listing.encode())
+    t = result.timings
+    bar.done(f"wrote {args.output} ({result.seconds:.2f} s, {made} of {result.chunks} chunks, seed {result.seed}, "
+             f"{t.total:.1f} s, RTF {t.rtf:.2f})")
+    return 1 if result.skipped else 0
+
+
+def _chunk_texts(text: str, language: str, options) -> list[str]:
+    from engine import split_for_synthesis
+
+    return [c.text for c in split_for_synthesis(text, language, options.max_chars)]
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("synth", help="speak text in a cloned voice")
+    s.add_argument("--model", type=Path, required=True, help="bundle folder")
+    s.add_argument("--text")
+    s.add_argument("--text-file", type=Path, help="a UTF-8 text file (any length) instead of --text")
+    s.add_argument("-o", "--output", type=Path, required=True, help="output audio file (.wav, .flac, .ogg)")
+    s.add_argument("--ref", type=Path, help="reference audio of the voice to clone")
+    s.add_argument("--ref-text", help="transcript of the reference (enables in-context cloning)")
+    s.add_argument("--x-vector-only", action="store_true", help="ignore --ref-text; clone from the x-vector only")
+    s.add_argument("--voice", type=Path, help="a saved voice file instead of --ref")
+    s.add_argument("--language", default="auto")
+    s.add_argument("--greedy", action="store_true", help="argmax decoding (reproducible, parity mode)")
+    s.add_argument("--seed", type=int)
+    s.add_argument("--temperature", type=float)
+    s.add_argument("--top-k", type=int)
+    s.add_argument("--top-p", type=float)
+    s.add_argument("--repetition-penalty", type=float)
+    s.add_argument("--max-frames", type=int, help="at most this many 80 ms frames (for a long text: per chunk)")
+    mode = s.add_mutually_exclusive_group()
+    mode.add_argument("--non-streaming-text", dest="non_streaming_text", action="store_true", default=None,
+                      help="put the whole text in the prompt (default for CustomVoice and VoiceDesign models)")
+    mode.add_argument("--streaming-text", dest="non_streaming_text", action="store_false",
+                      help="feed the text one token per frame (default for Base models)")
+    s.add_argument("--speaker", help="a preset speaker of a CustomVoice model (see 'qwen3tts speakers')")
+    s.add_argument("--instruct", help="a style instruction (CustomVoice 1.7B) or the voice description "
+                                      "(VoiceDesign)")
+    s.add_argument("--codes-out", type=Path, help="also write the generated codes (frames x 16) as .npy")
+    add_sample_format(s)
+    s.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
+    s.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,
+                   help=DECODER_PRECISION_HELP)
+    lt = s.add_argument_group("long text (split into chunks of whole sentences, joined into one file)")
+    lt.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS,
+                    help=f"longest chunk in characters (default {DEFAULT_MAX_CHARS})")
+    lt.add_argument("--sentence-pause", type=float, default=JoinSettings.sentence_pause,
+                    help=f"seconds between chunks of a paragraph (default {JoinSettings.sentence_pause})")
+    lt.add_argument("--paragraph-pause", type=float, default=JoinSettings.paragraph_pause,
+                    help=f"seconds after a paragraph (default {JoinSettings.paragraph_pause})")
+    lt.add_argument("--retries", type=int, default=GuardSettings.retries,
+                    help="new seeds for a chunk that runs away, loops or goes silent "
+                         f"(default {GuardSettings.retries})")
+    lt.add_argument("--chunks-dir", type=Path, help="also keep each chunk's audio here (a new or empty folder)")
+    lt.add_argument("--batch-size", type=int, default=None,
+                    help=f"chunks generated side by side, each exactly as alone (1 to {MAX_BATCH_SIZE}; default: "
+                         f"{DEFAULT_BATCH_SIZE} on q8 models, whose steps serve several chunks at once, 1 on fp32/fp16 "
+                         "models, where chunks take turns; 1 gives the first chunk soonest)")
+    s.set_defaults(func=cmd_synth)
