@@ -17,8 +17,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from .diagnostics import log
-from .engine_adapter import SynthesisResult, Voice, VoiceError, is_designed, os_reason
-from .take_file import FORMAT, TAKE_FILE, TakeFileError, read_arrays, read_header, write_take_file
+from .engine_adapter import Voice, VoiceError, is_designed, os_reason
+from .take_file import FORMAT, TAKE_FILE, StoredResult, TakeFileError, read_header, write_take_file
 from .takes import Take
 
 VOICE_FILE = "voice.qvoice"
@@ -121,16 +121,14 @@ class TakeStore:
         return problems
 
     def _load(self, d: Path) -> Take:
+        """A take's metadata (its audio is read when it is used: StoredResult)."""
         header = read_header(d / TAKE_FILE)
-        audio, codes = read_arrays(d / TAKE_FILE)
         meta = header.meta
         # a Base take has its voice file, a CustomVoice take a speaker name, a VoiceDesign take neither
         voice = Voice.load(d / VOICE_FILE) if os.path.lexists(d / VOICE_FILE) else meta["speaker"]
-        result = SynthesisResult(audio=audio, codes=codes, ended_by=meta["ended_by"], seed=meta["seed"],
-                                 timings=meta["timings"])
         # the folder's number is the take's: removing take N removes folder N, whatever the file says
         return Take(int(d.name), meta["text"], meta["voice_name"], voice, meta["language"], meta["settings"],
-                    result, created=meta["created"], instruct=meta["instruct"])
+                    StoredResult(d / TAKE_FILE, header), created=meta["created"], instruct=meta["instruct"])
 
     def _take_dirs(self) -> list[Path]:
         """Folders named as this app names takes (six to nine ASCII digits, no extra leading zero)."""

@@ -10,6 +10,7 @@ import numpy as np
 
 from .engine_adapter import GenerationSettings, SynthesisResult, Voice
 from .paths import readable_name
+from .take_file import StoredResult
 
 
 @dataclass
@@ -20,7 +21,7 @@ class Take:
     voice: Voice
     language: str
     settings: GenerationSettings
-    result: SynthesisResult
+    result: SynthesisResult | StoredResult  # a kept take reads its audio from its file when it is used
     created: str = field(default_factory=lambda: _dt.datetime.now().isoformat(sep=" ", timespec="seconds"))
     instruct: str | None = None  # the style instruction (CustomVoice) or voice description (VoiceDesign)
 
@@ -31,6 +32,11 @@ class Take:
     @property
     def seed(self) -> int | None:
         return self.result.seed
+
+    @property
+    def frames(self) -> int:
+        result = self.result
+        return result.frames if isinstance(result, StoredResult) else len(result.codes)
 
     def label(self) -> str:
         text = " ".join(self.text.split())
@@ -48,7 +54,7 @@ class Take:
         instruct = f"Instruction: {self.instruct}\n" if self.instruct else ""
         return (f"{self.text}\n\nVoice: {self.voice_name} · language: {self.language}\n{instruct}"
                 f"Seed {self.seed} · {sampling} · repetition penalty {s.repetition_penalty}\n"
-                f"Maximum length {cap} · {len(self.result.codes)} frames, ended by {self.result.ended_by} · "
+                f"Maximum length {cap} · {self.frames} frames, ended by {self.result.ended_by} · "
                 f"made {self.created}")
 
     def file_stem(self) -> str:

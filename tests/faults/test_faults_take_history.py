@@ -244,3 +244,32 @@ def test_a_take_is_synced_before_it_gets_its_name(tmp_path, monkeypatch):
     assert any(Path(p).name.startswith(f".{TAKE_FILE}.") for p in synced), events  # the file's content
     assert any(Path(p).name == ".000001.partial" for p in synced), events  # the folder's entry for it
     assert ("fsync", str(tmp_path / "takes")) in events[placed:]  # and the rename itself
+
+
+def test_the_history_loads_metadata_at_start_and_audio_when_used(tmp_path):
+    folder = tmp_path / "takes"
+    store = TakeStore(folder)
+    made = [_take(n, f"Take {n}.", seconds=60.0) for n in range(1, 9)]  # 5.8 MB of audio each
+    for take in made:
+        assert store.save(take)
+    tracemalloc.start()
+    try:
+        takes = TakeStore(folder).load_all()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * 2**20, f"loading the history used {peak / 2**20:.1f} MB"
+    assert [round(t.result.seconds, 3) for t in takes] == [60.0] * 8
+    assert [t.frames for t in takes] == [len(t.result.codes) for t in made]
+    for take, original in zip(takes, made, strict=True):  # each read when used, the same samples
+        np.testing.assert_array_equal(take.audio, original.audio)
+        np.testing.assert_array_equal(take.result.codes, original.result.codes)
+    in_memory = [t for t in takes if t.result._arrays is not None]
+    assert 1 <= len(in_memory) <= 4 and takes[-1] in in_memory  # the last ones used, not the whole history
+
+
+def test_a_take_removed_after_the_start_plays_as_silence_instead_of_failing(history):
+    takes = TakeStore(history).load_all()
+    (history / "000002" / TAKE_FILE).write_bytes(b"")
+    assert len(takes[1].audio) == 0 and "empty" in takes[1].result.problem
+    assert len(takes[0].audio) == 12000
