@@ -91,7 +91,8 @@ from .runtime.bundle import OFFERED_PRECISIONS, Bundle  # noqa: E402
 from .synthesis.batching import MAX_BATCH_SIZE  # noqa: E402
 from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
 from .synthesis.model_kind import InstructIgnoredWarning, ModelKind, Speaker  # noqa: E402
-from .synthesis.synthesizer import DEFAULT_BATCH_SIZE, BatchRun, Synthesizer, run_synthesis  # noqa: E402
+from .synthesis.runs import BatchRun, run_synthesis  # noqa: E402
+from .synthesis.synthesizer import DEFAULT_BATCH_SIZE, Synthesizer  # noqa: E402
 from .text.length import estimated_frames  # noqa: E402
 from .text.splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
 from .text.tokenizer import clean_text  # noqa: E402

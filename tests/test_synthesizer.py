@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from engine.errors import EngineError, TextError, VoiceError
-from engine.synthesis.synthesizer import Synthesizer, _StreamedAudio
+from engine.synthesis.streaming import StreamedAudio
+from engine.synthesis.synthesizer import Synthesizer
 from engine.text.length import estimate_seconds
 from engine.types import AudioChunk, FrameEvent, GenerationSettings, SynthesisResult, Timings
 from engine.voice import Voice
@@ -229,7 +230,7 @@ def test_overlap_decodes_waiting_frames_in_one_push(synth):
     dec = synth._decoder
     codes = np.random.default_rng(4).integers(0, dec.codebook_sizes, size=(6, dec.num_quantizers))
     held = _HeldStream(dec)
-    stream = _StreamedAudio(held, None, Timings(), overlap=True)
+    stream = StreamedAudio(held, None, Timings(), overlap=True)
     try:
         chunks = stream.push(codes[0])  # the first chunk is waited for
         held.go.clear()  # the worker now stops inside its next push

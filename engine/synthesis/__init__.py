@@ -1,6 +1,7 @@
 """Prompt to frames to audio: sampling (the official logits processing), the model kinds (Base, CustomVoice,
 VoiceDesign) and their speakers, the frame loop of one sequence (generation) and of several side by side
-(batching), designed voices, and the Synthesizer, the one door the CLI and the GUI use.
+(batching), designed voices, the Synthesizer, the one door the CLI and the GUI use, its streaming decode
+(streaming) and the consumers of its events (runs).
 
 It imports nets/, text/, runtime/, io/ and the plain data at the engine's root (types, voice, codec_format,
 errors); never long text (which builds on it), the converter, the store, the CLI or the GUI.

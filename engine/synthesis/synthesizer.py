@@ -50,11 +50,8 @@ the CLI, the GUI and the benchmarks do not.
 from __future__ import annotations
 
 import secrets
-import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -71,7 +68,6 @@ from ..text.length import estimated_frames
 from ..text.prompt import Prompt, PromptIds, build_prompt
 from ..text.tokenizer import TextTokenizer, clean_text
 from ..types import (
-    AudioChunk,
     FrameEvent,
     GenerationSettings,
     JobEvent,
@@ -85,7 +81,9 @@ from .batching import MAX_BATCH_SIZE, ContinuousBatch
 from .designed_voice import is_designed
 from .generation import SequenceState, generate
 from .model_kind import ModelKind, Speaker, prompt_language
+from .runs import BatchRun
 from .sampling import Sampler, SamplingConfig, resolve, settings_from_generation_config
+from .streaming import StreamedAudio
 
 VoiceChoice = Voice | Speaker | str | None  # a cloned voice (Base), a preset speaker (CustomVoice), None (VoiceDesign)
 PRODUCT_MAX_SECONDS = 300.0  # one synthesis speaks at most 5 minutes unless --max-frames asks for more
@@ -417,7 +415,7 @@ class Synthesizer:
         t_start = time.perf_counter()
         timings = Timings(load=self.load_seconds)
         seq = job.sequence
-        stream = (_StreamedAudio(self._decoder, job.ref_codes, timings, self.overlap_decode)
+        stream = (StreamedAudio(self._decoder, job.ref_codes, timings, self.overlap_decode)
                   if job.stream_audio else None)
         try:
             for frame, seconds in generate(self._talker, self._code_predictor, seq, timings):
@@ -494,7 +492,7 @@ class Synthesizer:
                 failed.append((i, e))
         if longest_first:  # a stable sort: equal estimates keep the given order
             planned.sort(key=lambda p: -p[1].estimated_frames)
-        return BatchRun(self, planned, failed, batch_size)
+        return BatchRun(lambda run: self._many_events(run, planned, failed, batch_size))
 
     def _many_events(self, run: BatchRun, planned: list[tuple[int, _Job]], failed: list[tuple[int, EngineError]],
                      batch_size: int) -> Iterator[JobEvent]:
@@ -541,148 +539,3 @@ class Synthesizer:
     def decode(self, codes: np.ndarray) -> np.ndarray:
         """Codec ids (frames, 16) -> float32 audio at SAMPLE_RATE (the official chunked decode)."""
         return np.asarray(self._decoder.decode(np.asarray(codes, np.int64)), np.float32)
-
-
-def run_synthesis(
-    events: Iterator[SynthesisEvent],
-    on_frame: Callable[[FrameEvent], None] | None = None,
-    on_audio: Callable[[AudioChunk], None] | None = None,
-    check_cancel: Callable[[], None] | None = None,
-) -> SynthesisResult:
-    """Consume the events of one synthesis and return its result: on_frame / on_audio see each event,
-    check_cancel() runs before each one (it raises to stop). The generator is closed on every exit, which
-    cancels a synthesis still running."""
-    try:
-        for event in events:
-            if check_cancel is not None:
-                check_cancel()
-            if isinstance(event, FrameEvent):
-                if on_frame is not None:
-                    on_frame(event)
-            elif isinstance(event, AudioChunk):
-                if on_audio is not None:
-                    on_audio(event)
-            elif isinstance(event, SynthesisResult):
-                return event
-    finally:
-        close = getattr(events, "close", None)
-        if close is not None:
-            close()
-    raise EngineError("The synthesis ended without a result.")
-
-
-class _StreamedAudio:
-    """Streaming decode of one utterance: each generated frame's audio as soon as the frame exists.
-
-    ICL: the official decode runs reference + generated frames as one sequence (same 300-frame chunk seams),
-    so the reference goes through the stream first; its audio is never played."""
-
-    def __init__(self, decoder, ref_codes: np.ndarray | None, timings: Timings, overlap: bool = False):
-        self._stream = decoder.stream()
-        # overlap: frames decode in order on one worker thread while the next frames generate (ncnn releases
-        # the GIL); push() then returns the chunks finished so far, finish() the rest. Frames that arrive
-        # while the worker is busy wait and are decoded together in one push: a push reads all the decoder's
-        # weights, so n frames in one push cost far less than n pushes (README "Speed", Decoder).
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode") if overlap else None
-        self._pending: deque[Future] = deque()
-        self._waiting: list[np.ndarray] = []  # frames not yet taken by the worker
-        self._lock = threading.Lock()
-        self._ref_frames = 0 if ref_codes is None else ref_codes.shape[0]
-        self._timings = timings
-        self._ref_tail = np.zeros(0, np.float32)
-        self._chunks: list[np.ndarray] = []
-        self._emitted = 0
-        if ref_codes is not None:
-            t = time.perf_counter()
-            self._ref_tail = np.asarray(self._stream.push(ref_codes), np.float32)[-SAMPLES_PER_FRAME:]
-            timings.decode += time.perf_counter() - t
-
-    def push(self, frame: np.ndarray) -> list[AudioChunk]:
-        """Decode one generated frame; returns the audio chunks ready now, in order."""
-        if self._pool is None:
-            return [self._chunk(s) for s in self._decode(frame[None])]
-        with self._lock:
-            self._waiting.append(frame.copy())
-            if len(self._waiting) == 1:  # no task holds these frames yet: the next task takes all waiting
-                self._pending.append(self._pool.submit(self._decode_waiting))
-        return self._ready(wait=not self._chunks)  # the first chunk as soon as possible: playback starts with it
-
-    def finish(self) -> list[AudioChunk]:
-        """The chunks still being decoded, once they are done."""
-        return self._ready(wait=True)
-
-    def close(self) -> None:
-        """Stop the worker (after the frame it is decoding); frames not started are dropped."""
-        if self._pool is not None:
-            for f in self._pending:
-                f.cancel()
-            self._pool.shutdown(wait=True)
-
-    def _decode_waiting(self) -> list[np.ndarray]:
-        with self._lock:
-            frames, self._waiting = np.stack(self._waiting), []
-        return self._decode(frames)
-
-    def _decode(self, frames: np.ndarray) -> list[np.ndarray]:
-        """One push of (n, 16) frames; their audio split back into one array per frame."""
-        t = time.perf_counter()
-        samples = np.asarray(self._stream.push(frames), np.float32)
-        self._timings.decode += time.perf_counter() - t
-        return np.split(samples, len(frames))
-
-    def _ready(self, wait: bool) -> list[AudioChunk]:
-        out = []
-        while self._pending and (wait or self._pending[0].done()):
-            out.extend(self._chunk(s) for s in self._pending.popleft().result())
-        return out
-
-    def _chunk(self, samples: np.ndarray) -> AudioChunk:
-        chunk = AudioChunk(samples=samples, start_sample=self._emitted)
-        self._chunks.append(samples)
-        self._emitted += len(samples)
-        return chunk
-
-    def audio(self, generated_frames: int) -> np.ndarray:
-        """The whole utterance as the official cut leaves it: the streamed samples, preceded by the few
-        reference samples its float64 cut keeps (it can fall a sample or so before the reference's end)."""
-        parts = list(self._chunks)
-        if self._ref_frames and generated_frames:
-            t_ref, n_ref = self._ref_frames, self._ref_frames * SAMPLES_PER_FRAME
-            cut = int(t_ref / (t_ref + generated_frames) * (n_ref + self._emitted))
-            extra = n_ref - cut
-            if 0 < extra <= len(self._ref_tail):
-                parts.insert(0, self._ref_tail[len(self._ref_tail) - extra:])
-        return np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, np.float32)
-
-
-class BatchRun:
-    """The events of Synthesizer.synthesize_many, in the order they happen: iterate it for JobEvents.
-
-    Per job: FrameEvents (index 0, 1, ...; elapsed counts from the start of the run), then either one
-    JobEvent with the SynthesisResult, or one with `error` (a job whose text, voice or settings are invalid
-    fails at once with its own message; a cancelled job gets Cancelled). Jobs that fail never stop the others.
-    cancel(job) drops one job before the next frame; close() (or leaving the loop) cancels everything.
-    Each job's codes are exactly those it would get from synthesize() alone with the same settings and seed."""
-
-    def __init__(self, synth: Synthesizer, planned, failed, batch_size: int):
-        self._cancelled: set[int] = set()
-        self._events = synth._many_events(self, planned, failed, batch_size)
-
-    def __iter__(self) -> BatchRun:
-        return self
-
-    def __next__(self) -> JobEvent:
-        return next(self._events)
-
-    def cancel(self, job: int) -> None:
-        """Stop job number `job` between frames (a finished or unknown job is ignored)."""
-        self._cancelled.add(int(job))
-
-    def take_cancelled(self) -> list[int]:
-        out = sorted(self._cancelled)
-        self._cancelled.clear()
-        return out
-
-    def close(self) -> None:
-        """Cancel every job still running or waiting."""
-        self._events.close()
