@@ -37,7 +37,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.frames < 2:
         raise UsageError("--frames must be at least 2")
     if args.under_load and getattr(sys, "frozen", False):
-        raise UsageError("--under-load starts Python helper processes; run it from a source checkout.")
+        raise UsageError("--under-load starts busy Python processes; run it from a source checkout.")
     def out(line: str) -> None:
         print(line, flush=True)  # each line as it happens, also through a pipe: the warm-up alone can take minutes
 

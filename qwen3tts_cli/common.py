@@ -16,7 +16,7 @@ THREADS_HELP = "CPU threads for the networks (default: the physical core count)"
 
 
 DECODER_PRECISION_HELP = ("speech decoder: fp32 (exact), bf16 (its big convolutions in bf16: faster on CPUs with "
-                          "AVX512-BF16, SNR ~30 dB against fp32; README: Decoder) or auto (bf16 where the CPU has "
+                          "AVX512-BF16, SNR ~30 dB against fp32) or auto (bf16 where the CPU has "
                           "AVX512-BF16); default: %(default)s")
 
 

@@ -11,9 +11,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SUFFIXES = {".py", ".md", ".sh", ".spec", ".iss", ".toml"}
 SKIP_DIRS = {".git", "build", "dist", "bench-out", "__pycache__", ".pytest_cache", ".ruff_cache", "fixtures"}
+# (the first letter of each word in brackets keeps this file itself out of a plain grep for the same words)
 WORK_NOTES = re.compile(
-    r"\bsessions? \d+|\bsession-\d+|\bissues? \d+|\bissue #\d+|\bthe lead\b|\blead's\b|"
-    r"\bother engineers\b|\banother engineer\b|\bscratch (?:script|version|profile|folder)s?\b",
+    r"\b[s]essions? \d+|\b[s]ession-\d+|\b[i]ssues? \d+|\b[i]ssue #\d+|\bthe [l]ead\b|\b[l]ead's\b|"
+    r"\b[o]ther engineers\b|\b[a]nother engineer\b|\b[s]cratch (?:script|version|profile|folder)s?\b",
     re.IGNORECASE,
 )
 
@@ -31,10 +32,11 @@ def _files() -> list[Path]:
 
 
 def test_pattern_catches_work_notes() -> None:
-    for note in ("session 5's quiet run", "Issue 10 asks", "the lead's kernel test", "other engineers' jobs",
-                 "a scratch script", "see issue #16"):
+    notes = [("sess", "ion 5's quiet run"), ("Iss", "ue 10 asks"), ("the le", "ad's kernel test"),
+             ("other engin", "eers' jobs"), ("a scra", "tch script"), ("see iss", "ue #16")]
+    for note in ("".join(parts) for parts in notes):
         assert WORK_NOTES.search(note), note
-    for fine in ("once per test session", "pytest's session scope", "leading silence", "lead_in", "the issue tracker"):
+    for fine in ("once per test session", "pytest's session scope", "leading silence", "lead_in", "an issue tracker"):
         assert not WORK_NOTES.search(fine), fine
 
 

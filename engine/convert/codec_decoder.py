@@ -37,7 +37,7 @@ PREFIX = "decoder."
 CROP_TO_END = 1 << 30  # Crop 'ends' past the last column
 FEATMASK_ONE_THREAD = 1 << 7  # ncnn per-layer featmask bit: run this layer on one thread
 FEATMASK_NO_BF16 = 1 << 2  # ncnn per-layer featmask bit: this layer ignores use_bf16_storage (stays fp32)
-# Convolutions that run in bf16 when the decoder runs with bf16 storage (see the module doc; README "Decoder"):
+# Convolutions that run in bf16 when the decoder runs with bf16 storage (see the module doc; docs/performance.md, "Decoder"):
 # the vocoder's convolutions but its first and last (the residual units' k7 and k1 convolutions and the
 # transposed convolutions in polyphase form) hold ~85 % of the decoder's arithmetic.
 BF16_ROLES = frozenset({"vocoder"})
@@ -79,7 +79,7 @@ class _Builder:
         self.bf16_layers.add(name)
         return self.g.layer("Cast", [name], params={0: 1, 1: 1}, name=f"{name}_fp32")
 
-    # -- time axis helpers ----------------------------------------------------------------------------
+    # -- time axis tools ------------------------------------------------------------------------------
     # Convolution blobs are 3-D (c=channels, h=1, w=time): ncnn's 2-D Convolution/Deconvolution kernels are
     # several times faster than its 1-D ones (measured: k7 conv 3x, transposed conv 12x).
 

@@ -157,7 +157,7 @@ def encoder_spec(speech_config: dict[str, Any]) -> EncoderSpec:
 
 
 class _Builder:
-    """Shared helpers: read tensors, add ncnn layers with the bundle's weight precision."""
+    """Shared pieces: read tensors, add ncnn layers with the bundle's weight precision."""
 
     def __init__(self, ckpt: Checkpoint, fp16: bool):
         self.ckpt = ckpt

@@ -45,7 +45,7 @@ FEATMASK_NO_FP16 = 1 << 1  # ncnn per-layer featmask bit: no fp16 storage/packin
 FEATMASK_ONE_THREAD = 1 << 7  # ncnn per-layer featmask bit: run this layer on one thread
 # q8 Linears: "int8" (ncnn's int8 Gemm + a scale per output channel; rows independent of each other, the fast
 # kernels) or "block" (the 8-bit block Gemm of older bundles, kept so benchmarks/q8_accuracy.py can compare them);
-# see q8.py and README "Speed"
+# see q8.py and docs/performance.md, "Precision"
 Q8_FORMAT = "int8"
 # values per scale of the block format: 128 ran 1.1-1.4x faster than 32 at full size for 1.4x the sampling KL
 Q8_BLOCK = 128

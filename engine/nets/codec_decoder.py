@@ -9,7 +9,7 @@ frames since the chunk's start. Whole decoding and streaming share one code path
 
 Precision ("auto", "fp32", "bf16"): bundles converted with per-layer marks (manifest `bf16_layers`) can run the
 vocoder's convolutions in bf16 (ncnn's AVX512-BF16 kernels: about 2x per convolution, 1.4-1.6x for the whole
-decoder; SNR about 31 dB against fp32 at full size, README "Decoder") with every other layer, the
+decoder; SNR about 31 dB against fp32 at full size, docs/performance.md "Decoder") with every other layer, the
 streaming state included, in fp32 (engine/convert/codec_decoder.py). "auto" picks bf16 where the CPU has
 AVX512-BF16 and the bundle has the marks, else the bundle's own precision; "fp32" is the exact decoder.
 """
@@ -33,7 +33,7 @@ BLOCK_FRAMES = 25  # frames per graph run: bounds memory (activations at 1920 x 
 MASKED = np.float32(-1e30)
 DECODER_PRECISIONS = ("auto", "fp32", "bf16")  # what a caller may ask for (CLI --decoder-precision, the app)
 # The exact decoder unless measurements say otherwise: bf16 convolutions must be >= 2x faster with an SNR against
-# fp32 of ~40 dB to become the default (README "Decoder" has the figures).
+# fp32 of ~40 dB to become the default (docs/performance.md, "Decoder", has the figures).
 DEFAULT_DECODER_PRECISION = "fp32"
 
 

@@ -36,7 +36,7 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 PRECISIONS = ("fp32", "fp16", "bf16", "q8")  # every precision a bundle may have (all of them load)
 # What convert, the app and the model store offer. bf16 is left out: measured slower than fp32 at full size and
-# less exact (README "Speed"); the engine still converts and reads it, so existing bf16 bundles keep working.
+# less exact (docs/performance.md, "Precision"); the engine still converts and reads it, so existing bf16 bundles keep working.
 OFFERED_PRECISIONS = ("fp32", "fp16", "q8")
 NCNN_PRECISIONS = ("fp32", "fp16", "bf16")  # ncnn option sets; q8 weights live in the graphs themselves
 

@@ -4,7 +4,7 @@ The ncnn wheel runs its parallel loops on libgomp. By default libgomp's idle thr
 regions; a decode step opens hundreds of small regions, and when another program holds a core every region waits
 for a spinner the OS has descheduled: generation went from ~0.25 s to 5 s per frame at a load average of 4 on a
 2-core machine. Letting idle threads sleep (OMP_WAIT_POLICY=PASSIVE) removes the collapse; the small layers already
-run on one thread (featmask), so only the big matrix products pay a wake-up. Figures: README "Speed".
+run on one thread (featmask), so only the big matrix products pay a wake-up. Figures: docs/performance.md, "Busy machines".
 A value the user set in the environment is kept.
 """
 
@@ -106,7 +106,7 @@ def load_average() -> str:
 
 @contextmanager
 def busy_processes(count: int) -> Iterator[None]:
-    """`count` CPU-bound helper processes (a stand-in for other programs) for the duration of the block."""
+    """`count` CPU-bound busy processes (a stand-in for other programs) for the duration of the block."""
     procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(count)]
     try:

@@ -1,4 +1,4 @@
-"""Mats in and out of ncnn extractors: the helpers every decode-step net (sequence_net.py, step_graph.py) uses."""
+"""Mats in and out of ncnn extractors: the functions every decode-step net (sequence_net.py, step_graph.py) uses."""
 
 from __future__ import annotations
 

@@ -184,7 +184,7 @@ class StepNet:
     # per layer per call), so int8 graphs load at one thread and the governor steers their attention nets only.
     # One thread was the faster count at every batch size measured with sleeping OpenMP threads (engine/runtime/cpu.py):
     # full-size 0.6B, 2 cores, frame (talker step + code predictor) 93 vs 161 ms for one row, 108 vs 120 for four,
-    # 160 vs 177 for eight; each Gemm call on two threads pays several thread wake-ups (README "Speed").
+    # 160 vs 177 for eight; each Gemm call on two threads pays several thread wake-ups (docs/performance.md).
     INT8_THREADS = 1
 
     def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str):

@@ -66,7 +66,7 @@ def check_revision(revision: object) -> str:
 
 
 def inside(folder: Path, name: str) -> Path:
-    """folder/name, checked again against the disk: a symlink already in the folder must not lead out of it."""
+    """folder/name, checked again against the disk: a symlink already in the folder must not point out of it."""
     check_remote_path(name)
     target = folder / name
     try:
@@ -95,7 +95,7 @@ def without_credentials(url: str) -> str:
 
 
 # The loggers that put request URLs in their records: httpx2 (each request, INFO) and huggingface_hub's HTTP
-# helpers (retries, WARNING; each request, DEBUG). A filter on a logger sees the records made on that logger.
+# utilities (retries, WARNING; each request, DEBUG). A filter on a logger sees the records made on that logger.
 _URL_LOGGERS = ("httpx2", "huggingface_hub.utils._http", "huggingface_hub.file_download")
 
 

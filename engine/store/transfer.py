@@ -159,7 +159,7 @@ def _report(position: int, have: int, moved: Callable[[int], None]) -> int:
 
 
 def run_cancellable(fn: Callable[[], object], cancelled: Callable[[], bool] | None):
-    """fn() on a helper thread, its result or its exception here; Cancelled within POLL s of cancelled() turning
+    """fn() on a worker thread, its result or its exception here; Cancelled within POLL s of cancelled() turning
     true, whatever fn waits for (a listing from a server that accepted and went quiet). fn must write nothing:
     after a cancel it is left to finish on its own."""
     if cancelled is None:
@@ -172,10 +172,10 @@ def run_cancellable(fn: Callable[[], object], cancelled: Callable[[], bool] | No
         except BaseException as e:
             outcome.append((False, e))
 
-    helper = threading.Thread(target=call, daemon=True, name="hub-request")
-    helper.start()
-    while helper.is_alive():
-        helper.join(POLL)
+    worker = threading.Thread(target=call, daemon=True, name="hub-request")
+    worker.start()
+    while worker.is_alive():
+        worker.join(POLL)
         if not outcome and cancelled():
             raise Cancelled(CANCELLED)
     ok, value = outcome[0]

@@ -221,7 +221,7 @@ def _sample_general(scores: np.ndarray, temperature: float, top_k: int, top_p: f
 def sample(scores: np.ndarray, temperature: float, top_k: int, top_p: float, rng: Uniforms) -> int:
     """_sample_general() with the same kept set, the same float64 CDF and the same rng.random() draw, in fewer
     numpy calls for the frame loop's case (0 < top_k < size, top_p 1, no tie at the k-th value): each numpy call
-    right after an ncnn call runs with cold caches, 16 samplings per frame (README "Frame loop").
+    right after an ncnn call runs with cold caches, 16 samplings per frame (docs/performance.md, "Frame loop").
 
     One argpartition finds the k largest raw scores and the (k+1)-th. Dividing by a positive temperature keeps
     their order, so when the (k+1)-th scaled score is below the smallest of the k, the k are exactly what the

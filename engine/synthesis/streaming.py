@@ -24,7 +24,7 @@ class StreamedAudio:
         # overlap: frames decode in order on one worker thread while the next frames generate (ncnn releases
         # the GIL); push() then returns the chunks finished so far, finish() the rest. Frames that arrive
         # while the worker is busy wait and are decoded together in one push: a push reads all the decoder's
-        # weights, so n frames in one push cost far less than n pushes (README "Speed", Decoder).
+        # weights, so n frames in one push cost far less than n pushes (docs/performance.md, "Decoder").
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode") if overlap else None
         self._pending: deque[Future] = deque()
         self._waiting: list[np.ndarray] = []  # frames not yet taken by the worker

@@ -88,7 +88,7 @@ from .streaming import StreamedAudio
 VoiceChoice = Voice | Speaker | str | None  # a cloned voice (Base), a preset speaker (CustomVoice), None (VoiceDesign)
 PRODUCT_MAX_SECONDS = 300.0  # one synthesis speaks at most 5 minutes unless --max-frames asks for more
 MIN_DEFAULT_FRAMES = 125  # a default cap never below 10 s
-DEFAULT_BATCH_SIZE = 4  # side by side on q8 bundles (suggested_batch_size): see the README's batching table
+DEFAULT_BATCH_SIZE = 4  # side by side on q8 bundles (suggested_batch_size): see docs/performance.md, "Several lines at once"
 POSITION_MARGIN = 8
 
 
@@ -127,7 +127,7 @@ class Synthesizer:
         # Loaded now, not on first use: pyncnn can hold the GIL inside load_model, which would freeze a GUI
         # thread for seconds in the middle of the first generation (measured 1.4-3 s at full size).
         self._decoder = CodecDecoder(self._bundle, threads, decoder_precision)
-        # streamed audio decodes on its own thread while the next frames generate (README "Speed": measured)
+        # streamed audio decodes on its own thread while the next frames generate (docs/performance.md, "Overlap": measured)
         self.overlap_decode = True
         self._speaker_net = None
         self._encoder_net = None
@@ -184,7 +184,7 @@ class Synthesizer:
     def thread_counts(self) -> tuple[int, int]:
         """The threads the talker's and the code predictor's weight layers run on now: fewer than `threads` while
         the thread governor has backed off under load; q8 bundles' int8 matrix products always run on one (ncnn
-        fixes their count at load, and one was the faster count; README "Speed")."""
+        fixes their count at load, and one was the faster count; docs/performance.md)."""
         return self._talker.net.weight_threads, self._code_predictor.net.weight_threads
 
     @property
