@@ -60,8 +60,9 @@ def hub(env, monkeypatch):
 
 
 def listing_of(store: ModelStore) -> list[str]:
-    """Everything in the store folder, hidden work folders included."""
-    return sorted(p.name for p in store.root.iterdir()) if store.root.is_dir() else []
+    """Everything in the store folder, hidden work folders included (not the folder of download locks: empty
+    files that stay, one per model ever downloaded, so no two processes can ever lock different files)."""
+    return sorted(p.name for p in store.root.iterdir() if p.name != ".locks") if store.root.is_dir() else []
 
 
 def run(capsys, *args) -> tuple[int, str, str]:

@@ -12,7 +12,8 @@ import errno
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -29,12 +30,14 @@ from .hub import (
     repo_listing,
 )
 from .hub_names import redact, without_credentials
-from .store import SOURCE, InstalledModel, ModelStore, StoreError, check_name
+from .store import SOURCE, InstalledModel, ModelStore, StoreError, check_name, shown_path
 from .transfer import run_cancellable
 
 Progress = Callable[[float, str], None]
 DOWNLOAD_SHARE = 0.85  # of the overall progress bar; conversion takes the rest
 PENDING = "pending.json"
+PENDING_MAX_BYTES = 4 << 20  # a listing of a few hundred files is a few kB
+LOCKS = ".locks"  # hidden like every work folder: never listed as a model
 MARGIN = 50_000_000  # bytes kept free beyond the estimate (manifest, temporary files, the rest of the system)
 
 
@@ -81,20 +84,36 @@ def repo_for(source: str) -> str:
 
 
 def pending_downloads(store: ModelStore) -> list[PendingDownload]:
+    """Unfinished downloads in the store; unreadable ones are left out (StoreError if the folder cannot be read)."""
     out = []
     root = store.downloads_dir()
-    if not root.is_dir():
-        return out
-    for d in sorted(root.iterdir()):
+    with store.reading():
+        if not root.is_dir():
+            return out
+        folders = sorted(root.iterdir())
+    for d in folders:
         try:
-            info = json.loads((d / PENDING).read_text(encoding="utf-8"))
+            info = dict(_read_pending(d))
             files = info.pop("files")
             repo = RemoteRepo(info["repo_id"], info["revision"], tuple(_remote_file(f) for f in files))
             out.append(PendingDownload(info["name"], repo.repo_id, repo.revision, info["precision"], repo.size,
                                        bytes_present(repo, d), d))
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
     return out
+
+
+def _read_pending(folder: Path) -> dict:
+    """A download folder's pending.json; {} unless it is a small regular file holding an object (a FIFO would
+    block the reader, a huge file fill its memory)."""
+    path = folder / PENDING
+    try:
+        if not path.is_file() or path.stat().st_size > PENDING_MAX_BYTES:
+            return {}
+        info = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
 
 
 def _remote_file(d: dict) -> RemoteFile:
@@ -103,10 +122,35 @@ def _remote_file(d: dict) -> RemoteFile:
 
 def discard_download(store: ModelStore, name: str) -> bool:
     folder = store.downloads_dir() / check_name(name)
-    if not folder.is_dir():
-        return False
-    shutil.rmtree(folder, ignore_errors=True)
+    with download_lock(store, name):  # not while it is being downloaded
+        if not folder.is_dir():
+            return False
+        shutil.rmtree(folder, ignore_errors=True)
     return True
+
+
+@contextmanager
+def download_lock(store: ModelStore, name: str) -> Iterator[None]:
+    """One download of a model at a time, across the app's windows, the command line and every process: an OS
+    lock (flock / LockFileEx, released by the system when the holder dies, so a killed download never leaves it
+    held) on `.locks/<name>.lock` in the models folder. filelock is what huggingface_hub itself locks its cache
+    with, so it is installed already; a hand-written fcntl/msvcrt pair would repeat it."""
+    from filelock import FileLock, Timeout
+
+    try:
+        folder = store.root / LOCKS
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(folder / f"{name}.lock"), timeout=0)
+        lock.acquire()
+    except Timeout:
+        raise StoreError(f"{name} is already being downloaded (in this app or another program); wait for it to "
+                         "finish, or cancel it there.") from None
+    except (OSError, ValueError) as e:
+        raise _disk_error(e, store.root, "starting the download") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def install(
@@ -122,8 +166,6 @@ def install(
     cancel: Callable[[], bool] | None = None,
 ) -> InstalledModel:
     """Download `source` (catalogue name or repository id) and install it as `name`; returns the model."""
-    from ..convert import convert_checkpoint
-    from ..convert.checkpoint import REQUIRED_FILES
     from ..runtime.bundle import OFFERED_PRECISIONS as PRECISIONS
 
     store = store or ModelStore()
@@ -135,8 +177,16 @@ def install(
         raise StoreError(f"A model called {name!r} is already installed; remove it first or choose another --name.")
     if (store.root / name).exists():
         raise StoreError(f"{store.root / name} already exists and is not a model; choose another --name.")
-    report = progress or (lambda _f, _m: None)
-    endpoint = endpoint_url(endpoint)
+    with download_lock(store, name):
+        return _install(store, repo_id, name, precision, endpoint_url(endpoint), token, keep_checkpoint,
+                        progress or (lambda _f, _m: None), on_download, cancel)
+
+
+def _install(store: ModelStore, repo_id: str, name: str, precision: str, endpoint: str, token: str | None,
+             keep_checkpoint: bool, report: Progress, on_download: Callable[[DownloadProgress], None] | None,
+             cancel: Callable[[], bool] | None) -> InstalledModel:
+    from ..convert import convert_checkpoint
+    from ..convert.checkpoint import REQUIRED_FILES
 
     report(0.0, f"asking {redact(endpoint)} for {repo_id}")
     repo = run_cancellable(lambda: repo_listing(repo_id, endpoint=endpoint, token=token), cancel)
@@ -207,11 +257,8 @@ def _claim_download_folder(raw: Path, repo: RemoteRepo, name: str, precision: st
     """Reuse partial files only if they belong to this very commit of this repository."""
     from ..io.fileio import write_atomic
 
-    try:
-        old = json.loads((raw / PENDING).read_text(encoding="utf-8"))
-        same = old.get("repo_id") == repo.repo_id and old.get("revision") == repo.revision
-    except (OSError, ValueError, AttributeError):
-        same = False
+    old = _read_pending(raw)
+    same = bool(old) and old.get("repo_id") == repo.repo_id and old.get("revision") == repo.revision
     if raw.exists() and not same:
         shutil.rmtree(raw, ignore_errors=True)
     raw.mkdir(parents=True, exist_ok=True)
@@ -238,11 +285,11 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _disk_error(e: OSError, root: Path, doing: str) -> Exception:
-    if e.errno == errno.ENOSPC:
-        return StoreError(f"The disk holding {root} is full ({doing}); free some space and try again: "
+def _disk_error(e: OSError | ValueError, root: Path, doing: str) -> Exception:
+    if getattr(e, "errno", None) == errno.ENOSPC:
+        return StoreError(f"The disk holding {shown_path(root)} is full ({doing}); free some space and try again: "
                           "the download resumes where it stopped.")
-    return StoreError(f"Cannot write in {root} while {doing}: {e.strerror or e}.")
+    return StoreError(f"Cannot write in {shown_path(root)} while {doing}: {getattr(e, 'strerror', None) or e}.")
 
 
 def _remove_if_empty(folder: Path) -> None:

@@ -12,6 +12,8 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,9 +47,13 @@ def default_models_dir(chosen: str | os.PathLike | None = None) -> Path:
         return Path(env).expanduser()
     if chosen:
         return Path(chosen).expanduser()
-    try:
-        moved = _pointer_file().read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+    try:  # a regular file of a path's size only: a FIFO there would block the app's start
+        pointer = _pointer_file()
+        small = pointer.is_file() and pointer.stat().st_size <= 65536
+        moved = pointer.read_bytes().decode("utf-8").strip() if small else ""
+    except (OSError, ValueError):
+        moved = ""
+    if "\0" in moved or "\n" in moved:
         moved = ""
     if moved:
         return Path(moved)
@@ -73,12 +79,53 @@ class InstalledModel:
 
 
 def folder_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+    total = 0
+    for f in path.rglob("*"):
+        try:
+            if f.is_file() and not f.is_symlink():
+                total += f.stat().st_size
+        except OSError:  # removed meanwhile, unreadable: not counted
+            pass
+    return total
+
+
+def _reason(e: BaseException) -> str:
+    return (e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0] if str(e)
+            else type(e).__name__)
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def shown_path(path: Path | str, limit: int = 90) -> str:
+    """A path as it may appear in a one-line message: shortened in the middle when very long."""
+    text = str(path)
+    return text if len(text) <= limit else text[:30] + "…" + text[-(limit - 31):]
 
 
 class ModelStore:
+    """The models folder. Its constructor and readers raise StoreError only (one line), whatever the folder is:
+    missing, a file, unreadable, or a path the system refuses (too long, a NUL): the app shows it and starts."""
+
     def __init__(self, root: str | os.PathLike | None = None):
-        self.root = Path(root) if root is not None else default_models_dir()
+        try:
+            self.root = Path(root) if root is not None else default_models_dir()
+        except (OSError, ValueError, RuntimeError, TypeError) as e:  # "~nosuchuser", a NUL, not a path
+            raise StoreError(f"The models folder setting cannot be used ({_reason(e)}); choose another folder "
+                             f"(the app's Folders dialog, or {ENV_DIR}).") from None
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Turns what the system says about an unusable folder into one StoreError line."""
+        try:
+            yield
+        except (OSError, ValueError, RuntimeError) as e:
+            raise StoreError(f"The models folder {shown_path(self.root)} cannot be read ({_reason(e)}); choose "
+                             f"another folder (the app's Folders dialog, or {ENV_DIR}).") from None
 
     def path_of(self, name: str) -> Path:
         return self.root / check_name(name)
@@ -87,14 +134,15 @@ class ModelStore:
         return self.root / DOWNLOADS
 
     def installed(self) -> list[InstalledModel]:
-        if not self.root.is_dir():
-            return []
-        out = []
-        for d in sorted(self.root.iterdir(), key=lambda p: p.name.lower()):
-            if d.name.startswith(".") or not (d / "manifest.json").is_file():
-                continue
-            out.append(self._describe(d))
-        return out
+        with self.reading():
+            if not self.root.is_dir():
+                return []
+            out = []
+            for d in sorted(self.root.iterdir(), key=lambda p: p.name.lower()):
+                if d.name.startswith(".") or not (d / "manifest.json").is_file():
+                    continue
+                out.append(self._describe(d))
+            return out
 
     def _describe(self, d: Path) -> InstalledModel:
         try:
@@ -114,9 +162,10 @@ class ModelStore:
 
     def get(self, name: str) -> InstalledModel | None:
         d = self.root / name
-        if not _NAME.match(name) or not (d / "manifest.json").is_file():
-            return None
-        return self._describe(d)
+        with self.reading():
+            if not _NAME.match(name) or not (d / "manifest.json").is_file():
+                return None
+            return self._describe(d)
 
     def remove(self, name: str) -> Path:
         model = self.get(name)
@@ -132,12 +181,16 @@ class ModelStore:
     def resolve(self, value: str | os.PathLike) -> Path:
         """A --model value: an existing folder as given, else the installed model of that name."""
         path = Path(value)
-        if path.is_dir():
-            return path
+        try:
+            if path.is_dir():
+                return path
+        except (OSError, ValueError):
+            pass  # a path the system refuses: not a folder; the name lookup below decides
         text = str(value)
-        if _NAME.match(text) and (self.root / text / "manifest.json").is_file():
-            return self.root / text
-        if os.sep in text or (os.altsep and os.altsep in text) or path.exists():
+        with self.reading():
+            if _NAME.match(text) and (self.root / text / "manifest.json").is_file():
+                return self.root / text
+        if os.sep in text or (os.altsep and os.altsep in text) or _exists(path):
             return path  # a path: Bundle.open says what is wrong with it
         names = ", ".join(m.name for m in self.installed()) or "none yet"
         raise StoreError(f"No model bundle at {text!r} and no installed model of that name "

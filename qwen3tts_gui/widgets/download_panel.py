@@ -22,6 +22,7 @@ from ..engine_adapter import (
     CATALOGUE,
     DEFAULT_PRECISION,
     ModelStore,
+    StoreError,
     find_entry,
     format_bytes,
     pending_downloads,
@@ -106,7 +107,7 @@ class DownloadPanel(QWidget):
 
     def _show_unfinished(self) -> None:
         """After a restart, offer the download that was left unfinished (its model and precision)."""
-        pending = pending_downloads(ModelStore(self.ctx.models_folder()))
+        pending = self._pending()
         if not pending or self.downloader.running:
             return
         p = pending[0]
@@ -155,10 +156,19 @@ class DownloadPanel(QWidget):
             w.setEnabled(not running)
 
     def pending_for(self, repo_id: str):
-        for p in pending_downloads(ModelStore(self.ctx.models_folder())):
+        for p in self._pending():
             if p.repo_id == repo_id:
                 return p
         return None
+
+    def _pending(self) -> list:
+        """Unfinished downloads; none when the models folder cannot be read (the status line says why)."""
+        try:
+            return pending_downloads(ModelStore(self.ctx.models_folder()))
+        except StoreError as e:
+            if not self.downloader.running:
+                self.status.setText(str(e))
+            return []
 
     def start(self) -> None:
         self.ctx.settings.download_precision = self.precision()

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..downloads import ModelDownloader
-from ..engine_adapter import CATALOGUE, EngineError, ModelStore, format_bytes, pending_downloads
+from ..engine_adapter import CATALOGUE, EngineError, ModelStore, StoreError, format_bytes, pending_downloads
 from .download_panel import DownloadPanel
 
 
@@ -111,8 +111,13 @@ class ModelsDialog(QDialog):
 
     def refresh(self) -> None:
         store = self.store()
-        models = store.installed()
-        used = f"{len(models)} models, {format_bytes(sum(m.disk_bytes for m in models))}" if models else "no models yet"
+        try:
+            models = store.installed()
+        except StoreError as e:  # a folder that cannot be read: say so where the list would be
+            models, used = [], str(e)
+        else:
+            used = (f"{len(models)} models, {format_bytes(sum(m.disk_bytes for m in models))}" if models
+                    else "no models yet")
         self.folder_label.setText(f"Folder: {store.root}  ({used})")
         default = self.ctx.settings.model_path
         self.table.clear()
@@ -131,9 +136,12 @@ class ModelsDialog(QDialog):
 
     def _fill_available(self, models=None) -> None:
         """The catalogue: sizes at the chosen precision, and whether each is installed or half downloaded."""
-        models = self.store().installed() if models is None else models
+        try:
+            models = self.store().installed() if models is None else models
+            pending = {p.repo_id: p for p in pending_downloads(self.store())}
+        except StoreError:  # refresh() shows why
+            models, pending = [], {}
         have = {m.repo_id for m in models}
-        pending = {p.repo_id: p for p in pending_downloads(self.store())}
         precision = self.panel.precision()
         self.available.clear()
         for e in CATALOGUE:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import Cancelled
-from engine.store import HubError, ModelStore, install, installer
+from engine.store import HubError, ModelStore, StoreError, install, installer
 from tests.hub_server import HubServer, Repo
 
 from .conftest import ROOT, one_line, run_cli
@@ -100,7 +100,7 @@ def test_a_file_name_that_leaves_the_folder_stops_the_download(env, monkeypatch,
         assert not [r for r in server.requests if "/resolve/" in r[1]]  # no file was even asked for
     assert _tree(env / "home") == before
     models = env / "models"
-    assert not models.exists() or not [p for p in models.rglob("*") if p.is_file()]
+    assert not models.exists() or not [p for p in models.rglob("*") if p.is_file() and ".locks" not in p.parts]
     assert ModelStore().installed() == []
 
 
@@ -319,3 +319,112 @@ def test_cancel_takes_effect_within_a_second_and_keeps_every_byte_received(env, 
         if line == "stalled mid-file":
             assert [r[2] for r in server.file_requests(BIG_FILE)] == [f"bytes={sent}-"]
     assert [m.name for m in ModelStore().installed()] == [NAME]
+
+
+# --- two downloads of one model ---------------------------------------------------------------------------------
+
+
+def test_a_second_download_of_the_same_model_is_told_the_first_is_running(env, monkeypatch, capsys):
+    from engine.store import discard_download
+
+    repo = tiny_repo()
+    with HubServer({REPO: repo}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        server.seconds_per_block = 0.05
+        cancel = threading.Event()
+        thread, outcome = _download_in_background(cancel)
+        assert _wait_for(lambda: [r for r in server.requests if "/resolve/" in r[1]], 20)
+        fetched = len(server.requests)
+        code, err = run_cli(capsys, "models", "download", REPO)
+        line = one_line(err)
+        assert code == 2 and NAME in line and "already being downloaded" in line, line
+        with pytest.raises(StoreError, match="already being downloaded"):
+            discard_download(ModelStore(), NAME)  # nor is its unfinished download thrown away under it
+        assert not [r for r in server.requests[fetched:] if "/api/models/" in r[1]]  # told before asking the hub
+        server.seconds_per_block = 0.0
+        thread.join(60)
+    assert outcome == ["installed"]  # the first was not disturbed
+    (model,) = ModelStore().installed()
+    assert (model.path / "manifest.json").is_file()
+    # the lock went with the download: the model can be removed and downloaded again
+    ModelStore().remove(NAME)
+    with HubServer({REPO: tiny_repo()}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        install(REPO)
+
+
+def test_a_killed_download_does_not_keep_the_model_locked(env, monkeypatch):
+    """The lock is the system's: a process killed mid-download releases it."""
+    import subprocess
+    import sys
+
+    held = env / "holding"
+    code = ("import sys, time; from pathlib import Path; from engine.store import ModelStore;"
+            "from engine.store.installer import download_lock\n"
+            f"with download_lock(ModelStore(), {NAME!r}):\n"
+            f"    Path({str(held)!r}).write_text('1'); time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
+    try:
+        assert _wait_for(held.exists, 30)
+        with pytest.raises(StoreError, match="already being downloaded"):
+            with installer.download_lock(ModelStore(), NAME):
+                pass
+    finally:
+        proc.kill()
+        proc.wait()
+    with installer.download_lock(ModelStore(), NAME):
+        pass
+
+
+# --- a models folder that cannot be used ------------------------------------------------------------------------
+
+
+def _read_only(env: Path, small_disk) -> Path:
+    """A read-only models folder: a read-only tmpfs as root (root ignores permission bits), else chmod."""
+    import os
+    import subprocess
+
+    if os.geteuid() == 0:
+        where = small_disk(1024)
+        subprocess.run(["mount", "-o", "remount,ro", str(where)], check=True)
+        return where
+    where = env / "ro"
+    where.mkdir()
+    where.chmod(0o555)
+    return where
+
+
+@pytest.mark.parametrize("kind", ["a file", "read-only", "too long", "under a file"])
+def test_a_models_folder_that_cannot_be_used_is_one_line(env, monkeypatch, capsys, small_disk, kind):
+    if kind == "a file":
+        folder = env / "models-file"
+        folder.write_text("not a folder")
+    elif kind == "read-only":
+        folder = _read_only(env, small_disk)
+    elif kind == "too long":
+        folder = env / ("m" * 250) / ("m" * 250) / ("x" * 300)
+    else:
+        (env / "plain").write_text("x")
+        folder = env / "plain" / "models"
+    monkeypatch.setenv("QWEN3TTS_MODELS_DIR", str(folder))
+    with HubServer({REPO: tiny_repo()}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        code, err = run_cli(capsys, "models", "download", REPO)
+        line = one_line(err)
+        assert code == 2 and ("models folder" in line or "Cannot write in" in line), line
+    for call in (lambda s: s.installed(), lambda s: s.get(NAME), lambda s: s.resolve(NAME),
+                 lambda s: installer.pending_downloads(s)):
+        try:
+            call(ModelStore())
+        except StoreError as e:  # its own one-line error, or nothing
+            assert "\n" not in str(e) and len(str(e)) < 300
+    code, err = run_cli(capsys, "models", "list")  # nothing installed, or one line saying why not
+    assert code == 0 and len(err.strip().splitlines()) <= 1 or code == 2 and "models folder" in one_line(err), err
+    if kind == "a file":
+        assert folder.read_text() == "not a folder"
+
+
+def test_a_models_folder_setting_that_is_not_a_path_is_one_error(monkeypatch):
+    monkeypatch.setenv("QWEN3TTS_MODELS_DIR", "~no-such-user-here/models")
+    with pytest.raises(StoreError, match="models folder"):
+        ModelStore()

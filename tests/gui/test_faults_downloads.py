@@ -93,3 +93,45 @@ def test_closing_the_window_during_a_download_waits_for_nothing(qtbot, make_wind
     assert worker.isFinished()  # nothing left running for Qt to destroy
     if line == "stalled":
         assert part.stat().st_size == SENT
+
+
+@pytest.mark.parametrize("where", ["QWEN3TTS_MODELS_DIR too long", "setting too long", "a file"])
+def test_a_models_folder_that_cannot_be_used_does_not_stop_the_start(qtbot, make_window, settings, dialogs,
+                                                                      tmp_path, monkeypatch, where):
+    long_path = str(tmp_path / ("m" * 250) / ("m" * 250) / ("x" * 300))
+    monkeypatch.delenv("QWEN3TTS_MODELS_DIR", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    if where == "QWEN3TTS_MODELS_DIR too long":
+        monkeypatch.setenv("QWEN3TTS_MODELS_DIR", long_path)
+    elif where == "setting too long":
+        settings.models_dir = long_path
+    else:
+        (tmp_path / "models-file").write_text("not a folder")
+        monkeypatch.setenv("QWEN3TTS_MODELS_DIR", str(tmp_path / "models-file"))
+    window = make_window(model=False)
+    assert window.isVisible() and window.welcome.download is not None
+    qtbot.mouseClick(window.welcome.download.download_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.downloader.running, timeout=10000)
+    message = dialogs.errors[-1][1]
+    assert "\n" not in message and "Traceback" not in message
+    if where == "a file":
+        assert "Cannot write in" in message and (tmp_path / "models-file").read_text() == "not a folder"
+
+
+def test_an_unreadable_models_folder_is_said_in_the_models_dialog(qtbot, make_window, monkeypatch):
+    """The store's readers raise StoreError only (held by the engine's fault tests): the dialog and the download
+    panel show it instead of failing to open."""
+    from engine.store import StoreError
+    from qwen3tts_gui.widgets import download_panel, models_dialog
+
+    def unreadable(*_args, **_kw):
+        raise StoreError("The models folder /x cannot be read (Permission denied); choose another folder.")
+
+    monkeypatch.setattr(ModelStore, "installed", unreadable)
+    monkeypatch.setattr(models_dialog, "pending_downloads", unreadable)
+    monkeypatch.setattr(download_panel, "pending_downloads", unreadable)
+    window = make_window(model=False)
+    assert "cannot be read" in window.welcome.download.status.text()
+    dialog = models_dialog.ModelsDialog(window.downloader, window)
+    qtbot.addWidget(dialog)
+    assert "cannot be read" in dialog.folder_label.text()
