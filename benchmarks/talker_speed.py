@@ -66,7 +66,7 @@ def run(bundle: Bundle, threads: int, frames: int, forced: np.ndarray | None, co
     cb = cp.codebook_size
     text = talker.codec_rows(np.arange(12) + cb) * 0.5  # deterministic stand-in prompt rows
     pad = talker.codec_rows([cb + 100])[0] * 0.5
-    hidden, logits = talker.prefill(text)
+    seq, hidden, logits = talker.start(text)
     codes = np.zeros((frames, cp.groups), np.int64)
     t_logits, c_logits = [], []
     t_step, t_cp, t_fb, cpu = [], [], [], []
@@ -89,7 +89,7 @@ def run(bundle: Bundle, threads: int, frames: int, forced: np.ndarray | None, co
         row = cp.feedback(codes[f]) + pad
         t_fb.append(time.perf_counter() - t)
         t = time.perf_counter()
-        hidden, logits = talker.step(row)
+        hidden, logits = talker.step(seq, row)
         t_step.append(time.perf_counter() - t)
         cpu.append(time.thread_time() - c_start)
     return dict(load_s=load_s, step=np.array(t_step), cp=np.array(t_cp), fb=np.array(t_fb), cpu=np.array(cpu),

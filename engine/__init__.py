@@ -88,8 +88,8 @@ from .longform.runner import (  # noqa: E402
 )
 from .nets.codec_decoder import DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION  # noqa: E402
 from .runtime.bundle import OFFERED_PRECISIONS, Bundle  # noqa: E402
-from .synthesis.batching import MAX_BATCH_SIZE  # noqa: E402
 from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
+from .synthesis.generation import MAX_BATCH_SIZE  # noqa: E402
 from .synthesis.model_kind import InstructIgnoredWarning, ModelKind, Speaker  # noqa: E402
 from .synthesis.runs import BatchRun, run_synthesis  # noqa: E402
 from .synthesis.synthesizer import DEFAULT_BATCH_SIZE, Synthesizer  # noqa: E402

@@ -22,7 +22,7 @@ from engine.nets.code_predictor import CodePredictor
 from engine.nets.talker import Talker
 from engine.runtime.bundle import Bundle
 from engine.runtime.step_graph import StepNet, step_param_text
-from engine.synthesis.batching import MAX_BATCH_SIZE
+from engine.synthesis.generation import MAX_BATCH_SIZE
 from engine.synthesis.synthesizer import Synthesizer
 from tests.bundles import OUTPUTS, bundle_for, fixture_models
 from tests.test_synth_parity import injected_voice, load_case
@@ -157,7 +157,8 @@ def test_float_results_same_at_any_thread_count(model):
 
     def run(threads):
         talker.governor.current = cp.governor.current = threads  # the count their next calls run at
-        outs = [talker.prefill(prompt)] + [talker.step(s) for s in steps]
+        seq, hidden, logits = talker.start(prompt)
+        outs = [(hidden, logits)] + [talker.step(seq, s) for s in steps]
         logs = []
         cp.predict(outs[-1][0], 5, lambda lg, g: (logs.append(np.array(lg)), int(np.argmax(lg)))[1])
         return [a for pair in outs for a in pair] + logs

@@ -442,13 +442,13 @@ def test_closing_the_events_stops_the_chunk_in_progress():
     assert synth.open_generators == 0 and len(synth.calls) == 2
 
 
-def test_cancelled_by_another_synthesis_is_not_a_chunk_failure():
-    class Abandoned(ScriptedSynth):
+def test_a_cancelled_synthesis_is_not_a_chunk_failure():
+    class Stopped(ScriptedSynth):
         def synthesize(self, text, voice, language="auto", settings=None):
-            raise Cancelled("another synthesis started on this model; this one was abandoned")
+            raise Cancelled("stopped from outside")
 
     with pytest.raises(Cancelled):
-        run_long(Abandoned({}))
+        run_long(Stopped({}))
 
 
 # ------------------------------------------------------------------------------------------------ end to end

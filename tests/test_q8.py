@@ -276,7 +276,7 @@ def test_q8_code_predictor_logits_within_quantisation_bound(model):
     meta = bundle8.part("talker")
     layers = 4 * meta["code_predictor"]["layers"] + 1 + int(meta["small_to_mtp_projection"])
     bound = _bound(model, "talker.code_predictor.", layers)
-    hidden, _ = talker.prefill(case["prefill"])
+    seq, hidden, _ = talker.start(case["prefill"])
     worst = 0.0
     for frame in case["codes"][:4].astype(np.int64):
         seen: dict[str, list[np.ndarray]] = {"fp32": [], "q8": []}
@@ -288,7 +288,7 @@ def test_q8_code_predictor_logits_within_quantisation_bound(model):
         for a, b in zip(seen["q8"], seen["fp32"], strict=True):
             worst = max(worst, _rel(a, b))
             _keeps_confident_choices(a, b, bound)
-        hidden, _ = talker.step(cp32.feedback(frame))
+        hidden, _ = talker.step(seq, cp32.feedback(frame))
     print(f"{model} q8 code predictor logits: max err {worst:.2e}, bound {bound:.2e}")
     assert worst <= bound
 
@@ -317,8 +317,8 @@ def test_legacy_block_bundle_still_runs(legacy_bundle):
     assert talker.net.max_rows == CodePredictor(legacy_bundle, 1).net.max_rows == 3
     case = load_case(model, [n for m, n in CASES if m == model][0])
     talker32 = engines(model)[0]
-    _, want = talker32.prefill(case["prefill"])
-    _, got = talker.prefill(case["prefill"])
+    _, _, want = talker32.start(case["prefill"])
+    _, _, got = talker.start(case["prefill"])
     assert _rel(got, want) <= _bound(model, "talker.", 4 * meta["talker"]["layers"] + 1, "block")
     rng = np.random.default_rng(2)
     prompts = [rng.standard_normal((3 + j, talker.hidden_size)).astype(np.float32) for j in range(5)]

@@ -31,7 +31,7 @@ def greedy(bundle_dir, frames: int = FRAMES) -> tuple[np.ndarray, np.ndarray, np
     bundle = Bundle.open(bundle_dir)
     talker, cp = Talker(bundle, 1), CodePredictor(bundle, 1)
     cb = cp.codebook_size
-    hidden, logits = talker.prefill(talker.codec_rows(np.arange(12) + cb) * 0.5)
+    seq, hidden, logits = talker.start(talker.codec_rows(np.arange(12) + cb) * 0.5)
     pad = talker.codec_rows([cb + 100])[0] * 0.5
     codes, t_logits, c_logits = [], [], []
     for _ in range(frames):
@@ -44,7 +44,7 @@ def greedy(bundle_dir, frames: int = FRAMES) -> tuple[np.ndarray, np.ndarray, np
 
         frame = np.concatenate([[c0], cp.predict(hidden, c0, choose)]).astype(np.int64)
         codes.append(frame)
-        hidden, logits = talker.step(cp.feedback(frame) + pad)
+        hidden, logits = talker.step(seq, cp.feedback(frame) + pad)
     return np.stack(codes), np.stack(t_logits), np.stack(c_logits)
 
 

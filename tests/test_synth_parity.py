@@ -118,12 +118,12 @@ def assert_first_step_logits(synth: Synthesizer, d: dict) -> None:
     """Teacher-forced: the official prefill, then each official frame plus its text row; raw logits compared."""
     talker, cp = synth._talker, synth._code_predictor
     ref, codes, trailing = d["logits"], d["codes"], d["trailing"]
-    _, logits = talker.prefill(d["prefill"])
+    seq, _, logits = talker.start(d["prefill"])
     np.testing.assert_allclose(logits, ref[0], rtol=0, atol=1e-4)
     tpad = synth._text_rows([synth._ids.tts_pad])[0]
     for k in range(1, min(len(ref), len(codes) + 1)):
         text_row = trailing[k - 1] if k - 1 < len(trailing) else tpad
-        _, logits = talker.step(cp.feedback(codes[k - 1]) + text_row)
+        _, logits = talker.step(seq, cp.feedback(codes[k - 1]) + text_row)
         np.testing.assert_allclose(logits, ref[k], rtol=0, atol=1e-4, err_msg=f"step {k}")
 
 

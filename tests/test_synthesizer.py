@@ -169,16 +169,20 @@ def test_estimate_seconds_scales_with_text():
     assert 1.0 < estimate_seconds("The quick brown fox jumps over the lazy dog.") < 6.0
 
 
-def test_a_second_synthesis_abandons_the_first(synth, voice):
-    from engine.errors import Cancelled
-
-    first = synth.synthesize("Hello world, how are you?", voice, "english", GenerationSettings(seed=2, max_frames=20))
-    next(first)
-    second = list(synth.synthesize("Hi.", voice, "english", GenerationSettings(greedy=True, max_frames=4)))
-    assert isinstance(second[-1], SynthesisResult)
-    with pytest.raises(Cancelled):
-        for _ in first:
-            pass
+def test_two_syntheses_open_at_once_each_get_their_own_codes(synth, voice):
+    """Each synthesis holds its own KV cache: one started and run to its end while another is half done changes
+    neither's codes."""
+    text, settings = "Hello world, how are you?", GenerationSettings(seed=2, max_frames=20, codes_only=True)
+    short, greedy = "Hi.", GenerationSettings(greedy=True, max_frames=4, codes_only=True)
+    want_first = list(synth.synthesize(text, voice, "english", settings))[-1].codes
+    want_second = list(synth.synthesize(short, voice, "english", greedy))[-1].codes
+    first = synth.synthesize(text, voice, "english", settings)
+    head = [next(first), next(first)]
+    second = list(synth.synthesize(short, voice, "english", greedy))
+    rest = list(first)
+    assert [e.index for e in head] == [0, 1] and len(want_first) > 2
+    np.testing.assert_array_equal(second[-1].codes, want_second)
+    np.testing.assert_array_equal(rest[-1].codes, want_first)
 
 
 @pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "inline"])

@@ -13,7 +13,7 @@ import pytest
 from engine.convert.checkpoint import Checkpoint
 from engine.errors import EngineError
 from engine.nets.code_predictor import CodePredictor
-from engine.nets.talker import Talker
+from engine.nets.talker import Talker, TalkerSequence
 from engine.runtime.bundle import Bundle
 from tests.bundles import MODELS, OUTPUTS, bundle_for, fixture_models
 
@@ -95,7 +95,7 @@ def teacher_forced_run(model: str, case: dict[str, np.ndarray], precision: str =
     tpad = tts_pad_row(model)
     max_new = int(case["max_new_tokens"])
 
-    hidden, logits = talker.prefill(case["prefill"])
+    seq, hidden, logits = talker.start(case["prefill"])
     raw_logits = [logits]
     history: list[int] = []
     got = np.full_like(codes, -1)
@@ -109,7 +109,7 @@ def teacher_forced_run(model: str, case: dict[str, np.ndarray], precision: str =
         history.append(int(codes[k, 0]))
         got[k, 1:] = cp.predict(hidden, int(codes[k, 0]), argmax_choose)
         text = trailing[k] if k < len(trailing) else tpad
-        hidden, logits = talker.step(cp.feedback(codes[k]) + text)
+        hidden, logits = talker.step(seq, cp.feedback(codes[k]) + text)
         raw_logits.append(logits)
     return dict(codes=got, end_token=end_token, eos=eos, max_new=max_new, raw_logits=raw_logits)
 
@@ -123,7 +123,7 @@ def test_fixtures_present():
 def test_first_step_logits(model, name):
     case = load_case(model, name)
     talker, _, _ = engines(model)
-    _, logits = talker.prefill(case["prefill"])
+    _, _, logits = talker.start(case["prefill"])
     err = rel_err(logits, case["logits"][0])
     print(f"{model}/{name}: first-step logits max err {err:.2e} (relative to scale)")
     assert err <= TOL
@@ -177,19 +177,19 @@ def test_fast_precisions_close(precision):
 
 
 def test_kv_cache_steps_equal_one_prefill():
-    """prefill(a) + step(b_i) gives the same last logits as prefill(a ++ b)."""
+    """start(a) + step(b_i) gives the same last logits as start(a ++ b); each sequence keeps its own cache."""
     model = fixture_models()[0]
     talker, _, _ = engines(model)
     rng = np.random.default_rng(3)
     rows = rng.standard_normal((9, talker.hidden_size)).astype(np.float32)
-    talker.prefill(rows[:5])
+    seq, _, _ = talker.start(rows[:5])
     for r in rows[5:]:
-        h1, l1 = talker.step(r)
-    h2, l2 = talker.prefill(rows)
-    assert talker.position == 9
+        h1, l1 = talker.step(seq, r)
+    whole, h2, l2 = talker.start(rows)
+    assert seq.position == 9 and whole.position == 9
     assert rel_err(l1, l2) <= TOL and rel_err(h1, h2) <= TOL
-    h3, l3 = talker.prefill(rows[:1])  # a one-row prefill restarts at position 0
-    assert talker.position == 1 and np.isfinite(l3).all()
+    one, _, l3 = talker.start(rows[:1])  # a one-row prefill starts at position 0
+    assert one.position == 1 and np.isfinite(l3).all()
 
 
 def test_feedback_and_frame_rows_agree():
@@ -212,10 +212,12 @@ def test_bad_input_raises_engine_error():
     model = fixture_models()[0]
     talker, cp, _ = engines(model)
     with pytest.raises(EngineError):
-        talker.prefill(np.zeros((3, talker.hidden_size + 1), np.float32))
-    talker.reset()
+        talker.start(np.zeros((3, talker.hidden_size + 1), np.float32))
+    with pytest.raises(EngineError, match="before prefill"):
+        talker.step(TalkerSequence(talker.layers), np.zeros(talker.hidden_size, np.float32))
+    seq, _, _ = talker.start(np.zeros((3, talker.hidden_size), np.float32))
     with pytest.raises(EngineError):
-        talker.step(np.zeros(talker.hidden_size, np.float32))
+        talker.step(seq, np.zeros(talker.hidden_size + 1, np.float32))
     with pytest.raises(EngineError):
         talker.codec_rows([10**6])
     with pytest.raises(EngineError):
@@ -242,10 +244,10 @@ def test_fp32_bundle_of_bf16_checkpoint_keeps_exact_weights(tmp_path):
         talker = Talker(bundle, THREADS, compact_weights=compact)
         cp = CodePredictor(bundle, THREADS, compact_weights=compact)
         rows = rng.standard_normal((7, talker.hidden_size)).astype(np.float32) if not results else results[0][0]
-        h, lg = talker.prefill(rows[:5])
+        seq, h, lg = talker.start(rows[:5])
         outs = [lg]
         for r in rows[5:]:
-            h, lg = talker.step(r)
+            h, lg = talker.step(seq, r)
             outs.append(lg)
         cp_logits: list[np.ndarray] = []
         cp.predict(h, 3, lambda x, g, _o=cp_logits: (_o.append(x), int(np.argmax(x)))[1])

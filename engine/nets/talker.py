@@ -105,7 +105,8 @@ class Talker:
 
     start() prefills one sequence alone; step_many() advances several sequences by one position (in one call on
     a StepNet, one call per sequence on a SequenceNet), each row at its own position over its own KV cache; a
-    row's numbers do not depend on the other rows. prefill()/step() are the one-sequence form of the same calls."""
+    row's numbers do not depend on the other rows; step() is the one-sequence form. The talker holds no sequence:
+    each KV cache is a TalkerSequence its caller owns (engine/synthesis/generation.py SequenceState)."""
 
     def __init__(self, bundle: Bundle, threads: int = 2, *, compact_weights: bool = True,
                  adaptive_threads: bool = True):
@@ -118,17 +119,8 @@ class Talker:
         self.governor = ThreadGovernor(threads, adaptive=adaptive_threads)
         self._codec = bundle.table(meta["tables"]["codec"], in_memory=True)  # read every frame
         self._rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]))
-        self._single: TalkerSequence | None = None
         self._zeros = np.zeros((1, 1024), np.float32)
         self._rope_mats: list[tuple[ncnn.Mat, ncnn.Mat]] = []  # per position, made in blocks, shared by sequences
-
-    @property
-    def position(self) -> int:
-        """Number of positions in the KV cache of the one-sequence form (prefill/step)."""
-        return self._single.position if self._single is not None else 0
-
-    def reset(self) -> None:
-        self._single = None
 
     def start(self, rows: np.ndarray) -> tuple[TalkerSequence, np.ndarray, np.ndarray]:
         """Prefill a new sequence with its prompt rows (L, H) at positions 0..L-1; returns the sequence and the
@@ -228,19 +220,12 @@ class Talker:
             self._zeros = np.zeros((1, 2 * keys), np.float32)
         return self._zeros[:, :keys]
 
-    def prefill(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Run the prompt rows at positions 0..L-1; returns (hidden, logits) of the last position."""
-        self._single, hidden, logits = self.start(rows)
-        return hidden, logits
-
-    def step(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """One new position (KV cache continues); returns (hidden, logits)."""
+    def step(self, seq: TalkerSequence, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One new position of one sequence (its KV cache continues); returns (hidden, logits)."""
         row = np.ascontiguousarray(row, dtype=np.float32).reshape(-1)
         if row.shape[0] != self.hidden_size:
             raise EngineError(f"talker step needs a ({self.hidden_size},) row, got {row.shape[0]} values")
-        if self._single is None:
-            raise EngineError("talker step before prefill")
-        hidden, logits = self.step_many([self._single], row[None])
+        hidden, logits = self.step_many([seq], row[None])
         return hidden[0], logits[0]
 
     def codec_rows(self, ids) -> np.ndarray:

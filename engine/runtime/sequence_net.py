@@ -8,7 +8,7 @@ alternating in one process: talker step 34 vs 47 ms, code-predictor frame 104 vs
 inside the graph a call is one extractor and two extracts per cache, not a round trip through Python per layer.
 
 Rows of a batch therefore run one after another, each call exactly as the sequence alone: batching a float bundle
-changes no result and saves no weight reads (engine/synthesis/batching.py still interleaves the sequences).
+changes no result and saves no weight reads (engine/synthesis/generation.py still interleaves the sequences).
 """
 
 from __future__ import annotations

@@ -179,7 +179,7 @@ class StepNet:
     returns the attention output in the same layout; run_one() is its one-sequence form. Callers pass at most
     `max_rows` rows per call (the module docstring says why older q8 bundles take fewer)."""
 
-    Q8_MAX_ROWS = {"int8": 8, "block": 3}  # int8: the largest batch (engine/synthesis/batching.py MAX_BATCH_SIZE)
+    Q8_MAX_ROWS = {"int8": 8, "block": 3}  # int8: the largest batch (engine/synthesis/generation.py MAX_BATCH_SIZE)
     # ncnn's int8 Gemm fixes its thread count when the net loads (a later opt.num_threads only prints a warning
     # per layer per call), so int8 graphs load at one thread and the governor steers their attention nets only.
     # One thread was the faster count at every batch size measured with sleeping OpenMP threads (engine/runtime/cpu.py):

@@ -1,6 +1,6 @@
 """Prompt to frames to audio: sampling (the official logits processing), the model kinds (Base, CustomVoice,
-VoiceDesign) and their speakers, the frame loop of one sequence (generation) and of several side by side
-(batching), designed voices, the Synthesizer, the one door the CLI and the GUI use, its streaming decode
+VoiceDesign) and their speakers, the one frame loop (generation: several sequences side by side, one sequence
+a batch of one), designed voices, the Synthesizer, the one door the CLI and the GUI use, its streaming decode
 (streaming) and the consumers of its events (runs).
 
 It imports nets/, text/, runtime/, io/ and the plain data at the engine's root (types, voice, codec_format,

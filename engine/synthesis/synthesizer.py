@@ -16,8 +16,8 @@ CONTRACT (stable; the GUI depends on it):
         yields FrameEvent per frame (and AudioChunk when settings.stream_audio), then one SynthesisResult
         (its timings: a Timings). settings.ignore_eos runs exactly max_frames frames; settings.codes_only
         skips decoding (the result has no audio). Cancel by closing the generator (gen.close()) between frames.
-        One synthesis at a time per Synthesizer: starting another abandons the first (its next step raises
-        Cancelled).
+        Several syntheses may be open at once (each sequence holds its own KV cache), stepped from one thread
+        at a time.
     synth.decode(codes) -> float32 audio (codes: (T, 16) ints)
     run_synthesis(events, on_frame, on_audio, check_cancel) -> SynthesisResult: the one loop over the events
     synth.model_kind           -> "base" | "custom_voice" | "voice_design"
@@ -77,9 +77,8 @@ from ..types import (
     Timings,
 )
 from ..voice import Voice
-from .batching import MAX_BATCH_SIZE, ContinuousBatch
 from .designed_voice import is_designed
-from .generation import SequenceState, generate
+from .generation import FrameLoop, SequenceState, check_batch_size, generate
 from .model_kind import ModelKind, Speaker, prompt_language
 from .runs import BatchRun
 from .sampling import Sampler, SamplingConfig, resolve, settings_from_generation_config
@@ -131,7 +130,6 @@ class Synthesizer:
         self.overlap_decode = True
         self._speaker_net = None
         self._encoder_net = None
-        self._active: object | None = None
         self.load_seconds = time.perf_counter() - t0
 
     # ------------------------------------------------------------------------------------------ properties
@@ -410,8 +408,6 @@ class Synthesizer:
 
     def _events(self, job: _Job) -> Iterator[SynthesisEvent]:
         """Frames from generation.generate, plus decoding (streamed or whole) and the events the caller sees."""
-        token = object()
-        self._active = token  # the talker's KV cache serves one synthesis at a time
         t_start = time.perf_counter()
         timings = Timings(load=self.load_seconds)
         seq = job.sequence
@@ -428,8 +424,6 @@ class Synthesizer:
                         if timings.first_audio == 0.0:
                             timings.first_audio = time.perf_counter() - t_start
                         yield chunk
-                if self._active is not token:
-                    raise Cancelled("another synthesis started on this model; this one was abandoned")
             if stream is not None:
                 for chunk in stream.finish():
                     if timings.first_audio == 0.0:
@@ -476,8 +470,7 @@ class Synthesizer:
         self.check_settings(settings)
         if settings.stream_audio:
             raise TextError("Batched synthesis decodes each job when it ends; it cannot stream audio.")
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or not 1 <= batch_size <= MAX_BATCH_SIZE:
-            raise TextError(f"Batch size must be a whole number from 1 to {MAX_BATCH_SIZE}, not {batch_size!r}.")
+        check_batch_size(batch_size)
         planned: list[tuple[int, _Job]] = []
         failed: list[tuple[int, EngineError]] = []
         for i, job in enumerate(jobs):
@@ -496,12 +489,10 @@ class Synthesizer:
 
     def _many_events(self, run: BatchRun, planned: list[tuple[int, _Job]], failed: list[tuple[int, EngineError]],
                      batch_size: int) -> Iterator[JobEvent]:
-        token = object()
-        self._active = token  # the talker serves one synthesis (or one batch) at a time
         t_start = time.perf_counter()
         for i, error in failed:
             yield JobEvent(job=i, error=error)
-        batch = ContinuousBatch(self._talker, self._code_predictor, batch_size)
+        batch = FrameLoop(self._talker, self._code_predictor, batch_size)
         jobs = dict(planned)
         timings = {i: Timings(load=self.load_seconds) for i in jobs}
         for i, job in planned:
@@ -521,8 +512,6 @@ class Synthesizer:
                     max_frames=seq.max_frames, estimated_frames=max(jobs[i].estimated_frames, k + 1)))
             for i in step.ended:
                 yield JobEvent(job=i, event=self._result(jobs[i], timings[i], t_start, None))
-            if self._active is not token:
-                raise Cancelled("another synthesis started on this model; this batch was abandoned")
 
     def _final_audio(self, codes: np.ndarray, ref_codes: np.ndarray | None) -> np.ndarray:
         """Decode as the official wrapper does: ICL decodes reference + generated frames, then cuts the reference
