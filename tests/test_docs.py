@@ -87,3 +87,23 @@ def test_readme_synopsis_names_real_commands() -> None:
     documented = set(re.findall(r"^## `qwen3tts ([a-z -]+)`", cli_doc.render(), re.MULTILINE))
     used = set(re.findall(r"qwen3tts ((?:models|voice) [a-z]+|[a-z][a-z-]+)", readme))
     assert used - documented - {"models", "voice"} == set()
+
+
+_SECTION_REF = re.compile(r"""docs/(\w+\.md)[,:]?\s*["']?([A-Z0-9][\w -]*?)["')]""")
+
+
+def test_code_references_to_doc_sections_resolve() -> None:
+    """A comment or --help text that names a section of a document (docs/performance.md, "Decoder") names a real
+    heading, so the measurement it points at can be found."""
+    headings = {doc.name: {re.sub(r"\s+", " ", h.strip().lower())
+                           for h in re.findall(r"^#{1,6}\s+(.+)$", _CODE_BLOCK.sub("", doc.read_text("utf-8")),
+                                               re.MULTILINE)}
+                for doc in DOCS}
+    missing = []
+    for folder in ("engine", "qwen3tts_cli", "qwen3tts_gui", "benchmarks", "tools", "tests"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            text = re.sub(r'"\s*\n\s*"', "", path.read_text(encoding="utf-8"))  # join wrapped string literals
+            for doc, section in _SECTION_REF.findall(text):
+                if section.strip().lower() not in headings.get(doc, set()):
+                    missing.append(f"{path.relative_to(ROOT)}: docs/{doc} {section!r}")
+    assert missing == [], missing
