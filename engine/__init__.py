@@ -19,6 +19,7 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     estimated_frames(text)   a synthesis's length estimate from its text (its first FrameEvent.estimated_frames)
     split_text, TextChunk, DEFAULT_MAX_CHARS   the text splitter; read_text_file   a text file as str
     write_atomic(path, data)   a file written to a temporary name, synced, then renamed over path;
+        create_new(path, data)   the same, only if no file of that name exists (FileExistsError otherwise);
         os_reason(error)   what went wrong with a write, in words a user acts on ("the disk is full")
     regular_file_problem(path, what), npy_bytes_needed(header), load_npy_bytes(data)   reading files the user
         hands over without trusting them (FIFOs, lying .npy headers)
@@ -69,7 +70,7 @@ from .errors import (  # noqa: E402
     VoiceError,
     as_sentence,
 )
-from .io.fileio import os_reason, read_text_file, write_atomic  # noqa: E402
+from .io.fileio import create_new, os_reason, read_text_file, write_atomic  # noqa: E402
 from .io.safefile import load_npy_bytes, load_npy_file, npy_bytes_needed, regular_file_problem  # noqa: E402
 from .longform.joining import JoinSettings  # noqa: E402
 from .longform.recording_length import RecordingLength  # noqa: E402
@@ -185,6 +186,7 @@ __all__ = [
     "read_audio_file",
     "read_text_file",
     "write_atomic",
+    "create_new",
     "os_reason",
     "regular_file_problem",
     "npy_bytes_needed",

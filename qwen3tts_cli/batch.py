@@ -4,6 +4,7 @@ model step, one status line per job."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from engine import (
@@ -14,6 +15,7 @@ from engine import (
     EngineError,
     as_sentence,
     physical_cores,
+    regular_file_problem,
 )
 
 from .common import DECODER_PRECISION_HELP, THREADS_HELP, UsageError, save_npy_atomic
@@ -27,15 +29,15 @@ def cmd_batch(args: argparse.Namespace) -> int:
         SynthesisJob,
         SynthesisResult,
         Synthesizer,
-        save_audio,
     )
 
     from .batch_jobs import read_jobs
 
     if args.batch_size is not None and not 1 <= args.batch_size <= MAX_BATCH_SIZE:
         raise UsageError(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, not {args.batch_size}.")
-    if not args.jobs.is_file():
-        raise UsageError(f"The jobs file {args.jobs} does not exist.")
+    problem = regular_file_problem(args.jobs, "jobs file")  # a FIFO, a folder: said as it is
+    if problem:
+        raise UsageError(problem)
     out = args.out_dir
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out-dir {out} is a file, not a folder.")
@@ -85,16 +87,37 @@ def cmd_batch(args: argparse.Namespace) -> int:
             try:
                 if result.codes.shape[0] == 0:
                     raise UsageError("the model produced no audio frames for this text; try another seed.")
-                wav = out / f"{line.name}.wav"
-                if args.codes:
-                    save_npy_atomic(out / f"{line.name}.codes.npy", result.codes)
-                save_audio(wav, result.audio)  # 16-bit PCM, as `synth` and the app write
+                wav = _write_result(out, line.name, result, args.codes)
             except (EngineError, OSError) as e:
                 fail(line, f"Line {line.line}: {as_sentence(str(e))}")
                 continue
-            print(f"ok      {line.name}: wrote {wav} ({result.seconds:.2f} s, {result.codes.shape[0]} frames, "
+            moved = "" if wav.stem == line.name else f" ({line.name}.wav appeared during the run and was left alone)"
+            print(f"ok      {line.name}: wrote {wav}{moved} ({result.seconds:.2f} s, {result.codes.shape[0]} frames, "
                   f"ended by {result.ended_by}, seed {result.seed})", flush=True)
     return 1 if failed else 0
+
+
+def _write_result(out: Path, name: str, result, codes: bool) -> Path:
+    """NAME.wav (and NAME.codes.npy), each name claimed at the moment of writing: a file that appeared in the
+    folder during the run is never replaced; the result then goes to 'NAME (2).wav'... Returns the wav path."""
+    from engine import save_audio
+
+    for n in range(1, 10_000):
+        stem = name if n == 1 else f"{name} ({n})"
+        wav, npy = out / f"{stem}.wav", out / f"{stem}.codes.npy"
+        if os.path.lexists(wav) or (codes and os.path.lexists(npy)):
+            continue
+        try:
+            if codes:
+                save_npy_atomic(npy, result.codes, exclusive=True)
+        except FileExistsError:
+            continue
+        try:
+            return save_audio(wav, result.audio, exclusive=True)  # 16-bit PCM, as `synth` and the app write
+        except FileExistsError:
+            if codes:
+                npy.unlink(missing_ok=True)  # ours, written a moment ago
+    raise UsageError(f"no free name for {name}.wav in {out}")
 
 
 def _job_voice(synth, line):

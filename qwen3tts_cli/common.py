@@ -112,16 +112,17 @@ def save_or_rescue(path: Path, save) -> Path:
         raise AudioError(f"{str(first).rstrip('.')}. The audio could not be kept anywhere else either.") from None
 
 
-def save_npy_atomic(path: Path, array) -> None:
+def save_npy_atomic(path: Path, array, exclusive: bool = False) -> None:
+    """An .npy file written atomically; exclusive: only if no file of that name exists (FileExistsError)."""
     import io
 
     import numpy as np
 
-    from engine import write_atomic
+    from engine import create_new, write_atomic
 
     buf = io.BytesIO()
     np.save(buf, array, allow_pickle=False)
-    write_atomic(path, buf.getbuffer())
+    (create_new if exclusive else write_atomic)(path, buf.getbuffer())
 
 
 def add_sample_format(p: argparse.ArgumentParser) -> None:

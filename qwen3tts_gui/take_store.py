@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -24,6 +25,8 @@ from .takes import Take
 VOICE_FILE = "voice.qvoice"
 MAX_TAKE_NUMBER = 999_999_999  # nine digits: a stray folder with a longer number is not a take
 _TAKE_DIR = re.compile(r"[0-9]{6,9}")
+_PARTIAL = re.compile(r"\.[0-9]{6,9}\.partial")
+STALE_SECONDS = 60
 
 
 class TakeStore:
@@ -96,7 +99,9 @@ class TakeStore:
 
     # --- read ------------------------------------------------------------------------------------------------
     def load_all(self) -> list[Take]:
-        """Every readable take, oldest first; a damaged one is skipped, left where it is and reported once."""
+        """Every readable take, oldest first; a damaged one is skipped, left where it is and reported once. Half
+        written takes a killed app left behind are swept first."""
+        self._sweep_partials()
         takes = []
         for d in self._take_dirs():
             try:
@@ -108,6 +113,25 @@ class TakeStore:
             else:
                 self._known.add(takes[-1].number)
         return takes
+
+    def _sweep_partials(self) -> None:
+        """Remove '.NNNNNN.partial' folders (a take being written) untouched for STALE_SECONDS: what a kill -9 or
+        a power cut left; a write in progress, by this app or another copy of it, touches its files sooner."""
+        try:
+            entries = [e for e in os.scandir(self.folder) if _PARTIAL.fullmatch(e.name)]
+        except OSError:
+            return
+        for entry in entries:
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                newest = max([entry.stat(follow_symlinks=False).st_mtime,
+                              *(f.stat(follow_symlinks=False).st_mtime for f in os.scandir(entry.path))])
+            except OSError:
+                continue
+            if time.time() - newest > STALE_SECONDS:
+                shutil.rmtree(entry.path, ignore_errors=True)
+                log.info("removed %s, a take left half written", entry.path)
 
     def last_number(self) -> int:
         """The highest take number on disk, readable or not (new takes never reuse a damaged one's folder)."""

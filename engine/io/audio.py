@@ -19,7 +19,7 @@ import soxr
 
 from ..codec_format import SAMPLE_RATE
 from ..errors import AudioError
-from .fileio import os_reason, write_atomic
+from .fileio import create_new, os_reason, write_atomic
 from .safefile import regular_file_problem
 
 MIN_SECONDS = 0.5
@@ -168,8 +168,10 @@ def load_audio(src: AudioSource) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------------------
 
 
-def save_audio(path: str | os.PathLike, samples: np.ndarray, sr: int = SAMPLE_RATE, subtype: str | None = None) -> Path:
-    """Write .wav / .flac / .ogg atomically (temp file + rename); nothing is left behind on failure.
+def save_audio(path: str | os.PathLike, samples: np.ndarray, sr: int = SAMPLE_RATE, subtype: str | None = None,
+               exclusive: bool = False) -> Path:
+    """Write .wav / .flac / .ogg atomically (temp file + rename); nothing is left behind on failure. exclusive:
+    only if no file of that name exists, decided at the moment of writing (FileExistsError otherwise).
 
     samples: (n,) or (n, channels) float. Integer subtypes (the default PCM_16 for WAV/FLAC) are clipped to
     [-1, 1] first, so over-range samples saturate instead of wrapping around.
@@ -202,7 +204,11 @@ def save_audio(path: str | os.PathLike, samples: np.ndarray, sr: int = SAMPLE_RA
     except (sf.LibsndfileError, sf.SoundFileRuntimeError, RuntimeError, ValueError, TypeError) as e:
         raise AudioError(f"cannot save {path.name}: encoding {fmt} failed ({e})") from None
     try:
-        write_atomic(path, buf.getbuffer())
+        (create_new if exclusive else write_atomic)(path, buf.getbuffer())
+    except FileExistsError:
+        if exclusive:
+            raise
+        raise AudioError(f"cannot save {path.name}: a file of that name appeared meanwhile") from None
     except OSError as e:
         raise AudioError(f"cannot save {path.name}: {os_reason(e)}") from None
     return path

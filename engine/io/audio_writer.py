@@ -4,7 +4,6 @@ complete recording is renamed over the target (a crash, a cancel or a full disk 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,9 @@ import soundfile as sf
 from ..codec_format import SAMPLE_RATE
 from ..errors import AudioError
 from .audio import SAVE_FORMATS
-from .fileio import KeptCopyError, os_reason, place, rescue, target_of
+from .fileio import KeptCopyError, os_reason, place, rescue, target_of, temp_beside
+
+FULL_BELOW_BYTES = 1 << 20  # less free space than this after a failed write: the disk is what failed
 
 
 class AudioFileWriter:
@@ -34,14 +35,14 @@ class AudioFileWriter:
             raise AudioError(f"Cannot save {self.path}: it is a folder.")
         self._clip = subtype.startswith("PCM") or subtype in ("ULAW", "ALAW")
         target = target_of(self.path)  # beside what a symlink points to, so the final rename stays in one folder
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        fd, tmp = temp_beside(target)
         os.close(fd)
         self._tmp = Path(tmp)
         try:
             self._file = sf.SoundFile(tmp, "w", samplerate=int(sample_rate), channels=1, subtype=subtype, format=fmt)
         except (sf.LibsndfileError, sf.SoundFileRuntimeError, RuntimeError, ValueError) as e:
             self._tmp.unlink(missing_ok=True)
-            raise AudioError(f"Cannot save {self.path.name}: {e}.") from None
+            raise AudioError(f"Cannot save {self.path.name}: {self._reason(e)}.") from None
         self.samples = 0
         self._open = True
 
@@ -54,7 +55,7 @@ class AudioFileWriter:
         try:
             self._file.write(a)
         except (sf.LibsndfileError, sf.SoundFileRuntimeError, RuntimeError, OSError) as e:
-            raise AudioError(f"Cannot save {self.path.name}: {e}.") from None
+            raise AudioError(f"Cannot save {self.path.name}: {self._reason(e)}.") from None
         self.samples += len(a)
 
     def commit(self) -> Path:
@@ -66,7 +67,7 @@ class AudioFileWriter:
                 os.fsync(f.fileno())
         except (OSError, RuntimeError) as e:
             self._tmp.unlink(missing_ok=True)
-            raise AudioError(f"Cannot save {self.path.name}: {e}.") from None
+            raise AudioError(f"Cannot save {self.path.name}: {self._reason(e)}.") from None
         try:
             place(self._tmp, self.path, discard=False)  # an existing file keeps its mode, owner and links
         except KeptCopyError as e:  # half rewritten in place; the error names the complete copy
@@ -76,6 +77,18 @@ class AudioFileWriter:
             where = f" The audio was kept in {kept}." if kept else ""
             raise AudioError(f"Cannot save {self.path.name}: {os_reason(e)}.{where}") from None
         return self.path
+
+    def _reason(self, e: Exception) -> str:
+        """libsndfile says only "System error." when the disk fills up: look at the disk to say what happened."""
+        if isinstance(e, OSError) and e.errno is not None:
+            return os_reason(e)
+        try:
+            st = os.statvfs(self._tmp.parent)
+            if st.f_bavail * st.f_frsize < FULL_BELOW_BYTES:
+                return "the disk is full"
+        except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
+            pass
+        return str(e).strip().rstrip(".") or type(e).__name__
 
     def abort(self) -> None:
         """Drop the partial file; the target is untouched."""

@@ -85,6 +85,9 @@ from .sampling import Sampler, SamplingConfig, resolve, settings_from_generation
 from .streaming import StreamedAudio
 
 VoiceChoice = Voice | Speaker | str | None  # a cloned voice (Base), a preset speaker (CustomVoice), None (VoiceDesign)
+# a text longer than this many characters per position cannot fit the context, whatever --max-frames says
+# (generous: ordinary text is 3-5 characters a token); refused before it is tokenized
+MAX_CHARS_PER_POSITION = 64
 PRODUCT_MAX_SECONDS = 300.0  # one synthesis speaks at most 5 minutes unless --max-frames asks for more
 MIN_DEFAULT_FRAMES = 125  # a default cap never below 10 s
 DEFAULT_BATCH_SIZE = 4  # side by side on q8 bundles (suggested_batch_size): see docs/performance.md, "Several lines at once"
@@ -378,8 +381,22 @@ class Synthesizer:
 
     def _plan(self, text: str, voice: VoiceChoice, language: str, settings: GenerationSettings,
               instruct: str | None = None) -> _Job:
+        product = int(PRODUCT_MAX_SECONDS * FRAME_RATE)
+        if settings.max_frames is None and estimated_frames(text) > product:
+            # said before the tokenizer sees it: a 5 MB text without spaces took 2.77 GB to tokenize
+            raise TextError(_too_long(estimated_frames(text), product))
+        if len(text) > MAX_CHARS_PER_POSITION * self._max_positions:
+            raise TextError(f"the text is too long for one synthesis ({len(text):,} characters); split it into "
+                            "shorter parts")
         prompt = self._build_prompt(text, voice, language, settings.non_streaming_text, instruct)
         hard = self._frame_limit(prompt.prefill.shape[0])
+        if hard < FRAME_RATE:  # the prompt leaves less than a second: "at most 0 s" would blame the text
+            parts = [p for p, present in (("instruction", bool(instruct)),
+                                          ("reference", isinstance(voice, Voice) and voice.icl), ("text", True))
+                     if present]
+            raise TextError(
+                f"the prompt fills this model's context: the {' and '.join(parts)} take {prompt.prefill.shape[0]} "
+                f"of its {self._max_positions} positions, leaving no room to speak; shorten the {parts[0]}")
         streamed_text = len(prompt.trailing) if len(prompt.trailing) > 1 else 0
         est = max(estimated_frames(text), streamed_text)
         if settings.max_frames is not None:
@@ -388,12 +405,9 @@ class Synthesizer:
                 raise TextError(f"max frames must be between 1 and {hard} for this text and model, not {n}")
             max_frames = n
         else:
-            product = min(hard, int(PRODUCT_MAX_SECONDS * FRAME_RATE))
+            product = min(hard, product)
             if est > product or streamed_text > product:
-                raise TextError(
-                    f"the text is too long: about {est / FRAME_RATE:.0f} s of speech, and one synthesis makes at "
-                    f"most {product / FRAME_RATE:.0f} s; split it into shorter parts"
-                )
+                raise TextError(_too_long(est, product))
             max_frames = min(product, max(3 * est, est + 75, MIN_DEFAULT_FRAMES, streamed_text + 75))
         seed = settings.seed if settings.seed is not None else secrets.randbits(32)
         sequence = SequenceState(prompt=prompt, sampler=Sampler(self._sampling_config(settings), seed),
@@ -528,3 +542,8 @@ class Synthesizer:
     def decode(self, codes: np.ndarray) -> np.ndarray:
         """Codec ids (frames, 16) -> float32 audio at SAMPLE_RATE (the official chunked decode)."""
         return np.asarray(self._decoder.decode(np.asarray(codes, np.int64)), np.float32)
+
+
+def _too_long(frames: int, most: int) -> str:
+    return (f"the text is too long: about {frames / FRAME_RATE:.0f} s of speech, and one synthesis makes at most "
+            f"{most / FRAME_RATE:.0f} s; split it into shorter parts")
