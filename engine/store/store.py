@@ -12,7 +12,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,25 +196,13 @@ class ModelStore:
         raise StoreError(f"No model bundle at {text!r} and no installed model of that name "
                          f"(installed: {names}).")
 
-    def move_to(self, new_root: str | os.PathLike, remember: bool = True) -> Path:
-        """Move every installed model (and unfinished downloads) to new_root; the app finds them there next time."""
-        new_root = Path(new_root).expanduser()
-        if new_root.resolve() == self.root.resolve():
-            return new_root
-        new_root.mkdir(parents=True, exist_ok=True)
-        clashes = [d.name for d in self.root.iterdir() if (new_root / d.name).exists()] if self.root.is_dir() else []
-        if clashes:
-            raise StoreError(f"{new_root} already has {', '.join(sorted(clashes))}; choose an empty folder.")
-        if self.root.is_dir():
-            need = folder_bytes(self.root)
-            if not _same_device(self.root, new_root) and shutil.disk_usage(new_root).free < need:
-                raise StoreError(f"Not enough free space in {new_root}: the models take {need / 1e9:.1f} GB.")
-            for d in sorted(self.root.iterdir()):
-                shutil.move(str(d), str(new_root / d.name))  # a rename on one disk, copy + delete across disks
-        self.root = new_root
-        if remember:
-            remember_models_dir(new_root)
-        return new_root
+    def move_to(self, new_root: str | os.PathLike, remember: bool = True,
+                on_switch: Callable[[Path], None] | None = None, step: Callable[[str], None] | None = None) -> Path:
+        """Move every installed model (and unfinished downloads) to new_root; the app finds them there next time.
+        Copy, verify, switch, delete: a kill at any point leaves the store whole in one place (move.py)."""
+        from .move import move_store
+
+        return move_store(self, new_root, remember=remember, on_switch=on_switch, step=step)
 
 
 def remember_models_dir(folder: Path) -> None:
@@ -223,10 +211,3 @@ def remember_models_dir(folder: Path) -> None:
     pointer = _pointer_file()
     pointer.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(pointer, (str(folder) + "\n").encode("utf-8"))
-
-
-def _same_device(a: Path, b: Path) -> bool:
-    try:
-        return a.stat().st_dev == b.stat().st_dev
-    except OSError:
-        return False

@@ -213,17 +213,20 @@ class ModelsDialog(QDialog):
         folder = self.ctx.dialogs.open_dir(self, "Move the models to", str(store.root.parent))
         if not folder:
             return
+        old = str(self.ctx.models_folder())
+
+        def switch(new_root: Path) -> None:  # at the move's switch: a kill after it finds the new folder
+            self.ctx.settings.models_dir = str(new_root)
+            for key in ("model_path",):  # the default model moved with the folder
+                value = getattr(self.ctx.settings, key)
+                if value and value.startswith(old):
+                    setattr(self.ctx.settings, key, str(new_root) + value[len(old):])
+            self.ctx.settings.sync()
+
         try:
-            new_root = store.move_to(Path(folder))
+            store.move_to(Path(folder), on_switch=switch)
         except (EngineError, OSError) as e:
             self.ctx.dialogs.error(self, "Cannot move the models", str(e))
-            return
-        old = str(self.ctx.models_folder())
-        self.ctx.settings.models_dir = str(new_root)
-        for key in ("model_path",):  # the default model moved with the folder
-            value = getattr(self.ctx.settings, key)
-            if value and value.startswith(old):
-                setattr(self.ctx.settings, key, str(new_root) + value[len(old):])
         self.refresh()
 
     def _import(self) -> None:
