@@ -31,6 +31,9 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     Bundle, OFFERED_PRECISIONS   an opened bundle (manifest, precision); the precisions offered for conversion
     physical_cores, usable_cpus   CPU counts for the default thread count
     cpu_model, load_average, openmp_settings, busy_processes   CPU facts and a competing load for speed figures
+    measure_read_bandwidth(readers), floor_and_share(bytes, seconds, bandwidth)   the machine's memory read
+        bandwidth and how close a network comes to it (engine/runtime/bandwidth.py)
+    TuningRecord, CandidateFigure   the settings measured for a model on this computer (Synthesizer.tune)
     clean_text(text)           the text as the tokenizer will see it (normalised, control characters gone)
     InstructIgnoredWarning     warned when a model will not follow an instruction (CustomVoice 0.6B)
     VOICE_SUFFIX               the file name ending of a voice file
@@ -89,6 +92,7 @@ from .longform.runner import (  # noqa: E402
 )
 from .nets.codec_decoder import DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION  # noqa: E402
 from .runtime.bundle import OFFERED_PRECISIONS, Bundle  # noqa: E402
+from .runtime.tuning import CandidateFigure, TuningRecord  # noqa: E402
 from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
 from .synthesis.generation import MAX_BATCH_SIZE  # noqa: E402
 from .synthesis.model_kind import InstructIgnoredWarning, ModelKind, Speaker  # noqa: E402
@@ -118,6 +122,8 @@ _LAZY = {
     "read_audio_file": "io.audio",
     "save_audio": "io.audio",
     "AudioFileWriter": "io.audio_writer",
+    "measure_read_bandwidth": "runtime.bandwidth",
+    "floor_and_share": "runtime.bandwidth",
 }
 
 
@@ -140,6 +146,10 @@ __all__ = [
     "SAMPLE_RATE",
     "SAMPLES_PER_FRAME",
     "AudioChunk",
+    "CandidateFigure",
+    "TuningRecord",
+    "measure_read_bandwidth",
+    "floor_and_share",
     "AudioError",
     "BatchRun",
     "Bundle",

@@ -14,11 +14,10 @@ from engine import (
     MAX_BATCH_SIZE,
     EngineError,
     as_sentence,
-    physical_cores,
     regular_file_problem,
 )
 
-from .common import DECODER_PRECISION_HELP, THREADS_HELP, UsageError, save_npy_atomic
+from .common import DECODER_PRECISION_HELP, THREADS_HELP, UsageError, save_npy_atomic, tune_if_needed
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -49,6 +48,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision)
     settings = GenerationSettings(greedy=args.greedy, seed=args.seed)
     synth.check_settings(settings)
+    tune_if_needed(synth, args.threads)
     out.mkdir(exist_ok=True)
     failed = 0
 
@@ -150,7 +150,7 @@ def add_parser(sub) -> None:
     bt.add_argument("--greedy", action="store_true", help="argmax decoding (reproducible, parity mode)")
     bt.add_argument("--seed", type=int, help="seed of every job without its own")
     bt.add_argument("--codes", action="store_true", help="also write NAME.codes.npy (frames x 16 int64)")
-    bt.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
+    bt.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     bt.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,
                     help=DECODER_PRECISION_HELP)
     bt.set_defaults(func=cmd_batch)

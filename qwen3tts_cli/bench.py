@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from engine import DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION, EngineError, physical_cores
+from engine import DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION, EngineError
 
 from .common import DECODER_PRECISION_HELP, THREADS_HELP, UsageError
 
@@ -27,7 +27,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         Voice,
         busy_processes,
         cpu_model,
+        floor_and_share,
         load_average,
+        measure_read_bandwidth,
         openmp_settings,
         physical_cores,
         run_synthesis,
@@ -42,14 +44,35 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(line, flush=True)  # each line as it happens, also through a pipe: the warm-up alone can take minutes
 
     out(f"cpu           {cpu_model()}, {physical_cores()} cores ({usable_cpus()} logical); {openmp_settings()}")
-    out(f"load average  {load_average()} (before)")
+    load_before = load_average()
+    out(f"load average  {load_before} (before)")
+    bw = measure_read_bandwidth(usable_cpus())  # before the model: its pages do not compete for memory
+    bandwidth = max(bw.one_reader, bw.all_readers)
+    out(f"memory        read bandwidth {bw.one_reader / 1e9:.1f} GB/s from one reader, {bw.all_readers / 1e9:.1f} GB/s "
+        f"from {bw.readers} (numpy max() over {bw.array_bytes >> 20} MiB, best of 3)")
     out(f"load          loading {args.model}...")
     t0 = time.perf_counter()
     synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision)
-    talker_threads, cp_threads = synth.thread_counts
-    out(f"bundle        {args.model} ({synth.precision}, {args.threads} threads; weight layers on {talker_threads} "
-        f"(talker) and {cp_threads} (code predictor); speech decoder {synth.decoder_precision})")
     out(f"load          {time.perf_counter() - t0:.2f} s (talker, code predictor and decoder)")
+    if synth.tuning_note:
+        out(f"tuning        {synth.tuning_note}")
+    if args.tune or synth.tuning_needed:
+        out("tuning        timing the candidate settings on this computer (once per model; up to ~15 s)...")
+        record = synth.tune()
+        for f in record.figures:
+            out(f"  {f.setting:23s} {f.value:29s} {f.part:26s} {f.median_ms:8.1f} ms  ({f.samples} samples)"
+                + ("  chosen" if f.chosen else ""))
+    if synth.tuning is not None:
+        out(f"tuning        {synth.tuning.summary()} (measured {synth.tuning.measured}, load {synth.tuning.load_average})"
+            + ("; the thread counts of --threads apply" if args.threads else ""))
+    talker_threads, cp_threads = synth.thread_counts
+    out(f"bundle        {args.model} ({synth.precision}; weight layers on {talker_threads} (talker) and {cp_threads} "
+        f"(code predictor) threads; speech decoder {synth.decoder_precision} on {synth.decoder_threads}, "
+        f"{'beside generation' if synth.overlap_decode else 'after each frame'})")
+    weights = synth.frame_weights()
+    out(f"weights       {weights.total / 1e9:.3f} GB read per frame: talker {weights.talker / 1e9:.3f} GB, code "
+        f"predictor {weights.code_predictor_calls} calls of {weights.code_predictor_layers / 1e9:.3f} GB and its "
+        f"{weights.code_predictor_heads / 1e9:.3f} GB of heads = {weights.code_predictor / 1e9:.3f} GB")
     # a fixed pseudo-random x-vector: the voice front end is timed on its own below
     rng = np.random.default_rng(0)
     voice = Voice(xvector=rng.standard_normal(synth.hidden_size).astype(np.float32), model_id=synth.model_id)
@@ -88,6 +111,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     quiet = float(np.median(steady))
     out(f"generation    {quiet * 1000:.1f} ms/frame median, {tm.total / n * 1000:.1f} ms/frame mean "
         f"(RTF {tm.total / (n / FRAME_RATE):.3f} without audio)")
+    shares = {}
+    for label, size, seconds in (("talker", weights.talker, tm.talker / n),
+                                 ("code predictor", weights.code_predictor, tm.code_predictor / n),
+                                 ("generation", weights.total, quiet)):
+        floor, shares[label] = floor_and_share(size, seconds, bandwidth)
+        out(f"floor         {label:15s} {floor * 1000:6.1f} ms/frame at {bandwidth / 1e9:.1f} GB/s; measured "
+            f"{seconds * 1000:6.1f}: {shares[label]:.0%} of the read bandwidth")
     if args.under_load:  # the same run with one busy process per logical CPU competing for the cores
         busy = usable_cpus()
         with busy_processes(busy):
@@ -128,15 +158,45 @@ def cmd_bench(args: argparse.Namespace) -> int:
         except EngineError as e:
             out(f"{label:13s} not timed: {e}")
     out(f"peak RSS      {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
-    out(f"load average  {load_average()} (after)")
+    load_after = load_average()
+    out(f"load average  {load_after} (after)")
+    rtf = f"RTF {tm.rtf:.2f}" if full is not None else "no decoder"
+    out(f"summary       {cpu_model()}, {physical_cores()} cores, load {load_before.split()[0]}-{load_after.split()[0]} | "
+        f"{Path(args.model).name} {synth.precision}, {weights.total / 1e9:.2f} GB/frame | threads "
+        f"{talker_threads}/{cp_threads}/{synth.decoder_threads}{' overlap' if synth.overlap_decode else ''} | "
+        f"generation {quiet * 1000:.1f} ms/frame, {shares['generation']:.0%} of {bandwidth / 1e9:.1f} GB/s | {rtf} | "
+        f"{_source_version()}")
     return 0
+
+
+def _source_version() -> str:
+    """The commit of a source checkout, else the installed version."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    if commit:
+        return f"commit {commit}"
+    try:
+        from importlib.metadata import version
+
+        return f"version {version('qwen3tts-studio')}"
+    except Exception:  # not installed: a frozen app or a copied folder
+        return "version unknown"
 
 
 def add_parser(sub) -> None:
     b = sub.add_parser("bench", help="measure speed: ms per frame, real-time factor, time to first audio")
     b.add_argument("--model", type=Path, required=True)
     b.add_argument("--frames", type=int, default=50)
-    b.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
+    b.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    b.add_argument("--tune", action="store_true",
+                   help="measure the settings for this computer again (thread counts, decoding beside generation, "
+                        "decoder precision under auto) and print every candidate's figures")
     b.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,
                    help=DECODER_PRECISION_HELP)
     b.add_argument("--under-load", action="store_true",

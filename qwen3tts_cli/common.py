@@ -12,12 +12,31 @@ from pathlib import Path
 
 from engine import EngineError, os_reason
 
-THREADS_HELP = "CPU threads for the networks (default: the physical core count)"
+THREADS_HELP = ("CPU threads for every network (default: the counts measured for this computer, see `qwen3tts bench --tune`, else the physical core count)")
 
 
 DECODER_PRECISION_HELP = ("speech decoder: fp32 (exact), bf16 (its big convolutions in bf16: faster on CPUs with "
                           "AVX512-BF16, SNR ~30 dB against fp32) or auto (bf16 where the CPU has "
                           "AVX512-BF16); default: %(default)s")
+
+
+def tune_if_needed(synth, explicit_threads: int | None) -> None:
+    """The first use of a model on this computer measures its fastest thread counts and decoding, once (stored in
+    the cache folder; `qwen3tts bench --tune` measures again). Skipped when --threads chose the counts; Ctrl+C
+    skips it for this run."""
+    if synth.tuning_note:
+        print(f"qwen3tts: {synth.tuning_note}", file=sys.stderr)
+    if not synth.tuning_needed or explicit_threads:
+        return
+    print("qwen3tts: tuning for this computer, once per model (up to about 15 s; Ctrl+C skips it)...",
+          file=sys.stderr, flush=True)
+    try:
+        record = synth.tune()
+    except KeyboardInterrupt:
+        print("qwen3tts: tuning skipped; default settings this time.", file=sys.stderr)
+        return
+    line = record.summary()
+    print(f"qwen3tts: {line[0].upper()}{line[1:]}.", file=sys.stderr)
 
 
 class UsageError(EngineError):

@@ -15,7 +15,6 @@ from engine import (
     MAX_BATCH_SIZE,
     GuardSettings,
     JoinSettings,
-    physical_cores,
 )
 
 from .common import (
@@ -29,6 +28,7 @@ from .common import (
     save_npy_atomic,
     save_or_rescue,
     text_of,
+    tune_if_needed,
 )
 
 
@@ -97,6 +97,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", InstructIgnoredWarning)  # said once, here
     synth.check_instruct(args.instruct)
     voice = _voice_for(synth, args)
+    tune_if_needed(synth, args.threads)  # after every check: bad input fails at once
     if long_text is not None:
         return _synth_long(args, synth, voice, settings, text, long_text)
     bar = ProgressBar("synth")
@@ -249,7 +250,7 @@ def add_parser(sub) -> None:
                                       "(VoiceDesign)")
     s.add_argument("--codes-out", type=Path, help="also write the generated codes (frames x 16) as .npy")
     add_sample_format(s)
-    s.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
+    s.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     s.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,
                    help=DECODER_PRECISION_HELP)
     lt = s.add_argument_group("long text (split into chunks of whole sentences, joined into one file)")

@@ -188,5 +188,5 @@ def add_text_and_voice_parsers(sub) -> None:
     vc.add_argument("--name", default="")
     vc.add_argument("--language", default="auto")
     vc.add_argument("-o", "--output", type=Path, required=True)
-    vc.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
+    vc.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     vc.set_defaults(func=cmd_voice_create)

@@ -44,6 +44,7 @@ from engine import (
     SynthesisResult,
     TextError,
     Timings,
+    TuningRecord,
     Voice,
     VoiceError,
     VoiceSummary,
@@ -116,6 +117,7 @@ __all__ = [
     "SynthesisEvent",
     "SynthesisResult",
     "Timings",
+    "TuningRecord",
     "SynthesizerLike",
     "TextError",
     "Voice",
@@ -194,6 +196,15 @@ class SynthesizerLike(Protocol):
     def check_language(self, language: str | None) -> str: ...
 
     def check_voice(self, voice: Voice) -> None: ...
+
+    # self-tuning: the thread counts and decoding measured once per model and computer, kept in the cache folder;
+    # tune() reports progress(fraction, message), stops with Cancelled when cancel() is True, returns a record
+    # whose summary() is one line for the status bar
+    @property
+    def tuning_needed(self) -> bool: ...
+
+    def tune(self, progress: Callable[[float, str], None] | None = None,
+             cancel: Callable[[], bool] | None = None) -> TuningRecord: ...
 
 
 SynthFactory = Callable[[Path], SynthesizerLike]

@@ -44,6 +44,7 @@ from .saved_text import TEXT_FILE, restore_text, save_text, too_long
 from .take_keeper import TakeKeeper
 from .take_store import TakeStore
 from .takes import PendingTake, Take
+from .tuning import needs_tuning, start_tuning
 from .widgets.batch_panel import BatchPanel
 from .widgets.design_panel import DesignPanel
 from .widgets.elided_label import ElidedLabel
@@ -371,6 +372,8 @@ class MainWindow(QMainWindow):
         self.ctx.set_model(synth, path)
         self.statusBar().showMessage(f"Model {path.name} is ready (speech decoder: {synth.decoder_precision})", 5000)
         log.info("opened model %s", path)
+        if needs_tuning(synth):  # once per model and computer: measured after the open job has ended
+            self.ctx.when_idle(lambda: start_tuning(self, self.ctx, synth) if self.ctx.synth is synth else None)
 
     def _model_failed(self, path: Path, message: str) -> None:
         self.statusBar().clearMessage()

@@ -57,3 +57,19 @@ def test_sudden_load_is_noticed_within_a_few_calls():
     m.cost = {2: 1.0, 1: 0.3}
     used = m.run(gov, 4)
     assert gov.current == 1 and used[-1] == 1
+
+
+def test_a_tuned_start_count_still_moves_to_the_other_end():
+    # tuned on a busy machine: one thread first, all cores once the machine is quiet and they are faster
+    m = Machine({4: 0.10, 1: 0.17})
+    gov = ThreadGovernor(4, clock=m.clock, start=1)
+    assert gov.choices == [1, 4] and gov.current == 1
+    used = m.run(gov, 10)
+    assert used[0] == 1 and gov.current == 4
+    # tuned at two of four cores: two first, one under load
+    m = Machine({2: 1.0, 1: 0.2, 4: 9.9})
+    gov = ThreadGovernor(4, clock=m.clock, start=2)
+    assert gov.choices == [2, 1]
+    m.run(gov, 10)
+    assert gov.current == 1
+    assert ThreadGovernor(2, start=5).choices == [2, 1]  # a start above the cores is the cores

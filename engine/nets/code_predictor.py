@@ -18,7 +18,7 @@ from ..errors import EngineError
 from ..runtime.bundle import Bundle
 from ..runtime.ncnn_mats import as_mat
 from ..runtime.sequence_net import SequenceNet
-from ..runtime.step_graph import stacked_code_predictor_net
+from ..runtime.step_graph import StepNet, stacked_code_predictor_net
 from ..runtime.thread_governor import ThreadGovernor
 from .talker import RopeTable, as_rows, check_ids, decode_net, net_precision
 
@@ -27,18 +27,18 @@ Choose = Callable[[np.ndarray, int], int]
 
 class CodePredictor:
     def __init__(self, bundle: Bundle, threads: int = 2, *, compact_weights: bool = True,
-                 adaptive_threads: bool = True):
+                 adaptive_threads: bool = True, int8_threads: int | None = None, start_threads: int | None = None):
+        """int8_threads: the load-time thread count of a q8 bundle's int8 Gemms (default StepNet.INT8_THREADS);
+        start_threads: the thread governor's first count (default `threads`)."""
         meta = bundle.part("talker")
+        self._load = (bundle, meta, compact_weights)
         spec = meta["code_predictor"]
         self.groups = int(meta["num_code_groups"])  # 16: code 0 from the talker + 15 from here
         self.codebook_size = int(meta["codebook_size"])
         self.hidden_size = int(meta["talker"]["hidden"])  # inputs and the feedback are talker width
         self.layers = int(spec["layers"])
-        self.net = (bundle.precision == "q8" and stacked_code_predictor_net(
-            bundle, meta["cp_graph"], int(spec["heads"]), int(spec["head_dim"]),
-            net_precision(bundle, meta, compact_weights))) or decode_net(bundle, meta, meta["cp_graph"], threads,
-                                                                         compact_weights)
-        self.governor = ThreadGovernor(threads, adaptive=adaptive_threads)
+        self.net = self.load_net(threads, int8_threads)
+        self.governor = ThreadGovernor(threads, adaptive=adaptive_threads, start=start_threads)
         self._codec = bundle.table(meta["tables"]["codec"], in_memory=True)  # both read at every frame
         self._cp = bundle.table(meta["tables"]["cp_codec"], in_memory=True)  # (groups-1, codebook, talker hidden)
         self._cp_flat = self._cp.reshape(-1, self._cp.shape[-1])  # row (g-1)*codebook + code
@@ -49,6 +49,16 @@ class CodePredictor:
         self._rope_rows = {1: self._rope_mats}  # row count -> the 16 positions' RoPE Mats for that many rows
         self._heads = [f"logits_{g}" for g in range(self.groups - 1)]
         self._offsets = np.arange(self.groups - 1, dtype=np.int64) * self.codebook_size
+
+    def load_net(self, threads: int, int8_threads: int | None = None) -> SequenceNet | StepNet:
+        """A new net of the code predictor's graph at `threads` (a q8 bundle's int8 Gemms at int8_threads, fixed at
+        load; default StepNet.INT8_THREADS)."""
+        bundle, meta, compact = self._load
+        spec = meta["code_predictor"]
+        return (bundle.precision == "q8" and stacked_code_predictor_net(
+            bundle, meta["cp_graph"], int(spec["heads"]), int(spec["head_dim"]),
+            net_precision(bundle, meta, compact), int8_threads)) or decode_net(bundle, meta, meta["cp_graph"],
+                                                                               threads, compact, int8_threads)
 
     def predict(self, past_hidden: np.ndarray, c0: int, choose: Choose) -> np.ndarray:
         """Codes 1..15 of the frame whose code 0 is c0; choose(logits, group) picks each code."""

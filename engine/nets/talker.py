@@ -39,12 +39,13 @@ def net_precision(bundle: Bundle, meta: dict, compact_weights: bool = True) -> s
     return "fp32"
 
 
-def decode_net(bundle: Bundle, meta: dict, graph: str, threads: int, compact_weights: bool) -> SequenceNet | StepNet:
+def decode_net(bundle: Bundle, meta: dict, graph: str, threads: int, compact_weights: bool,
+               int8_threads: int | None = None) -> SequenceNet | StepNet:
     """The net a talker / code-predictor graph runs on: the stored graph for float bundles, the row-stacked step
     graph for q8 (see the module docstring)."""
     precision = net_precision(bundle, meta, compact_weights)
     if bundle.precision == "q8":
-        return StepNet(bundle, graph, threads, precision)
+        return StepNet(bundle, graph, threads, precision, int8_threads)
     return SequenceNet(bundle, graph, threads, precision)
 
 
@@ -109,18 +110,27 @@ class Talker:
     each KV cache is a TalkerSequence its caller owns (engine/synthesis/generation.py SequenceState)."""
 
     def __init__(self, bundle: Bundle, threads: int = 2, *, compact_weights: bool = True,
-                 adaptive_threads: bool = True):
+                 adaptive_threads: bool = True, int8_threads: int | None = None, start_threads: int | None = None):
+        """int8_threads: the load-time thread count of a q8 bundle's int8 Gemms (default StepNet.INT8_THREADS);
+        start_threads: the thread governor's first count (default `threads`)."""
         meta = bundle.part("talker")
+        self._load = (bundle, meta, compact_weights)
         spec = meta["talker"]
         self.hidden_size = int(spec["hidden"])
         self.vocab_size = int(meta["vocab_size"])
         self.layers = int(spec["layers"])
-        self.net = decode_net(bundle, meta, meta["talker_graph"], threads, compact_weights)
-        self.governor = ThreadGovernor(threads, adaptive=adaptive_threads)
+        self.net = self.load_net(threads, int8_threads)
+        self.governor = ThreadGovernor(threads, adaptive=adaptive_threads, start=start_threads)
         self._codec = bundle.table(meta["tables"]["codec"], in_memory=True)  # read every frame
         self._rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]))
         self._zeros = np.zeros((1, 1024), np.float32)
         self._rope_mats: list[tuple[ncnn.Mat, ncnn.Mat]] = []  # per position, made in blocks, shared by sequences
+
+    def load_net(self, threads: int, int8_threads: int | None = None) -> SequenceNet | StepNet:
+        """A new net of this talker's graph at `threads` (a q8 bundle's int8 Gemms at int8_threads, fixed at load;
+        default StepNet.INT8_THREADS)."""
+        bundle, meta, compact = self._load
+        return decode_net(bundle, meta, meta["talker_graph"], threads, compact, int8_threads)
 
     def start(self, rows: np.ndarray) -> tuple[TalkerSequence, np.ndarray, np.ndarray]:
         """Prefill a new sequence with its prompt rows (L, H) at positions 0..L-1; returns the sequence and the

@@ -50,6 +50,11 @@ class SequenceNet:
         """Threads the weight layers run on now."""
         return int(self.net.opt.num_threads)
 
+    @property
+    def fixed_threads(self) -> bool:
+        """True when the weight layers keep their load-time thread count (int8 Gemms)."""
+        return self._fixed_threads
+
     def set_threads(self, threads: int) -> None:
         """Thread count of the next calls (engine/runtime/thread_governor.py): results do not depend on it (the GEMV
         kernel adds each output in one order on one thread; checked on the full-size graphs)."""

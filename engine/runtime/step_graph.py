@@ -145,15 +145,15 @@ def stacked_attention_param_text(param_text: str, heads: int, head_dim: int) -> 
     return "\n".join([PARAM_MAGIC, f"{len(out)} {len(blobs)}", *(line.text() for line in out)]) + "\n"
 
 
-def stacked_code_predictor_net(bundle: Bundle, graph: str, heads: int, head_dim: int, precision: str
-                               ) -> SequenceNet | None:
+def stacked_code_predictor_net(bundle: Bundle, graph: str, heads: int, head_dim: int, precision: str,
+                               int8_threads: int | None = None) -> SequenceNet | None:
     """The q8 code predictor's net with attention inside (stacked_attention_param_text), or None for bundles of
     the older 8-bit block format (their Gemm rounds rows in blocks: they keep StepNet and its row limit)."""
     text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
     what = f"The {graph} network of the model bundle {bundle.path}"
     if _q8_format(step_param_text(text)[0], what) != "int8":
         return None
-    return SequenceNet(bundle, graph, StepNet.INT8_THREADS, precision,
+    return SequenceNet(bundle, graph, int8_threads or StepNet.INT8_THREADS, precision,
                        param_text=stacked_attention_param_text(text, heads, head_dim), packing=False,
                        max_rows=StepNet.Q8_MAX_ROWS["int8"], fixed_threads=True)
 
@@ -181,13 +181,17 @@ class StepNet:
 
     Q8_MAX_ROWS = {"int8": 8, "block": 3}  # int8: the largest batch (engine/synthesis/generation.py MAX_BATCH_SIZE)
     # ncnn's int8 Gemm fixes its thread count when the net loads (a later opt.num_threads only prints a warning
-    # per layer per call), so int8 graphs load at one thread and the governor steers their attention nets only.
-    # One thread was the faster count at every batch size measured with sleeping OpenMP threads (engine/runtime/cpu.py):
-    # full-size 0.6B, 2 cores, frame (talker step + code predictor) 93 vs 161 ms for one row, 108 vs 120 for four,
-    # 160 vs 177 for eight; each Gemm call on two threads pays several thread wake-ups (docs/performance.md).
+    # per layer per call), so the governor steers only the attention nets of an int8 graph. The count is measured
+    # per computer (engine/synthesis/self_tuning.py); this is only the count before a tuning exists. Neither is
+    # right everywhere: full-size 0.6B q8, 2 cores, one frame took 93 ms on one thread against 161 on two on an
+    # AMD EPYC (sleeping OpenMP threads: each two-thread Gemm call pays wake-ups), while on an Intel Xeon
+    # (Sapphire Rapids class) generation took 191-224 ms/frame on one against 145-148 on two. One thread is kept
+    # as the untuned default because it also suffers least when other programs hold the cores.
     INT8_THREADS = 1
 
-    def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str):
+    def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str, int8_threads: int | None = None):
+        """int8_threads: the thread count int8 Gemms are loaded with (default INT8_THREADS; the self-tuner
+        measures it per machine)."""
         text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
         step_text, self.sites = step_param_text(text)
         what = f"The {graph} network of the model bundle {bundle.path}"
@@ -196,7 +200,8 @@ class StepNet:
             raise BundleError(f"{what} has no 8-bit layers; float bundles run their stored graph (SequenceNet).")
         self.max_rows = self.Q8_MAX_ROWS[q8_format]
         self._fixed_threads = q8_format == "int8"
-        self.net = bundle.net(graph, self.INT8_THREADS if self._fixed_threads else threads, precision,
+        self._int8_threads = int8_threads or self.INT8_THREADS
+        self.net = bundle.net(graph, self._int8_threads if self._fixed_threads else threads, precision,
                               param_text=step_text, packing=False)
         self._sdpa: dict[tuple[str, ...], ncnn.Net] = {}
         self._row: InputRow | None = None  # run_one's input, reused
@@ -212,7 +217,12 @@ class StepNet:
     @property
     def weight_threads(self) -> int:
         """Threads the weight layers run on now (int8 graphs: their load-time count, whatever set_threads says)."""
-        return self.INT8_THREADS if self._fixed_threads else int(self.net.opt.num_threads)
+        return self._int8_threads if self._fixed_threads else int(self.net.opt.num_threads)
+
+    @property
+    def fixed_threads(self) -> bool:
+        """True when the weight layers keep their load-time thread count (int8 Gemms)."""
+        return self._fixed_threads
 
     def set_threads(self, threads: int) -> None:
         """Thread count of the next calls (engine/runtime/thread_governor.py picks it) for the attention nets and the 8-bit

@@ -25,12 +25,17 @@ SLOWDOWN = 2.0  # a call this many times slower than the recent median triggers 
 
 
 class ThreadGovernor:
-    def __init__(self, max_threads: int, adaptive: bool = True, clock: Callable[[], float] = time.perf_counter):
+    def __init__(self, max_threads: int, adaptive: bool = True, clock: Callable[[], float] = time.perf_counter,
+                 start: int | None = None):
+        """Choices: `start` (default max_threads: the count measured fastest by the self-tuner, or all cores) and
+        the other end, 1 or max_threads, so a count tuned on a busy machine can still move up when it is quiet."""
         self._clock = clock
         self.max_threads = max(1, int(max_threads))
-        self.choices = [self.max_threads] + ([1] if self.max_threads > 1 else [])
+        first = min(self.max_threads, max(1, int(start))) if start else self.max_threads
+        other = self.max_threads if first == 1 else 1
+        self.choices = [first] + ([other] if other != first else [])
         self.adaptive = adaptive and len(self.choices) > 1
-        self.current = self.max_threads
+        self.current = first
         self._times: dict[int, deque[float]] = {n: deque(maxlen=WINDOW) for n in self.choices}
         self._calls = 0
         self._gap = MIN_GAP

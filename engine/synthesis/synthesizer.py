@@ -43,6 +43,13 @@ synthesize() is called (before the first event), so errors surface immediately.
     synth.decoder_threads      -> int, settable: threads of the speech decoder
     synth.decoder_precision    -> str, what the speech decoder runs at: "fp32" (exact), "bf16" (bf16 convolutions)
         or "fp16"; chosen by Synthesizer(..., decoder_precision="auto" | "fp32" | "bf16")
+    synth.tuning               -> TuningRecord or None: the settings measured for this model on this computer (read
+        from the cache folder at open; Synthesizer(..., tuning=False) ignores them); synth.tuning_note: why a
+        stored record was not usable, or None
+    synth.tuning_needed        -> bool: no tuning yet; synth.tune(progress=None, cancel=None) -> TuningRecord measures
+        (up to ~15 s at full size), stores and applies it (an explicit `threads` keeps its counts); cancel() True
+        stops it with Cancelled, leaving the settings as they were (engine/synthesis/self_tuning.py)
+    synth.frame_weights()      -> FrameWeights: the weight bytes one generated frame reads, per network
 Everything else (names with a leading underscore: _bundle, _ids, _tokenizer, _talker, _code_predictor,
 _build_prompt, _text_rows, ...) is internal: the engine's own modules and the white-box parity tests use it,
 the CLI, the GUI and the benchmarks do not.
@@ -51,7 +58,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -62,8 +69,10 @@ from ..errors import Cancelled, EngineError, TextError, VoiceError
 from ..nets.code_predictor import CodePredictor
 from ..nets.codec_decoder import DEFAULT_DECODER_PRECISION, CodecDecoder, check_decoder_precision
 from ..nets.talker import Talker
+from ..nets.weight_reads import FrameWeights, frame_weights
 from ..runtime.bundle import Bundle
 from ..runtime.cpu import physical_cores
+from ..runtime.tuning import TuningRecord
 from ..text.length import estimated_frames
 from ..text.prompt import Prompt, PromptIds, build_prompt
 from ..text.tokenizer import TextTokenizer, clean_text
@@ -82,6 +91,14 @@ from .generation import FrameLoop, SequenceState, check_batch_size, generate
 from .model_kind import ModelKind, Speaker, prompt_language
 from .runs import BatchRun
 from .sampling import Sampler, SamplingConfig, resolve, settings_from_generation_config
+from .self_tuning import (
+    DEFAULT_BUDGET,
+    Progress,
+    decoder_choice,
+    stored_tuning,
+    thread_plan,
+    tune_synthesizer,
+)
 from .streaming import StreamedAudio
 
 VoiceChoice = Voice | Speaker | str | None  # a cloned voice (Base), a preset speaker (CustomVoice), None (VoiceDesign)
@@ -107,30 +124,43 @@ class _Job:
 
 class Synthesizer:
     def __init__(self, bundle: str | Path | Bundle, threads: int | None = None, adaptive_threads: bool = True,
-                 decoder_precision: str = DEFAULT_DECODER_PRECISION):
+                 decoder_precision: str = DEFAULT_DECODER_PRECISION, tuning: bool = True):
         """threads: CPU threads per network (default: the physical core count). adaptive_threads: let the talker
         and code predictor drop to one thread while other programs hold the cores (engine/runtime/thread_governor.py).
         decoder_precision: "fp32" (the exact speech decoder), "bf16" (its big convolutions in bf16, about 1.5x
-        faster on CPUs with AVX512-BF16) or "auto" (bf16 where the CPU has AVX512-BF16); engine/nets/codec_decoder.py."""
+        faster on CPUs with AVX512-BF16) or "auto" (bf16 where the CPU has AVX512-BF16, or where this computer's tuning
+        measured it faster); engine/nets/codec_decoder.py. tuning: use the settings measured for this model on this
+        computer (engine/synthesis/self_tuning.py); an explicit `threads` still sets every thread count."""
         t0 = time.perf_counter()
         check_decoder_precision(decoder_precision)  # before the slow loading
         self._bundle = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
-        threads = threads or physical_cores()
-        self.threads = threads
+        self._explicit_threads = threads is not None
+        self.threads = threads = threads or physical_cores()
+        self._adaptive_threads = adaptive_threads
+        self._decoder_request = decoder_precision
+        self._tuning_enabled = tuning
+        lookup = stored_tuning(self._bundle) if tuning else None
+        self.tuning: TuningRecord | None = lookup.record if lookup else None
+        self.tuning_note: str | None = lookup.note if lookup else None
+        plan = thread_plan(self.tuning, threads if self._explicit_threads else None, threads)
         info = self._bundle.part("text")
         self._ids = PromptIds.from_part(info)
         self.kind = ModelKind.from_part(info)
         self._tokenizer = TextTokenizer(self._bundle)
         self._text_table = self._bundle.table(info.get("table", "text_rows"))
         self._max_positions = int(info.get("max_position_embeddings", 32768))
-        self._talker = Talker(self._bundle, threads, adaptive_threads=adaptive_threads)
-        self._code_predictor = CodePredictor(self._bundle, threads, adaptive_threads=adaptive_threads)
+        self._talker = Talker(self._bundle, plan.threads, adaptive_threads=adaptive_threads, int8_threads=plan.int8[0],
+                              start_threads=plan.start[0])
+        self._code_predictor = CodePredictor(self._bundle, plan.threads, adaptive_threads=adaptive_threads,
+                                             int8_threads=plan.int8[1], start_threads=plan.start[1])
         self._codec_vocab = int(self._talker.vocab_size)
         # Loaded now, not on first use: pyncnn can hold the GIL inside load_model, which would freeze a GUI
         # thread for seconds in the middle of the first generation (measured 1.4-3 s at full size).
-        self._decoder = CodecDecoder(self._bundle, threads, decoder_precision)
-        # streamed audio decodes on its own thread while the next frames generate (docs/performance.md, "Overlap": measured)
-        self.overlap_decode = True
+        self._decoder = CodecDecoder(self._bundle, plan.decoder,
+                                     decoder_choice(self._bundle, decoder_precision, self.tuning))
+        # streamed audio decodes on its own thread while the next frames generate (docs/performance.md, "Overlap"),
+        # unless this computer's tuning found otherwise
+        self.overlap_decode = plan.overlap_decode
         self._speaker_net = None
         self._encoder_net = None
         self.load_seconds = time.perf_counter() - t0
@@ -184,8 +214,8 @@ class Synthesizer:
     @property
     def thread_counts(self) -> tuple[int, int]:
         """The threads the talker's and the code predictor's weight layers run on now: fewer than `threads` while
-        the thread governor has backed off under load; q8 bundles' int8 matrix products always run on one (ncnn
-        fixes their count at load, and one was the faster count; docs/performance.md)."""
+        the thread governor has backed off under load; q8 bundles' int8 matrix products keep the count they were
+        loaded with (ncnn fixes it at load: the tuned count, an explicit `threads`, else StepNet.INT8_THREADS)."""
         return self._talker.net.weight_threads, self._code_predictor.net.weight_threads
 
     @property
@@ -208,6 +238,21 @@ class Synthesizer:
     def decoder_precision(self) -> str:
         """What the speech decoder runs at: "fp32" (exact), "bf16" (bf16 convolutions, the rest fp32) or "fp16"."""
         return self._decoder.precision
+
+    @property
+    def tuning_needed(self) -> bool:
+        """True when this model has no tuning for this computer yet (the app runs tune() once then)."""
+        return self._tuning_enabled and self.tuning is None
+
+    def tune(self, progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
+             budget: float = DEFAULT_BUDGET) -> TuningRecord:
+        """Measure the fastest settings for this model on this computer, store and apply them. progress(fraction,
+        message) reports; cancel() returning True stops with Cancelled and changes nothing."""
+        return tune_synthesizer(self, progress, cancel, budget)
+
+    def frame_weights(self) -> FrameWeights:
+        """The weight bytes one generated frame reads, per network (for the memory-bandwidth floor)."""
+        return frame_weights(self._bundle)
 
     # ------------------------------------------------------------------------------------------ components
 

@@ -32,10 +32,12 @@ from engine import (
     SynthesisResult,
     TextError,
     Timings,
+    TuningRecord,
     Voice,
     VoiceError,
     estimated_frames,
 )
+from engine.runtime.tuning import TunedSettings, TuningKey
 from qwen3tts_gui.audio_io import AudioUnavailable
 
 SR = 24000
@@ -47,8 +49,11 @@ LANGUAGES = ["auto", "chinese", "english", "french", "german", "italian", "japan
 class FakeSynthesizer:
     def __init__(self, frame_delay: float = 0.005, frames_per_char: float = 0.5, model_id: str = "fake-model",
                  chunk_every: int = 4, fail_at_frame: int | None = None, xvector_size: int = 32,
-                 hold_at_frame: int | None = None):
+                 hold_at_frame: int | None = None, tuning_needed: bool = False, tune_delay: float = 0.002):
         self.frame_delay = frame_delay
+        self.tuning_needed = tuning_needed  # as a real model opened for the first time on a computer
+        self.tune_delay = tune_delay
+        self.tuned = 0  # completed tunings
         self.frames_per_char = frames_per_char
         self._model_id = model_id
         self.chunk_every = chunk_every
@@ -125,6 +130,23 @@ class FakeSynthesizer:
     def check_voice(self, voice: Voice) -> None:
         if voice.model_id != self.model_id:
             raise VoiceError("this voice was made with a different model; create it again from its reference audio")
+
+    # --- self-tuning (Synthesizer.tune: progress, cancel between steps, a record with a one-line summary) ---
+    def tune(self, progress=None, cancel=None) -> TuningRecord:
+        steps = 20
+        for i in range(steps):
+            if cancel is not None and cancel():
+                raise Cancelled("Tuning was cancelled.")
+            if progress is not None:
+                progress(i / steps, f"Timing candidate {i + 1} of {steps}…")
+            time.sleep(self.tune_delay)
+        if progress is not None:
+            progress(1.0, "Tuned.")
+        self.tuning_needed = False
+        self.tuned += 1
+        key = TuningKey(cpu="Fake CPU", cores=2, logical=2, ncnn="0", model="fake", precision="fp32", format="fake")
+        return TuningRecord(key, TunedSettings(talker_threads=2, code_predictor_threads=1, decoder_threads=1,
+                                               overlap_decode=True), seconds=steps * self.tune_delay)
 
     # --- synthesis ---
     def check_settings(self, settings: GenerationSettings) -> None:

@@ -276,11 +276,13 @@ def test_decoder_setting_reaches_the_engine_and_round_trips(qtbot, make_window, 
 
 
 def test_real_synthesizer_opens_with_the_decoder_setting(demo_bundle):
-    """open_synthesizer hands the setting to the real engine: "fp32" decodes exactly; "auto" gives bf16 on a CPU
-    with AVX512-BF16 and fp32 elsewhere."""
+    """open_synthesizer hands the setting to the real engine: "fp32" decodes exactly; "auto" gives bf16 where this
+    computer's tuning measured it faster, and without a tuning on a CPU with AVX512-BF16; fp32 elsewhere."""
     from engine.runtime.cpu import has_bf16_dot_product
     from qwen3tts_gui.engine_adapter import open_synthesizer
 
     assert open_synthesizer(demo_bundle, threads=1, decoder_precision="fp32").decoder_precision == "fp32"
-    auto = open_synthesizer(demo_bundle, threads=1, decoder_precision="auto").decoder_precision
-    assert auto == ("bf16" if has_bf16_dot_product() else "fp32")
+    synth = open_synthesizer(demo_bundle, threads=1, decoder_precision="auto")
+    measured = synth.tuning.settings.decoder_bf16_faster if synth.tuning is not None else None
+    assert synth.decoder_precision == ("bf16" if (has_bf16_dot_product() if measured is None else measured)
+                                       else "fp32")

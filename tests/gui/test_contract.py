@@ -200,3 +200,21 @@ def test_longest_first(synth, voice):
     assert outcome[False][0] == 0 and outcome[True][0] == 1
     for j in (0, 1):
         assert np.array_equal(outcome[False][1][j], outcome[True][1][j])
+
+
+def test_tuning_reports_progress_and_cancels_cleanly(synth, tmp_path, monkeypatch):
+    """tune(): Cancelled when cancel() is True (nothing changes, tuning still needed), else progress rising to 1.0
+    and a record whose summary is one line; then no tuning is needed."""
+    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(tmp_path))  # the real engine stores its record there
+    needed = synth.tuning_needed
+    with pytest.raises(Cancelled):
+        synth.tune(cancel=lambda: True)
+    assert synth.tuning_needed == needed
+    seen: list[tuple[float, str]] = []
+    record = synth.tune(progress=lambda f, m: seen.append((f, m)))
+    fractions = [f for f, _ in seen]
+    assert fractions and fractions == sorted(fractions) and fractions[-1] == 1.0 and 0.0 <= fractions[0]
+    assert all(isinstance(m, str) and m for _, m in seen)
+    line = record.summary()
+    assert isinstance(line, str) and line and "\n" not in line
+    assert not synth.tuning_needed

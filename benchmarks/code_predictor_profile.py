@@ -1,0 +1,143 @@
+"""Where the code predictor's time goes: per layer type, per call, per frame, at each int8 thread count.
+
+    python benchmarks/code_predictor_profile.py --model Q8_BUNDLE [--threads 1,2] [--rounds 30]
+
+White-box (engine internals): loads the code predictor's q8 graph (attention inside, rows stacked as heads) once
+per thread count and, at position 1 of a frame (one key in the cache, as most of a frame's calls):
+- times every layer on its own: one extractor, each layer's output extracted in graph order (ncnn computes only
+  what an extract needs, so each extract runs exactly one more layer), median over rounds; the time of an extract
+  of a blob already computed is measured and subtracted;
+- sums them per layer type, and for the weight layers (int8 Gemm) prints bytes and GB/s;
+- times the whole call as the engine makes it (one extractor, the head's logits and the ten cache blobs) and a
+  whole frame (predict(): 16 calls, sampling and the embedding rows), so per-call and per-frame overhead show.
+Prints the load average before and after; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engine.nets.code_predictor import CodePredictor  # noqa: E402
+from engine.nets.talker import net_precision  # noqa: E402
+from engine.runtime.bandwidth import _layers, layer_weight_bytes  # noqa: E402
+from engine.runtime.bundle import Bundle  # noqa: E402
+from engine.runtime.cpu import cpu_model, load_average  # noqa: E402
+from engine.runtime.sequence_net import SequenceNet  # noqa: E402
+from engine.runtime.step_graph import StepNet, stacked_attention_param_text  # noqa: E402
+
+
+def load(bundle: Bundle, threads: int) -> tuple[CodePredictor, str]:
+    meta = bundle.part("talker")
+    spec = meta["code_predictor"]
+    text = stacked_attention_param_text(bundle.file(f"{meta['cp_graph']}.param").read_text(), int(spec["heads"]),
+                                        int(spec["head_dim"]))
+    cp = CodePredictor(bundle, threads, adaptive_threads=False)
+    cp.net = SequenceNet(bundle, meta["cp_graph"], threads, net_precision(bundle, meta), param_text=text,
+                         packing=False, max_rows=StepNet.Q8_MAX_ROWS["int8"], fixed_threads=True)
+    return cp, text
+
+
+def profile(cp: CodePredictor, text: str, rounds: int) -> None:
+    rng = np.random.default_rng(0)
+    hidden = rng.standard_normal((1, cp.hidden_size)).astype(np.float32)
+    _, cache = cp.net.run(hidden, *cp._rope_mats[0], None, None, ())
+    x = np.asarray(cp._codec[5], np.float32)
+    layers = [lay for lay in _layers(text) if lay.type != "Input"]
+    net = cp.net.net
+    per_layer: dict[str, list[float]] = defaultdict(list)
+    overhead: list[float] = []
+    calls: list[float] = []
+    for _ in range(rounds):
+        ex = net.create_extractor()
+        ex.input("in0", cp.net._row.set(x) if cp.net._row is not None else None)
+        ex.input("cos", cp._rope_mats[1][0])
+        ex.input("sin", cp._rope_mats[1][1])
+        for name, mat in zip(cp.net._cache_in, cache, strict=True):
+            ex.input(name, mat)
+        for lay in layers:
+            t = time.perf_counter()
+            ex.extract(lay.outputs[0], 1)
+            per_layer[lay.name].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        ex.extract(layers[-1].outputs[0], 1)
+        overhead.append(time.perf_counter() - t)
+        del ex
+        t = time.perf_counter()
+        cp.net.run(x, *cp._rope_mats[1], None, cache, ("logits_0",))
+        calls.append(time.perf_counter() - t)
+    extract_cost = statistics.median(overhead)
+    by_type: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    gemm_bytes = 0
+    gemm_layer_bytes = {}
+    for lay in layers:
+        if lay.name.startswith("logits_") and lay.name != "logits_0_gemm":
+            continue  # one head per call
+        ms = max(0.0, statistics.median(per_layer[lay.name]) - extract_cost) * 1000
+        kind = "Gemm (int8 weights)" if lay.type == "Gemm" else lay.type
+        by_type[kind] += ms
+        counts[kind] += 1
+        if lay.type == "Gemm":
+            b = layer_weight_bytes(lay, 4)
+            gemm_bytes += b
+            gemm_layer_bytes[lay.name] = (b, ms)
+    total = sum(by_type.values())
+    print(f"  one call at position 1, layer by layer (median of {rounds}; extract cost {extract_cost * 1e6:.1f} us "
+          f"subtracted per layer): {total:.2f} ms in layers")
+    for kind, ms in sorted(by_type.items(), key=lambda kv: -kv[1]):
+        print(f"    {kind:24s} {counts[kind]:3d} layers {ms:7.3f} ms  {ms / total * 100:5.1f} %")
+    gemm_ms = by_type["Gemm (int8 weights)"]
+    print(f"    int8 Gemms read {gemm_bytes / 1e6:.1f} MB in {gemm_ms:.2f} ms: {gemm_bytes / gemm_ms / 1e6:.1f} GB/s")
+    sizes = defaultdict(list)
+    for b, ms in gemm_layer_bytes.values():
+        sizes[b].append(ms)
+    for b, ms_list in sorted(sizes.items()):
+        med = statistics.median(ms_list)
+        print(f"    Gemm of {b / 1e6:5.2f} MB x{len(ms_list):2d}: {med:6.3f} ms each, {b / med / 1e6:5.1f} GB/s")
+    call, fastest = statistics.median(calls) * 1000, min(calls) * 1000
+    lowest = sum(max(0.0, min(v) - extract_cost) for k, v in per_layer.items()
+                 if not k.startswith("logits_") or k == "logits_0_gemm") * 1000
+    print(f"  whole call as the engine makes it (extractor, inputs, logits, ten cache blobs): median {call:.2f} ms "
+          f"({call - total:+.2f} ms beside the layers' medians), fastest {fastest:.2f} ms ({fastest - lowest:+.2f} ms "
+          f"beside the layers' fastest, {lowest:.2f} ms)")
+    frames = []
+    choose = lambda logits, g: int(np.argmax(logits))  # noqa: E731
+    for _ in range(max(5, rounds // 3)):
+        t = time.perf_counter()
+        cp.predict(hidden[0], 5, choose)
+        frames.append(time.perf_counter() - t)
+    frame = statistics.median(frames) * 1000
+    print(f"  whole frame (predict: 16 calls, greedy choice, embedding rows): median {frame:.1f} ms = 16 x "
+          f"{frame / 16:.2f} ms per call; fastest {min(frames) * 1000:.1f} ms")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", type=Path, required=True, help="a q8 bundle")
+    ap.add_argument("--threads", default="1,2", help="int8 Gemm thread counts to profile, comma-separated")
+    ap.add_argument("--rounds", type=int, default=30)
+    a = ap.parse_args()
+    bundle = Bundle.open(a.model)
+    if bundle.precision != "q8":
+        print("code_predictor_profile: needs a q8 bundle", file=sys.stderr)
+        return 2
+    print(f"{cpu_model()}; {a.model}; load average {load_average()}")
+    loaded = {int(n): load(bundle, int(n)) for n in a.threads.split(",")}
+    for threads, (cp, text) in loaded.items():
+        print(f"int8 Gemm threads {threads}:")
+        profile(cp, text, a.rounds)
+    print(f"load average {load_average()} (after)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

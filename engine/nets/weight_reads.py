@@ -1,0 +1,42 @@
+"""The weight bytes one generated frame reads, per network, counted from the bundle's graphs
+(engine/runtime/bandwidth.py weights_read): the talker's step, and the code predictor's 16 calls per frame (the
+talker hidden state at position 0, whose call needs every layer but the last one's attention output and MLP, then
+codes 1..15, each call all five layers and one of the 15 heads)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..runtime.bandwidth import weights_read
+from ..runtime.bundle import Bundle
+from .talker import net_precision
+
+
+@dataclass(frozen=True)
+class FrameWeights:
+    talker: int  # bytes per talker step
+    code_predictor_layers: int  # bytes of one code-predictor call's layers (a full call, without its head)
+    code_predictor_calls: int  # calls per frame
+    code_predictor: int  # bytes per frame: all calls, heads included
+    code_predictor_heads: int  # bytes of the 15 heads (each read once per frame)
+
+    @property
+    def total(self) -> int:
+        return self.talker + self.code_predictor
+
+
+def frame_weights(bundle: Bundle) -> FrameWeights:
+    meta = bundle.part("talker")
+    float_bytes = 4 if net_precision(bundle, meta) == "fp32" else 2  # fp16 / bf16 storage, or int8 in the graph
+    talker_text = bundle.file(f"{meta['talker_graph']}.param").read_text(encoding="utf-8")
+    cp_text = bundle.file(f"{meta['cp_graph']}.param").read_text(encoding="utf-8")
+    t_layers, c_layers = int(meta["talker"]["layers"]), int(meta["code_predictor"]["layers"])
+    t_cache = [f"{kv}_out_{i}" for i in range(t_layers) for kv in "kv"]
+    c_cache = [f"{kv}_out_{i}" for i in range(c_layers) for kv in "kv"]
+    heads = [f"logits_{g}" for g in range(int(meta["num_code_groups"]) - 1)]
+    talker = weights_read(talker_text, ["hidden", "logits", *t_cache], float_bytes)
+    first = weights_read(cp_text, c_cache, float_bytes)
+    per_code = [weights_read(cp_text, [h, *c_cache], float_bytes) for h in heads]
+    head_bytes = weights_read(cp_text, heads, float_bytes, only="logits_")
+    full_call = per_code[0] - weights_read(cp_text, heads[:1], float_bytes, only="logits_")
+    return FrameWeights(talker, full_call, 1 + len(heads), first + sum(per_code), head_bytes)

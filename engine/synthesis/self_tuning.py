@@ -1,0 +1,352 @@
+"""What the self-tuner times on a model, and how the chosen settings are put in place (engine/runtime/tuning.py
+has the model-free part: alternating candidates, the choice, the stored record).
+
+Three steps on real networks, each a share of the budget (15 s at full size on a quiet machine):
+1. generation: one frame per candidate thread count in turn (fewest first), talker step and code predictor timed
+   apart and chosen apart. q8 bundles load their int8 matrix products at a fixed thread count, so each count is a
+   net of its own, loaded for the run (the loser is dropped); float nets change their count per call;
+2. decoder precision, only for bundles whose decoder can run bf16: a few frames decoded whole at fp32 and bf16
+   (used where the caller asked for "auto");
+3. decoding beside generation: frames generated and streamed with the decoder on its own thread at each thread
+   count, and inline after each frame; timed per streamed frame, generation included.
+Frames are generated from a random prompt with greedy choices (random weights give no meaningful codes, and the
+time of a step does not depend on them). Nothing here changes a result: thread counts and overlap never change
+numbers, and the decoder precision is only chosen where "auto" allows bf16.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import ncnn
+import numpy as np
+
+from ..nets.code_predictor import CodePredictor
+from ..nets.codec_decoder import DECODER_PRECISIONS, CodecDecoder, decoder_net_precision
+from ..nets.talker import Talker
+from ..runtime.bundle import Bundle
+from ..runtime.cpu import cpu_model, load_average, physical_cores, usable_cpus
+from ..runtime.thread_governor import ThreadGovernor
+from ..runtime.tuning import (
+    CandidateFigure,
+    Lookup,
+    TunedSettings,
+    TuningKey,
+    TuningRecord,
+    alternate,
+    load_record,
+    median,
+    pick,
+    save_record,
+    thread_candidates,
+    utc_now,
+)
+from ..types import Timings
+from .streaming import StreamedAudio
+
+DEFAULT_BUDGET = 15.0  # seconds at full size on a quiet machine (fewer rounds on a slow or busy one)
+PROMPT_ROWS = 12
+STREAM_FRAMES = 5  # frames per streamed measurement: enough for the decoder thread to settle into its rhythm
+DECODE_FRAMES = 4  # frames per whole-decode measurement of the decoder precision
+Progress = Callable[[float, str], None]
+
+
+def tuning_key(bundle: Bundle, device: str = "cpu") -> TuningKey:
+    """The key a bundle's tuning is stored under: this CPU, ncnn, and the bundle's shape, precision and format.
+    Read from the manifest and the CPU description only (no network is loaded)."""
+    meta = bundle.part("talker")
+    files = bundle.manifest.get("files", {})
+    sizes = "/".join(str(files.get(f"{g}.bin", {}).get("size", "?"))
+                     for g in (meta["talker_graph"], meta["cp_graph"], bundle.part("codec_decoder")["graph"]))
+    model = (f"talker {meta['talker']['layers']}x{meta['talker']['hidden']}, code predictor "
+             f"{meta['code_predictor']['layers']}x{meta['code_predictor']['hidden']}; weights {sizes}")
+    marks = "bf16 decoder" if bf16_decoder_available(bundle) else "fp32 decoder"
+    return TuningKey(cpu=cpu_model(), cores=physical_cores(), logical=usable_cpus(),
+                     ncnn=str(getattr(ncnn, "__version__", "?")), model=model, precision=bundle.precision,
+                     format=f"{bundle.manifest.get('format')} v{bundle.manifest.get('version')}, 8-bit format "
+                            f"{bundle.manifest.get('q8_format', 1 if bundle.precision == 'q8' else '-')}, {marks}",
+                     device=device)
+
+
+def stored_tuning(bundle: Bundle) -> Lookup:
+    """The tuning stored for this bundle on this computer, if any (with a note when a stored file was unusable)."""
+    return load_record(tuning_key(bundle))
+
+
+def bf16_decoder_available(bundle: Bundle) -> bool:
+    return bundle.part("codec_decoder").get("bf16_layers") is True
+
+
+@dataclass
+class Parts:
+    """The Synthesizer's networks the tuner times and changes."""
+
+    bundle: Bundle
+    talker: Talker
+    code_predictor: CodePredictor
+    decoder: CodecDecoder
+    overlap_decode: bool
+    stream: Callable[[CodecDecoder, bool], Any]  # (decoder, overlap) -> an object with push(frame), finish(), close()
+    adaptive_threads: bool = True
+    cores: int = 1  # the thread governors' upper count
+    # what a measurement reports: (part, candidate, measured seconds) -> seconds; tests inject CPUs through it
+    timing: Callable[[str, Any, float], float] = lambda part, candidate, seconds: seconds
+    spare: dict[tuple[str, int], Any] = field(default_factory=dict)  # nets loaded for the run, by (part, threads)
+
+
+def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder_request: str = "fp32",
+               progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
+               clock: Callable[[], float] = time.monotonic) -> TuningRecord:
+    """Time the candidates and return the record. Leaves every part as it found it; parts.spare keeps the nets
+    loaded for the winners (apply_settings uses them instead of loading again). Cancelled propagates."""
+    t0 = clock()
+    reached = [0.0]
+
+    def say(fraction: float, message: str) -> None:  # never backwards: stages end before their share of the budget
+        reached[0] = max(reached[0], fraction)
+        if progress is not None:
+            progress(reached[0], message)
+
+    original = (parts.talker.net, parts.talker.governor, parts.code_predictor.net, parts.code_predictor.governor)
+    frames = _FrameSource(parts.talker, parts.code_predictor)
+    figures: list[CandidateFigure] = []
+    try:
+        counts = thread_candidates(cores)
+        say(0.0, "Loading the networks for each thread count…")
+        talker_nets = {n: _net_at(parts, "talker", n) for n in counts}
+        cp_nets = {n: _net_at(parts, "code predictor", n) for n in counts}
+
+        def frame_at(n: int) -> dict[str, float]:
+            parts.talker.net, parts.code_predictor.net = talker_nets[n], cp_nets[n]
+            parts.talker.governor = parts.code_predictor.governor = ThreadGovernor(n, adaptive=False)
+            return {k: parts.timing(k, n, v) for k, v in frames.next().items()}
+
+        say(0.05, "Timing the talker and code predictor…")
+        for n in counts:  # warm-up: the first call of a freshly loaded net allocates its buffers
+            frame_at(n)
+        samples = alternate(counts, frame_at, min_rounds=3, max_rounds=8, deadline=t0 + 0.45 * budget,
+                            cancel=cancel, clock=clock,
+                            on_sample=lambda c, f: say(min(0.45, (clock() - t0) / budget), "Timing the talker and "
+                                                       f"code predictor ({c} thread{'s' if c > 1 else ''})…"))
+        talker_threads, cp_threads = pick(samples, "talker"), pick(samples, "code predictor")
+        figures += _figures(samples, "talker threads", "talker", "talker step", talker_threads)
+        figures += _figures(samples, "code predictor threads", "code predictor", "code predictor (15 steps)",
+                            cp_threads)
+        parts.talker.net, parts.code_predictor.net = talker_nets[talker_threads], cp_nets[cp_threads]
+        parts.talker.governor = ThreadGovernor(talker_threads, adaptive=False)
+        parts.code_predictor.governor = ThreadGovernor(cp_threads, adaptive=False)
+        parts.spare[("talker", talker_threads)] = talker_nets[talker_threads]
+        parts.spare[("code predictor", cp_threads)] = cp_nets[cp_threads]
+        talker_nets.clear()  # the losers are freed
+        cp_nets.clear()
+
+        bf16_faster = None
+        precision = parts.decoder.precision
+        if bf16_decoder_available(parts.bundle):
+            say(0.5, "Timing the speech decoder at fp32 and bf16…")
+            codes = frames.codes(DECODE_FRAMES)
+            decoders = {p: _decoder_at(parts, p, parts.decoder.threads) for p in ("fp32", "bf16")}
+            dec_samples = alternate(list(decoders), lambda p: {"decode": parts.timing("decode", p, _timed(decoders[p], codes))},
+                                    min_rounds=2, max_rounds=4, deadline=t0 + 0.6 * budget, cancel=cancel,
+                                    clock=clock)
+            best = pick(dec_samples, "decode")
+            bf16_faster = best == "bf16"
+            figures += _figures(dec_samples, "decoder precision", "decode", "decode, whole", best)
+            if decoder_request == "auto":
+                precision = best
+            parts.spare[("decoder", decoders[precision].threads)] = decoders[precision]
+            decoders.clear()
+
+        say(0.6, "Timing the speech decoder beside generation…")
+        # inline decoding only competes on one core: with two or more, decoding beside generation was 1.2-1.9x
+        # faster end to end on every run measured (README "Overlap", AMD EPYC, q8 and fp32)
+        configs = [(True, n) for n in counts] + ([(False, 1)] if counts == [1] else [])
+        stream_decoders = {n: _decoder_at(parts, precision, n) for n in counts}
+
+        def streamed(config: tuple[bool, int]) -> dict[str, float]:
+            overlap, n = config
+            stream = parts.stream(stream_decoders[n], overlap)
+            t = time.perf_counter()
+            try:
+                for _ in range(STREAM_FRAMES):
+                    stream.push(frames.next(timed=False))
+                stream.finish()
+            finally:
+                stream.close()
+            return {"stream": parts.timing("stream", config, (time.perf_counter() - t) / STREAM_FRAMES)}
+
+        stream_samples = alternate(configs, streamed, min_rounds=2, max_rounds=4, deadline=t0 + budget,
+                                   cancel=cancel, clock=clock,
+                                   on_sample=lambda c, f: say(min(0.99, (clock() - t0) / budget),
+                                                              "Timing the speech decoder beside generation…"))
+        overlap, decoder_threads = pick(stream_samples, "stream")
+        figures += [replace(f, value=_config_name(c)) for c, f in
+                    zip(configs, _figures(stream_samples, "decoding", "stream", "streamed frame",
+                                          (overlap, decoder_threads)), strict=True)]
+        parts.spare[("decoder", decoder_threads)] = stream_decoders[decoder_threads]
+        settings = TunedSettings(talker_threads=talker_threads, code_predictor_threads=cp_threads,
+                                 decoder_threads=decoder_threads, overlap_decode=overlap,
+                                 decoder_bf16_faster=bf16_faster)
+        say(1.0, "Tuned.")
+        return TuningRecord(tuning_key(parts.bundle), settings, tuple(figures), clock() - t0, utc_now(),
+                            load_average())
+    finally:
+        (parts.talker.net, parts.talker.governor, parts.code_predictor.net,
+         parts.code_predictor.governor) = original
+
+
+def apply_settings(parts: Parts, settings: TunedSettings, decoder_precision: str) -> None:
+    """Put tuned settings in place (the caller decides whether they apply: an explicit thread count wins).
+    decoder_precision: what the decoder should run at ("fp32", "bf16", ...); nets already loaded for the
+    tuning are used, others are loaded."""
+    parts.talker.net = parts.spare.pop(("talker", settings.talker_threads), None) \
+        or _net_at(parts, "talker", settings.talker_threads)
+    parts.code_predictor.net = parts.spare.pop(("code predictor", settings.code_predictor_threads), None) \
+        or _net_at(parts, "code predictor", settings.code_predictor_threads)
+    parts.talker.governor = ThreadGovernor(parts.cores, adaptive=parts.adaptive_threads, start=settings.talker_threads)
+    parts.code_predictor.governor = ThreadGovernor(parts.cores, adaptive=parts.adaptive_threads,
+                                                   start=settings.code_predictor_threads)
+    decoder = parts.spare.pop(("decoder", settings.decoder_threads), None)
+    if decoder is None or decoder.precision != decoder_precision:
+        decoder = _decoder_at(parts, decoder_precision, settings.decoder_threads)
+    parts.decoder = decoder
+    parts.overlap_decode = settings.overlap_decode
+    parts.spare.clear()
+
+
+@dataclass(frozen=True)
+class ThreadPlan:
+    """Thread counts and decoding a Synthesizer opens with."""
+
+    threads: int  # the most threads a network uses (the thread governor's upper count)
+    start: tuple[int | None, int | None]  # the governor's first count (talker, code predictor); None: `threads`
+    int8: tuple[int | None, int | None]  # load-time count of the int8 Gemms (talker, code predictor); None: default
+    decoder: int
+    overlap_decode: bool
+
+
+def thread_plan(record: TuningRecord | None, explicit_threads: int | None, cores: int) -> ThreadPlan:
+    """An explicit thread count applies to every network; else the tuned counts (int8 Gemms loaded at them, the
+    thread governors starting at them and free to move between them and the other end); else all cores (int8
+    Gemms at their default). Decoding beside generation follows the tuning whatever the thread count."""
+    overlap = record.settings.overlap_decode if record is not None else True
+    if explicit_threads:
+        n = int(explicit_threads)
+        return ThreadPlan(n, (None, None), (n, n), n, overlap)
+    if record is not None:
+        s = record.settings
+        tuned = (min(cores, s.talker_threads), min(cores, s.code_predictor_threads))
+        return ThreadPlan(cores, tuned, tuned, min(cores, s.decoder_threads), overlap)
+    return ThreadPlan(cores, (None, None), (None, None), cores, True)
+
+
+def decoder_choice(bundle: Bundle, request: str, record: TuningRecord | None) -> str:
+    """The decoder precision to load for a request: "auto" follows the tuning's measurement where there is one
+    (bf16 only where it was faster), else the request as it is."""
+    faster = record.settings.decoder_bf16_faster if record is not None else None
+    if request != "auto" or faster is None or not bf16_decoder_available(bundle):
+        return request
+    if faster:
+        return "bf16"
+    return "fp32" if decoder_net_precision(bundle, "auto") == "bf16" else "auto"
+
+
+def tune_synthesizer(synth, progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
+                     budget: float = DEFAULT_BUDGET, timing: Callable[[str, Any, float], float] | None = None
+                     ) -> TuningRecord:
+    """Synthesizer.tune(): measure on this machine (candidates up to its physical cores, whatever the synthesizer
+    was opened with), store the record, then apply it (an explicit thread count keeps its counts). Cancelled
+    leaves the synthesizer as it was and stores nothing."""
+
+    parts = Parts(synth._bundle, synth._talker, synth._code_predictor, synth._decoder, synth.overlap_decode,
+                  lambda decoder, overlap: StreamedAudio(decoder, None, Timings(), overlap),
+                  adaptive_threads=synth._adaptive_threads, cores=synth.threads)
+    if timing is not None:
+        parts.timing = timing
+    record = run_tuning(parts, physical_cores(), budget, synth._decoder_request, progress, cancel)
+    synth.tuning_note = save_record(record)
+    synth.tuning = record
+    precision = decoder_net_precision(synth._bundle, decoder_choice(synth._bundle, synth._decoder_request, record))
+    if synth._explicit_threads:
+        apply_settings(parts, replace(record.settings, talker_threads=synth.threads,
+                                      code_predictor_threads=synth.threads, decoder_threads=synth.threads),
+                       precision)
+    else:
+        apply_settings(parts, record.settings, precision)
+    synth._decoder, synth.overlap_decode = parts.decoder, parts.overlap_decode
+    return record
+
+
+# -------------------------------------------------------------------------------------------------- helpers
+
+
+class _FrameSource:
+    """Frames generated greedily from a random prompt, one at a time, with the talker and code predictor timed."""
+
+    def __init__(self, talker: Talker, cp: CodePredictor):
+        self.talker, self.cp = talker, cp
+        rng = np.random.default_rng(0)
+        prompt = (rng.standard_normal((PROMPT_ROWS, talker.hidden_size)) * 0.05).astype(np.float32)
+        self.seq, self.hidden, self.logits = talker.start(prompt)
+        self.made: list[np.ndarray] = []
+
+    def next(self, timed: bool = True) -> Any:
+        talker, cp = self.talker, self.cp
+        c0 = int(np.argmax(self.logits[:cp.codebook_size]))
+        t0 = time.perf_counter()
+        rest = cp.predict_many(self.hidden[None], [c0], [_greedy])[0]
+        t1 = time.perf_counter()
+        frame = np.concatenate([[c0], rest]).astype(np.int64)
+        self.made.append(frame)
+        hidden, logits = talker.step_many([self.seq], cp.frame_rows(frame[None]))
+        self.hidden, self.logits = hidden[0], logits[0]
+        if not timed:
+            return frame
+        return {"talker": time.perf_counter() - t1, "code predictor": t1 - t0}
+
+    def codes(self, n: int) -> np.ndarray:
+        while len(self.made) < n:
+            self.next()
+        return np.stack(self.made[:n])
+
+
+def _greedy(logits: np.ndarray, group: int) -> int:
+    return int(np.argmax(logits))
+
+
+def _net_at(parts: Parts, part: str, threads: int):
+    """The part's net for `threads`: its own net when the count can change per call (float graphs) or already
+    matches, else a new load (int8 Gemms fix their count at load)."""
+    owner = parts.talker if part == "talker" else parts.code_predictor
+    if (part, threads) in parts.spare:
+        return parts.spare[(part, threads)]
+    if not owner.net.fixed_threads or owner.net.weight_threads == threads:
+        return owner.net
+    return owner.load_net(threads, threads)
+
+
+def _decoder_at(parts: Parts, precision: str, threads: int) -> CodecDecoder:
+    dec = parts.decoder
+    if dec.precision == precision and dec.threads == threads:
+        return dec
+    # "fp16" is what "auto" loads for fp16 bundles; it is not a precision a caller asks for
+    return CodecDecoder(parts.bundle, threads, precision if precision in DECODER_PRECISIONS else "auto")
+
+
+def _timed(decoder: CodecDecoder, codes: np.ndarray) -> float:
+    t = time.perf_counter()
+    decoder.decode(codes)
+    return (time.perf_counter() - t) / len(codes)
+
+
+def _figures(samples, setting: str, part: str, label: str, chosen) -> list[CandidateFigure]:
+    return [CandidateFigure(setting, str(c), label, median(parts.get(part, ())) * 1000, len(parts.get(part, ())),
+                            c == chosen) for c, parts in samples.items()]
+
+
+def _config_name(config: tuple[bool, int]) -> str:
+    overlap, n = config
+    return f"{'beside generation' if overlap else 'after each frame'}, {n} thread{'s' if n > 1 else ''}"

@@ -1,0 +1,78 @@
+"""Weight bytes a call reads, counted from the graph (engine/runtime/bandwidth.py), against hand counts and the
+full-size shapes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from engine.runtime.bandwidth import floor_and_share, measure_read_bandwidth, weights_read
+
+# in0 -> [q8 Gemm 8x4 + scale table] -> a -> [fp Gemm 3x8] -> out_a ; in0 -> [InnerProduct 5x4, int8] -> out_b;
+# a -> [head Gemm 2x8] -> logits_0
+GRAPH = """7767517
+7 8
+Input in0 0 1 in0
+Split sp 1 2 in0 x0 x1
+Gemm g1 1 1 x0 g1 2=0 3=1 4=0 5=1 6=0 7=0 8=8 9=4 10=-1 18=1
+MemoryData scale 0 1 scale 0=8 1=1
+BinaryOp mul 2 1 g1 scale a 0=2
+Gemm g2 1 1 a out_a 5=1 8=3 9=8 18=0 -23300=2,1,2
+InnerProduct ip 1 1 x1 out_b 0=5 1=0 2=20 8=2
+Gemm logits_0_gemm 1 1 a logits_0 5=1 8=2 9=8 18=1
+"""
+
+
+def test_counts_only_the_layers_an_extract_needs():
+    q8, scale = 8 * 4, 8 * 4
+    assert weights_read(GRAPH, ["out_a"], float_bytes=4) == q8 + scale + 3 * 8 * 4
+    assert weights_read(GRAPH, ["out_a"], float_bytes=2) == q8 + scale + 3 * 8 * 2
+    assert weights_read(GRAPH, ["out_b"], float_bytes=4) == 20  # int8 InnerProduct
+    assert weights_read(GRAPH, ["logits_0"], float_bytes=4) == q8 + scale + 16
+    # shared layers are read once per call
+    assert weights_read(GRAPH, ["out_a", "logits_0"], float_bytes=4) == q8 + scale + 96 + 16
+    assert weights_read(GRAPH, ["out_a", "logits_0"], float_bytes=4, only="logits_") == 16
+    assert weights_read(GRAPH, ["in0", "nothing"], float_bytes=4) == 0
+
+
+def test_full_size_q8_talker_and_code_predictor_bytes(fullsize_shapes):
+    talker, cp = fullsize_shapes
+    # 28 layers of (1024x4096 qkv, 2048x1024 o, 2 x 1024x3072 gate/up, 3072x1024 down) + the 3072-way codec head
+    layer = 1024 * 4096 + 2048 * 1024 + 3 * 1024 * 3072
+    assert talker == pytest.approx(28 * layer + 3072 * 1024, rel=0.01)
+    assert cp == pytest.approx(5 * layer, rel=0.01)
+
+
+@pytest.fixture
+def fullsize_shapes():
+    """The int8 weight bytes of one call through a full-size-shaped talker and code predictor, written in the
+    graph form the converter uses (one Gemm per Linear with its scale table)."""
+    def stack(layers, head):
+        lines, prev = [], "in0"
+        for i in range(layers):
+            for j, (n, k) in enumerate(((4096, 1024), (1024, 2048), (3072, 1024), (3072, 1024), (1024, 3072))):
+                out = f"l{i}_{j}"
+                lines.append(f"Gemm {out} 1 1 {prev} {out} 5=1 8={n} 9={k} 18=1")
+                prev = out
+        if head:
+            lines.append(f"Gemm head 1 1 {prev} logits 5=1 8=3072 9=1024 18=1")
+            prev = "logits"
+        return "7767517\n0 0\nInput in0 0 1 in0\n" + "\n".join(lines) + "\n", prev
+
+    talker, t_out = stack(28, True)
+    cp, c_out = stack(5, False)
+    return weights_read(talker, [t_out], 4), weights_read(cp, [c_out], 4)
+
+
+def test_floor_and_share():
+    floor, share = floor_and_share(1.655e9, 0.145, 18e9)
+    assert floor == pytest.approx(0.09194, rel=1e-3)
+    assert share == pytest.approx(0.634, rel=1e-3)
+    assert all(math.isnan(v) for v in floor_and_share(1e9, 0.1, 0.0))
+
+
+def test_bandwidth_reads_the_bytes_it_says():
+    bw = measure_read_bandwidth(2, repeats=1, total_bytes=8 << 20)
+    assert bw.readers == 2 and bw.array_bytes == 8 << 20
+    assert bw.one_reader > 0 and bw.all_readers > 0

@@ -1,0 +1,151 @@
+"""The self-tuner on real networks with injected timings (engine/synthesis/self_tuning.py): what a CPU where one
+int8 thread wins, one where two win, or where the networks differ gets; the chosen counts really loaded into
+the ncnn nets; the record reused at the next open; an explicit thread count winning; cancel midway leaving
+everything as it was; a damaged record ignored with a note; and results unchanged by tuning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine import Cancelled, GenerationSettings, Synthesizer, Voice, run_synthesis
+from engine.runtime.tuning import TuningKey, load_record, record_path
+from engine.synthesis.self_tuning import tune_synthesizer, tuning_key
+from tests.bundles import bundle_for
+
+
+@pytest.fixture(scope="module")
+def q8_bundle():
+    return bundle_for("tiny06b", "q8")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def cpu(talker: dict, code_predictor: dict, stream=None, decode=None):
+    """Injected timings in ms per candidate thread count (missing counts: very slow)."""
+    figures = {"talker": talker, "code predictor": code_predictor, "stream": stream or {}, "decode": decode or {}}
+
+    def timing(part, candidate, seconds):
+        return figures[part].get(candidate, 1e6) / 1000
+
+    return timing
+
+
+ONE_WINS = cpu({1: 25, 2: 44}, {1: 68, 2: 117})  # the AMD EPYC: one int8 thread, 93 vs 161 ms per frame
+TWO_WIN = cpu({1: 55, 2: 40}, {1: 140, 2: 107})  # the Intel Xeon: two, 145 vs 191-224 ms per frame
+
+
+def ncnn_threads(net) -> int:
+    """The thread count the loaded ncnn net itself has (int8 Gemms keep their load-time count)."""
+    return int(net.net.opt.num_threads)
+
+
+def codes(synth: Synthesizer) -> np.ndarray:
+    voice = Voice(xvector=np.random.default_rng(0).standard_normal(synth.hidden_size).astype(np.float32),
+                  model_id=synth.model_id)
+    settings = GenerationSettings(greedy=True, max_frames=6, ignore_eos=True, codes_only=True)
+    return run_synthesis(synth.synthesize("Hello there.", voice, "english", settings)).codes
+
+
+@pytest.mark.parametrize("timing, expected", [(ONE_WINS, (1, 1)), (TWO_WIN, (2, 2)),
+                                              (cpu({1: 30, 2: 45}, {1: 90, 2: 60}), (1, 2))])
+def test_the_faster_int8_thread_count_is_loaded_into_the_nets(q8_bundle, cache, timing, expected):
+    synth = Synthesizer(q8_bundle)
+    assert synth.tuning_needed and synth.tuning is None
+    record = tune_synthesizer(synth, timing=timing)
+    s = record.settings
+    assert (s.talker_threads, s.code_predictor_threads) == expected
+    assert synth.thread_counts == expected
+    assert (ncnn_threads(synth._talker.net), ncnn_threads(synth._code_predictor.net)) == expected
+    assert (synth._talker.governor.current, synth._code_predictor.governor.current) == expected
+    assert not synth.tuning_needed and synth.tuning == record
+    # the next open reads the record and loads the nets at the tuned counts straight away
+    again = Synthesizer(q8_bundle)
+    assert not again.tuning_needed and again.tuning == record and again.tuning_note is None
+    assert again.thread_counts == expected
+    assert (ncnn_threads(again._talker.net), ncnn_threads(again._code_predictor.net)) == expected
+
+
+def test_decoder_threads_and_overlap_follow_the_streamed_timing(q8_bundle, cache):
+    synth = Synthesizer(q8_bundle)
+    tune_synthesizer(synth, timing=cpu({1: 25, 2: 44}, {1: 68, 2: 117}, stream={(True, 1): 120, (True, 2): 100}))
+    assert synth.decoder_threads == 2 and synth.overlap_decode
+    synth = Synthesizer(q8_bundle, tuning=False)
+    assert synth.tuning is None and not synth.tuning_needed
+    tune_synthesizer(synth, timing=cpu({1: 25, 2: 44}, {1: 68, 2: 117}, stream={(True, 1): 100, (True, 2): 120}))
+    assert synth.decoder_threads == 1
+
+
+def test_decoder_precision_is_chosen_only_where_auto_allows_it(q8_bundle, cache):
+    bf16_faster = cpu({1: 25}, {1: 68}, decode={"fp32": 40, "bf16": 25})
+    auto = Synthesizer(q8_bundle, decoder_precision="auto")
+    record = tune_synthesizer(auto, timing=bf16_faster)
+    assert record.settings.decoder_bf16_faster is True
+    assert auto.decoder_precision == "bf16"
+    exact = Synthesizer(q8_bundle, decoder_precision="fp32")
+    assert exact.tuning == record and exact.decoder_precision == "fp32"  # the user's exact decoder stays
+    assert Synthesizer(q8_bundle, decoder_precision="auto").decoder_precision == "bf16"
+    tune_synthesizer(auto, timing=cpu({1: 25}, {1: 68}, decode={"fp32": 25, "bf16": 40}))
+    assert auto.decoder_precision == "fp32"
+
+
+def test_an_explicit_thread_count_wins(q8_bundle, cache):
+    synth = Synthesizer(q8_bundle, threads=1)
+    record = tune_synthesizer(synth, timing=TWO_WIN)
+    assert (record.settings.talker_threads, record.settings.code_predictor_threads) == (2, 2)  # the machine's
+    assert synth.thread_counts == (1, 1) and ncnn_threads(synth._talker.net) == 1
+    assert Synthesizer(q8_bundle, threads=1).thread_counts == (1, 1)
+    assert Synthesizer(q8_bundle).thread_counts == (2, 2)
+
+
+def test_cancel_midway_leaves_everything_as_it_was(q8_bundle, cache):
+    synth = Synthesizer(q8_bundle)
+    before = (synth.thread_counts, synth._talker.net, synth._code_predictor.net, synth.decoder_threads)
+    asked = []
+
+    def cancel():
+        asked.append(1)
+        return len(asked) > 5
+
+    with pytest.raises(Cancelled):
+        tune_synthesizer(synth, timing=TWO_WIN, cancel=cancel)
+    assert (synth.thread_counts, synth._talker.net, synth._code_predictor.net, synth.decoder_threads) == before
+    assert synth.tuning_needed and load_record(tuning_key(synth._bundle)).record is None
+    codes(synth)  # still works
+
+
+def test_tuning_changes_no_result(q8_bundle, cache):
+    synth = Synthesizer(q8_bundle)
+    before = codes(synth)
+    tune_synthesizer(synth, timing=TWO_WIN)
+    assert synth.thread_counts == (2, 2)
+    np.testing.assert_array_equal(codes(synth), before)
+
+
+def test_progress_rises_to_the_end(q8_bundle, cache):
+    seen = []
+    tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, progress=lambda f, m: seen.append((f, m)))
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and all(m for _, m in seen)
+
+
+def test_a_damaged_record_is_ignored_with_a_note(q8_bundle, cache):
+    path = record_path(tuning_key(__import__("engine").Bundle.open(q8_bundle)), cache)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"format": "qwen3tts-tuning", "version": 1, "key": 7}')
+    synth = Synthesizer(q8_bundle)
+    assert synth.tuning is None and synth.tuning_needed
+    assert str(path) in synth.tuning_note and "not usable" in synth.tuning_note
+
+
+def test_the_key_names_this_cpu_and_the_bundle(q8_bundle):
+    from engine import Bundle
+
+    key = tuning_key(Bundle.open(q8_bundle))
+    assert isinstance(key, TuningKey) and key.precision == "q8" and key.cores >= 1 and key.ncnn
+    assert "talker" in key.model and key.device == "cpu"
+    assert tuning_key(Bundle.open(bundle_for("tiny06b", "fp32"))).digest() != key.digest()
