@@ -595,8 +595,8 @@ class MainWindow(QMainWindow):
         return text.strip() or self.speaker_panel.instruct()
 
     def batch_voice(self, name: str):
-        """A batch line's voice by name ("" = the one selected): a speaker, a voice, or a designed voice (which
-        the batch clones with this Base model before its line)."""
+        """A batch line's voice by name ("" = the one selected): a speaker, or a function that loads the voice
+        file (a designed voice is cloned with this Base model before its line). Raises VoiceError."""
         kind = self.model_kind()
         if kind == "voice_design":
             raise VoiceError("A VoiceDesign model makes one voice per description: design it, save it as a voice, "
@@ -607,16 +607,18 @@ class MainWindow(QMainWindow):
                 raise VoiceError(f"There is no speaker called “{name}”; this model's speakers are: "
                                  f"{', '.join(self.speaker_panel.speaker_names())}.")
             return name.lower()
-        try:
-            return self.voice_panel.load_by_name(name)
-        except VoiceError:
-            wanted = name or self.voice_panel.selected_name()
-            for entry in self.ctx.library.entries():
-                if entry.name == wanted:
-                    voice = self.ctx.library.load(entry.path)
-                    if is_designed(voice):
-                        return voice
-            raise
+        path = self.voice_panel.entry_by_name(name).path  # which file: here; reading it: in the batch's thread
+        model_id, library = self.ctx.synth.model_id if self.ctx.synth is not None else None, self.ctx.library
+
+        def load() -> Voice:
+            try:
+                return library.load(path, model_id=model_id)
+            except VoiceError:
+                voice = library.load(path)
+                if is_designed(voice):  # another model's designed voice: cloned with this one before its line
+                    return voice
+                raise
+        return load
 
     def cancel_generation(self) -> None:
         if self.synth_worker is not None:

@@ -24,6 +24,8 @@ T = TypeVar("T")
 MAX_SEED = 2**31 - 1  # what the seed box (a 32-bit QSpinBox) holds
 MAX_GAP_MS = 10000
 MIN_TAKES_MB, MAX_TAKES_MB = 10, 100_000
+# Qt reads the whole file before the window opens; older versions kept batch lines there (up to 64 MB seen)
+MAX_SETTINGS_BYTES = 100 * 2**20
 
 
 class Option(Generic[T]):
@@ -176,31 +178,37 @@ class Settings:
 def user_settings() -> Settings:
     """The user's settings (QCoreApplication's organisation and application names must be set).
 
-    Qt reads the settings file as the QSettings is made, so a FIFO there would hang the start and the window
-    would never open: anything but a regular file in its place is renamed to '<name>.damaged' first (or, where
-    that is not allowed, this run keeps its settings in a temporary file), and the user is told once."""
+    Qt reads the settings file whole as the QSettings is made, so a FIFO there would hang the start and the
+    window would never open: anything but a regular file of at most MAX_SETTINGS_BYTES in its place is renamed
+    to '<name>.damaged' first (or, where that is not allowed, this run keeps its settings in a temporary file),
+    and the user is told once. Truncated or garbled lines are Qt's to skip; unusable values are reset one by
+    one (Option)."""
     problems, temporary = [], None
     for path in _settings_files():
         try:
             mode = os.stat(path).st_mode
         except OSError:
             continue  # absent (or unreachable: Qt then starts from the defaults by itself)
-        if stat.S_ISREG(mode):
+        if stat.S_ISREG(mode) and os.stat(path).st_size <= MAX_SETTINGS_BYTES:
             continue
         aside = next(p for p in (path.with_name(f"{path.name}.damaged{n or ''}") for n in range(10**6))
                      if not os.path.lexists(p))
         try:
             os.rename(path, aside)
-            problems.append(f"The settings file {path} is not a regular file; it was renamed to {aside.name} "
-                            "and the settings start from their defaults.")
+            problems.append(f"The settings file {path} {_unusable(mode)}; it was renamed to {aside.name} and the "
+                            "settings start from their defaults.")
         except OSError as e:
             temporary = Path(tempfile.mkdtemp(prefix="qwen3tts-settings-")) / "settings.ini"
-            problems.append(f"The settings file {path} is not a regular file and cannot be moved aside "
+            problems.append(f"The settings file {path} {_unusable(mode)} and cannot be moved aside "
                             f"({e.strerror or e}); settings are not kept after this run.")
     settings = Settings(QSettings(str(temporary), QSettings.Format.IniFormat) if temporary else QSettings())
     for problem in problems:
         settings.report(problem)
     return settings
+
+
+def _unusable(mode: int) -> str:
+    return "is not a regular file" if not stat.S_ISREG(mode) else f"is over {MAX_SETTINGS_BYTES // 2**20} MB"
 
 
 def _settings_files() -> list[Path]:

@@ -136,7 +136,7 @@ class _LineProblem(Exception):
 class BatchJob:
     key: int  # the line's id in the batch table (stable across reordering)
     text: str
-    voice: Voice | None
+    voice: Voice | str | Callable[[], Voice] | None  # a loader is called in the worker's thread
     language: str
     out_path: Path
     problem: str | None = None  # a reason this line cannot run (e.g. its voice is missing)
@@ -168,6 +168,7 @@ class BatchWorker(Worker):
         self.batch_size = batch_size
         self._audio: dict[int, np.ndarray] = {}
         self._failed = 0
+        self._made: dict = {}  # voices read or cloned for this run, by what made them
 
     def work(self) -> None:
         from .long_text import needs_chunks  # (long_text imports this module)
@@ -205,10 +206,27 @@ class BatchWorker(Worker):
         self.done.emit(len(self._audio), self._failed)
 
     def _ready_voice(self, job: BatchJob) -> None:
+        """A line's voice ready for this model: its file read here, off the window's thread, once for all the
+        lines that share it (and a designed voice cloned once)."""
         assert job.voice is not None
+        if callable(job.voice):
+            job.voice = self._once(job.voice, job.voice)
         if isinstance(job.voice, Voice) and is_designed(job.voice):  # a designed voice: clone it for this model
-            job.voice = self.synth.create_voice((job.voice.ref_audio, SAMPLE_RATE), ref_text=job.voice.ref_text,
-                                                name=job.voice.name, language=job.voice.language)
+            designed = job.voice
+            job.voice = self._once(id(designed), lambda: self.synth.create_voice(
+                (designed.ref_audio, SAMPLE_RATE), ref_text=designed.ref_text, name=designed.name,
+                language=designed.language))
+
+    def _once(self, key, make):
+        if key not in self._made:
+            try:
+                self._made[key] = make()
+            except Exception as e:  # every line of this voice fails with the same reason
+                self._made[key] = e
+        made = self._made[key]
+        if isinstance(made, Exception):
+            raise made
+        return made
 
     def _run_together(self, jobs: list[BatchJob]) -> None:
         # longest first: the batch ends sooner (short lines fill the slots at the end)

@@ -511,16 +511,18 @@ class BatchPanel(QWidget):
             self.ctx.dialogs.error(self, "Cannot use the folder", f"{folder}: {e.strerror}")
             return False
         jobs = []
+        voices: dict[str, tuple] = {}  # each voice name resolved once (its file is read by the worker, once)
         for key in keys:
             row = self.model.row_of(key)
             line = self.model.lines[row]
             line.reset()
             line.state, line.duration, line.output = LineState.QUEUED, None, ""
-            voice, problem = None, None
-            try:
-                voice = self.resolve_voice(line.voice)
-            except Exception as e:  # a missing or foreign voice fails this line only
-                problem = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if line.voice not in voices:
+                try:
+                    voices[line.voice] = (self.resolve_voice(line.voice), None)
+                except Exception as e:  # a missing or foreign voice fails its lines only
+                    voices[line.voice] = (None, str(e).splitlines()[0] if str(e) else type(e).__name__)
+            voice, problem = voices[line.voice]
             jobs.append(BatchJob(key, line.text, voice, line.language, folder / output_name(row + 1, line.text),
                                  problem, instruct=self.resolve_instruct(line.instruct)))
             self.model.changed(key)

@@ -125,11 +125,15 @@ class VoiceLibraryView(QWidget):
 
     def load_by_name(self, name: str) -> Voice:
         """For the batch: a voice by name (the selected one when name is empty). Raises VoiceError."""
+        model_id = self.ctx.synth.model_id if self.ctx.synth is not None else None
+        return self.ctx.library.load(self.entry_by_name(name).path, model_id=model_id)
+
+    def entry_by_name(self, name: str) -> VoiceEntry:
+        """The library entry of a voice by name (the selected one when name is empty). Raises VoiceError."""
         entry = self.selected_entry() if not name else next((e for e in self._entries() if e.name == name), None)
         if entry is None:
             raise VoiceError(f"there is no voice called “{name}”" if name else "no voice is selected")
-        model_id = self.ctx.synth.model_id if self.ctx.synth is not None else None
-        return self.ctx.library.load(entry.path, model_id=model_id)
+        return entry
 
     def _offer_recreate(self, entry: VoiceEntry, voice: Voice) -> None:
         """A voice from another model cannot be used as is, but its saved reference can make it again."""

@@ -57,6 +57,9 @@ class VoicePanel(QWidget):
     def load_by_name(self, name: str) -> Voice:
         return self.library.load_by_name(name)
 
+    def entry_by_name(self, name: str):
+        return self.library.entry_by_name(name)
+
     def import_voice(self) -> None:
         self.library.import_voice()
 

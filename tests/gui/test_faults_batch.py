@@ -128,3 +128,20 @@ def test_an_import_that_is_huge_endless_or_not_a_file_is_refused_quickly(qtbot, 
     title, text = dialogs.errors[-1]
     assert words in text and "\n" not in text, text
     assert peak < 20 * 2**20, f"{peak / 2**20:.0f} MB to refuse it"
+
+
+def test_a_batch_reads_each_voice_file_once_off_the_gui_thread(qtbot, make_window, settings, tmp_path, monkeypatch):
+    from qwen3tts_gui.voices import VoiceLibrary
+
+    window = make_window()
+    panel = window.batch
+    settings.batch_dir = str(tmp_path / "out")
+    panel._show_folder()
+    reads = []
+    real = VoiceLibrary.load
+    monkeypatch.setattr(VoiceLibrary, "load", lambda self, path, model_id=None: reads.append(
+        (path.name, threading.current_thread())) or real(self, path, model_id=model_id))
+    panel.add_rows([(f"Line {i}.", "Test voice", "auto") for i in range(5)])
+    assert _run(qtbot, panel, panel.run_all)
+    assert [ln.state for ln in panel.model.lines] == ["done"] * 5
+    assert len(reads) == 1 and reads[0][1] is not threading.main_thread(), reads

@@ -122,11 +122,15 @@ def test_the_checked_settings_files_are_the_ones_qt_reads(qtbot, app_names):
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["application_file", "organisation_file"])
-@pytest.mark.parametrize("kind", ["fifo", "folder"])
+@pytest.mark.parametrize("kind", ["fifo", "folder", "huge"])
 def test_a_settings_file_that_is_not_a_file_is_moved_aside(qtbot, app_names, which, kind):
     path = settings_module._settings_files()[which]
     path.parent.mkdir(parents=True, exist_ok=True)
-    os.mkfifo(path) if kind == "fifo" else path.mkdir()
+    if kind == "huge":
+        with open(path, "wb") as f:
+            f.truncate(1_500_000_000)
+    else:
+        os.mkfifo(path) if kind == "fifo" else path.mkdir()
     out: dict = {}
     t = threading.Thread(target=lambda: out.setdefault("settings", settings_module.user_settings()), daemon=True)
     t.start()
@@ -137,7 +141,7 @@ def test_a_settings_file_that_is_not_a_file_is_moved_aside(qtbot, app_names, whi
         pytest.fail("reading the settings blocked on a FIFO")
     settings = out["settings"]
     problems = settings.take_problems()
-    assert len(problems) == 1 and str(path) in problems[0] and "damaged" in problems[0]
+    assert len(problems) == 1 and str(path) in problems[0] and "damaged" in problems[0], problems
     assert path.with_name(path.name + ".damaged").exists()  # kept for the user, renamed
     settings.text = "kept"
     settings.sync()
@@ -351,3 +355,18 @@ def test_a_text_too_long_for_the_text_box_is_not_loaded_and_not_spoken(qtbot, ma
     assert not (data_dir() / TEXT_FILE).exists() and settings.text == ""
     assert not window.generate("y" * (MAX_CHARS + 1))
     assert dialogs.errors[-1][0] == "Text too long" and f"{MAX_CHARS:,}" in dialogs.errors[-1][1]
+
+
+@pytest.mark.parametrize("content", [
+    b"", b"[generate]\nseed=12\nlanguage=engl", b"\x00\xff\xfe garbage \x00" * 100,
+    b"[generate]\nvalues=@Variant(\\0\\0\\0\\x7f\\0\\0\\0\\x2QRect)\nseed=@Invalid()\n",
+], ids=["empty", "truncated", "binary", "wrong_types"])
+def test_a_damaged_settings_file_gives_defaults_not_a_failed_start(qtbot, app_names, content):
+    path = settings_module._settings_files()[0]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    settings = settings_module.user_settings()
+    problems = settings.take_problems()  # reads every option: none may raise
+    assert all("\n" not in p for p in problems)
+    assert isinstance(settings.seed, int) and isinstance(settings.generation_values, dict)
+    assert isinstance(settings.language, str)
