@@ -56,15 +56,19 @@ def main() -> None:
     ap.add_argument("--model", type=Path, action="append", required=True)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--sizes", default="1,2,4,8")
+    ap.add_argument("--lines", type=int, default=len(TEXTS), help="the first N lines (a smoke run uses 2)")
+    ap.add_argument("--frames", type=int, help="at most this many frames per line (default: each line's own)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    total = sum(FRAMES)
+    texts = TEXTS[:max(1, args.lines)]
+    frames = [min(n, args.frames or n) for n in FRAMES[:len(texts)]]
+    total = sum(frames)
     for bundle in args.model:
         synth = Synthesizer(bundle, threads=args.threads)
         precision = synth.precision
         voice = Voice(xvector=np.random.default_rng(0).standard_normal(synth.hidden_size).astype(np.float32) * 0.05,
                       model_id=synth.model_id)
-        jobs = [SynthesisJob(t, voice, "english", max_frames=n) for t, n in zip(TEXTS, FRAMES, strict=True)]
+        jobs = [SynthesisJob(t, voice, "english", max_frames=n) for t, n in zip(texts, frames, strict=True)]
         run(synth, jobs[:2], 2)  # warm-up (first calls allocate)
         base = None
         print(f"\n{bundle.name} ({precision}), {args.threads} threads, {len(jobs)} lines, {total} frames, "

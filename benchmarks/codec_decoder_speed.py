@@ -84,10 +84,8 @@ def main() -> None:
         return
 
     sys.path.insert(0, str(ROOT))
-    from engine.convert import convert_checkpoint
+    from engine import Bundle, convert_checkpoint, load_average
     from engine.nets.codec_decoder import CodecDecoder
-    from engine.runtime.bundle import Bundle
-    from engine.runtime.cpu import load_average
 
     a.work.mkdir(parents=True, exist_ok=True)
     lengths = [int(x) for x in a.frames.split(",")]

@@ -1,22 +1,30 @@
-"""How long does the GUI thread stall while the app generates? A QTimer heartbeat measures the gaps.
+"""How long can the GUI thread not react while the app generates? A QTimer heartbeat measures the gaps.
 
-The real main window runs one generation (streaming audio on, live token view, waveform growing) through
-its normal worker; a 5 ms PreciseTimer on the GUI thread records when it actually fires. The longest gap
-minus the interval is the longest time the GUI could not react. Figures are printed, nothing is asserted.
+The real main window, driven through its public methods only, runs what a user runs:
+  generate  one text with streaming audio on (a fake audio device plays in real time on its own thread, the way
+            PortAudio calls back), the token view and the waveform growing frame by frame;
+  long      a text of several paragraphs, spoken in chunks (the long-text worker), streaming too;
+  batch     several lines on the Batch tab (files written to a temporary folder).
+A PreciseTimer on the GUI thread records when it actually fires; the longest gap minus its interval is the
+longest time a click or a repaint would have waited. An idle run first shows what the machine alone costs.
+Figures are printed, nothing is asserted. Anything over 50 ms is a defect: --profile lists what ran on the GUI
+thread (cProfile of the GUI thread; profiling slows Python, so rank with it, do not add up).
 
-    python benchmarks/gui_stall.py                       # a fresh demo bundle, 100 frames
-    python benchmarks/gui_stall.py --model BUNDLE        # e.g. a full-size random bundle
-    (wrap full-size runs in: flock /tmp/fullsize.lock ...)
+    python benchmarks/gui_stall.py                            # a fresh demo bundle
+    python benchmarks/gui_stall.py --model BUNDLE --frames 60 # e.g. a full-size 0.6B q8 bundle
+    python benchmarks/gui_stall.py --frames 4 --repeat 1 --long-chunks 2 --batch-lines 2   # a smoke run
 """
 
 from __future__ import annotations
 
 import argparse
-import atexit
+import cProfile
 import os
+import pstats
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -29,7 +37,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QElapsedTimer, QEventLoop, QSettings, Qt, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
+from engine import SAMPLE_RATE, cpu_model, load_average  # noqa: E402
 from qwen3tts_gui.app import configure_runtime, load_style_sheet  # noqa: E402
+from qwen3tts_gui.audio_io import AudioUnavailable  # noqa: E402
 from qwen3tts_gui.context import AppContext, Dialogs  # noqa: E402
 from qwen3tts_gui.engine_adapter import make_demo_bundle, open_synthesizer  # noqa: E402
 from qwen3tts_gui.main_window import MainWindow  # noqa: E402
@@ -38,139 +48,271 @@ from qwen3tts_gui.voices import VoiceLibrary  # noqa: E402
 
 TEXT = ("The old lighthouse stood at the edge of the cliff, and every evening the keeper climbed its stairs to "
         "light the lamp. Ships passed far out at sea, and nobody knew his name.")
+SENTENCES = ["The storm came in from the west just after dark.", "Rain hammered the windows of the small house.",
+             "Nobody in the village had seen waves like these before.", "By morning the harbour wall was gone.",
+             "The fishermen stood on the hill and watched the sea.", "Then, slowly, they began to rebuild it."]
+DEFECT_MS = 50.0  # a stall a user notices (a click, a key, a repaint waiting this long)
 
 
-class NoDevice:
+class RealTimeStream:
+    """An output stream that asks for blocks at the device's pace on its own thread, as PortAudio does."""
+
+    BLOCK = 1024
+
+    def __init__(self, samplerate: int, fill):
+        self.samplerate, self.fill = samplerate, fill
+        self._run = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._run.set()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        buf = np.zeros(self.BLOCK, np.float32)
+        next_at = time.monotonic()
+        while self._run.is_set() and self.fill(buf):
+            next_at += self.BLOCK / self.samplerate
+            time.sleep(max(0.0, next_at - time.monotonic()))
+
+    def stop(self) -> None:
+        self._run.clear()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(2)
+
+    close = stop
+
+
+class FakeSpeaker:
+    """An audio device with an output and no microphone (the app's AudioBackend interface)."""
+
     def output_problem(self):
-        return "no audio device in benchmarks"
+        return None
+
+    def output_rate(self, wanted: int) -> int:
+        return wanted
 
     def input_problem(self):
-        return "no audio device in benchmarks"
+        return "no microphone in this benchmark"
 
-    def input_samplerate(self):
+    def input_samplerate(self) -> int:
         return 48000
 
-    def open_output(self, *a):
-        raise RuntimeError("unused")
+    def open_output(self, samplerate: int, fill) -> RealTimeStream:
+        return RealTimeStream(samplerate, fill)
 
-    open_input = open_output
+    def open_input(self, samplerate: int, consume):
+        raise AudioUnavailable(self.input_problem())
 
 
 class ErrorsToStderr(Dialogs):
+    """Messages go to stderr and every question is answered yes, so no modal box waits for a human."""
+
     def error(self, parent, title, text):
         print(f"[{title}] {text}", file=sys.stderr)
 
+    info = notice = error
 
-def pump(app: QApplication, cond, timeout: float) -> None:
+    def question(self, parent, title, text):
+        return True
+
+
+def pump(app: QApplication, done, timeout: float) -> None:
+    """Run the event loop (sleeping between events, as app.exec() does) until done() or the timeout. A loop of
+    processEvents() calls would keep the GUI thread busy and compete with the engine for the CPU."""
+    if done():
+        return
+    loop = QEventLoop()
     end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise TimeoutError
-        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
+    check = QTimer()
+    check.setInterval(20)
+    check.timeout.connect(lambda: loop.quit() if done() or time.monotonic() > end else None)
+    check.start()
+    loop.exec()
+    check.stop()
+    if not done():
+        raise TimeoutError("the app did not finish in time")
 
 
-def heartbeat(app: QApplication, interval_ms: int, seconds: float) -> np.ndarray:
-    ticks: list[int] = []
-    clock = QElapsedTimer()
-    clock.start()
-    beat = QTimer()
-    beat.setTimerType(Qt.TimerType.PreciseTimer)
-    beat.setInterval(interval_ms)
-    beat.timeout.connect(lambda: ticks.append(clock.nsecsElapsed()))
-    beat.start()
-    end = time.monotonic() + seconds
-    pump(app, lambda: time.monotonic() > end, seconds + 5)
-    beat.stop()
-    return np.diff(np.array(ticks, np.int64)) / 1e6
+def run_and_wait_ns() -> tuple[int, int]:
+    """The calling thread's CPU time and its time spent runnable but waiting for a CPU (Linux schedstat; the
+    wait reads 0 elsewhere). What is left of a gap is time blocked: on the GIL, a lock, or a slow system call."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as f:
+            cpu, wait = f.read().split()[:2]
+        return int(cpu), int(wait)
+    except (OSError, ValueError):
+        return time.thread_time_ns(), 0
+
+
+class Heartbeat:
+    """A PreciseTimer on the GUI thread; gaps() are the times between its firings, in ms."""
+
+    def __init__(self, interval_ms: int):
+        self.interval_ms = interval_ms
+        self.ticks: list[int] = []
+        self.cpu: list[tuple[int, int]] = []  # the GUI thread's CPU time and CPU wait at each beat
+        self.clock = QElapsedTimer()
+        self.timer = QTimer()
+        self.timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self.timer.setInterval(interval_ms)
+        self.timer.timeout.connect(self._beat)
+
+    def _beat(self) -> None:
+        self.ticks.append(self.clock.nsecsElapsed())
+        self.cpu.append(run_and_wait_ns())
+
+    def __enter__(self) -> Heartbeat:
+        self.clock.start()
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.timer.stop()
+
+    def gaps(self) -> np.ndarray:
+        return np.diff(np.array(self.ticks, np.int64)) / 1e6 if len(self.ticks) > 1 else np.zeros(1)
+
+    def split(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per gap, in ms: the GUI thread's own CPU time (its work) and its time waiting for a CPU (the machine's
+        other threads and programs had it)."""
+        if len(self.cpu) < 2:
+            return np.zeros(1), np.zeros(1)
+        d = np.diff(np.array(self.cpu, np.int64), axis=0) / 1e6
+        return d[:, 0], d[:, 1]
+
+    def report(self, label: str, verbose: bool) -> float:
+        gaps, (busy, waited) = self.gaps(), self.split()
+        i = int(np.argmax(gaps))
+        stall = float(gaps[i]) - self.interval_ms
+        print(f"{label}: heartbeat gaps median {np.median(gaps):.1f} ms, p99 {np.percentile(gaps, 99):.1f} ms, "
+              f"longest stall {stall:.1f} ms (GUI thread working {busy[i]:.1f} ms, waiting for a CPU "
+              f"{waited[i]:.1f} ms, blocked {gaps[i] - busy[i] - waited[i]:.1f} ms); most GUI work between beats "
+              f"{busy.max():.1f} ms; gaps > {DEFECT_MS:.0f} ms: {int((gaps > DEFECT_MS).sum())}")
+        if verbose:
+            ends = np.array(self.ticks[1:], np.int64) / 1e9
+            for j in np.flatnonzero(gaps > DEFECT_MS):
+                print(f"    gap {gaps[j]:.1f} ms (working {busy[j]:.1f}, waiting for a CPU {waited[j]:.1f}, blocked "
+                      f"{gaps[j] - busy[j] - waited[j]:.1f}) ending {ends[j]:.3f} s after the start")
+        return stall
+
+
+def reference_voice(seconds: float = 5.0) -> tuple[np.ndarray, int]:
+    rng = np.random.default_rng(0)
+    t = np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
+    ref = 0.3 * np.sin(2 * np.pi * 150 * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t))
+    return (ref + 0.003 * rng.standard_normal(len(t))).astype(np.float32), SAMPLE_RATE
+
+
+def build_window(tmp: Path, model: Path, app: QApplication) -> MainWindow:
+    settings = Settings(QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat))
+    settings.batch_dir = str(tmp / "batch")
+    ctx = AppContext(settings, FakeSpeaker(), ErrorsToStderr(), open_synth=open_synthesizer,
+                     library=VoiceLibrary(tmp / "voices"))
+    window = MainWindow(ctx, takes_folder=tmp / "takes")
+    window.resize(1280, 860)
+    window.show()
+    t0 = time.perf_counter()
+    if not window.open_model(model):
+        raise SystemExit(f"cannot open {model}")
+    pump(app, lambda: ctx.busy is None, 3600)
+    if ctx.synth is None:
+        raise SystemExit(f"cannot open {model}")
+    print(f"model {model} opened in {time.perf_counter() - t0:.1f} s (Qt platform {app.platformName()})")
+    ctx.library.add(ctx.synth.create_voice(reference_voice(), name="bench"))
+    window.voice_panel.refresh()
+    return window
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, help="bundle (default: a fresh demo bundle)")
-    ap.add_argument("--frames", type=int, default=100)
+    ap.add_argument("--frames", type=int, default=100, help="frames per generation (per chunk or line) at most")
+    ap.add_argument("--scenarios", default="generate,long,batch")
+    ap.add_argument("--long-chunks", type=int, default=4, help="paragraphs of the long text (one chunk each)")
+    ap.add_argument("--batch-lines", type=int, default=4)
     ap.add_argument("--interval-ms", type=int, default=5)
+    ap.add_argument("--idle-seconds", type=float, default=2.0, help="length of the idle baseline")
     ap.add_argument("--no-stream", action="store_true", help="do not decode audio while generating")
-    ap.add_argument("--tries", type=int, default=6, help="seeds to try to get a run that reaches --frames")
-    ap.add_argument("--repeat", type=int, default=3, help="runs at the chosen seed (a shared machine is noisy)")
-    ap.add_argument("--verbose", action="store_true", help="list every long gap")
+    ap.add_argument("--repeat", type=int, default=2, help="runs of each scenario (a shared machine is noisy)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", action="store_true", help="cProfile the GUI thread and list its largest costs")
+    ap.add_argument("--verbose", action="store_true", help="list every gap over 50 ms")
     args = ap.parse_args()
+    scenarios = [s for s in args.scenarios.split(",") if s]
+    unknown = set(scenarios) - {"generate", "long", "batch"}
+    if unknown:
+        ap.error(f"unknown scenario(s): {', '.join(sorted(unknown))}")
 
     tmp = Path(tempfile.mkdtemp(prefix="qwen3tts-gui-stall-"))
-    atexit.register(shutil.rmtree, tmp, True)
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+        os.environ[name] = str(tmp / name.lower())  # the app's text, batch lines and takes stay out of the user's
+    try:
+        return run(args, scenarios, tmp)
+    finally:
+        shutil.rmtree(tmp, True)
+
+
+def run(args, scenarios: list[str], tmp: Path) -> int:
     model = args.model or make_demo_bundle(tmp / "demo")
     configure_runtime()  # exactly what the app's main() does
     app = QApplication([sys.argv[0]])
     app.setStyle("Fusion")
     app.setStyleSheet(load_style_sheet())
-    settings = Settings(QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat))
-    ctx = AppContext(settings, NoDevice(), ErrorsToStderr(), open_synth=open_synthesizer,
-                     library=VoiceLibrary(tmp / "voices"))
-    window = MainWindow(ctx)
-    window.resize(1280, 860)
-    window.show()
-    t0 = time.perf_counter()
-    window.open_model(model)
-    pump(app, lambda: window._model_worker is None, 3600)
-    if ctx.synth is None:
-        return 1
-    print(f"model {model} loaded in {time.perf_counter() - t0:.1f} s (platform {app.platformName()})")
-    rng = np.random.default_rng(0)
-    t = np.arange(5 * 24000) / 24000
-    ref = (0.3 * np.sin(2 * np.pi * 150 * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t))
-           + 0.003 * rng.standard_normal(len(t))).astype(np.float32)
-    ctx.library.add(ctx.synth.create_voice((ref, 24000), name="bench"))
-    window.voice_panel.refresh()
-
-    box = window.settings_box
+    window = build_window(tmp, model, app)
+    ctx, box = window.ctx, window.settings_box
     box.seed_random.setChecked(False)
+    box.seed.setValue(args.seed)
     box.max_frames.setValue(args.frames)
     box.stream_audio.setChecked(not args.no_stream)
-    window.text_edit.setPlainText(TEXT)
+    print(f"CPU {cpu_model()}, load average {load_average()}; "
+          f"at most {args.frames} frames per generation, streaming audio {'off' if args.no_stream else 'on'}")
 
-    # Baseline: the same heartbeat with the app idle (what a busy machine costs without any generation).
-    idle = heartbeat(app, args.interval_ms, 2.0)
-    print(f"idle baseline (2 s): max gap {idle.max():.1f} ms, p99 {np.percentile(idle, 99):.1f} ms")
+    with Heartbeat(args.interval_ms) as idle:
+        end = time.monotonic() + args.idle_seconds
+        pump(app, lambda: time.monotonic() > end, args.idle_seconds + 10)
+    idle_stall = idle.report(f"idle ({args.idle_seconds:g} s)", args.verbose)
 
-    def run(seed: int) -> tuple[int, float, np.ndarray]:
-        box.seed.setValue(seed)
-        ticks: list[int] = []
-        clock = QElapsedTimer()
-        clock.start()
-        beat = QTimer()
-        beat.setTimerType(Qt.TimerType.PreciseTimer)
-        beat.setInterval(args.interval_ms)
-        beat.timeout.connect(lambda: ticks.append(clock.nsecsElapsed()))
-        beat.start()
-        started = time.perf_counter()
-        if not window.generate():
-            raise SystemExit(1)
-        pump(app, lambda: window.synth_worker is None, 3600)
-        beat.stop()
-        wall = time.perf_counter() - started
-        take = window.output.current
-        frames = len(take.result.codes) if take is not None else window.progress.frames
-        gaps = np.diff(np.array(ticks, np.int64)) / 1e6 if len(ticks) > 1 else np.zeros(1)
-        print(f"seed {seed}: {frames} frames in {wall:.2f} s ({1000 * wall / max(frames, 1):.1f} ms/frame), "
-              f"heartbeat gaps: median {np.median(gaps):.1f} ms, p99 {np.percentile(gaps, 99):.1f} ms, "
-              f"max {gaps.max():.1f} ms -> longest stall {gaps.max() - args.interval_ms:.1f} ms; "
-              f"gaps > 50 ms: {int((gaps > 50).sum())}, > 100 ms: {int((gaps > 100).sum())}")
-        if args.verbose:
-            at = np.array(ticks[1:], np.int64) / 1e9
-            for i in np.flatnonzero(gaps > 4 * args.interval_ms):
-                print(f"    gap {gaps[i]:.1f} ms ending {at[i]:.3f} s after Generate")
-        return frames, float(gaps.max()) - args.interval_ms, gaps
+    long_text = "\n\n".join(SENTENCES[i % len(SENTENCES)] for i in range(max(2, args.long_chunks)))
+    lines = [(SENTENCES[i % len(SENTENCES)], "", "english") for i in range(args.batch_lines)]
 
-    # Find a seed whose take reaches --frames (random weights may stop early), then repeat it.
-    seed, frames = 0, 0
-    for seed in range(args.tries):
-        frames, stall, _ = run(seed)
-        if frames >= args.frames:
-            break
-    stalls = [stall] + [run(seed)[1] for _ in range(args.repeat - 1)]
+    window.batch.add_rows(lines)
+
+    def start(scenario: str) -> bool:
+        if scenario == "batch":
+            return window.batch.run_all()
+        return window.generate(TEXT if scenario == "generate" else long_text)
+
+    profile = cProfile.Profile() if args.profile else None
+    worst: dict[str, float] = {}
+    for scenario in scenarios:
+        stalls = []
+        for i in range(args.repeat):
+            with Heartbeat(args.interval_ms) as beat:
+                started = time.perf_counter()
+                if profile is not None:
+                    profile.enable()
+                if not start(scenario):
+                    raise SystemExit(f"{scenario}: the app refused to start")
+                pump(app, lambda: ctx.busy is None, 3600)
+                if profile is not None:
+                    profile.disable()
+                wall = time.perf_counter() - started
+            if scenario == "batch":
+                made = f"{len(list(Path(ctx.settings.batch_dir).glob('*.wav')))} files in the batch folder"
+            else:
+                made = f"{window.progress.frames} frames in the last chunk"
+            stalls.append(beat.report(f"{scenario} run {i + 1} ({wall:.1f} s, {made})", args.verbose))
+        worst[scenario] = max(stalls)
+        print(f"RESULT {scenario}: longest GUI-thread stall {max(stalls):.1f} ms over {len(stalls)} run(s), "
+              f"median {np.median(stalls):.1f} ms")
     window.close()
-    print(f"RESULT: longest GUI-thread stall during a {frames}-frame generation, {len(stalls)} runs: "
-          f"median {np.median(stalls):.1f} ms, worst {max(stalls):.1f} ms "
-          f"(idle baseline on this machine: worst gap {idle.max() - args.interval_ms:.1f} ms)")
+    print(f"load average after: {load_average()}; idle stall on this machine "
+          f"{idle_stall:.1f} ms")
+    if profile is not None:
+        print("\nGUI thread, largest own times (cProfile):")
+        pstats.Stats(profile, stream=sys.stdout).sort_stats("tottime").print_stats(25)
     return 0
 
 

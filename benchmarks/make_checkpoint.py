@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.errors import EngineError  # noqa: E402
+from engine import EngineError  # noqa: E402
 from qwen3tts_cli.common import ProgressBar  # noqa: E402
 from tools.random_checkpoint import PRESETS, write_random_checkpoint  # noqa: E402
 

@@ -19,10 +19,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engine import Bundle, load_average  # noqa: E402
 from engine.nets.code_predictor import CodePredictor  # noqa: E402
 from engine.nets.talker import Talker  # noqa: E402
-from engine.runtime.bundle import Bundle  # noqa: E402
-from engine.runtime.cpu import load_average  # noqa: E402
 
 
 def main() -> int:
@@ -31,6 +30,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--calls", type=int, default=16)
     a = ap.parse_args()
+    if a.calls < 3:
+        ap.error("--calls must be 3 or more (the first two page the weights in and are not counted)")
     nets = {}
     for path in a.bundles:
         b = Bundle.open(path)

@@ -24,10 +24,11 @@ from safetensors.numpy import save_file
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from engine import load_audio  # noqa: E402
 from engine.convert import ConvertOptions  # noqa: E402
 from engine.convert import speaker as conv  # noqa: E402
 from engine.convert.checkpoint import SafetensorsFile  # noqa: E402
-from engine.io.audio import load_audio, mel_spectrogram  # noqa: E402
+from engine.io.audio import mel_spectrogram  # noqa: E402
 from engine.nets.speaker_encoder import SpeakerEncoder  # noqa: E402
 from engine.runtime.bundle import Bundle, BundleWriter  # noqa: E402
 

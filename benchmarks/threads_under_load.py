@@ -19,8 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine import GenerationSettings, Synthesizer, Voice, run_synthesis  # noqa: E402
-from engine.runtime.cpu import busy_processes, load_average  # noqa: E402
+from engine import GenerationSettings, Synthesizer, Voice, busy_processes, load_average, run_synthesis  # noqa: E402
 
 TEXT = "The quick brown fox jumps over the lazy dog, and then it runs far away."
 

@@ -1,0 +1,112 @@
+"""Every script in benchmarks/ still runs: a smoke run on the demo bundle at tiny sizes (a few frames, one round),
+in its own process, checking the exit status and that the figures the script promises are printed. Only that
+they are printed: speed is never asserted. Scripts that need the official implementation (torch + qwen-tts) run
+in the live tier instead (tests/parity_live/test_benchmarks_live.py); a new script must join one of the two.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import engine
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
+NUM = r"-?\d+(?:\.\d+)?(?:e[+-]\d+)?"
+
+# script: (arguments, patterns every one of which must match a line of its output). {demo} is the shared demo
+# bundle, {demo_q8} the demo checkpoint converted to 8 bits, {ckpt} the demo checkpoint (hub layout), {work} a fresh
+# folder for the run.
+SMOKE: dict[str, tuple[list[str], list[str]]] = {
+    "batch_speed.py": (
+        ["--model", "{demo}", "--sizes", "1,2", "--lines", "2", "--frames", "4"],
+        [rf"^\| 1 \| given \| {NUM} \| {NUM} \| 1\.00x \| 1\.00x \| yes \|$",
+         rf"^\| 2 \| longest first \| {NUM} \| {NUM} \| {NUM}x \| {NUM}x \| yes \|$"]),
+    "code_predictor_profile.py": (
+        ["--model", "{demo_q8}", "--threads", "1", "--rounds", "2"],
+        [rf"^    Gemm \(int8 weights\) +\d+ layers +{NUM} ms +{NUM} %$", rf"int8 Gemms read {NUM} MB in {NUM} ms",
+         rf"^  whole frame \(predict: 16 calls, greedy choice, embedding rows\): median {NUM} ms"]),
+    "frame_overhead.py": (
+        ["--model", "{demo}", "--frames", "4", "--rounds", "1"],
+        [rf"^\| sampled \| {NUM} \| {NUM} \| {NUM} \|$", rf"^\| greedy \| {NUM} \| {NUM} \| {NUM} \|$"]),
+    "long_text_speed.py": (
+        ["--model", "{demo}", "--chunks", "2", "--frames", "4", "--rounds", "1", "--batch-sizes", "1,2"],
+        [rf"^round 1 +batch {n}: +{NUM} s for +{NUM} s of audio \(RTF {NUM}\), first chunk after +{NUM} s, "
+         r"recording identical$" for n in (1, 2)]),
+    "overlap.py": (
+        ["--model", "{demo}", "--frames", "4", "--rounds", "1"],
+        [rf"^round 1 {kind} +decoder \d thr: RTF +{NUM}, first audio +{NUM} s" for kind in ("overlap", "inline")]),
+    "threads_under_load.py": (
+        ["--model", "{demo}", "--frames", "4", "--rounds", "1"],
+        [rf"^round 1 {kind} +{NUM} ms/frame median" for kind in ("governor", "fixed")]),
+    "precision_speed.py": (
+        ["{demo}", "--calls", "3"],
+        [rf"\(fp32\) +{part} +min +{NUM} +p25 +{NUM} +median +{NUM} ms$" for part in ("talker step", "code predictor")]),
+    "make_checkpoint.py": (
+        ["{work}/checkpoint", "--preset", "demo"],
+        [rf"^wrote .*checkpoint \(demo, seed 0, {NUM} GB\) in {NUM} s$"]),
+    "talker_speed.py": (
+        ["--checkpoint", "{ckpt}", "--work", "{work}", "--preset", "demo", "--frames", "4", "--precisions", "fp32,fp16"],
+        [rf"^{p} +: talker step +{NUM} ms \| code predictor +{NUM} ms/frame \| feedback +{NUM} ms \| frame mean +{NUM} ms"
+         for p in ("fp32", "fp16")]
+        + [rf"logits vs fp32 \(teacher-forced\): talker max err {NUM} of scale, argmax agree {NUM}"]),
+    "speaker_speed.py": (
+        ["--precisions", "fp32", "--seconds", "1", "--repeat", "1", "--enc-dim", "64"],
+        [rf"^ours fp32 .* 1\.0 s ref \(\d+ frames\): mel +{NUM} ms, encoder +{NUM} ms wall +{NUM} ms cpu"]),
+    "q8_accuracy.py": (
+        ["--no-fixtures", "--checkpoint", "{ckpt}", "--work", "{work}", "--frames", "4", "--formats", "q8",
+         "--stress", "plain"],
+        [rf"^\| demo_checkpoint plain \| q8 \| {NUM} \| {NUM} \| {NUM} \| {NUM} \| \d/4 \|$"]),
+    "gui_stall.py": (
+        ["--model", "{demo}", "--frames", "4", "--repeat", "1", "--long-chunks", "2", "--batch-lines", "2",
+         "--idle-seconds", "0.2"],
+        [rf"^idle \(0\.2 s\): heartbeat gaps median {NUM} ms"]
+        + [rf"^RESULT {s}: longest GUI-thread stall {NUM} ms" for s in ("generate", "long", "batch")]
+        + [r"^generate run 1 \(.* [1-9]\d* frames in the last chunk\)", r"^batch run 1 \(.* 2 files in the batch folder\)"]),
+}
+# need torch and the official qwen-tts: the live tier runs them
+LIVE = {"calibrate_demo.py", "codec_decoder_speed.py", "codec_encoder_official.py", "codec_encoder_speed.py",
+        "official_check.py", "talker_fullsize_parity.py", "vs_official.py"}
+HELPERS = {"_official.py", "bench_env.py"}  # imported by the scripts, not run
+
+
+def test_every_benchmark_has_a_smoke_run():
+    scripts = {p.name for p in BENCH.glob("*.py")}
+    assert scripts - HELPERS == set(SMOKE) | LIVE, "every benchmark needs a smoke run (here or in the live tier)"
+    live_tests = (ROOT / "tests" / "parity_live" / "test_benchmarks_live.py").read_text(encoding="utf-8")
+    missing = sorted(name for name in LIVE if f'"{name}"' not in live_tests)
+    assert not missing, f"no live smoke run for {missing}"
+
+
+@pytest.fixture(scope="session")
+def demo_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One demo bundle for every smoke run (the CLI's `qwen3tts demo-model` makes the same)."""
+    return engine.make_demo_bundle(tmp_path_factory.mktemp("bench") / "demo")
+
+
+@pytest.fixture(scope="session")
+def demo_q8_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dest = tmp_path_factory.mktemp("bench") / "demo-q8"
+    return engine.convert_checkpoint(ROOT / "engine" / "demo_checkpoint", dest, precision="q8")
+
+
+@pytest.mark.parametrize("script", sorted(SMOKE))
+def test_benchmark_runs_and_prints_its_figures(script: str, demo_bundle: Path, tmp_path: Path, request):
+    args, figures = SMOKE[script]
+    values = {"demo": str(demo_bundle), "ckpt": str(ROOT / "engine" / "demo_checkpoint"), "work": str(tmp_path)}
+    if any("{demo_q8}" in a for a in args):
+        values["demo_q8"] = str(request.getfixturevalue("demo_q8_bundle"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen", HF_HUB_OFFLINE="1",
+               QWEN3TTS_BENCH_DIR=str(tmp_path / "bench-out"))
+    proc = subprocess.run([sys.executable, str(BENCH / script), *(a.format(**values) for a in args)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    output = f"{proc.stdout}\n{proc.stderr}"
+    assert proc.returncode == 0, f"{script} exited with {proc.returncode}:\n{output[-3000:]}"
+    missing = [f for f in figures if not re.search(f, output, re.MULTILINE)]  # progress lines go to stderr
+    assert not missing, f"{script} no longer prints {missing}:\n{output[-3000:]}"
