@@ -28,9 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.nets.code_predictor import CodePredictor  # noqa: E402
 from engine.nets.talker import net_precision  # noqa: E402
-from engine.runtime.bandwidth import _layers, layer_weight_bytes  # noqa: E402
+from engine.runtime.bandwidth import layer_weight_bytes, param_layers  # noqa: E402
 from engine.runtime.bundle import Bundle  # noqa: E402
 from engine.runtime.cpu import cpu_model, load_average  # noqa: E402
+from engine.runtime.ncnn_mats import InputRow  # noqa: E402
 from engine.runtime.sequence_net import SequenceNet  # noqa: E402
 from engine.runtime.step_graph import StepNet, stacked_attention_param_text  # noqa: E402
 
@@ -49,19 +50,20 @@ def load(bundle: Bundle, threads: int) -> tuple[CodePredictor, str]:
 def profile(cp: CodePredictor, text: str, rounds: int) -> None:
     rng = np.random.default_rng(0)
     hidden = rng.standard_normal((1, cp.hidden_size)).astype(np.float32)
-    _, cache = cp.net.run(hidden, *cp._rope_mats[0], None, None, ())
-    x = np.asarray(cp._codec[5], np.float32)
-    layers = [lay for lay in _layers(text) if lay.type != "Input"]
+    _, cache = cp.net.run(hidden, *cp.position_rope[0], None, None, ())
+    x = np.asarray(cp.codec_embedding[5], np.float32)
+    layers = [lay for lay in param_layers(text) if lay.type != "Input"]
+    cache_inputs = [f"{kv}_in_{i}" for i in range(len(cache) // 2) for kv in ("k", "v")]  # the graph's cache blobs
     net = cp.net.net
     per_layer: dict[str, list[float]] = defaultdict(list)
     overhead: list[float] = []
     calls: list[float] = []
     for _ in range(rounds):
         ex = net.create_extractor()
-        ex.input("in0", cp.net._row.set(x) if cp.net._row is not None else None)
-        ex.input("cos", cp._rope_mats[1][0])
-        ex.input("sin", cp._rope_mats[1][1])
-        for name, mat in zip(cp.net._cache_in, cache, strict=True):
+        ex.input("in0", InputRow(x.shape).set(x))
+        ex.input("cos", cp.position_rope[1][0])
+        ex.input("sin", cp.position_rope[1][1])
+        for name, mat in zip(cache_inputs, cache, strict=True):
             ex.input(name, mat)
         for lay in layers:
             t = time.perf_counter()
@@ -72,7 +74,7 @@ def profile(cp: CodePredictor, text: str, rounds: int) -> None:
         overhead.append(time.perf_counter() - t)
         del ex
         t = time.perf_counter()
-        cp.net.run(x, *cp._rope_mats[1], None, cache, ("logits_0",))
+        cp.net.run(x, *cp.position_rope[1], None, cache, ("logits_0",))
         calls.append(time.perf_counter() - t)
     extract_cost = statistics.median(overhead)
     by_type: dict[str, float] = defaultdict(float)

@@ -59,3 +59,66 @@ def test_the_cli_imports_only_the_engines_public_names():
     for path in sorted((root / "engine").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         assert "qwen3tts_cli" not in text and "qwen3tts_gui" not in text, f"{path.relative_to(root)} imports upward"
+
+
+# Benchmarks that time or check one network or one converter variant on its own: the engine's public API has no
+# door to a single network (the Synthesizer runs them together), so these load them from their modules, as the unit
+# tests do. They may import public names from engine subpackages; every other benchmark takes only `engine`'s names.
+COMPONENT_BENCHMARKS = {
+    "code_predictor_profile.py": "the code predictor's layers one by one",
+    "codec_decoder_speed.py": "the speech decoder alone, whole and streaming, against the official one",
+    "codec_encoder_speed.py": "the speech encoder alone against the official one",
+    "precision_speed.py": "talker and code predictor steps of several bundles, call by call",
+    "q8_accuracy.py": "converter variants (8-bit with and without smoothing, block format) of the talker",
+    "speaker_speed.py": "the speaker encoder alone, converted from a random checkpoint",
+    "talker_fullsize_parity.py": "the talker and code predictor teacher-forced against the official ones",
+    "talker_speed.py": "talker and code predictor per precision, converted talker-only",
+}
+# run in the reference environment against torch / transformers objects, whose private fields they set
+OFFICIAL_SIDE = {"codec_encoder_official.py"}
+
+
+def _private_reaches(tree, allowed_owners: set[str]) -> list[str]:
+    """`x._name` where x is not self/cls: another object's private member (dunders are not private)."""
+    import ast
+
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in allowed_owners)):
+            found.append(f"line {node.lineno}: .{node.attr}")
+    return found
+
+
+def test_the_benchmarks_use_only_public_interfaces():
+    """A benchmark that reaches into a private member breaks silently when the code behind it is reshaped (the GUI
+    benchmark waited on a MainWindow attribute that had gone): benchmarks take the engine's public names, the app's
+    public methods and signals, and never another object's `_private` member or a `_private` import."""
+    import ast
+    from pathlib import Path
+
+    root = Path(engine.__file__).resolve().parents[1]
+    scripts = sorted((root / "benchmarks").glob("*.py"))
+    assert set(COMPONENT_BENCHMARKS) <= {p.name for p in scripts}, "a listed component benchmark is gone"
+    wrong = []
+    for path in scripts:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                top = node.module.split(".")[0]
+                names = [a.name for a in node.names]
+                if node.module == "engine":
+                    wrong += [f"{path.name}: from engine import {n} (not in engine.__all__)"
+                              for n in names if n not in engine.__all__]
+                elif top == "engine" and node.module != "engine.store" and path.name not in COMPONENT_BENCHMARKS:
+                    wrong.append(f"{path.name}: from {node.module} (an end-to-end benchmark: engine's names only)")
+                if top in ("engine", "qwen3tts_gui", "qwen3tts_cli"):
+                    wrong += [f"{path.name}: from {node.module} import {n} (private)" for n in names
+                              if n.startswith("_")]
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("engine.") and path.name not in COMPONENT_BENCHMARKS:
+                        wrong.append(f"{path.name}: import {alias.name} (an end-to-end benchmark: engine's names only)")
+        if path.name not in OFFICIAL_SIDE:
+            wrong += [f"{path.name}: {r}" for r in _private_reaches(tree, {"self", "cls"})]
+    assert not wrong, "benchmarks reach past the public interfaces:\n" + "\n".join(wrong)

@@ -50,6 +50,16 @@ class CodePredictor:
         self._heads = [f"logits_{g}" for g in range(self.groups - 1)]
         self._offsets = np.arange(self.groups - 1, dtype=np.int64) * self.codebook_size
 
+    @property
+    def position_rope(self) -> list[tuple]:
+        """The (cos, sin) Mats of a frame's 16 positions, one row each: what each call of the graph is fed."""
+        return self._rope_mats
+
+    @property
+    def codec_embedding(self) -> np.ndarray:
+        """The code-0 embedding table (codebook x talker hidden): a frame's first input is its code 0's row."""
+        return self._codec
+
     def load_net(self, threads: int, int8_threads: int | None = None) -> SequenceNet | StepNet:
         """A new net of the code predictor's graph at `threads` (a q8 bundle's int8 Gemms at int8_threads, fixed at
         load; default StepNet.INT8_THREADS)."""

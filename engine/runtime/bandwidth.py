@@ -28,7 +28,9 @@ MAX_BANDWIDTH_BYTES = 1536 << 20
 
 
 @dataclass(frozen=True)
-class _Layer:
+class ParamLayer:
+    """One layer line of an ncnn .param file."""
+
     type: str
     name: str
     inputs: tuple[str, ...]
@@ -36,7 +38,7 @@ class _Layer:
     params: dict[str, str]
 
 
-def _layers(param_text: str) -> list[_Layer]:
+def param_layers(param_text: str) -> list[ParamLayer]:
     out = []
     for line in param_text.strip().splitlines()[2:]:
         t = line.split()
@@ -44,11 +46,11 @@ def _layers(param_text: str) -> list[_Layer]:
             continue
         n_in, n_out = int(t[2]), int(t[3])
         params = dict(p.split("=", 1) for p in t[4 + n_in + n_out:] if "=" in p and not p.startswith("-"))
-        out.append(_Layer(t[0], t[1], tuple(t[4:4 + n_in]), tuple(t[4 + n_in:4 + n_in + n_out]), params))
+        out.append(ParamLayer(t[0], t[1], tuple(t[4:4 + n_in]), tuple(t[4 + n_in:4 + n_in + n_out]), params))
     return out
 
 
-def layer_weight_bytes(layer: _Layer, float_bytes: int) -> int:
+def layer_weight_bytes(layer: ParamLayer, float_bytes: int) -> int:
     """Bytes of weights one layer reads per call: matrix layers at int8 (1 byte) or `float_bytes`, their
     constant tables (MemoryData: the int8 layers' channel scales, biases) at 4."""
     p = layer.params
@@ -65,9 +67,9 @@ def weights_read(param_text: str, outputs: Iterable[str], float_bytes: int,
                  only: str | None = None) -> int:
     """Bytes of weights an extract of `outputs` reads from the graph in `param_text` (every layer they depend on,
     once). only: count only layers whose name starts with it."""
-    layers = _layers(param_text)
+    layers = param_layers(param_text)
     producer = {blob: layer for layer in layers for blob in layer.outputs}
-    needed: dict[str, _Layer] = {}
+    needed: dict[str, ParamLayer] = {}
     todo = [b for b in outputs if b in producer]
     while todo:
         layer = producer[todo.pop()]
