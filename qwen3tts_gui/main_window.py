@@ -33,6 +33,7 @@ from .engine_adapter import (
     SynthesisResult,
     Voice,
     VoiceError,
+    as_sentence,
     convert_checkpoint,
     is_demo_bundle,
     is_designed,
@@ -567,8 +568,13 @@ class MainWindow(QMainWindow):
         return self.ctx.start_job(worker, self, finished=self._synth_finished)
 
     def regenerate(self, take: Take) -> None:
-        self.generate(take.text, take.voice, take.voice_name, take.language, take.with_new_seed(),
-                      instruct=take.instruct, design=take.voice is None and self.model_kind() == "voice_design")
+        try:
+            voice = take.ready_voice()
+        except VoiceError as e:  # a kept take's voice file, damaged since
+            self.ctx.dialogs.error(self, "Cannot regenerate", as_sentence(str(e)))
+            return
+        self.generate(take.text, voice, take.voice_name, take.language, take.with_new_seed(),
+                      instruct=take.instruct, design=voice is None and self.model_kind() == "voice_design")
 
     def preview_design(self, regenerate: bool) -> None:
         """VoiceDesign: speak the preview sentence in a voice made from the description (regenerate: new seed)."""

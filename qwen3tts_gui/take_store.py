@@ -106,7 +106,7 @@ class TakeStore:
         for d in self._take_dirs():
             try:
                 takes.append(self._load(d))
-            except (TakeFileError, VoiceError) as e:
+            except TakeFileError as e:
                 self._problems.append(f"Take {d.name} in {self.folder} could not be read and was skipped: "
                                       f"{str(e).rstrip('.')}.")
                 log.warning("skipping take %s: %s", d, e)
@@ -148,11 +148,13 @@ class TakeStore:
         """A take's metadata (its audio is read when it is used: StoredResult)."""
         header = read_header(d / TAKE_FILE)
         meta = header.meta
-        # a Base take has its voice file, a CustomVoice take a speaker name, a VoiceDesign take neither
-        voice = Voice.load(d / VOICE_FILE) if os.path.lexists(d / VOICE_FILE) else meta["speaker"]
+        # a Base take has its voice file (read when the take is regenerated: reading every take's voice made
+        # the start take 4 ms a take), a CustomVoice take a speaker name, a VoiceDesign take neither
+        voice_file = d / VOICE_FILE if os.path.lexists(d / VOICE_FILE) else None
         # the folder's number is the take's: removing take N removes folder N, whatever the file says
-        return Take(int(d.name), meta["text"], meta["voice_name"], voice, meta["language"], meta["settings"],
-                    StoredResult(d / TAKE_FILE, header), created=meta["created"], instruct=meta["instruct"])
+        return Take(int(d.name), meta["text"], meta["voice_name"], None if voice_file else meta["speaker"],
+                    meta["language"], meta["settings"], StoredResult(d / TAKE_FILE, header),
+                    created=meta["created"], instruct=meta["instruct"], voice_file=voice_file)
 
     def _take_dirs(self) -> list[Path]:
         """Folders named as this app names takes (six to nine ASCII digits, no extra leading zero)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -18,12 +19,19 @@ class Take:
     number: int
     text: str
     voice_name: str
-    voice: Voice
+    voice: Voice | str | None  # a cloned voice (Base), a speaker name (CustomVoice), None (VoiceDesign)
     language: str
     settings: GenerationSettings
     result: SynthesisResult | StoredResult  # a kept take reads its audio from its file when it is used
     created: str = field(default_factory=lambda: _dt.datetime.now().isoformat(sep=" ", timespec="seconds"))
     instruct: str | None = None  # the style instruction (CustomVoice) or voice description (VoiceDesign)
+    voice_file: Path | None = None  # a kept take's cloned voice, read when it is regenerated (voice is None)
+
+    def ready_voice(self) -> Voice | str | None:
+        """The voice to regenerate with: a kept take's voice file is read now (VoiceError if it cannot be)."""
+        if self.voice is None and self.voice_file is not None:
+            self.voice = Voice.load(self.voice_file)
+        return self.voice
 
     @property
     def audio(self) -> np.ndarray:

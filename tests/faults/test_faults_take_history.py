@@ -273,3 +273,25 @@ def test_a_take_removed_after_the_start_plays_as_silence_instead_of_failing(hist
     (history / "000002" / TAKE_FILE).write_bytes(b"")
     assert len(takes[1].audio) == 0 and "empty" in takes[1].result.problem
     assert len(takes[0].audio) == 12000
+
+
+def test_a_take_voice_file_is_read_when_the_take_is_regenerated(tmp_path, monkeypatch):
+    from engine import Voice
+
+    folder = tmp_path / "takes"
+    take = _take(1)
+    take.voice = Voice(xvector=np.ones(8, np.float32), model_id="m", name="Anna")
+    assert TakeStore(folder).save(take)
+    reads = []
+    real = Voice.load
+    monkeypatch.setattr(Voice, "load", classmethod(lambda cls, path, model_id=None: reads.append(path)
+                                                   or real.__func__(cls, path, model_id)))
+    loaded = TakeStore(folder).load_all()
+    assert reads == []  # reading every take's voice made the start 4 ms a take
+    assert loaded[0].ready_voice().name == "Anna" and len(reads) == 1
+    os.unlink(folder / "000001" / "voice.qvoice")
+    os.mkfifo(folder / "000001" / "voice.qvoice")
+    again = TakeStore(folder).load_all()[0]
+    assert len(again.audio) == 12000  # still plays
+    with pytest.raises(Exception, match="not a regular file"):
+        again.ready_voice()

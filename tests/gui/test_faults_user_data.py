@@ -370,3 +370,19 @@ def test_a_damaged_settings_file_gives_defaults_not_a_failed_start(qtbot, app_na
     assert all("\n" not in p for p in problems)
     assert isinstance(settings.seed, int) and isinstance(settings.generation_values, dict)
     assert isinstance(settings.language, str)
+
+
+def test_a_take_whose_voice_file_is_damaged_plays_and_says_why_it_cannot_regenerate(qtbot, make_window, dialogs):
+    window = make_window()
+    window.text_edit.setPlainText("A take with its voice.")
+    assert window.generate()
+    qtbot.waitUntil(lambda: window.synth_worker is None and window.takes_writing == 0, timeout=10000)
+    window.close()
+    (takes_dir() / "000001" / "voice.qvoice").write_bytes(b"PK\x03\x04 damaged")
+    again = make_window()
+    assert [t.number for t in again.output.takes] == [1] and not dialogs.notices
+    again.output.history.setCurrentRow(0)
+    assert len(again.output.current.audio) > 0
+    again.regenerate(again.output.current)
+    assert dialogs.errors[-1][0] == "Cannot regenerate" and "voice.qvoice" in dialogs.errors[-1][1]
+    assert again.synth_worker is None
