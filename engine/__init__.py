@@ -30,6 +30,11 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     make_demo_bundle(dest, progress), is_demo_bundle(path)   the demo model (a tiny random-weight bundle)
     Bundle, OFFERED_PRECISIONS   an opened bundle (manifest, precision); the precisions offered for conversion
     physical_cores, usable_cpus   CPU counts for the default thread count
+    where the networks run (engine/runtime/device.py): resolve_device(requested, precision, measured) -> Device
+        ("auto" | "cpu" | "gpu" | "gpu:N"; parse_device checks the text), scan_gpus() -> the GpuDevice list ncnn
+        sees (name, kind, driver, memory) or why there is none; faster_gpu(measured) the self-tuning's rule for
+        "auto"; DEFAULT_DEVICE, GPU_PRECISIONS ("fp32" exact, "fp16"), DEFAULT_GPU_PRECISION; GpuError (no GPU, a
+        pipeline the driver cannot build, lost, out of memory: one line)
     cpu_model, load_average, openmp_settings, busy_processes   CPU facts and a competing load for speed figures
     measure_read_bandwidth(readers), floor_and_share(bytes, seconds, bandwidth)   the machine's memory read
         bandwidth and how close a network comes to it (engine/runtime/bandwidth.py)
@@ -92,6 +97,18 @@ from .longform.runner import (  # noqa: E402
 )
 from .nets.codec_decoder import DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION  # noqa: E402
 from .runtime.bundle import OFFERED_PRECISIONS, Bundle  # noqa: E402
+from .runtime.device import (  # noqa: E402
+    DEFAULT_DEVICE,
+    DEFAULT_GPU_PRECISION,
+    GPU_PRECISIONS,
+    Device,
+    GpuDevice,
+    GpuError,
+    faster_gpu,
+    parse_device,
+    resolve_device,
+    scan_gpus,
+)
 from .runtime.tuning import CandidateFigure, TuningRecord  # noqa: E402
 from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
 from .synthesis.generation import MAX_BATCH_SIZE  # noqa: E402
@@ -134,6 +151,16 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "DEFAULT_DEVICE",
+    "DEFAULT_GPU_PRECISION",
+    "GPU_PRECISIONS",
+    "Device",
+    "GpuDevice",
+    "GpuError",
+    "faster_gpu",
+    "parse_device",
+    "resolve_device",
+    "scan_gpus",
     "physical_cores",
     "usable_cpus",
     "DEFAULT_BATCH_SIZE",

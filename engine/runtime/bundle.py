@@ -16,7 +16,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import BundleError
 from ..io.fileio import current_umask, write_atomic
+from .device import CPU, Device, configure_gpu_net, gpu_load
 
 try:
     import fcntl
@@ -41,8 +42,9 @@ OFFERED_PRECISIONS = ("fp32", "fp16", "q8")
 NCNN_PRECISIONS = ("fp32", "fp16", "bf16")  # ncnn option sets; q8 weights live in the graphs themselves
 
 
-def make_net_options(net: ncnn.Net, precision: str = "fp32", threads: int = 2) -> None:
-    """Set every ncnn option we depend on; the pip wheel defaults to fp16 arithmetic, which breaks parity."""
+def make_net_options(net: ncnn.Net, precision: str = "fp32", threads: int = 2, device: Device = CPU) -> None:
+    """Set every ncnn option we depend on; the pip wheel defaults to fp16 arithmetic, which breaks parity. On a
+    GPU device the GPU's precision replaces `precision` (engine/runtime/device.py configure_gpu_net)."""
     if precision not in NCNN_PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}")
     opt = net.opt
@@ -55,6 +57,8 @@ def make_net_options(net: ncnn.Net, precision: str = "fp32", threads: int = 2) -
     opt.use_int8_inference = False
     opt.use_packing_layout = True
     opt.lightmode = True
+    if device.on_gpu:
+        configure_gpu_net(net, device)
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -72,6 +76,7 @@ class Bundle:
     path: Path
     manifest: dict[str, Any]
     _tables: dict[tuple[str, bool], np.ndarray] = field(default_factory=dict, repr=False)
+    device: Device = CPU  # where net() puts the networks: see on()
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> Bundle:
@@ -176,19 +181,26 @@ class Bundle:
                 raise BundleError(f"model bundle {self.path}: table {name} is unreadable: {e}") from None
         return self._tables[key]
 
+    def on(self, device: Device) -> Bundle:
+        """This bundle with its networks loaded on `device` (the CPU, or a GPU through ncnn's Vulkan backend);
+        the tables are shared with this one."""
+        return replace(self, device=device)
+
     def net(self, name: str, threads: int = 2, precision: str | None = None, *,
             param_text: str | None = None, packing: bool = True) -> ncnn.Net:
-        """Load one ncnn network with explicit options. param_text replaces the stored .param (a topology
-        derived from it over the same weights); packing=False keeps ncnn's layout one element per lane."""
+        """Load one ncnn network with explicit options, on self.device. param_text replaces the stored .param (a
+        topology derived from it over the same weights); packing=False keeps ncnn's layout one element per lane.
+        On a GPU a pipeline the driver cannot build, or weights it cannot hold, is a GpuError."""
         net = ncnn.Net()
-        make_net_options(net, precision or self.runtime_precision, threads)
+        make_net_options(net, precision or self.runtime_precision, threads, self.device)
         net.opt.use_packing_layout = packing
         param, binf = self.file(f"{name}.param"), self.file(f"{name}.bin")
-        loaded = net.load_param(str(param)) if param_text is None else net.load_param_mem(param_text)
-        if loaded != 0:
-            raise BundleError(f"model bundle {self.path}: {name}.param failed to load")
-        if net.load_model(str(binf)) != 0:
-            raise BundleError(f"model bundle {self.path}: {name}.bin failed to load")
+        with gpu_load(self.device, name):
+            loaded = net.load_param(str(param)) if param_text is None else net.load_param_mem(param_text)
+            if loaded != 0:
+                raise BundleError(f"model bundle {self.path}: {name}.param failed to load")
+            if net.load_model(str(binf)) != 0:
+                raise BundleError(f"model bundle {self.path}: {name}.bin failed to load")
         return net
 
     @property

@@ -33,6 +33,7 @@ import numpy as np
 from ..errors import BundleError
 from . import q8
 from .bundle import Bundle, make_net_options
+from .device import gpu_load
 from .ncnn_mats import InputRow, as_mat, extract, extract_mat, extract_raw
 from .sequence_net import SequenceNet
 
@@ -208,9 +209,11 @@ class StepNet:
         for site in self.sites:
             if site.params not in self._sdpa:
                 net = ncnn.Net()
-                make_net_options(net, "fp32", threads)
-                if net.load_param_mem(sdpa_param_text(site)) != 0 or net.load_model(ncnn.DataReaderFromEmpty()) != 0:
-                    raise BundleError(f"model bundle {bundle.path}: the attention net for {graph} failed to load")
+                make_net_options(net, "fp32", threads, bundle.device)
+                with gpu_load(bundle.device, f"{graph} attention"):
+                    if (net.load_param_mem(sdpa_param_text(site)) != 0
+                            or net.load_model(ncnn.DataReaderFromEmpty()) != 0):
+                        raise BundleError(f"model bundle {bundle.path}: the attention net for {graph} failed to load")
                 self._sdpa[site.params] = net
         self._site_nets = [self._sdpa[site.params] for site in self.sites]  # run_one's, in layer order
 

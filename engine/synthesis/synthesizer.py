@@ -43,6 +43,9 @@ synthesize() is called (before the first event), so errors surface immediately.
     synth.decoder_threads      -> int, settable: threads of the speech decoder
     synth.decoder_precision    -> str, what the speech decoder runs at: "fp32" (exact), "bf16" (bf16 convolutions)
         or "fp16"; chosen by Synthesizer(..., decoder_precision="auto" | "fp32" | "bf16")
+    synth.device               -> Device: where the networks run (.name "cpu" | "gpu:N", .describe(), .note: why,
+        e.g. "auto" staying on the CPU or falling back to it); chosen by Synthesizer(..., device="auto" | "cpu" |
+        "gpu" | "gpu:N" | a Device, gpu_precision="fp32" | "fp16"). A GPU failure is a GpuError (one line).
     synth.tuning               -> TuningRecord or None: the settings measured for this model on this computer (read
         from the cache folder at open; Synthesizer(..., tuning=False) ignores them); synth.tuning_note: why a
         stored record was not usable, or None
@@ -59,6 +62,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -72,6 +76,7 @@ from ..nets.talker import Talker
 from ..nets.weight_reads import FrameWeights, frame_weights
 from ..runtime.bundle import Bundle
 from ..runtime.cpu import physical_cores
+from ..runtime.device import DEFAULT_DEVICE, DEFAULT_GPU_PRECISION, Device, GpuError, resolve_device
 from ..runtime.tuning import TuningRecord
 from ..text.length import estimated_frames
 from ..text.prompt import Prompt, PromptIds, build_prompt
@@ -89,6 +94,7 @@ from ..voice import Voice
 from .designed_voice import is_designed
 from .generation import FrameLoop, SequenceState, check_batch_size, generate
 from .model_kind import ModelKind, Speaker, prompt_language
+from .placement import check_weights_fit, gpu_failures, load_placed, on_cpu_after
 from .runs import BatchRun
 from .sampling import Sampler, SamplingConfig, resolve, settings_from_generation_config
 from .self_tuning import (
@@ -124,13 +130,17 @@ class _Job:
 
 class Synthesizer:
     def __init__(self, bundle: str | Path | Bundle, threads: int | None = None, adaptive_threads: bool = True,
-                 decoder_precision: str = DEFAULT_DECODER_PRECISION, tuning: bool = True):
+                 decoder_precision: str = DEFAULT_DECODER_PRECISION, tuning: bool = True,
+                 device: str | Device = DEFAULT_DEVICE, gpu_precision: str = DEFAULT_GPU_PRECISION):
         """threads: CPU threads per network (default: the physical core count). adaptive_threads: let the talker
         and code predictor drop to one thread while other programs hold the cores (engine/runtime/thread_governor.py).
         decoder_precision: "fp32" (the exact speech decoder), "bf16" (its big convolutions in bf16, about 1.5x
         faster on CPUs with AVX512-BF16) or "auto" (bf16 where the CPU has AVX512-BF16, or where this computer's tuning
         measured it faster); engine/nets/codec_decoder.py. tuning: use the settings measured for this model on this
-        computer (engine/synthesis/self_tuning.py); an explicit `threads` still sets every thread count."""
+        computer (engine/synthesis/self_tuning.py); an explicit `threads` still sets every thread count.
+        device: "auto" (a GPU only where this computer's tuning measured it faster than the CPU), "cpu", "gpu" or
+        "gpu:N", or a Device (resolve_device); gpu_precision "fp32" (exact) or "fp16". See engine/runtime/device.py;
+        self.device says where the networks run and, in its note, why."""
         t0 = time.perf_counter()
         check_decoder_precision(decoder_precision)  # before the slow loading
         self._bundle = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
@@ -142,28 +152,53 @@ class Synthesizer:
         lookup = stored_tuning(self._bundle) if tuning else None
         self.tuning: TuningRecord | None = lookup.record if lookup else None
         self.tuning_note: str | None = lookup.note if lookup else None
-        plan = thread_plan(self.tuning, threads if self._explicit_threads else None, threads)
+        measured = self.tuning.gpu if self.tuning else None  # ms per frame by device, once the tuner times GPUs
+        requested = device if isinstance(device, Device) else resolve_device(device, gpu_precision, measured)
         info = self._bundle.part("text")
         self._ids = PromptIds.from_part(info)
         self.kind = ModelKind.from_part(info)
         self._tokenizer = TextTokenizer(self._bundle)
         self._text_table = self._bundle.table(info.get("table", "text_rows"))
         self._max_positions = int(info.get("max_position_embeddings", 32768))
-        self._talker = Talker(self._bundle, plan.threads, adaptive_threads=adaptive_threads, int8_threads=plan.int8[0],
-                              start_threads=plan.start[0])
-        self._code_predictor = CodePredictor(self._bundle, plan.threads, adaptive_threads=adaptive_threads,
-                                             int8_threads=plan.int8[1], start_threads=plan.start[1])
+        self._load_nets(requested)
         self._codec_vocab = int(self._talker.vocab_size)
-        # Loaded now, not on first use: pyncnn can hold the GIL inside load_model, which would freeze a GUI
-        # thread for seconds in the middle of the first generation (measured 1.4-3 s at full size).
-        self._decoder = CodecDecoder(self._bundle, plan.decoder,
-                                     decoder_choice(self._bundle, decoder_precision, self.tuning))
+        self.load_seconds = time.perf_counter() - t0
+
+    def _load_nets(self, device: Device) -> None:
+        """The networks on `device`; self.device is where they ended up (the CPU after an "auto" GPU failed)."""
+        plan = thread_plan(self.tuning, self.threads if self._explicit_threads else None, self.threads)
+
+        def load(d: Device):
+            bundle = self._bundle.on(d)
+            check_weights_fit(bundle)
+            talker = Talker(bundle, plan.threads, adaptive_threads=self._adaptive_threads, int8_threads=plan.int8[0],
+                            start_threads=plan.start[0])
+            code_predictor = CodePredictor(bundle, plan.threads, adaptive_threads=self._adaptive_threads,
+                                           int8_threads=plan.int8[1], start_threads=plan.start[1])
+            # Loaded now, not on first use: pyncnn can hold the GIL inside load_model, which would freeze a GUI
+            # thread for seconds in the middle of the first generation (measured 1.4-3 s at full size).
+            decoder = CodecDecoder(bundle, plan.decoder, decoder_choice(bundle, self._decoder_request, self.tuning))
+            return bundle, talker, code_predictor, decoder
+
+        (self._bundle, self._talker, self._code_predictor, self._decoder), self.device = load_placed(device, load)
         # streamed audio decodes on its own thread while the next frames generate (docs/performance.md, "Overlap"),
         # unless this computer's tuning found otherwise
         self.overlap_decode = plan.overlap_decode
         self._speaker_net = None
         self._encoder_net = None
-        self.load_seconds = time.perf_counter() - t0
+
+    @contextmanager
+    def _on_device(self) -> Iterator[None]:
+        """Network calls inside: a GPU failure is one GpuError line; on a GPU "auto" chose, the synthesizer moves
+        to the CPU for its next runs (this one has stopped) and says so."""
+        try:
+            with gpu_failures(self.device):
+                yield
+        except GpuError as e:
+            if not (self.device.on_gpu and self.device.fallback_to_cpu):
+                raise
+            self._load_nets(on_cpu_after(e))
+            raise GpuError(f"{str(e).rstrip('.')}. This model runs on the CPU from now on: start again.") from None
 
     # ------------------------------------------------------------------------------------------ properties
 
@@ -236,8 +271,9 @@ class Synthesizer:
 
     @property
     def decoder_precision(self) -> str:
-        """What the speech decoder runs at: "fp32" (exact), "bf16" (bf16 convolutions, the rest fp32) or "fp16"."""
-        return self._decoder.precision
+        """What the speech decoder runs at: "fp32" (exact), "bf16" (bf16 convolutions, the rest fp32) or "fp16";
+        on a GPU, the GPU's precision."""
+        return self.device.precision if self.device.on_gpu else self._decoder.precision
 
     @property
     def tuning_needed(self) -> bool:
@@ -295,10 +331,11 @@ class Synthesizer:
         wav = load_audio(audio)
         ref_codes = None
         if ref_text is not None:
-            frames = -(-wav.shape[0] // SAMPLES_PER_FRAME)
-            self._check_reference_frames(frames)
-            ref_codes = np.asarray(self._codec_encoder.encode(wav), dtype=np.int64)
-        xvector = np.asarray(self._speaker_encoder.xvector(wav), dtype=np.float32).reshape(-1)
+            self._check_reference_frames(-(-wav.shape[0] // SAMPLES_PER_FRAME))
+        with self._on_device():
+            if ref_text is not None:
+                ref_codes = np.asarray(self._codec_encoder.encode(wav), dtype=np.int64)
+            xvector = np.asarray(self._speaker_encoder.xvector(wav), dtype=np.float32).reshape(-1)
         if not name and isinstance(audio, (str, Path)):
             name = Path(audio).stem
         return Voice(xvector=xvector, model_id=self.model_id, ref_codes=ref_codes, ref_text=ref_text,
@@ -466,6 +503,10 @@ class Synthesizer:
         )
 
     def _events(self, job: _Job) -> Iterator[SynthesisEvent]:
+        with self._on_device():
+            yield from self._device_events(job)
+
+    def _device_events(self, job: _Job) -> Iterator[SynthesisEvent]:
         """Frames from generation.generate, plus decoding (streamed or whole) and the events the caller sees."""
         t_start = time.perf_counter()
         timings = Timings(load=self.load_seconds)
@@ -548,6 +589,11 @@ class Synthesizer:
 
     def _many_events(self, run: BatchRun, planned: list[tuple[int, _Job]], failed: list[tuple[int, EngineError]],
                      batch_size: int) -> Iterator[JobEvent]:
+        with self._on_device():
+            yield from self._device_many_events(run, planned, failed, batch_size)
+
+    def _device_many_events(self, run: BatchRun, planned: list[tuple[int, _Job]],
+                            failed: list[tuple[int, EngineError]], batch_size: int) -> Iterator[JobEvent]:
         t_start = time.perf_counter()
         for i, error in failed:
             yield JobEvent(job=i, error=error)
@@ -586,7 +632,8 @@ class Synthesizer:
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
         """Codec ids (frames, 16) -> float32 audio at SAMPLE_RATE (the official chunked decode)."""
-        return np.asarray(self._decoder.decode(np.asarray(codes, np.int64)), np.float32)
+        with self._on_device():
+            return np.asarray(self._decoder.decode(np.asarray(codes, np.int64)), np.float32)
 
 
 def _too_long(frames: int, most: int) -> str:

@@ -1,0 +1,73 @@
+"""Where a synthesizer's networks run, and what a GPU failure does: never a crash, one line that says why.
+
+- Loading: a GPU that cannot hold the weights or build a network's pipeline raises GpuError for "gpu"/"gpu:N";
+  a device chosen by "auto" falls back to the CPU, its note saying why (`load_placed`).
+- Running: ncnn reports a lost device or exhausted device memory as a failed extract, which the nets turn into an
+  EngineError about the model graph; on the GPU that is a GpuError naming the GPU (`gpu_failures`). A synthesizer
+  on an "auto" GPU then moves to the CPU for its next runs (Synthesizer._on_device).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+from ..errors import AudioError, Cancelled, CodesError, EngineError, TextError, VoiceError
+from ..runtime.bundle import Bundle
+from ..runtime.device import CPU, Device, GpuError, check_fits
+
+T = TypeVar("T")
+_INPUT_ERRORS = (AudioError, Cancelled, CodesError, TextError, VoiceError, GpuError)  # not the device's doing
+SYNTHESIS_NETS = ("talker", "code_predictor", "codec_decoder")
+
+
+def load_placed(device: Device, load: Callable[[Device], T]) -> tuple[T, Device]:
+    """load(device), or, when that fails on a GPU chosen by "auto", load(CPU) with a note saying why."""
+    try:
+        return load(device), device
+    except GpuError as e:
+        if not (device.on_gpu and device.fallback_to_cpu):
+            raise
+        return load(CPU), on_cpu_after(e)
+
+
+def on_cpu_after(error: GpuError) -> Device:
+    """The CPU, noting the GPU failure that sent a run there."""
+    return Device(note=f"Running on the CPU: {str(error).rstrip('.')}.", fallback_to_cpu=True)
+
+
+@contextmanager
+def gpu_failures(device: Device) -> Iterator[None]:
+    """On a GPU, an ncnn failure inside the block (not bad input) becomes a GpuError naming the GPU."""
+    if device.gpu is None:
+        yield
+        return
+    try:
+        yield
+    except _INPUT_ERRORS:
+        raise
+    except EngineError as e:
+        what = str(e).rstrip(".")
+        what = what[:1].lower() + what[1:] if what[1:2].islower() else what
+        raise GpuError(f"The GPU ({device.gpu.name}) stopped: {what}; it may have been reset or run out of memory. "
+                       "Choose the CPU as the device to continue.") from None
+
+
+def weight_bytes(bundle: Bundle, graphs: tuple[str, ...]) -> int:
+    """Bytes the graphs' weights take on a GPU: their .bin files, doubled where fp16-stored weights are widened to
+    fp32 (fp16 bundles, and fp32 bundles of bf16 checkpoints, on an fp32 GPU)."""
+    files = bundle.manifest.get("files", {})
+    total = sum(int(info.get("size", 0)) for rel, info in files.items()
+                if rel.endswith(".bin") and rel[:-4] in graphs)
+    talker = bundle.manifest.get("parts", {}).get("talker", {})
+    stored_fp16 = bundle.precision == "fp16" or int(talker.get("fp16_weight_layers", 0) or 0) > 0
+    return total * 2 if stored_fp16 and bundle.device.precision == "fp32" else total
+
+
+def check_weights_fit(bundle: Bundle) -> None:
+    """GpuError before loading when the synthesis networks' weights alone exceed the GPU's memory budget."""
+    if bundle.device.on_gpu:
+        graphs = tuple(str(bundle.manifest.get("parts", {}).get(p, {}).get(key, p))
+                       for p, key in (("talker", "talker_graph"), ("talker", "cp_graph"), ("codec_decoder", "graph")))
+        check_fits(bundle.device, weight_bytes(bundle, graphs))
