@@ -136,31 +136,36 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
     talker, dec = shapes(args.model)
-    gpu = int(args.device.split(":", 1)[1]) if ":" in args.device else 0
-    if ncnn.get_gpu_count() <= gpu:
-        print(f"no GPU {gpu}: ncnn sees {ncnn.get_gpu_count()}", file=sys.stderr)
-        return 1
+    gpu: int | None = int(args.device.split(":", 1)[1]) if ":" in args.device else 0
+    seen = ncnn.get_gpu_count()
+    name = ncnn.get_gpu_info(gpu).device_name() if gpu < seen else f"none (ncnn sees {seen} GPUs): bytes and CPU only"
+    if gpu >= seen:
+        gpu = None
     per_position = 2 * talker["layers"] * talker["kv_heads"] * talker["head_dim"] * 4
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; "
-          f"GPU {gpu}: {ncnn.get_gpu_info(gpu).device_name()}")
+          f"GPU {args.device}: {name}")
     print(f"# talker: {talker['layers']} layers x k,v of {talker['kv_heads']} x {talker['head_dim']} fp32 = "
           f"{per_position / 1024:.0f} KiB per cached position")
     print("positions | cache bytes up + down per step | CPU ms/step | GPU ms/step (median of "
           f"{args.reps}, attention only)")
-    nets = {"cpu": attention_net(talker, None), "gpu": attention_net(talker, gpu)}
+    nets = {"cpu": attention_net(talker, None)}
+    if gpu is not None:
+        nets["gpu"] = attention_net(talker, gpu)
     for p in args.positions:
-        times = {k: [] for k in nets}
+        times: dict[str, list[float]] = {k: [] for k in nets}
         for _ in range(args.reps):
-            for name, net in nets.items():  # alternating
+            for which, net in nets.items():  # alternating
                 caches = step(net, talker, None, rows=p)  # a prefill of p positions makes the caches
                 t = time.perf_counter()
                 step(net, talker, caches)
-                times[name].append(1000 * (time.perf_counter() - t))
+                times[which].append(1000 * (time.perf_counter() - t))
         moved = per_position * p + per_position * (p + 1)
-        print(f"{p:9d} | {moved / 2**20:9.1f} MiB | {np.median(times['cpu']):8.1f} | {np.median(times['gpu']):8.1f}")
-    with_cpu, without = fallback_cost(gpu, args.reps)
-    print(f"# one layer ncnn runs on the CPU between two GPU layers (Squeeze, 1 x 2048 values): {with_cpu:.2f} ms "
-          f"per call with it, {without:.2f} ms with a Noop in its place")
+        on_gpu = f"{np.median(times['gpu']):8.1f}" if "gpu" in times else "       -"
+        print(f"{p:9d} | {moved / 2**20:9.1f} MiB | {np.median(times['cpu']):8.1f} | {on_gpu}")
+    if gpu is not None:
+        with_cpu, without = fallback_cost(gpu, args.reps)
+        print(f"# one layer ncnn runs on the CPU between two GPU layers (Squeeze, 1 x 2048 values): {with_cpu:.2f} "
+              f"ms per call with it, {without:.2f} ms with a Noop in its place")
     kv = 2 * dec["layers"] * dec["kv_heads"] * dec["past"] * dec["head_dim"] * 4
     conv = dec["conv_state_values"] * 4
     print(f"# speech decoder state per push (each way): attention caches {kv / 2**20:.2f} MiB + convolution tails "

@@ -69,6 +69,10 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         [rf"^idle \(0\.2 s\): heartbeat gaps median {NUM} ms"]
         + [rf"^RESULT {s}: longest GUI-thread stall {NUM} ms" for s in ("generate", "long", "batch")]
         + [r"^generate run 1 \(.* [1-9]\d* frames in the last chunk\)", r"^batch run 1 \(.* 2 files in the batch folder\)"]),
+    "gpu_round_trips.py": (  # on lavapipe where installed, else bytes and the CPU column only
+        ["--model", "{demo}", "--positions", "4", "--reps", "1"],
+        [rf"^\s+4 \| \s*{NUM} MiB \| \s*{NUM} \| \s*({NUM}|-)$",
+         rf"^# speech decoder state per push \(each way\): attention caches {NUM} MiB"]),
 }
 # need torch and the official qwen-tts: the live tier runs them
 LIVE = {"calibrate_demo.py", "codec_decoder_speed.py", "codec_encoder_official.py", "codec_encoder_speed.py",
