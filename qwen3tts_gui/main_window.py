@@ -80,6 +80,8 @@ class MainWindow(QMainWindow):
         self._pending: PendingTake | None = None
         self._take_count = 0
         self.takes_writing = 0  # takes handed to the writer whose outcome has not come back yet
+        self.takes_loading = False  # the history is being read
+        self._history_epoch = 0
         self._demo_retried = False
 
         self.downloader = ModelDownloader(ctx, self)
@@ -163,9 +165,6 @@ class MainWindow(QMainWindow):
         problems = ctx.settings.take_problems()
         if problems:  # the values were reset to defaults and removed: this shows once, not at every start
             ctx.dialogs.notice(self, "Some settings were reset", "\n".join(problems))
-        problems = self.take_store.take_problems()
-        if problems:  # left where they are for the user: named at each start until they are dealt with
-            ctx.dialogs.notice(self, "Some takes could not be read", "\n".join(problems))
         for title, text in ctx.notices:
             ctx.dialogs.notice(self, title, text)
         ctx.notices.clear()
@@ -293,9 +292,21 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentIndex(min(max(s.tab, 0), self.tabs.count() - 1))
 
     def _restore_takes(self) -> None:
-        takes = self.take_store.load_all()
-        self.output.restore_takes(takes)
+        """The history fills in once read (off the GUI thread); new takes are numbered past every folder now."""
         self._take_count = self.take_store.last_number()
+        self.takes_loading = True
+        self._history_epoch += 1
+        epoch = self._history_epoch
+        self.take_keeper.loaded.connect(lambda takes, problems: self._takes_loaded(epoch, takes, problems))
+        self.take_keeper.load()
+
+    def _takes_loaded(self, epoch: int, takes: list, problems: list) -> None:
+        self.takes_loading = False
+        if epoch != self._history_epoch:
+            return  # cleared meanwhile
+        self.output.restore_takes(takes)
+        if problems:  # left where they are for the user: named at each start until they are dealt with
+            self.ctx.dialogs.notice(self, "Some takes could not be read", "\n".join(problems))
 
     def _keep_take(self, take: Take) -> None:
         """Write the take into the history and trim the oldest ones past the size limit (off the GUI thread)."""
@@ -325,6 +336,7 @@ class MainWindow(QMainWindow):
             return
         self.output.clear_takes()
         self.take_keeper.wait()
+        self._history_epoch += 1  # a history still being read is not shown after this
         self.take_store.clear()
 
     def set_takes_limit(self, megabytes: int) -> None:

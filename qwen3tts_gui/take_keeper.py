@@ -1,4 +1,4 @@
-"""Takes written to the history off the GUI thread, one at a time and in order.
+"""The take history read and written off the GUI thread, one job at a time and in order.
 
 Writing a long take (hundreds of MB, synced to the disk) took the window away for seconds; here it runs on a
 single background thread and its outcome comes back as a signal. Removing, clearing and trimming the history
@@ -18,12 +18,25 @@ from .takes import Take
 class TakeKeeper(QObject):
     # number, kept, numbers removed to stay under the size limit, problems (one sentence each)
     kept = Signal(int, bool, list, list)
+    loaded = Signal(list, list)  # the kept takes, oldest first; problems (one sentence each)
 
     def __init__(self, store: TakeStore, parent: QObject | None = None):
         super().__init__(parent)
         self.store = store
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="take-writer")
         self._pending: list[Future] = []
+
+    def load(self) -> None:
+        """Read the history's metadata (before any write queued after this call); `loaded` says when it is done:
+        10,000 takes kept the window from appearing for seconds when this ran on the GUI thread."""
+        self._pending.append(self._pool.submit(self._load))
+
+    def _load(self) -> None:
+        try:
+            takes, problems = self.store.load_all(), self.store.take_problems()
+        except Exception as e:  # a bug must not leave the history silently empty
+            takes, problems = [], [f"The take history in {self.store.folder} could not be read: {e}."]
+        self.loaded.emit(takes, problems)
 
     def keep(self, take: Take, limit_bytes: int) -> None:
         """Write `take` and trim the oldest takes past limit_bytes (the new take always stays)."""

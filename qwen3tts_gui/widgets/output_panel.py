@@ -165,17 +165,23 @@ class OutputPanel(QWidget):
 
     # --- takes -------------------------------------------------------------------------------------------
     def restore_takes(self, takes: list[Take]) -> None:
-        """Takes from an earlier session, oldest first; none is selected (the waveform stays empty)."""
-        for take in takes:
-            self._insert(take)
+        """Takes kept from before, oldest first; none is selected (the waveform stays empty). They go below any
+        take made since the app started (the history may be read after the first new take)."""
+        self.takes[:0] = takes
+        for take in reversed(takes):
+            self.history.insertItem(self.history.count(), self._item(take))
         self._update_buttons()
 
     def _insert(self, take: Take) -> None:
         self.takes.append(take)
+        self.history.insertItem(0, self._item(take))
+
+    @staticmethod
+    def _item(take: Take) -> QListWidgetItem:
         item = QListWidgetItem(take.label())
         item.setToolTip(take.details())
         item.setData(Qt.ItemDataRole.UserRole, take.number)
-        self.history.insertItem(0, item)
+        return item
 
     def _row_of(self, number: int) -> int:
         for row in range(self.history.count()):

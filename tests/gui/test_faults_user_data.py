@@ -166,6 +166,8 @@ def test_the_app_starts_with_fifos_and_damage_everywhere(tmp_path, private_dirs)
         "qapp = QApplication(['qwen3tts-gui'])\n"
         "def report():\n"
         "    tops = QApplication.topLevelWidgets()\n"
+        "    if any(isinstance(w, MainWindow) and w.takes_loading for w in tops):\n"
+        "        return QTimer.singleShot(200, report)  # the history is still being read\n"
         "    print('WINDOWS', sum(isinstance(w, MainWindow) and w.isVisible() for w in tops))\n"
         "    for b in tops:\n"
         "        if isinstance(b, QMessageBox) and b.isVisible():\n"
@@ -386,3 +388,28 @@ def test_a_take_whose_voice_file_is_damaged_plays_and_says_why_it_cannot_regener
     again.regenerate(again.output.current)
     assert dialogs.errors[-1][0] == "Cannot regenerate" and "voice.qvoice" in dialogs.errors[-1][1]
     assert again.synth_worker is None
+
+
+def test_the_window_appears_before_the_history_is_read(qtbot, settings, audio, dialogs, fake_synth, tmp_path,
+                                                        monkeypatch):
+    from qwen3tts_gui.context import AppContext
+    from qwen3tts_gui.main_window import MainWindow
+    from qwen3tts_gui.voices import VoiceLibrary
+
+    store = TakeStore(takes_dir())
+    for n in (1, 2):
+        assert store.save(_take(n, f"Take {n}."))
+    release, real = threading.Event(), TakeStore.load_all
+    monkeypatch.setattr(TakeStore, "load_all", lambda self: release.wait(30) and real(self))
+    ctx = AppContext(settings, audio, dialogs, open_synth=lambda path: fake_synth,
+                     library=VoiceLibrary(tmp_path / "voices"))
+    window = MainWindow(ctx)  # returns while the history is still being read
+    qtbot.addWidget(window)
+    assert window.takes_loading and window.output.takes == []
+    assert window._take_count == 2  # a take made now is #3 even before the history is shown
+    window.output.add_take(_take(3, "Made while the history was read."))
+    release.set()
+    qtbot.waitUntil(lambda: not window.takes_loading, timeout=10000)
+    rows = [window.output.history.item(r).data(0x0100) for r in range(window.output.history.count())]
+    assert rows == [3, 2, 1]  # newest first, the new take above the kept ones
+    window.close()
