@@ -1,7 +1,9 @@
 """Qwen3-TTS inference on ncnn + numpy. Imports no Qt and no torch.
 
 Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these names):
-    Synthesizer                the one door: voices, synthesis, decoding (see engine/synthesis/synthesizer.py CONTRACT)
+    Synthesizer                the one door: voices, synthesis, decoding
+    SynthesizerContract, BatchEvents, VoiceChoice, AudioSource   what a caller may use of a Synthesizer, stated
+        once as a Protocol (engine/synthesis/contract.py); the app's test fake implements it too
     run_synthesis(events, on_frame, on_audio, check_cancel)   the one loop consuming synthesis events
     SynthesisJob, JobEvent, BatchRun   several syntheses sharing each model step (Synthesizer.synthesize_many)
     DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE   its default and largest batch size
@@ -53,6 +55,7 @@ use, so `import engine` stays quick.
 """
 
 from importlib import import_module
+from typing import Any
 
 from .runtime.cpu import (
     busy_processes,
@@ -110,6 +113,7 @@ from .runtime.device import (  # noqa: E402
     scan_gpus,
 )
 from .runtime.tuning import CandidateFigure, TuningRecord  # noqa: E402
+from .synthesis.contract import AudioSource, BatchEvents, SynthesizerContract, VoiceChoice  # noqa: E402
 from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
 from .synthesis.generation import MAX_BATCH_SIZE  # noqa: E402
 from .synthesis.model_kind import InstructIgnoredWarning, ModelKind, Speaker  # noqa: E402
@@ -144,7 +148,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -207,6 +211,10 @@ __all__ = [
     "SynthesisJob",
     "SynthesisResult",
     "Synthesizer",
+    "SynthesizerContract",
+    "BatchEvents",
+    "VoiceChoice",
+    "AudioSource",
     "TextChunk",
     "TextError",
     "Timings",

@@ -67,11 +67,11 @@ class GenerationSettings:
             raise TextError("Streaming audio needs decoding; codes_only and stream_audio cannot both be set.")
 
 
-def _is_number(value) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
-def _is_whole(value) -> bool:
+def _is_whole(value: object) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 

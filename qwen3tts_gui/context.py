@@ -11,7 +11,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from .audio_io import AudioBackend, Player, Recorder
-from .engine_adapter import SynthesizerLike, SynthFactory, open_synthesizer
+from .engine_adapter import SynthesizerContract, SynthFactory, open_synthesizer
 from .paths import data_dir, models_dir, voices_dir
 from .settings import Settings
 from .voices import VoiceLibrary
@@ -93,7 +93,7 @@ class AppContext(QObject):
             path, threads=self.settings.threads or None, decoder_precision=self.settings.decoder_precision))
         self.library = library or VoiceLibrary(Path(settings.voices_dir) if settings.voices_dir else voices_dir())
         self.player = Player(audio, self)
-        self.synth: SynthesizerLike | None = None
+        self.synth: SynthesizerContract | None = None
         self.model_path: Path | None = None
         self.job: Worker | None = None  # the one engine job running now (see start_job)
         self._when_idle: list[Callable[[], object]] = []
@@ -128,7 +128,7 @@ class AppContext(QObject):
     def new_recorder(self) -> Recorder:
         return Recorder(self.audio, self)
 
-    def set_model(self, synth: SynthesizerLike | None, path: Path | None) -> None:
+    def set_model(self, synth: SynthesizerContract | None, path: Path | None) -> None:
         self.synth, self.model_path = synth, path
         self.model_changed.emit()
 

@@ -7,9 +7,8 @@ functions load their modules on first use, so the app starts quickly.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
@@ -22,6 +21,7 @@ from engine import (
     SAMPLES_PER_FRAME,
     AudioChunk,
     AudioError,
+    AudioSource,
     BundleError,
     Cancelled,
     ChunkAudio,
@@ -42,10 +42,12 @@ from engine import (
     SynthesisEvent,
     SynthesisJob,
     SynthesisResult,
+    SynthesizerContract,
     TextError,
     Timings,
     TuningRecord,
     Voice,
+    VoiceChoice,
     VoiceError,
     VoiceSummary,
     as_sentence,
@@ -118,7 +120,8 @@ __all__ = [
     "SynthesisResult",
     "Timings",
     "TuningRecord",
-    "SynthesizerLike",
+    "SynthesizerContract",
+    "VoiceChoice",
     "TextError",
     "Voice",
     "VoiceError",
@@ -147,71 +150,13 @@ __all__ = [
 ]
 
 Progress = Callable[[float, str], None]
-AudioSource = str | Path | tuple[np.ndarray, int]
 
 
-class SynthesizerLike(Protocol):
-    """The Synthesizer contract (engine/synthesis/synthesizer.py docstring); the test fake implements it too."""
-
-    @property
-    def languages(self) -> list[str]: ...
-
-    @property
-    def model_id(self) -> str: ...
-
-    @property
-    def default_settings(self) -> GenerationSettings: ...
-
-    def create_voice(
-        self, audio: AudioSource, ref_text: str | None = None, name: str = "", language: str = "auto"
-    ) -> Voice: ...
-
-    def synthesize(
-        self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None,
-        instruct: str | None = None,
-    ) -> Iterator[SynthesisEvent]: ...
-
-    def synthesize_many(
-        self, jobs: list[SynthesisJob], settings: GenerationSettings | None = None, batch_size: int | None = None,
-        longest_first: bool = False,
-    ) -> Iterator[JobEvent]: ...
-
-    @property
-    def suggested_batch_size(self) -> int: ...
-
-    # model kinds: "base" clones voices, "custom_voice" has preset speakers, "voice_design" takes a description
-    @property
-    def model_kind(self) -> str: ...
-
-    @property
-    def speakers(self) -> list: ...
-
-    @property
-    def honours_instruct(self) -> bool: ...
-
-    # what the speech decoder runs at: "fp32" (exact), "bf16" (bf16 convolutions) or "fp16"
-    @property
-    def decoder_precision(self) -> str: ...
-
-    def check_language(self, language: str | None) -> str: ...
-
-    def check_voice(self, voice: Voice) -> None: ...
-
-    # self-tuning: the thread counts and decoding measured once per model and computer, kept in the cache folder;
-    # tune() reports progress(fraction, message), stops with Cancelled when cancel() is True, returns a record
-    # whose summary() is one line for the status bar
-    @property
-    def tuning_needed(self) -> bool: ...
-
-    def tune(self, progress: Callable[[float, str], None] | None = None,
-             cancel: Callable[[], bool] | None = None) -> TuningRecord: ...
-
-
-SynthFactory = Callable[[Path], SynthesizerLike]
+SynthFactory = Callable[[Path], SynthesizerContract]
 
 
 def open_synthesizer(bundle_dir: Path, threads: int | None = None,
-                     decoder_precision: str = DEFAULT_DECODER_PRECISION) -> SynthesizerLike:
+                     decoder_precision: str = DEFAULT_DECODER_PRECISION) -> SynthesizerContract:
     """Load a model bundle (slow for full-size bundles: call it from a worker thread). threads: CPU threads per
     network, None for the physical core count. decoder_precision: "fp32" (exact) or "auto" (bf16 convolutions
     where the CPU has AVX512-BF16)."""

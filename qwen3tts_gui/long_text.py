@@ -25,8 +25,8 @@ from .engine_adapter import (
     LongTextOptions,
     RecordingLength,
     SynthesisResult,
-    SynthesizerLike,
-    Voice,
+    SynthesizerContract,
+    VoiceChoice,
     split_for_synthesis,
     synthesize_long,
 )
@@ -61,7 +61,7 @@ class LongHandlers:
         self.length = length
 
 
-def speak_long(synth: SynthesizerLike, text: str, voice: Voice, language: str, settings: GenerationSettings,
+def speak_long(synth: SynthesizerContract, text: str, voice: VoiceChoice, language: str, settings: GenerationSettings,
                on: LongHandlers, instruct: str | None = None, options: LongTextOptions | None = None,
                ) -> tuple[SynthesisResult, list[str]]:
     """Generate every chunk; return one result (the joined recording, all codes) and the left-out messages."""
@@ -125,7 +125,7 @@ class LongSynthesisWorker(SynthesisWorker):
     notice = Signal(str)
     left_out = Signal(list)  # messages of the chunks that are missing from the result
 
-    def __init__(self, synth: SynthesizerLike, text: str, voice: Voice, language: str,
+    def __init__(self, synth: SynthesizerContract, text: str, voice: VoiceChoice, language: str,
                  settings: GenerationSettings, parent=None, instruct: str | None = None,
                  options: LongTextOptions | None = None):
         super().__init__(synth, text, voice, language, settings, parent, instruct=instruct)

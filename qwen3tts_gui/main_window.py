@@ -32,6 +32,7 @@ from .engine_adapter import (
     GenerationSettings,
     SynthesisResult,
     Voice,
+    VoiceChoice,
     VoiceError,
     as_sentence,
     convert_checkpoint,
@@ -520,7 +521,7 @@ class MainWindow(QMainWindow):
         """"base", "custom_voice" or "voice_design" for the loaded model ("base" when none is loaded)."""
         return getattr(self.ctx.synth, "model_kind", "base") if self.ctx.synth is not None else "base"
 
-    def generate(self, text: str | None = None, voice: Voice | None = None, voice_name: str | None = None,
+    def generate(self, text: str | None = None, voice: VoiceChoice = None, voice_name: str | None = None,
                  language: str | None = None, settings: GenerationSettings | None = None,
                  instruct: str | None = None, design: bool = False) -> bool:
         """voice and instruct None: what the voice column holds (a voice, a speaker and its instruction, or the

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine_adapter import GenerationSettings, SynthesisResult, Voice
+from .engine_adapter import GenerationSettings, SynthesisResult, Voice, VoiceChoice
 from .paths import readable_name
 from .take_file import StoredResult
 
@@ -19,7 +19,7 @@ class Take:
     number: int
     text: str
     voice_name: str
-    voice: Voice | str | None  # a cloned voice (Base), a speaker name (CustomVoice), None (VoiceDesign)
+    voice: VoiceChoice  # a cloned Voice, a preset speaker's name (CustomVoice) or None (VoiceDesign)
     language: str
     settings: GenerationSettings
     result: SynthesisResult | StoredResult  # a kept take reads its audio from its file when it is used
@@ -27,7 +27,7 @@ class Take:
     instruct: str | None = None  # the style instruction (CustomVoice) or voice description (VoiceDesign)
     voice_file: Path | None = None  # a kept take's cloned voice, read when it is regenerated (voice is None)
 
-    def ready_voice(self) -> Voice | str | None:
+    def ready_voice(self) -> VoiceChoice:
         """The voice to regenerate with: a kept take's voice file is read now (VoiceError if it cannot be)."""
         if self.voice is None and self.voice_file is not None:
             self.voice = Voice.load(self.voice_file)
@@ -78,7 +78,7 @@ class PendingTake:
     """What the running generation will become as a take, once its result arrives."""
 
     text: str
-    voice: Voice | None  # None: VoiceDesign makes the voice from the instruction
+    voice: VoiceChoice  # None: VoiceDesign makes the voice from the instruction
     voice_name: str
     language: str
     settings: GenerationSettings

@@ -37,7 +37,12 @@ def start_tuning(window: QMainWindow, ctx: AppContext, synth) -> ProgressWorker 
     dialog.setMinimumWidth(460)
     dialog.canceled.connect(worker.cancel)
     dialog.canceled.connect(lambda: dialog.setLabelText("Cancelling…"))
-    worker.progress.connect(lambda f, msg: (dialog.setValue(int(f * 1000)), dialog.setLabelText(f"{TITLE}\n{msg}")))
+
+    def show_progress(fraction: float, message: str) -> None:
+        dialog.setValue(int(fraction * 1000))
+        dialog.setLabelText(f"{TITLE}\n{message}")
+
+    worker.progress.connect(show_progress)
     status = window.statusBar()
 
     def done(record) -> None:

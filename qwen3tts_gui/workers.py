@@ -23,8 +23,9 @@ from .engine_adapter import (
     GenerationSettings,
     SynthesisJob,
     SynthesisResult,
-    SynthesizerLike,
+    SynthesizerContract,
     Voice,
+    VoiceChoice,
     is_designed,
     run_synthesis,
     save_audio,
@@ -113,7 +114,7 @@ class SynthesisWorker(Worker):
 
     doing = "generating"
 
-    def __init__(self, synth: SynthesizerLike, text: str, voice: Voice, language: str,
+    def __init__(self, synth: SynthesizerContract, text: str, voice: VoiceChoice, language: str,
                  settings: GenerationSettings, parent: QObject | None = None, instruct: str | None = None):
         super().__init__(parent)
         self.synth, self.text, self.voice, self.language, self.settings = synth, text, voice, language, settings
@@ -157,7 +158,7 @@ class BatchWorker(Worker):
 
     doing = "running the batch"
 
-    def __init__(self, synth: SynthesizerLike, jobs: list[BatchJob], settings: GenerationSettings,
+    def __init__(self, synth: SynthesizerContract, jobs: list[BatchJob], settings: GenerationSettings,
                  merge_path: Path | None = None, gap_seconds: float = 0.5, parent: QObject | None = None,
                  long_options=None, batch_size: int | None = None, wav_subtype: str | None = None):
         super().__init__(parent)

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..codec_format import NUM_CODE_GROUPS
-from ..errors import TextError
+from ..errors import EngineError, TextError
 from ..nets.code_predictor import CodePredictor
 from ..nets.talker import Talker, TalkerSequence
 from ..text.prompt import Prompt
@@ -85,16 +85,23 @@ class SequenceState:
 
     def next_input(self, code_predictor: CodePredictor) -> np.ndarray:
         """Talker input of the next step: the last frame's embedding plus the text row of its step."""
-        return code_predictor.feedback(self.frames[-1]) + self.prompt.text_row(len(self.frames) - 1)
+        row: np.ndarray = code_predictor.feedback(self.frames[-1]) + self.prompt.text_row(len(self.frames) - 1)
+        return row
 
     def codes(self) -> np.ndarray:
         """All frames so far, (frames, 16) int64."""
         return np.stack(self.frames) if self.frames else np.zeros((0, NUM_CODE_GROUPS), np.int64)
 
+    def talker_state(self) -> tuple[TalkerSequence, np.ndarray, np.ndarray]:
+        """(KV cache, hidden, logits) of a prefilled sequence."""
+        if self.cache is None or self.hidden is None or self.logits is None:
+            raise EngineError("a sequence steps before its prefill")
+        return self.cache, self.hidden, self.logits
+
 
 @dataclass
 class _Slot:
-    key: Hashable
+    key: int
     seq: SequenceState
     timings: Timings
 
@@ -104,8 +111,8 @@ class BatchStep:
     """What one step did: the frames made (key, frame (16,) int64) and the sequences that ended (their
     SequenceState.ended_by says why)."""
 
-    frames: list[tuple[Hashable, np.ndarray]]
-    ended: list[Hashable]
+    frames: list[tuple[int, np.ndarray]]
+    ended: list[int]
     seconds: float  # compute time of the step's frames (shared by every sequence in it; prefills not counted)
 
 
@@ -122,11 +129,11 @@ class FrameLoop:
         self._waiting: deque[_Slot] = deque()
         self._running: list[_Slot] = []  # each has made a frame the talker has not seen yet, or just joined
 
-    def add(self, key: Hashable, seq: SequenceState, timings: Timings | None = None) -> None:
+    def add(self, key: int, seq: SequenceState, timings: Timings | None = None) -> None:
         """Queue a sequence; its stage times are added to `timings` (shared steps count in full for each)."""
         self._waiting.append(_Slot(key, seq, timings if timings is not None else Timings()))
 
-    def drop(self, key: Hashable) -> bool:
+    def drop(self, key: int) -> bool:
         """Remove a waiting or running sequence (cancel); True when it was there."""
         for queue in (self._waiting, self._running):
             for slot in list(queue):
@@ -136,7 +143,7 @@ class FrameLoop:
         return False
 
     @property
-    def running(self) -> list[Hashable]:
+    def running(self) -> list[int]:
         return [s.key for s in self._running]
 
     @property
@@ -147,7 +154,7 @@ class FrameLoop:
         t0 = time.perf_counter()
         if self._running:  # the previous step's frames, fed back as every running sequence's next input
             rows = np.stack([slot.seq.next_input(self.code_predictor) for slot in self._running])
-            hidden, logits = self.talker.step_many([slot.seq.cache for slot in self._running], rows)
+            hidden, logits = self.talker.step_many([slot.seq.talker_state()[0] for slot in self._running], rows)
             talker_seconds = time.perf_counter() - t0
             for j, slot in enumerate(self._running):
                 slot.seq.hidden, slot.seq.logits = hidden[j], logits[j]
@@ -161,21 +168,21 @@ class FrameLoop:
             slot.timings.prefill += seconds
             prefill_seconds += seconds
             self._running.append(slot)
-        ended: list[Hashable] = []
+        ended: list[int] = []
         going: list[tuple[_Slot, int]] = []
         for slot in self._running:
-            c0 = slot.seq.choose_code0(slot.seq.logits)
+            c0 = slot.seq.choose_code0(slot.seq.talker_state()[2])
             if c0 is None:
                 ended.append(slot.key)
                 slot.seq.cache = slot.seq.hidden = slot.seq.logits = None  # its KV cache is not needed again
             else:
                 going.append((slot, c0))
         self._running = [slot for slot, _ in going]
-        frames: list[tuple[Hashable, np.ndarray]] = []
+        frames: list[tuple[int, np.ndarray]] = []
         if going:
             t = time.perf_counter()
             rest = self.code_predictor.predict_many(
-                np.stack([slot.seq.hidden for slot, _ in going]), [c0 for _, c0 in going],
+                np.stack([slot.seq.talker_state()[1] for slot, _ in going]), [c0 for _, c0 in going],
                 [slot.seq.sampler.subtalker_choose for slot, _ in going])
             cp_seconds = time.perf_counter() - t
             for (slot, c0), codes in zip(going, rest, strict=True):

@@ -5,7 +5,7 @@ runner, the CLI and the GUI share one loop over the events.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 from ..errors import EngineError
 from ..types import AudioChunk, FrameEvent, JobEvent, SynthesisEvent, SynthesisResult
@@ -48,7 +48,7 @@ class BatchRun:
     cancel(job) drops one job before the next frame; close() (or leaving the loop) cancels everything.
     Each job's codes are exactly those it would get from synthesize() alone with the same settings and seed."""
 
-    def __init__(self, events: Callable[[BatchRun], Iterator[JobEvent]]):
+    def __init__(self, events: Callable[[BatchRun], Generator[JobEvent, None, None]]):
         """events(run): the generator of the run's JobEvents; it reads run.take_cancelled() between steps."""
         self._cancelled: set[int] = set()
         self._events = events(self)

@@ -73,7 +73,7 @@ class StreamedAudio:
         return np.split(samples, len(frames))
 
     def _ready(self, wait: bool) -> list[AudioChunk]:
-        out = []
+        out: list[AudioChunk] = []
         while self._pending and (wait or self._pending[0].done()):
             out.extend(self._chunk(s) for s in self._pending.popleft().result())
         return out

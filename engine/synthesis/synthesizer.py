@@ -1,70 +1,19 @@
 """Prompt -> frames -> audio: the one object the CLI and the GUI use.
 
-CONTRACT (stable; the GUI depends on it):
-    synth = Synthesizer(bundle_dir, threads=2)
-    synth.languages            -> ["auto", "english", "chinese", ...] (from the bundle)
-    synth.model_id             -> str, fingerprint that voices are tied to
-    synth.default_settings     -> GenerationSettings filled from generation_config.json
-    synth.hidden_size          -> int, the length of a voice's x-vector
-    synth.load_seconds         -> float, how long loading took
-    synth.create_voice(audio, ref_text=None, name="", language="auto") -> Voice
-        audio: a path (any format soundfile reads) or (samples ndarray, sample_rate)
-    synth.check_language(language) -> the normalised name, or TextError
-    synth.check_voice(voice)   -> None, or VoiceError (another model, wrong shape, damaged reference)
-    synth.check_settings(settings) -> None, or TextError naming the first setting out of range
-    synth.synthesize(text, voice, language="auto", settings=None) -> Iterator[SynthesisEvent]
-        yields FrameEvent per frame (and AudioChunk when settings.stream_audio), then one SynthesisResult
-        (its timings: a Timings). settings.ignore_eos runs exactly max_frames frames; settings.codes_only
-        skips decoding (the result has no audio). Cancel by closing the generator (gen.close()) between frames.
-        Several syntheses may be open at once (each sequence holds its own KV cache), stepped from one thread
-        at a time.
-    synth.decode(codes) -> float32 audio (codes: (T, 16) ints)
-    run_synthesis(events, on_frame, on_audio, check_cancel) -> SynthesisResult: the one loop over the events
-    synth.model_kind           -> "base" | "custom_voice" | "voice_design"
-    synth.speakers             -> [Speaker(name, codec_id, dialect)] (CustomVoice), [] otherwise
-    synth.honours_instruct     -> bool; synth.instruct_note(instruct) -> sentence when it will be ignored, or None
-    synth.synthesize(text, voice, ..., instruct=None): voice is a Voice (Base), a speaker name or Speaker
-        (CustomVoice) or None (VoiceDesign, instruct = the voice description)
-    synth.synthesize_many(jobs, settings=None, batch_size=None, longest_first=False) -> BatchRun (of JobEvent)
-        jobs: SynthesisJob(text, voice, language, max_frames=None, seed=None, instruct=None) each (voice and
-        instruct as for synthesize()); up to batch_size of them (None: synth.suggested_batch_size)
-        share every model step; each job's codes are exactly what synthesize() alone gives it. See BatchRun.
-        longest_first: start the jobs expected to run longest first (all done sooner; job numbers unchanged).
-    synth.suggested_batch_size -> int: jobs worth running side by side on this model (q8: 4; fp32/fp16: 1)
-Bad input raises engine.errors.EngineError subclasses with a one-line message. Input is validated when
-synthesize() is called (before the first event), so errors surface immediately.
-
-    synth.kind                 -> ModelKind (refuse_clone(), speaker(name): the kind's own one-line refusals)
-    synth.speaker(name)        -> Speaker, or VoiceError naming the model's speakers
-    synth.check_instruct(instruct) -> the instruction as this model will use it, or TextError
-    synth.precision            -> str, the bundle's weight precision ("fp32", "fp16", "q8", ...)
-    synth.threads              -> int, threads per network; synth.thread_counts -> (talker, code predictor) now
-    synth.overlap_decode       -> bool (default True): streamed audio decodes on its own thread
-    synth.decoder_threads      -> int, settable: threads of the speech decoder
-    synth.decoder_precision    -> str, what the speech decoder runs at: "fp32" (exact), "bf16" (bf16 convolutions)
-        or "fp16"; chosen by Synthesizer(..., decoder_precision="auto" | "fp32" | "bf16")
-    synth.device               -> Device: where the networks run (.name "cpu" | "gpu:N", .describe(), .note: why,
-        e.g. "auto" staying on the CPU or falling back to it); chosen by Synthesizer(..., device="auto" | "cpu" |
-        "gpu" | "gpu:N" | a Device, gpu_precision="fp32" | "fp16"). A GPU failure is a GpuError (one line).
-    synth.tuning               -> TuningRecord or None: the settings measured for this model on this computer (read
-        from the cache folder at open; Synthesizer(..., tuning=False) ignores them); synth.tuning_note: why a
-        stored record was not usable, or None
-    synth.tuning_needed        -> bool: no tuning yet; synth.tune(progress=None, cancel=None) -> TuningRecord measures
-        (up to ~15 s at full size), stores and applies it (an explicit `threads` keeps its counts); cancel() True
-        stops it with Cancelled, leaving the settings as they were (engine/synthesis/self_tuning.py)
-    synth.frame_weights()      -> FrameWeights: the weight bytes one generated frame reads, per network
-Everything else (names with a leading underscore: _bundle, _ids, _tokenizer, _talker, _code_predictor,
-_build_prompt, _text_rows, ...) is internal: the engine's own modules and the white-box parity tests use it,
-the CLI, the GUI and the benchmarks do not.
+Synthesizer(bundle_dir, threads=None) loads a model; what its callers may use is engine/synthesis/contract.py's
+SynthesizerContract, which it implements (checked by mypy and tests/gui/test_contract.py). Here: loading the
+networks, checking a request and planning it (the prompt, the frame cap), and turning its frames into events and
+audio (synthesis/generation.py makes the frames, synthesis/streaming.py decodes them as they come).
 """
 from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -91,6 +40,7 @@ from ..types import (
     Timings,
 )
 from ..voice import Voice
+from .contract import AudioSource, SynthesizerContract, VoiceChoice
 from .designed_voice import is_designed
 from .generation import FrameLoop, SequenceState, check_batch_size, generate
 from .model_kind import ModelKind, Speaker, prompt_language
@@ -107,7 +57,6 @@ from .self_tuning import (
 )
 from .streaming import StreamedAudio
 
-VoiceChoice = Voice | Speaker | str | None  # a cloned voice (Base), a preset speaker (CustomVoice), None (VoiceDesign)
 # a text longer than this many characters per position cannot fit the context, whatever --max-frames says
 # (generous: ordinary text is 3-5 characters a token); refused before it is tokenized
 MAX_CHARS_PER_POSITION = 64
@@ -317,10 +266,8 @@ class Synthesizer:
 
     # ------------------------------------------------------------------------------------------ voices
 
-    def create_voice(
-        self, audio: str | Path | tuple[np.ndarray, int], ref_text: str | None = None, name: str = "",
-        language: str = "auto",
-    ) -> Voice:
+    def create_voice(self, audio: AudioSource, ref_text: str | None = None, name: str = "",
+                     language: str = "auto") -> Voice:
         """x-vector from the reference; with ref_text also its codec frames for in-context cloning (ICL)."""
         from ..io.audio import load_audio
 
@@ -407,7 +354,7 @@ class Synthesizer:
             raise TextError("the text is empty; type something to speak")
         ref_ids = ref_rows = None
         if icl_voice is not None:
-            ref_ids = self._tokenizer.reference_ids(icl_voice.ref_text)
+            ref_ids = self._tokenizer.reference_ids(icl_voice.ref_text or "")
             if len(ref_ids) < 6:
                 raise VoiceError("the voice's reference text is empty; create the voice again with its transcript")
             ref_rows = self._code_predictor.frame_rows(np.asarray(icl_voice.ref_codes, np.int64))
@@ -553,7 +500,7 @@ class Synthesizer:
         timings.audio_seconds = len(audio) / SAMPLE_RATE
         if timings.audio_seconds > 0:
             timings.rtf = timings.total / timings.audio_seconds
-        return SynthesisResult(audio=audio, codes=codes, ended_by=seq.ended_by, seed=seq.sampler.seed,
+        return SynthesisResult(audio=audio, codes=codes, ended_by=seq.ended_by or "", seed=seq.sampler.seed,
                                timings=timings)
 
     def synthesize_many(self, jobs: Sequence[SynthesisJob], settings: GenerationSettings | None = None,
@@ -588,12 +535,12 @@ class Synthesizer:
         return BatchRun(lambda run: self._many_events(run, planned, failed, batch_size))
 
     def _many_events(self, run: BatchRun, planned: list[tuple[int, _Job]], failed: list[tuple[int, EngineError]],
-                     batch_size: int) -> Iterator[JobEvent]:
+                     batch_size: int) -> Generator[JobEvent, None, None]:
         with self._on_device():
             yield from self._device_many_events(run, planned, failed, batch_size)
 
     def _device_many_events(self, run: BatchRun, planned: list[tuple[int, _Job]],
-                            failed: list[tuple[int, EngineError]], batch_size: int) -> Iterator[JobEvent]:
+                            failed: list[tuple[int, EngineError]], batch_size: int) -> Generator[JobEvent, None, None]:
         t_start = time.perf_counter()
         for i, error in failed:
             yield JobEvent(job=i, error=error)
@@ -639,3 +586,8 @@ class Synthesizer:
 def _too_long(frames: int, most: int) -> str:
     return (f"the text is too long: about {frames / FRAME_RATE:.0f} s of speech, and one synthesis makes at most "
             f"{most / FRAME_RATE:.0f} s; split it into shorter parts")
+
+
+if TYPE_CHECKING:
+    def _implements_the_contract(synth: Synthesizer) -> SynthesizerContract:
+        return synth  # mypy: a Synthesizer is a SynthesizerContract

@@ -1,7 +1,7 @@
 """Test doubles for the GUI: a Synthesizer that honours the engine contract, a sound device, and dialogs.
 
-FakeSynthesizer follows engine/synthesis/synthesizer.py's CONTRACT: languages, model_id, default_settings,
-create_voice(audio, ref_text, name, language) -> Voice, synthesize(...) validating eagerly and returning a
+FakeSynthesizer implements engine.SynthesizerContract (engine/synthesis/contract.py): languages, model_id,
+default_settings, create_voice(audio, ref_text, name, language) -> Voice, synthesize(...) validating eagerly and returning a
 generator of FrameEvent (one per frame, after a sleep that stands in for compute; len(text) x frames_per_char
 frames, while estimated_frames is the engine's estimate from the text, as real lengths differ from it), AudioChunk (with
 settings.stream_audio) and a final SynthesisResult; closing the generator cancels it.
@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import soundfile as sf
@@ -29,14 +30,19 @@ from engine import (
     FrameEvent,
     GenerationSettings,
     JobEvent,
+    ModelKind,
     SynthesisResult,
+    SynthesizerContract,
     TextError,
     Timings,
     TuningRecord,
     Voice,
+    VoiceChoice,
     VoiceError,
     estimated_frames,
 )
+from engine.nets.weight_reads import FrameWeights
+from engine.runtime.device import CPU
 from engine.runtime.tuning import TunedSettings, TuningKey
 from qwen3tts_gui.audio_io import AudioUnavailable
 
@@ -44,6 +50,12 @@ SR = 24000
 SPF = 1920
 LANGUAGES = ["auto", "chinese", "english", "french", "german", "italian", "japanese", "korean", "portuguese",
              "russian", "spanish"]
+
+
+def _tone(c0: int, k: int) -> np.ndarray:
+    """Frame k's audio: a tone whose pitch follows its code 0."""
+    ph = np.arange(k * SPF, (k + 1) * SPF) / SR
+    return (0.3 * np.sin(2 * np.pi * (180 + c0 % 200) * ph)).astype(np.float32)
 
 
 class FakeSynthesizer:
@@ -82,6 +94,35 @@ class FakeSynthesizer:
     decoder_precision = "fp32"  # the exact speech decoder (the real one may say "bf16" or "fp16")
     speakers: list = []
     honours_instruct = False
+    precision = "fp32"
+    threads = 1
+    thread_counts = (1, 1)
+    decoder_threads = 1
+    overlap_decode = True
+    load_seconds = 0.0
+    device = CPU
+
+    @property
+    def kind(self) -> ModelKind:
+        return ModelKind(kind=self.model_kind, size="0b6", languages=tuple(LANGUAGES))
+
+    @property
+    def hidden_size(self) -> int:
+        return self.xvector_size
+
+    def check_instruct(self, instruct: str | None) -> str:
+        return self.kind.check_instruct(instruct)
+
+    def instruct_note(self, instruct: str | None) -> str | None:
+        return self.kind.instruct_note(instruct)
+
+    def speaker(self, name: str):
+        return self.kind.speaker(name)
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """The fake's audio of these codes: the tone of each frame's code 0, as synthesize() makes it."""
+        codes = np.asarray(codes, np.int64).reshape(-1, 16)
+        return np.concatenate([_tone(int(c0), k) for k, c0 in enumerate(codes[:, 0])] or [np.zeros(0, np.float32)])
 
     @property
     def default_settings(self) -> GenerationSettings:
@@ -127,7 +168,9 @@ class FakeSynthesizer:
     def check_language(self, language: str | None) -> str:
         return self._check_language(language)
 
-    def check_voice(self, voice: Voice) -> None:
+    def check_voice(self, voice) -> None:
+        if not isinstance(voice, Voice):
+            raise VoiceError("Choose a voice to clone: this Base model speaks with a voice made from reference audio.")
         if voice.model_id != self.model_id:
             raise VoiceError("this voice was made with a different model; create it again from its reference audio")
 
@@ -145,15 +188,22 @@ class FakeSynthesizer:
         self.tuning_needed = False
         self.tuned += 1
         key = TuningKey(cpu="Fake CPU", cores=2, logical=2, ncnn="0", model="fake", precision="fp32", format="fake")
-        return TuningRecord(key, TunedSettings(talker_threads=2, code_predictor_threads=1, decoder_threads=1,
-                                               overlap_decode=True), seconds=steps * self.tune_delay)
+        self.tuning = TuningRecord(key, TunedSettings(talker_threads=2, code_predictor_threads=1, decoder_threads=1,
+                                                      overlap_decode=True), seconds=steps * self.tune_delay)
+        return self.tuning
+
+    tuning: TuningRecord | None = None
+    tuning_note: str | None = None
+
+    def frame_weights(self) -> FrameWeights:
+        return FrameWeights(0, 0, 16, 0, 0)  # the fake reads no weights
 
     # --- synthesis ---
     def check_settings(self, settings: GenerationSettings) -> None:
         settings.check()
 
-    def synthesize(self, text: str, voice: Voice, language: str = "auto", settings: GenerationSettings | None = None,
-                   instruct: str | None = None):
+    def synthesize(self, text: str, voice: VoiceChoice, language: str = "auto",
+                   settings: GenerationSettings | None = None, instruct: str | None = None):
         settings = settings or GenerationSettings()
         self.check_settings(settings)
         if instruct:
@@ -162,8 +212,8 @@ class FakeSynthesizer:
         language = self._check_language(language)
         if not text.strip():
             raise TextError("the text is empty; type something to speak")
-        if voice.model_id != self.model_id:
-            raise VoiceError("this voice was made with a different model; create it again from its reference audio")
+        self.check_voice(voice)
+        assert isinstance(voice, Voice)
         length = max(1, int(round(len(text) * self.frames_per_char)))  # what the fake makes, not what it expects
         max_frames = settings.max_frames or max(3 * length, 125)
         frames = min(length, max_frames)
@@ -189,8 +239,7 @@ class FakeSynthesizer:
                 if self.hold_at_frame is not None and k == self.hold_at_frame:
                     self.release.wait(30)
                 codes[k] = rng.integers(0, 2048, 16)
-                ph = np.arange(k * SPF, (k + 1) * SPF) / SR
-                audio[k * SPF : (k + 1) * SPF] = 0.3 * np.sin(2 * np.pi * (180 + codes[k, 0] % 200) * ph)
+                audio[k * SPF : (k + 1) * SPF] = _tone(int(codes[k, 0]), k)
                 self.produced += 1
                 now = time.perf_counter()
                 yield FrameEvent(index=k, codes=codes[k].copy(), elapsed=now - t0, frame_seconds=now - t,
@@ -354,6 +403,7 @@ class FakeAudioBackend:
     played: list = field(default_factory=list)
     output_finished: int = 0
     streams: list = field(default_factory=list)
+    _signal: tuple[int, np.ndarray] | None = None  # the microphone's test signal at its rate
 
     def output_problem(self) -> str | None:
         return None if self.has_output else "No audio output device was found"
@@ -368,7 +418,7 @@ class FakeAudioBackend:
         return self.device_output_rate or wanted
 
     def input_signal(self, sr: int) -> np.ndarray:
-        if not hasattr(self, "_signal") or self._signal[0] != sr:
+        if self._signal is None or self._signal[0] != sr:
             self._signal = (sr, speech_like(4.0, sr))
         return self._signal[1]
 
@@ -436,3 +486,8 @@ class FakeDialogs:
 
     def get_text(self, parent, title, label, text="") -> str | None:
         return self.texts.pop(0) if self.texts else None
+
+
+if TYPE_CHECKING:
+    def _implements_the_contract(synth: FakeSynthesizer) -> SynthesizerContract:
+        return synth  # mypy: the fake is a SynthesizerContract, as the real Synthesizer is

@@ -7,6 +7,8 @@ add up to the audio, seeds, the frame cap, and cancelling by closing the generat
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -15,11 +17,13 @@ from engine import (
     SAMPLES_PER_FRAME,
     AudioChunk,
     AudioError,
+    BatchEvents,
     Cancelled,
     FrameEvent,
     GenerationSettings,
     SynthesisJob,
     SynthesisResult,
+    SynthesizerContract,
     TextError,
     Timings,
     Voice,
@@ -57,6 +61,44 @@ def test_properties(synth):
     assert isinstance(d, GenerationSettings)
     assert None not in (d.temperature, d.top_k, d.top_p, d.repetition_penalty)
     assert synth.decoder_precision in ("fp32", "bf16", "fp16")
+
+
+def _members(cls) -> dict[str, object]:
+    return {n: v for n, v in vars(cls).items() if not n.startswith("_")} | {
+        n: None for n in getattr(cls, "__annotations__", {}) if not n.startswith("_")}
+
+
+def test_both_implement_the_one_contract(synth):
+    """Every member of engine.SynthesizerContract exists, and every method takes the contract's parameters first,
+    with its defaults (any further parameter has a default): the app may call either in the same way."""
+    assert isinstance(synth, SynthesizerContract)
+    for name, member in _members(SynthesizerContract).items():
+        assert hasattr(synth, name), name
+        if inspect.isfunction(member):
+            want = [(p.name, p.default) for p in inspect.signature(member).parameters.values()][1:]
+            params = list(inspect.signature(getattr(synth, name)).parameters.values())
+            assert [(p.name, p.default) for p in params[:len(want)]] == want, name
+            assert all(p.default is not inspect.Parameter.empty for p in params[len(want):]), name
+
+
+def test_model_facts_and_refusals(synth, voice):
+    """The demo model and the fake are Base models: no speakers, no instruction, a voice's x-vector length."""
+    assert synth.model_kind == synth.kind.kind == "base" and synth.speakers == [] and not synth.honours_instruct
+    assert synth.hidden_size == voice.xvector.shape[0]
+    assert synth.precision in ("fp32", "fp16", "q8") and isinstance(synth.load_seconds, float)
+    assert len(synth.thread_counts) == 2 and all(isinstance(t, int) and t >= 1 for t in synth.thread_counts)
+    assert synth.check_instruct(None) == "" and synth.instruct_note(None) is None
+    with pytest.raises(TextError):
+        synth.check_instruct("Speak slowly.")
+    with pytest.raises(VoiceError):
+        synth.speaker("ryan")
+    with pytest.raises(VoiceError):
+        synth.check_voice(None)
+
+
+def test_decode_gives_the_audio_of_the_codes(synth, voice):
+    result = run(synth, voice, seed=5, max_frames=6)[-1]
+    assert np.array_equal(synth.decode(result.codes), result.audio)
 
 
 def test_voice_from_a_reference(synth, voice):
@@ -151,6 +193,7 @@ def test_synthesize_many(synth, voice):
     jobs = [SynthesisJob("Hello there.", voice, "english", max_frames=m) for m in (5, 9, 3)]
     jobs.insert(1, SynthesisJob("Hello.", voice, "klingon"))
     run = synth.synthesize_many(jobs, GenerationSettings(greedy=True, codes_only=True), batch_size=2)
+    assert isinstance(run, BatchEvents)
     order, results, errors = [], {}, {}
     for ev in run:
         assert (ev.event is None) != (ev.error is None)

@@ -1,0 +1,167 @@
+"""The synthesizer contract: everything the app and the command line may call on a synthesizer, in one Protocol.
+
+engine.Synthesizer implements it, and so does the app tests' fake (tests/gui/fakes.py); tests/gui/test_contract.py
+holds both to it, member by member and by behaviour, and mypy checks the app's use of it. What is not here (names
+with a leading underscore: _bundle, _talker, _build_prompt, ...) is internal: the engine's own modules and the
+white-box parity tests use it, the app, the command line and the benchmarks do not.
+
+Bad input raises an engine.errors.EngineError subclass with a one-line message. synthesize() and synthesize_many()
+check everything when they are called, before the first event, so errors surface at once.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..nets.weight_reads import FrameWeights
+from ..runtime.device import Device
+from ..runtime.tuning import TuningRecord
+from ..types import GenerationSettings, JobEvent, SynthesisEvent, SynthesisJob
+from ..voice import Voice
+from .model_kind import ModelKind, Speaker
+
+VoiceChoice = Voice | Speaker | str | None  # a cloned voice (Base), a preset speaker (CustomVoice), None (VoiceDesign)
+AudioSource = str | Path | tuple[np.ndarray, int]  # a file any format soundfile reads, or (samples, sample rate)
+
+
+@runtime_checkable
+class BatchEvents(Protocol):
+    """The JobEvents of synthesize_many, in the order they happen (engine.BatchRun): per job FrameEvents, then one
+    JobEvent with its SynthesisResult or one with its error; a failing job never stops the others."""
+
+    def __iter__(self) -> Iterator[JobEvent]: ...
+
+    def __next__(self) -> JobEvent: ...
+
+    def cancel(self, job: int) -> None:
+        """Stop job number `job` before its next frame (a finished or unknown job is ignored)."""
+
+    def close(self) -> None:
+        """Cancel every job still running or waiting."""
+
+
+@runtime_checkable
+class SynthesizerContract(Protocol):
+    """What a loaded model offers its callers (engine.Synthesizer(bundle_dir, threads=None) loads one)."""
+
+    # ----------------------------------------------------------------------------------- what the model is
+    threads: int  # CPU threads per network
+    overlap_decode: bool  # streamed audio decodes on its own thread (default True)
+    load_seconds: float  # how long loading took
+    device: Device  # where the networks run (.name "cpu" | "gpu:N", .describe(), .note: why, e.g. a GPU fallback)
+    tuning: TuningRecord | None  # the settings measured for this model on this computer, or None
+    tuning_note: str | None  # why a stored tuning record was not usable, or None
+
+    @property
+    def languages(self) -> list[str]:
+        """["auto", "english", "chinese", ...], from the bundle."""
+
+    @property
+    def model_id(self) -> str:
+        """The fingerprint a voice is tied to."""
+
+    @property
+    def default_settings(self) -> GenerationSettings:
+        """GenerationSettings filled from the model's generation_config.json."""
+
+    @property
+    def hidden_size(self) -> int:
+        """The length of a voice's x-vector."""
+
+    @property
+    def kind(self) -> ModelKind:
+        """The model kind, with its own one-line refusals (refuse_clone(), speaker(name))."""
+
+    @property
+    def model_kind(self) -> str:
+        """"base" (clones voices), "custom_voice" (preset speakers) or "voice_design" (voice from a description)."""
+
+    @property
+    def speakers(self) -> list[Speaker]:
+        """The preset speakers of a CustomVoice model; empty for the other kinds."""
+
+    @property
+    def honours_instruct(self) -> bool:
+        """Whether an instruct= given to synthesize() is used (1.7B CustomVoice, VoiceDesign)."""
+
+    @property
+    def precision(self) -> str:
+        """The bundle's weight precision ("fp32", "fp16", "q8", ...)."""
+
+    @property
+    def thread_counts(self) -> tuple[int, int]:
+        """The threads the talker and the code predictor run on now (fewer than `threads` under load)."""
+
+    @property
+    def suggested_batch_size(self) -> int:
+        """Jobs worth running side by side on this model (q8: DEFAULT_BATCH_SIZE; fp32/fp16: 1)."""
+
+    @property
+    def decoder_precision(self) -> str:
+        """What the speech decoder runs at: "fp32" (exact), "bf16" (bf16 convolutions) or "fp16"."""
+
+    @property
+    def decoder_threads(self) -> int:
+        """Threads of the speech decoder; settable."""
+
+    @decoder_threads.setter
+    def decoder_threads(self, threads: int) -> None: ...
+
+    @property
+    def tuning_needed(self) -> bool:
+        """True when this model has no tuning for this computer yet (the app runs tune() once then)."""
+
+    def tune(self, progress: Callable[[float, str], None] | None = None,
+             cancel: Callable[[], bool] | None = None) -> TuningRecord:
+        """Measure the fastest settings for this model on this computer, store and apply them: progress(fraction,
+        message) reports, cancel() returning True stops it with Cancelled and changes nothing; the record's
+        summary() is one line for a status bar."""
+
+    def frame_weights(self) -> FrameWeights:
+        """The weight bytes one generated frame reads, per network (for the memory-bandwidth floor)."""
+
+    # ----------------------------------------------------------------------------------- checks
+    def check_language(self, language: str | None) -> str:
+        """The normalised language name, or TextError."""
+
+    def check_voice(self, voice: VoiceChoice) -> None:
+        """VoiceError if this model cannot speak with `voice` (another model, wrong shape, damaged reference)."""
+
+    def check_settings(self, settings: GenerationSettings) -> None:
+        """TextError naming the first setting out of range."""
+
+    def check_instruct(self, instruct: str | None) -> str:
+        """The instruction as this model will use it ("" if none or dropped), or TextError."""
+
+    def instruct_note(self, instruct: str | None) -> str | None:
+        """A sentence to show when this model will ignore the instruction (0.6B CustomVoice), else None."""
+
+    def speaker(self, name: str) -> Speaker:
+        """The preset speaker called `name` (any case), or VoiceError naming the model's speakers."""
+
+    # ----------------------------------------------------------------------------------- voices and speech
+    def create_voice(self, audio: AudioSource, ref_text: str | None = None, name: str = "",
+                     language: str = "auto") -> Voice:
+        """A voice from reference audio: its x-vector, and with ref_text its codes for in-context cloning."""
+
+    def synthesize(self, text: str, voice: VoiceChoice, language: str = "auto",
+                   settings: GenerationSettings | None = None, instruct: str | None = None
+                   ) -> Iterator[SynthesisEvent]:
+        """The events of one synthesis: a FrameEvent per frame (and AudioChunks when settings.stream_audio),
+        then one SynthesisResult. voice: a Voice (Base), a speaker name or Speaker (CustomVoice) or None
+        (VoiceDesign, instruct = the voice description). settings.ignore_eos runs exactly max_frames frames;
+        settings.codes_only skips decoding. Closing the generator between frames cancels it. Several
+        syntheses may be open at once (each holds its own state), stepped from one thread at a time;
+        engine.run_synthesis is the one loop over the events."""
+
+    def synthesize_many(self, jobs: Sequence[SynthesisJob], settings: GenerationSettings | None = None,
+                        batch_size: int | None = None, longest_first: bool = False) -> BatchEvents:
+        """Several jobs (voice and instruct as for synthesize()), up to batch_size (None: suggested_batch_size)
+        sharing every model step; each job's codes are exactly what synthesize() alone gives it. longest_first:
+        the jobs expected to run longest start first (all done sooner; job numbers unchanged)."""
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """Codec ids (frames, 16) -> float32 audio at SAMPLE_RATE."""
