@@ -17,7 +17,15 @@ from engine import (
     regular_file_problem,
 )
 
-from .common import DECODER_PRECISION_HELP, THREADS_HELP, UsageError, save_npy_atomic, tune_if_needed
+from .common import (
+    DECODER_PRECISION_HELP,
+    THREADS_HELP,
+    UsageError,
+    add_device_options,
+    save_npy_atomic,
+    say_device,
+    tune_if_needed,
+)
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -45,7 +53,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
     lines = read_jobs(args.jobs)
     if not lines:
         raise UsageError(f"The jobs file {args.jobs} has no jobs.")
-    synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision)
+    synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision,
+                        device=args.device, gpu_precision=args.gpu_precision)
+    say_device(synth.device)
     settings = GenerationSettings(greedy=args.greedy, seed=args.seed)
     synth.check_settings(settings)
     tune_if_needed(synth, args.threads)
@@ -151,6 +161,7 @@ def add_parser(sub) -> None:
     bt.add_argument("--seed", type=int, help="seed of every job without its own")
     bt.add_argument("--codes", action="store_true", help="also write NAME.codes.npy (frames x 16 int64)")
     bt.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    add_device_options(bt)
     bt.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,
                     help=DECODER_PRECISION_HELP)
     bt.set_defaults(func=cmd_batch)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from engine import DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION, EngineError
 
-from .common import DECODER_PRECISION_HELP, THREADS_HELP, UsageError
+from .common import DECODER_PRECISION_HELP, THREADS_HELP, UsageError, add_device_options
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -33,6 +33,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         openmp_settings,
         physical_cores,
         run_synthesis,
+        scan_gpus,
         usable_cpus,
     )
 
@@ -52,8 +53,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         f"from {bw.readers} (numpy max() over {bw.array_bytes >> 20} MiB, best of 3)")
     out(f"load          loading {args.model}...")
     t0 = time.perf_counter()
-    synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision)
+    synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision,
+                        device=args.device, gpu_precision=args.gpu_precision)
     out(f"load          {time.perf_counter() - t0:.2f} s (talker, code predictor and decoder)")
+    scan = scan_gpus()  # what ncnn's Vulkan backend sees, whatever --device chose
+    out("gpus          " + ("; ".join(g.describe() for g in scan.gpus) or f"none: {scan.reason}"))
+    out(f"device        {synth.device.describe()}" + (f" ({synth.device.note})" if synth.device.note else ""))
     if synth.tuning_note:
         out(f"tuning        {synth.tuning_note}")
     if args.tune or synth.tuning_needed:
@@ -162,7 +167,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out(f"load average  {load_after} (after)")
     rtf = f"RTF {tm.rtf:.2f}" if full is not None else "no decoder"
     out(f"summary       {cpu_model()}, {physical_cores()} cores, load {load_before.split()[0]}-{load_after.split()[0]} | "
-        f"{Path(args.model).name} {synth.precision}, {weights.total / 1e9:.2f} GB/frame | threads "
+        f"{Path(args.model).name} {synth.precision}, {weights.total / 1e9:.2f} GB/frame | {_device_label(synth)} | threads "
         f"{talker_threads}/{cp_threads}/{synth.decoder_threads}{' overlap' if synth.overlap_decode else ''} | "
         f"generation {quiet * 1000:.1f} ms/frame, {shares['generation']:.0%} of {bandwidth / 1e9:.1f} GB/s | {rtf} | "
         f"{_source_version()}")
@@ -189,11 +194,18 @@ def _source_version() -> str:
         return "version unknown"
 
 
+def _device_label(synth) -> str:
+    """The device for the summary line: "CPU", or the GPU's name, driver and precision."""
+    gpu = synth.device.gpu
+    return "CPU" if gpu is None else f"GPU {gpu.name} ({gpu.driver}, {synth.device.precision})"
+
+
 def add_parser(sub) -> None:
     b = sub.add_parser("bench", help="measure speed: ms per frame, real-time factor, time to first audio")
     b.add_argument("--model", type=Path, required=True)
     b.add_argument("--frames", type=int, default=50)
     b.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    add_device_options(b)
     b.add_argument("--tune", action="store_true",
                    help="measure the settings for this computer again (thread counts, decoding beside generation, "
                         "decoder precision under auto) and print every candidate's figures")

@@ -20,6 +20,27 @@ DECODER_PRECISION_HELP = ("speech decoder: fp32 (exact), bf16 (its big convoluti
                           "AVX512-BF16); default: %(default)s")
 
 
+DEVICE_HELP = ("where the networks run: auto (a GPU only where measured faster than the CPU on this computer), cpu, "
+               "gpu (ncnn's choice: a discrete GPU first) or gpu:N (see `qwen3tts bench`); default: %(default)s")
+GPU_PRECISION_HELP = "on a GPU: fp32 (exact, default) or fp16 (faster on most GPUs, not exact)"
+
+
+def add_device_options(p: argparse.ArgumentParser) -> None:
+    """--device and --gpu-precision: every command that runs a network takes them."""
+    from engine import DEFAULT_DEVICE, DEFAULT_GPU_PRECISION, GPU_PRECISIONS
+
+    p.add_argument("--device", default=DEFAULT_DEVICE, help=DEVICE_HELP)
+    p.add_argument("--gpu-precision", choices=GPU_PRECISIONS, default=DEFAULT_GPU_PRECISION, help=GPU_PRECISION_HELP)
+
+
+def say_device(device) -> None:
+    """Where the networks run, on stderr, when that is news: a GPU, or the CPU after a GPU could not be used."""
+    if device.note and device.noteworthy:
+        print(f"qwen3tts: {device.note}", file=sys.stderr)
+    elif device.on_gpu:
+        print(f"qwen3tts: running on {device.describe()}.", file=sys.stderr)
+
+
 def tune_if_needed(synth, explicit_threads: int | None) -> None:
     """The first use of a model on this computer measures its fastest thread counts and decoding, once (stored in
     the cache folder; `qwen3tts bench --tune` measures again). Skipped when --threads chose the counts; Ctrl+C

@@ -22,11 +22,13 @@ from .common import (
     THREADS_HELP,
     ProgressBar,
     UsageError,
+    add_device_options,
     add_sample_format,
     check_output,
     sample_format,
     save_npy_atomic,
     save_or_rescue,
+    say_device,
     text_of,
     tune_if_needed,
 )
@@ -78,7 +80,9 @@ def cmd_synth(args: argparse.Namespace) -> int:
         check_output(args.codes_out, (".npy",), "--codes-out", (*inputs, args.output))
     text = clean_text(text_of(args))
     long_text = _long_text_options(args, text)  # None: one synthesis
-    synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision)
+    synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision,
+                        device=args.device, gpu_precision=args.gpu_precision)
+    say_device(synth.device)
     settings = GenerationSettings(
         greedy=args.greedy, seed=args.seed, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
         repetition_penalty=args.repetition_penalty, max_frames=args.max_frames,
@@ -251,6 +255,7 @@ def add_parser(sub) -> None:
     s.add_argument("--codes-out", type=Path, help="also write the generated codes (frames x 16) as .npy")
     add_sample_format(s)
     s.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    add_device_options(s)
     s.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,
                    help=DECODER_PRECISION_HELP)
     lt = s.add_argument_group("long text (split into chunks of whole sentences, joined into one file)")

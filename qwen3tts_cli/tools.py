@@ -21,9 +21,11 @@ from .common import (
     DECODER_PRECISION_HELP,
     THREADS_HELP,
     ProgressBar,
+    add_device_options,
     add_sample_format,
     check_output,
     sample_format,
+    say_device,
     text_of,
 )
 
@@ -61,7 +63,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
     sample_format(args)
     codes = _read_codes(args.codes)
     t0 = time.monotonic()
-    wav = decode_codes(args.model, codes, threads=args.threads, precision=args.decoder_precision)
+    wav = decode_codes(args.model, codes, threads=args.threads, precision=args.decoder_precision,
+                       device=args.device, gpu_precision=args.gpu_precision)
     elapsed = time.monotonic() - t0
     save_audio(args.output, wav, SAMPLE_RATE, subtype=sample_format(args))
     seconds = len(wav) / SAMPLE_RATE
@@ -128,7 +131,8 @@ def cmd_voice_create(args: argparse.Namespace) -> int:
 
     out = args.output
     check_output(out, (VOICE_SUFFIX,), "output", (args.ref,))
-    synth = Synthesizer(args.model, threads=args.threads)
+    synth = Synthesizer(args.model, threads=args.threads, device=args.device, gpu_precision=args.gpu_precision)
+    say_device(synth.device)
     voice = synth.create_voice(str(args.ref), ref_text=args.ref_text, name=args.name, language=args.language)
     voice.save(out)
     mode = f"in-context, {voice.ref_codes.shape[0]} reference frames" if voice.icl else "x-vector only"
@@ -155,6 +159,7 @@ def add_tool_parsers(sub) -> None:
     d.add_argument("-o", "--output", type=Path, required=True)
     add_sample_format(d)
     d.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
+    add_device_options(d)
     d.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,
                    help=DECODER_PRECISION_HELP)
     d.set_defaults(func=cmd_decode)
@@ -189,4 +194,5 @@ def add_text_and_voice_parsers(sub) -> None:
     vc.add_argument("--language", default="auto")
     vc.add_argument("-o", "--output", type=Path, required=True)
     vc.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    add_device_options(vc)
     vc.set_defaults(func=cmd_voice_create)

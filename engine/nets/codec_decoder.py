@@ -26,6 +26,7 @@ from ..codec_format import SAMPLE_RATE
 from ..errors import CodesError, EngineError
 from ..runtime.bundle import Bundle
 from ..runtime.cpu import has_bf16_dot_product
+from ..runtime.device import DEFAULT_GPU_PRECISION, Device, gpu_failures, resolve_device
 
 CHUNK_SIZE = 300  # official chunked_decode
 LEFT_CONTEXT = 25
@@ -38,10 +39,14 @@ DEFAULT_DECODER_PRECISION = "fp32"
 
 
 def decode_codes(bundle: str | Path | Bundle, codes, threads: int = 2,
-                 precision: str = DEFAULT_DECODER_PRECISION) -> np.ndarray:
-    """Codec ids (frames, 16) -> float32 audio at SAMPLE_RATE, loading only the bundle's decoder."""
-    bundle = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
-    return CodecDecoder(bundle, threads, precision).decode(codes)
+                 precision: str = DEFAULT_DECODER_PRECISION, device: str | Device = "cpu",
+                 gpu_precision: str = DEFAULT_GPU_PRECISION) -> np.ndarray:
+    """Codec ids (frames, 16) -> float32 audio at SAMPLE_RATE, loading only the bundle's decoder, on `device`
+    ("cpu", "gpu", "gpu:N", "auto" or a Device: engine/runtime/device.py; a GPU failure is one GpuError line)."""
+    device = device if isinstance(device, Device) else resolve_device(device, gpu_precision)
+    bundle = (bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)).on(device)
+    with gpu_failures(device):
+        return CodecDecoder(bundle, threads, precision).decode(codes)
 
 
 def check_decoder_precision(precision: str) -> str:

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from ..errors import EngineError
+from ..errors import AudioError, Cancelled, CodesError, EngineError, TextError, VoiceError
 
 DEVICE_CHOICES = ("auto", "cpu", "gpu")  # and "gpu:N"
 DEFAULT_DEVICE = "auto"
@@ -41,6 +41,9 @@ _FAILURE = re.compile(r"failed|not supported|not match|out of (device |host )?me
 
 class GpuError(EngineError):
     """The GPU cannot be used: no Vulkan loader or device, a pipeline it cannot build, lost, out of memory."""
+
+
+_NOT_THE_DEVICE = (AudioError, Cancelled, CodesError, TextError, VoiceError, GpuError)  # bad input, or said already
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,7 @@ class Device:
     precision: str = DEFAULT_GPU_PRECISION  # GPU storage and arithmetic; the CPU follows the bundle
     note: str = field(default="", compare=False)
     fallback_to_cpu: bool = field(default=False, compare=False)  # chosen by "auto": a GPU failure moves to the CPU
+    noteworthy: bool = field(default=True, compare=False)  # False: the note says only what "auto" does by default
 
     @property
     def on_gpu(self) -> bool:
@@ -202,6 +206,14 @@ def faster_gpu(measured: Mapping[str, float] | None) -> str | None:
     return best if gpus[best] < float(measured["cpu"]) else None
 
 
+def _timed(measured: Mapping[str, float] | None) -> bool:
+    """Whether `measured` holds a CPU figure and at least one GPU figure."""
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and v > 0
+    return bool(measured) and number(measured.get("cpu")) and any(
+        isinstance(k, str) and k.startswith("gpu:") and number(v) for k, v in measured.items())
+
+
 def resolve_device(requested: str = DEFAULT_DEVICE, precision: str = DEFAULT_GPU_PRECISION,
                    measured: Mapping[str, float] | None = None) -> Device:
     """The Device for a --device choice (see the module docstring). Never touches Vulkan for "cpu", nor for
@@ -213,9 +225,10 @@ def resolve_device(requested: str = DEFAULT_DEVICE, precision: str = DEFAULT_GPU
     if kind == "auto":
         best = faster_gpu(measured)
         if best is None:
-            why = ("the CPU measured faster than the GPUs on this machine" if measured and "cpu" in measured
+            timed = _timed(measured)
+            why = ("the CPU measured faster than the GPUs on this machine" if timed
                    else "no GPU has been measured faster than the CPU on this machine")
-            return Device(note=f"Running on the CPU: {why}.", fallback_to_cpu=True)
+            return Device(note=f"Running on the CPU: {why}.", fallback_to_cpu=True, noteworthy=timed)
         scan = scan_gpus()
         index = int(best.split(":", 1)[1])
         if not scan.gpus or index >= len(scan.gpus):
@@ -281,6 +294,23 @@ def gpu_load(device: Device, what: str) -> Iterator[None]:
                        f"\"{failures[0]}\".")
     if error is not None:
         raise error
+
+
+@contextmanager
+def gpu_failures(device: Device) -> Iterator[None]:
+    """On a GPU, an ncnn failure inside the block (not bad input) becomes a GpuError naming the GPU."""
+    if device.gpu is None:
+        yield
+        return
+    try:
+        yield
+    except _NOT_THE_DEVICE:
+        raise
+    except EngineError as e:
+        what = str(e).rstrip(".")
+        what = what[:1].lower() + what[1:] if what[1:2].islower() else what
+        raise GpuError(f"The GPU ({device.gpu.name}) stopped: {what}; it may have been reset or run out of memory. "
+                       "Choose the CPU as the device to continue.") from None
 
 
 def check_fits(device: Device, weight_bytes: int) -> None:

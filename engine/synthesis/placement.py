@@ -9,17 +9,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TypeVar
 
-from ..errors import AudioError, Cancelled, CodesError, EngineError, TextError, VoiceError
 from ..runtime.bundle import Bundle
-from ..runtime.device import CPU, Device, GpuError, check_fits
+from ..runtime.device import CPU, Device, GpuError, check_fits, gpu_failures
 
 T = TypeVar("T")
-_INPUT_ERRORS = (AudioError, Cancelled, CodesError, TextError, VoiceError, GpuError)  # not the device's doing
 SYNTHESIS_NETS = ("talker", "code_predictor", "codec_decoder")
+__all__ = ["check_weights_fit", "gpu_failures", "load_placed", "on_cpu_after", "weight_bytes"]
 
 
 def load_placed(device: Device, load: Callable[[Device], T]) -> tuple[T, Device]:
@@ -35,23 +33,6 @@ def load_placed(device: Device, load: Callable[[Device], T]) -> tuple[T, Device]
 def on_cpu_after(error: GpuError) -> Device:
     """The CPU, noting the GPU failure that sent a run there."""
     return Device(note=f"Running on the CPU: {str(error).rstrip('.')}.", fallback_to_cpu=True)
-
-
-@contextmanager
-def gpu_failures(device: Device) -> Iterator[None]:
-    """On a GPU, an ncnn failure inside the block (not bad input) becomes a GpuError naming the GPU."""
-    if device.gpu is None:
-        yield
-        return
-    try:
-        yield
-    except _INPUT_ERRORS:
-        raise
-    except EngineError as e:
-        what = str(e).rstrip(".")
-        what = what[:1].lower() + what[1:] if what[1:2].islower() else what
-        raise GpuError(f"The GPU ({device.gpu.name}) stopped: {what}; it may have been reset or run out of memory. "
-                       "Choose the CPU as the device to continue.") from None
 
 
 def weight_bytes(bundle: Bundle, graphs: tuple[str, ...]) -> int:
