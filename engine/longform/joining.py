@@ -59,3 +59,25 @@ def joined_piece(audio: np.ndarray, pause_samples: int, settings: JoinSettings) 
 
 def pause_samples(after_paragraph: bool, settings: JoinSettings) -> int:
     return seconds_to_samples(settings.paragraph_pause if after_paragraph else settings.sentence_pause)
+
+
+class PausePlanner:
+    """The pause before each piece of a recording, the one rule the recording and its length estimate share:
+    none before the first piece with audio, a paragraph pause when a paragraph ended since the last piece (a
+    chunk left out or with nothing to say still ends its paragraph), else a sentence pause. Fed the chunks in
+    text order: place() for a chunk that goes into the recording, pass_over() for one that does not."""
+
+    def __init__(self, settings: JoinSettings):
+        self.settings = settings
+        self.anything_before = False
+        self.after_paragraph = False
+
+    def pass_over(self, ends_paragraph: bool) -> None:
+        self.after_paragraph = self.after_paragraph or ends_paragraph
+
+    def place(self, ends_paragraph: bool, has_audio: bool = True) -> int:
+        """The pause before this chunk's piece, in samples; has_audio False: an empty piece (it starts nothing)."""
+        pause = pause_samples(self.after_paragraph, self.settings) if self.anything_before else 0
+        self.anything_before = self.anything_before or has_audio
+        self.after_paragraph = ends_paragraph
+        return pause

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..codec_format import SAMPLES_PER_FRAME
 from ..errors import TextError
 from ..text.length import estimated_frames
-from .joining import pause_samples
+from .joining import PausePlanner
 from .runner import ChunkAudio, ChunkSkipped, LongEvent, LongTextOptions, speakable, split_for_synthesis
 
 
@@ -61,18 +61,14 @@ class RecordingLength:
         return self.samples != before
 
     def _total(self) -> int:
-        """The recording as engine/longform/runner.py's _Recording builds it: no pause before the first piece, a
-        paragraph pause when a paragraph ended since the last piece (a left-out chunk's end counts), else a
-        sentence pause."""
-        total, after_paragraph, anything_before = 0, False, False
+        """The recording with the pauses of the recording's own PausePlanner (engine/longform/joining.py)."""
+        total, pauses = 0, PausePlanner(self._join)
         for i, chunk in enumerate(self._chunks):
-            if i in self._pieces:
+            if i in self._pieces:  # its real piece: pause and audio
                 total += self._pieces[i]
+                pauses.place(chunk.ends_paragraph, has_audio=self._pieces[i] > 0)
             elif i in self._left_out or not self.chunk_frames[i]:
-                after_paragraph = after_paragraph or chunk.ends_paragraph
-                continue
+                pauses.pass_over(chunk.ends_paragraph)
             else:
-                pause = pause_samples(after_paragraph, self._join) if anything_before else 0
-                total += pause + self.chunk_frames[i] * SAMPLES_PER_FRAME
-            anything_before, after_paragraph = True, chunk.ends_paragraph
+                total += pauses.place(chunk.ends_paragraph) + int(self.chunk_frames[i]) * SAMPLES_PER_FRAME
         return total

@@ -32,7 +32,7 @@ from ..errors import Cancelled, EngineError, TextError
 from ..text.length import estimated_frames
 from ..text.splitter import DEFAULT_MAX_CHARS, LANGUAGE_CODES, TextChunk, split_text
 from ..types import FrameEvent, GenerationSettings, SynthesisResult, Timings
-from .joining import JoinSettings, joined_piece, pause_samples
+from .joining import JoinSettings, PausePlanner, joined_piece
 from .runaway import GuardSettings, RunawayGuard
 
 RETRY_SEED_STEP = 0x9E3779B1  # a retry's seed is far from every other chunk's seed
@@ -340,7 +340,7 @@ class _Recording:
         self.next = 0  # the first chunk not yet in the recording (or left out)
         self.waiting: dict[int, tuple[SynthesisResult | None, str, int]] = {}
         self.written = 0
-        self.after_paragraph = False
+        self.pauses = PausePlanner(join)
         self.skipped: list[ChunkSkipped] = []
 
     def done(self, i: int, result: SynthesisResult | None, reason: str, attempts: int) -> Iterator[LongEvent]:
@@ -350,21 +350,20 @@ class _Recording:
             k, chunk = self.next, self.chunks[self.next]
             self.next += 1
             if not speakable(chunk):
-                self.after_paragraph = self.after_paragraph or chunk.ends_paragraph
+                self.pauses.pass_over(chunk.ends_paragraph)
                 continue
             result, reason, attempts = self.waiting.pop(k)
             if result is None:
                 skip = ChunkSkipped(k, n, chunk.text, reason, attempts)
                 self.skipped.append(skip)
                 yield skip
-                self.after_paragraph = self.after_paragraph or chunk.ends_paragraph
+                self.pauses.pass_over(chunk.ends_paragraph)
                 continue
-            pause = pause_samples(self.after_paragraph, self.join) if self.written else 0
+            pause = self.pauses.place(chunk.ends_paragraph, has_audio=len(result.audio) > 0)
             piece = joined_piece(result.audio, pause, self.join)
             yield ChunkAudio(k, n, chunk.text, piece, self.written, result, attempts)
             self.written += len(piece)
             del piece, result
-            self.after_paragraph = chunk.ends_paragraph
 
     def finish(self, seed: int, total: float) -> LongResult:
         seconds = self.written / SAMPLE_RATE
