@@ -28,10 +28,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..codec_format import SAMPLE_RATE
-from ..errors import Cancelled, EngineError, TextError
+from ..errors import Cancelled, TextError
 from ..text.length import estimated_frames
 from ..text.splitter import DEFAULT_MAX_CHARS, LANGUAGE_CODES, TextChunk, split_text
-from ..types import FrameEvent, GenerationSettings, SynthesisResult, Timings
+from ..types import FrameEvent, GenerationSettings, SynthesisJob, SynthesisResult, Timings
 from .joining import JoinSettings, PausePlanner, joined_piece
 from .runaway import GuardSettings, RunawayGuard
 
@@ -166,47 +166,22 @@ def synthesize_long(synth, text: str, voice, language: str = "auto", settings: G
     if not chunks:
         raise TextError("The text is empty; type something to speak.")
     seed = settings.seed if settings.seed is not None else secrets.randbits(32)
-    if options.batch_size != 1:
-        return _generate_batched(synth, chunks, voice, language, settings, options, seed, instruct)
     return _generate(synth, chunks, voice, language, settings, options, seed, instruct)
 
 
 def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: GenerationSettings,
               options: LongTextOptions, seed: int, instruct: str | None = None) -> Iterator[LongEvent]:
-    """One chunk after the other through synth.synthesize()."""
+    """Chunks through synth.synthesize_many, a window of them at a time: the first attempts of a window in one
+    run, then its retries in another. One at a time (batch size 1) the window is one chunk, so a retry follows
+    its chunk at once; side by side it is 2 x batch_size chunks, so slots stay filled while memory stays at a few
+    chunks. Each chunk finishes when it finishes; the recording still takes them in text order. A chunk starts
+    (ChunkStarted) with the first event of its first attempt."""
     t0 = time.perf_counter()
     n = len(chunks)
-    recording = _Recording(chunks, options.join)
-    for i, chunk in enumerate(chunks):
-        if not speakable(chunk):
-            continue
-        yield ChunkStarted(i, n, chunk.text)
-        result, reason, attempts = None, "", 0
-        for attempt in range(options.guard.retries + 1):
-            attempts = attempt + 1
-            run = _ChunkRun(chunk, attempt, _seed(seed, i, attempt), settings, options.guard)
-            if attempt:
-                yield ChunkRetry(i, n, attempt, reason, run.seed)
-            result, reason, retry = yield from _attempt(synth, run, voice, language, i, n, instruct)
-            if result is not None or not retry:
-                break
-        yield from recording.done(i, result, reason, attempts)
-        del result  # not held while the next chunk is generated: memory stays at one chunk
-    yield recording.finish(seed, time.perf_counter() - t0)
-
-
-def _generate_batched(synth, chunks: list[TextChunk], voice, language: str, settings: GenerationSettings,
-                      options: LongTextOptions, seed: int, instruct: str | None = None) -> Iterator[LongEvent]:
-    """Chunks side by side through synth.synthesize_many, a window of them at a time (so memory stays at a few
-    chunks): the first attempts of a window in one run, then its retries in another. Each chunk finishes
-    when it finishes; the recording still takes them in text order."""
-    from ..types import SynthesisJob
-
-    t0 = time.perf_counter()
-    n = len(chunks)
+    size = options.batch_size or 1
     recording = _Recording(chunks, options.join)
     to_speak = [i for i, c in enumerate(chunks) if speakable(c)]
-    window = 2 * options.batch_size
+    window = 2 * size if size > 1 else 1
     for w in range(0, len(to_speak), window):
         todo = {i: "" for i in to_speak[w:w + window]}  # chunk -> why it is being tried again
         for attempt in range(options.guard.retries + 1):
@@ -219,20 +194,25 @@ def _generate_batched(synth, chunks: list[TextChunk], voice, language: str, sett
             order = list(runs)
             jobs = [SynthesisJob(chunks[i].text, voice, language, max_frames=runs[i].cap, seed=runs[i].seed,
                                  instruct=instruct) for i in order]
-            # seeds and caps are per job; a retry of a greedy run samples (as in _ChunkRun)
+            # seeds and caps are per job; a retry of a greedy run samples: argmax would only repeat the runaway
             shared = replace(settings, greedy=settings.greedy and attempt == 0, stream_audio=False, seed=None,
                              max_frames=None)
             todo = {}
             stopped: dict[int, str] = {}  # chunk -> the guard's reason (its job was cancelled for it)
             ended: set[int] = set()
+            heard: set[int] = set()  # chunks with an event in this run
             last = attempt == options.guard.retries
-            batch = synth.synthesize_many(jobs, shared, batch_size=options.batch_size)
+            batch = synth.synthesize_many(jobs, shared, batch_size=size)
             try:
                 for ev in batch:
                     i = order[ev.job]
                     run = runs[i]
                     if i in ended:
                         continue
+                    if i not in heard:
+                        heard.add(i)
+                        if attempt == 0:
+                            yield ChunkStarted(i, n, chunks[i].text)
                     if not isinstance(ev.event, FrameEvent):
                         ended.add(i)
                     if i in stopped and not isinstance(ev.event, FrameEvent):  # its end after the guard's stop
@@ -248,8 +228,6 @@ def _generate_batched(synth, chunks: list[TextChunk], voice, language: str, sett
                     elif isinstance(ev.event, FrameEvent):
                         if i in stopped:
                             continue
-                        if ev.event.index == 0 and attempt == 0:
-                            yield ChunkStarted(i, n, chunks[i].text)
                         yield ChunkFrame(i, n, attempt, ev.event)
                         why = run.frame(ev.event.codes)
                         if why:
@@ -285,9 +263,6 @@ class _ChunkRun:
         self.guard = RunawayGuard(estimated_frames(chunk.text), guard_settings)
         limit = self.guard.frame_limit
         self.cap = limit if settings.max_frames is None else min(limit, int(settings.max_frames))
-        # a retry of a greedy run samples: argmax would only repeat the same runaway
-        self.settings = replace(settings, seed=seed, greedy=settings.greedy and attempt == 0, max_frames=self.cap,
-                                stream_audio=False)
 
     def frame(self, codes) -> str | None:
         """A reason to stop now, or None."""
@@ -300,34 +275,6 @@ class _ChunkRun:
         if result.ended_by == "cap" and self.cap == self.guard.frame_limit:
             return None, self.guard.too_long(), True  # (a cap the caller set is kept: it asked for at most that)
         return result, "", False
-
-
-def _attempt(synth, run: _ChunkRun, voice, language: str, i: int, n: int, instruct: str | None = None):
-    """One generation of one chunk. Returns (result or None, reason, worth retrying)."""
-    try:
-        extra = {"instruct": instruct} if instruct else {}  # Base-only callers (and fakes) never see it
-        events = synth.synthesize(run.chunk.text, voice, language, run.settings, **extra)
-    except Cancelled:
-        raise
-    except EngineError as e:
-        return None, str(e).rstrip("."), False
-    result = None
-    try:
-        for ev in events:
-            if isinstance(ev, FrameEvent):
-                yield ChunkFrame(i, n, run.attempt, ev)
-                why = run.frame(ev.codes)
-                if why:
-                    return None, why, True
-            elif isinstance(ev, SynthesisResult):
-                result = ev
-    except Cancelled:
-        raise
-    except EngineError as e:
-        return None, str(e).rstrip("."), False
-    finally:
-        events.close()
-    return run.judge(result)
 
 
 class _Recording:
