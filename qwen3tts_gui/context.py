@@ -90,7 +90,8 @@ class AppContext(QObject):
         self.dialogs = dialogs or Dialogs()
         # the default factory reads the thread and decoder settings each time a model is opened
         self.open_synth = open_synth or (lambda path: open_synthesizer(
-            path, threads=self.settings.threads or None, decoder_precision=self.settings.decoder_precision))
+            path, threads=self.settings.threads or None, decoder_precision=self.settings.decoder_precision,
+            device=self.settings.device, gpu_precision=self.settings.gpu_precision))
         self.library = library or VoiceLibrary(Path(settings.voices_dir) if settings.voices_dir else voices_dir())
         self.player = Player(audio, self)
         self.synth: SynthesizerContract | None = None

@@ -77,6 +77,7 @@ from engine.store import (
 )
 
 __all__ = [
+    "gpu_choices",
     "load_npy_bytes",
     "npy_bytes_needed",
     "os_reason",
@@ -156,16 +157,36 @@ SynthFactory = Callable[[Path], SynthesizerContract]
 
 
 def open_synthesizer(bundle_dir: Path, threads: int | None = None,
-                     decoder_precision: str = DEFAULT_DECODER_PRECISION) -> SynthesizerContract:
+                     decoder_precision: str = DEFAULT_DECODER_PRECISION, device: str = "auto",
+                     gpu_precision: str = "fp32") -> SynthesizerContract:
     """Load a model bundle (slow for full-size bundles: call it from a worker thread). threads: CPU threads per
     network, None for the physical core count. decoder_precision: "fp32" (exact) or "auto" (bf16 convolutions
-    where the CPU has AVX512-BF16)."""
-    from engine import Synthesizer
+    where the CPU has AVX512-BF16). device: "auto", "cpu" or "gpu:N" (a GPU that is gone or fails falls back to
+    the CPU here, with the reason in synth.device.note: a setting from another computer never stops a model
+    opening), gpu_precision "fp32" or "fp16"."""
+    from dataclasses import replace
 
-    synth = Synthesizer(bundle_dir, threads=threads, decoder_precision=decoder_precision)
+    from engine import Device, GpuError, Synthesizer, resolve_device
+
+    try:
+        chosen = resolve_device(device, gpu_precision)
+    except GpuError as e:
+        why = str(e).rstrip(".")
+        chosen = Device(note=f"Running on the CPU: {why[:1].lower()}{why[1:]}.")
+    if chosen.on_gpu:  # the app falls back where the command line stops: the status line gives the reason
+        chosen = replace(chosen, fallback_to_cpu=True)
+    synth = Synthesizer(bundle_dir, threads=threads, decoder_precision=decoder_precision, device=chosen)
     # Touch the bundle-derived properties here, in the worker, so a damaged bundle fails now.
     synth.languages, synth.default_settings  # noqa: B018
     return synth
+
+
+def gpu_choices() -> tuple[list[tuple[str, str]], str]:
+    """The GPUs ncnn sees as (label, "gpu:N"), and why there are none (empty when there are)."""
+    from engine import scan_gpus
+
+    scan = scan_gpus()
+    return [(g.describe(), f"gpu:{g.index}") for g in scan.gpus], scan.reason
 
 
 def read_audio_file(path: str | Path) -> tuple[np.ndarray, int]:

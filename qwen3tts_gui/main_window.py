@@ -384,7 +384,10 @@ class MainWindow(QMainWindow):
         self.ctx.settings.remember_model(str(path))
         self.ctx.settings.sync()  # remembered even if the app is killed later
         self.ctx.set_model(synth, path)
-        self.statusBar().showMessage(f"Model {path.name} is ready (speech decoder: {synth.decoder_precision})", 5000)
+        where = synth.device.note if synth.device.noteworthy and synth.device.note else (
+            f"on {synth.device.describe()}" if synth.device.on_gpu else "on the CPU")
+        self.statusBar().showMessage(f"Model {path.name} is ready (speech decoder: {synth.decoder_precision}; "
+                                     f"{where.rstrip('.')})", 8000)
         log.info("opened model %s", path)
         if needs_tuning(synth):  # once per model and computer: measured after the open job has ended
             self.ctx.when_idle(lambda: start_tuning(self, self.ctx, synth) if self.ctx.synth is synth else None)

@@ -123,6 +123,9 @@ class Settings:
     threads = Option("engine/threads", 0, minimum=0, maximum=256)  # CPU threads per network; 0: physical cores
     # the speech decoder: "fp32" exact, "auto" bf16 convolutions where the CPU has AVX512-BF16 (docs/performance.md, "Decoder")
     decoder_precision = Option("engine/decoder_precision", DEFAULT_DECODER_PRECISION, choices=("fp32", "auto"))
+    # where the networks run: "auto" (a GPU only where measured faster), "cpu", "gpu:N"; on a GPU fp32 (exact) or fp16
+    device = Option("engine/device", "auto")
+    gpu_precision = Option("engine/gpu_precision", "fp32", choices=("fp32", "fp16"))
     text = Option("generate/text", "")  # where older versions kept the text box's text (now saved_text.py)
     generation_values = Option("generate/values", {})  # the settings box's values the user set (not defaults)
     # the take history kept in <data>/takes

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from ..engine_adapter import FRAME_RATE, GenerationSettings, physical_cores, usable_cpus
 from ..settings import MAX_SEED, Settings
+from .device_combo import DeviceCombo
 
 # Used only where a bundle leaves a value unset (the official generation_config values).
 FALLBACK = GenerationSettings(temperature=0.9, top_k=50, top_p=1.0, repetition_penalty=1.05)
@@ -123,6 +124,7 @@ class GenerationSettingsBox(QWidget):
         self.decoder.setCurrentIndex(max(self.decoder.findData(settings.decoder_precision), 0))
         self.decoder.currentIndexChanged.connect(
             lambda _i: setattr(self.settings, "decoder_precision", self.decoder.currentData()))
+        self.device = DeviceCombo(settings)
         reset = QPushButton("Model defaults")
         reset.setToolTip("Reset every value to the model's generation_config.json")
         reset.clicked.connect(self.reset_to_defaults)
@@ -150,6 +152,7 @@ class GenerationSettingsBox(QWidget):
         more.setContentsMargins(0, 0, 0, 0)
         more.addWidget(self.threads)
         more.addWidget(self.decoder)
+        more.addWidget(self.device)
         more.addStretch(1)
         more.addWidget(reset)
         self._flags = (_widget(flags), _widget(more))

@@ -264,7 +264,7 @@ def test_decoder_setting_reaches_the_engine_and_round_trips(qtbot, make_window, 
     assert again.decoder.currentData() == other
     opened = []
     monkeypatch.setattr(context, "open_synthesizer",
-                        lambda path, threads=None, decoder_precision=None: opened.append(decoder_precision))
+                        lambda path, threads=None, decoder_precision=None, **_: opened.append(decoder_precision))
     default_ctx = context.AppContext(settings, window.ctx.audio, window.ctx.dialogs, library=window.ctx.library)
     default_ctx.open_synth("some-bundle")
     box.decoder.setCurrentIndex(box.decoder.findData("fp32"))
