@@ -14,6 +14,7 @@ import io
 import json
 import math
 import os
+import threading
 import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -90,6 +91,7 @@ class StoredResult:
 
     KEEP_LOADED = 4
     _loaded: list[StoredResult] = []  # most recently used last
+    _lock = threading.Lock()
 
     def __init__(self, path: Path, header: TakeHeader):
         self.path = path
@@ -113,7 +115,15 @@ class StoredResult:
     def codes(self) -> np.ndarray:
         return self._load()[1]
 
+    @property
+    def loaded(self) -> bool:
+        return self._arrays is not None
+
     def _load(self) -> tuple[np.ndarray, np.ndarray]:
+        with StoredResult._lock:  # the window reads on a worker thread; playing or saving may ask meanwhile
+            return self._load_locked()
+
+    def _load_locked(self) -> tuple[np.ndarray, np.ndarray]:
         loaded = StoredResult._loaded
         if self._arrays is None:
             try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
@@ -18,6 +20,7 @@ from PySide6.QtWidgets import (
 from ..context import AppContext
 from ..engine_adapter import SAMPLE_RATE, SAMPLES_PER_FRAME, AudioChunk
 from ..save import ask_and_save
+from ..take_file import StoredResult
 from ..takes import Take
 from .elided_label import ElidedLabel
 from .waveform import WaveformView
@@ -28,12 +31,15 @@ class OutputPanel(QWidget):
     take_selected = Signal(object)  # Take
     take_removed = Signal(int)  # its number
     clear_requested = Signal()
+    _audio_read = Signal(object)  # a kept take whose audio has been read (from the reader thread)
 
     def __init__(self, ctx: AppContext, parent: QWidget | None = None):
         super().__init__(parent)
         self.ctx = ctx
         self.takes: list[Take] = []
         self.current: Take | None = None
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="take-reader")
+        self._audio_read.connect(self._show)
         self._before_stream: Take | None = None  # shown again when a generation ends without a take
         self.streaming = False
         self._expected_samples = 0  # the length being generated, as last estimated
@@ -227,6 +233,18 @@ class OutputPanel(QWidget):
         if self.ctx.player.owner is self and not self._adding:
             self.ctx.player.stop()  # the cursor would run over the wrong take otherwise
         self.current = take
+        if isinstance(take.result, StoredResult) and not take.result.loaded:
+            # a kept take's audio is read off the GUI thread (a long take is hundreds of MB); shown when read
+            self.wave.clear()
+            self.info.setText(f"Reading take #{take.number}…")
+            self._update_buttons()
+            self._reader.submit(lambda: (take.result.audio, self._audio_read.emit(take)))
+            return
+        self._show(take)
+
+    def _show(self, take: Take) -> None:
+        if take is not self.current:
+            return  # another take was chosen while this one was read
         self.wave.set_audio(take.audio, SAMPLE_RATE)
         settings = "greedy" if take.settings.greedy else f"seed {take.seed}"
         self.info.setText(f"{take.result.seconds:.1f} s · {take.voice_name} · {take.language} · {settings}")

@@ -413,3 +413,26 @@ def test_the_window_appears_before_the_history_is_read(qtbot, settings, audio, d
     rows = [window.output.history.item(r).data(0x0100) for r in range(window.output.history.count())]
     assert rows == [3, 2, 1]  # newest first, the new take above the kept ones
     window.close()
+
+
+def test_a_kept_take_is_read_off_the_gui_thread_when_chosen(qtbot, make_window, monkeypatch):
+    from qwen3tts_gui import take_file
+
+    store = TakeStore(takes_dir())
+    for n in (1, 2):
+        assert store.save(_take(n, f"Take {n}.", seconds=1.0 + n))
+    window = make_window(model=False, voice=False)
+    release, real, readers = threading.Event(), take_file.read_arrays, []
+
+    def slow_read(path):
+        readers.append(threading.current_thread())
+        release.wait(30)
+        return real(path)
+
+    monkeypatch.setattr(take_file, "read_arrays", slow_read)
+    window.output.history.setCurrentRow(0)  # returns at once: the read waits in its own thread
+    assert window.output.current.number == 2 and "Reading take #2" in window.output.info.text()
+    release.set()
+    qtbot.waitUntil(lambda: len(window.output.wave.samples) == 72000, timeout=10000)
+    assert readers and all(t is not threading.main_thread() for t in readers)
+    assert window.output.info.text().startswith("3.0 s")
