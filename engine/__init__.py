@@ -18,6 +18,7 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
         ChunkStarted, ChunkFrame, ChunkRetry, ChunkAudio, ChunkSkipped, LongResult (engine/longform/runner.py),
         ChunkProgress   which chunk progress shows while chunks run side by side
         RecordingLength   how long the recording will be (every chunk's estimate + pauses, refined as they finish)
+        run_long_synthesis(events, on_frame, on_audio, ...)   the one loop consuming them (engine/longform/consuming.py)
     estimated_frames(text)   a synthesis's length estimate from its text (its first FrameEvent.estimated_frames)
     split_text, TextChunk, DEFAULT_MAX_CHARS   the text splitter; read_text_file   a text file as str
     write_atomic(path, data)   a file written to a temporary name, synced, then renamed over path;
@@ -83,6 +84,7 @@ from .errors import (  # noqa: E402
 )
 from .io.fileio import create_new, os_reason, read_text_file, write_atomic  # noqa: E402
 from .io.safefile import load_npy_bytes, load_npy_file, npy_bytes_needed, regular_file_problem  # noqa: E402
+from .longform.consuming import run_long_synthesis  # noqa: E402
 from .longform.joining import JoinSettings  # noqa: E402
 from .longform.recording_length import RecordingLength  # noqa: E402
 from .longform.runaway import GuardSettings  # noqa: E402
@@ -237,6 +239,7 @@ __all__ = [
     "npy_bytes_needed",
     "load_npy_bytes",
     "run_synthesis",
+    "run_long_synthesis",
     "save_audio",
     "split_for_synthesis",
     "split_text",

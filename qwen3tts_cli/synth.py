@@ -167,10 +167,7 @@ def _synth_long(args: argparse.Namespace, synth, voice, settings, text: str, opt
         AudioFileWriter,
         ChunkAudio,
         ChunkFrame,
-        ChunkProgress,
-        ChunkRetry,
-        ChunkSkipped,
-        LongResult,
+        run_long_synthesis,
         save_audio,
         synthesize_long,
         write_atomic,
@@ -180,42 +177,31 @@ def _synth_long(args: argparse.Namespace, synth, voice, settings, text: str, opt
                              instruct=args.instruct)
     bar = ProgressBar("synth")
     subtype = sample_format(args)
-    result = None
-    made = 0
-    progress = ChunkProgress()  # chunks may run side by side: show the first one not yet written
     if args.chunks_dir is not None:
         args.chunks_dir.mkdir(exist_ok=True)
+
+    def frame(ev: ChunkFrame, done: int) -> None:  # the first chunk not yet written (chunks may run side by side)
+        f = ev.frame
+        within = min((f.index + 1) / max(f.estimated_frames, f.index + 1), 0.99)
+        bar.update((done + within) / ev.chunks, f"chunk {ev.chunk + 1} of {ev.chunks}, frame {f.index + 1}")
+
+    made: list[int] = []  # the chunks written
     with AudioFileWriter(args.output, subtype=subtype) as writer:
-        try:
-            for ev in events:
-                shown = progress.see(ev)
-                if isinstance(ev, ChunkFrame) and shown:
-                    f = ev.frame
-                    within = min((f.index + 1) / max(f.estimated_frames, f.index + 1), 0.99)
-                    bar.update((progress.done + within) / ev.chunks,
-                               f"chunk {ev.chunk + 1} of {ev.chunks}, frame {f.index + 1}")
-                elif isinstance(ev, ChunkAudio):
-                    writer.write(ev.samples)
-                    made += 1
-                    if args.chunks_dir is not None:
-                        save_audio(args.chunks_dir / f"{ev.chunk + 1:04d}.wav", ev.result.audio,
-                                   subtype=subtype)
-                elif isinstance(ev, ChunkRetry):
-                    bar.done(f"Chunk {ev.chunk + 1} of {ev.chunks}: {ev.reason}; trying again with seed {ev.seed}.")
-                elif isinstance(ev, ChunkSkipped):
-                    bar.done(ev.message)
-                elif isinstance(ev, LongResult):
-                    result = ev
-        finally:
-            events.close()
-        if made == 0:
-            raise UsageError("No chunk of the text could be generated; nothing was written.")
-    assert result is not None
+        def audio(ev: ChunkAudio) -> None:
+            writer.write(ev.samples)
+            made.append(ev.chunk)
+            if args.chunks_dir is not None:
+                save_audio(args.chunks_dir / f"{ev.chunk + 1:04d}.wav", ev.result.audio, subtype=subtype)
+
+        result = run_long_synthesis(
+            events, on_frame=frame, on_audio=audio, on_skipped=lambda ev: bar.done(ev.message),
+            on_retry=lambda ev: bar.done(f"Chunk {ev.chunk + 1} of {ev.chunks}: {ev.reason}; trying again with "
+                                         f"seed {ev.seed}."))
     if args.chunks_dir is not None:
         listing = "".join(f"{i + 1:04d}\t{c}\n" for i, c in enumerate(_chunk_texts(text, args.language, options)))
         write_atomic(args.chunks_dir / "chunks.tsv", listing.encode())
     t = result.timings
-    bar.done(f"wrote {args.output} ({result.seconds:.2f} s, {made} of {result.chunks} chunks, seed {result.seed}, "
+    bar.done(f"wrote {args.output} ({result.seconds:.2f} s, {len(made)} of {result.chunks} chunks, seed {result.seed}, "
              f"{t.total:.1f} s, RTF {t.rtf:.2f})")
     return 1 if result.skipped else 0
 

@@ -40,7 +40,7 @@ from .engine_adapter import (
     is_designed,
     make_demo_bundle,
 )
-from .long_text import LongSynthesisWorker, long_text_options, needs_chunks
+from .long_text import long_text_options, needs_chunks
 from .paths import candidate_paths, data_dir, takes_dir, unique_path
 from .saved_text import TEXT_FILE, restore_text, save_text, too_long
 from .take_keeper import TakeKeeper
@@ -59,7 +59,7 @@ from .widgets.settings_box import GenerationSettingsBox
 from .widgets.speaker_panel import SpeakerPanel
 from .widgets.voice_panel import VoicePanel
 from .widgets.welcome import WelcomeView
-from .workers import CallWorker, ProgressWorker, SynthesisWorker
+from .workers import CallWorker, LongSynthesisWorker, ProgressWorker, SynthesisWorker
 
 DEMO_NAME = "demo"
 

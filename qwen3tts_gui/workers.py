@@ -21,6 +21,7 @@ from .engine_adapter import (
     SAMPLE_RATE,
     Cancelled,
     GenerationSettings,
+    LongTextOptions,
     SynthesisJob,
     SynthesisResult,
     SynthesizerContract,
@@ -30,6 +31,7 @@ from .engine_adapter import (
     run_synthesis,
     save_audio,
 )
+from .long_text import LongHandlers, needs_chunks, speak_long
 
 
 class Worker(QThread):
@@ -133,6 +135,31 @@ class _LineProblem(Exception):
     """A line that cannot run at all (its voice is missing...): reported as that line's failure."""
 
 
+class LongSynthesisWorker(SynthesisWorker):
+    """SynthesisWorker for a text of several chunks: the same signals (frames, audio as each chunk finishes, one
+    result), plus which chunk is running and notices about retried or left-out chunks."""
+
+    part = Signal(int, int)  # chunk index (0-based), number of chunks
+    length = Signal(int)  # samples the whole recording is expected to have (refined as chunks finish)
+    notice = Signal(str)
+    left_out = Signal(list)  # messages of the chunks that are missing from the result
+
+    def __init__(self, synth: SynthesizerContract, text: str, voice: VoiceChoice, language: str,
+                 settings: GenerationSettings, parent=None, instruct: str | None = None,
+                 options: LongTextOptions | None = None):
+        super().__init__(synth, text, voice, language, settings, parent, instruct=instruct)
+        self.options = options
+
+    def work(self) -> None:
+        handlers = LongHandlers(self.check_cancel, frame=self.frame.emit, part=self.part.emit,
+                                audio=self.chunk.emit, notice=self.notice.emit, length=self.length.emit)
+        result, skipped = speak_long(self.synth, self.text, self.voice, self.language, self.settings, handlers,
+                                     instruct=self.instruct, options=self.options)
+        if skipped:
+            self.left_out.emit(skipped)
+        self.done.emit(result)
+
+
 @dataclass
 class BatchJob:
     key: int  # the line's id in the batch table (stable across reordering)
@@ -172,8 +199,6 @@ class BatchWorker(Worker):
         self._made: dict = {}  # voices read or cloned for this run, by what made them
 
     def work(self) -> None:
-        from .long_text import needs_chunks  # (long_text imports this module)
-
         together, chapters = [], []
         for job in self.jobs:
             try:
@@ -266,8 +291,6 @@ class BatchWorker(Worker):
         self.line_failed.emit(job.key, message)
 
     def _run_chapter(self, job: BatchJob) -> np.ndarray:
-        from .long_text import LongHandlers, speak_long  # (long_text imports this module)
-
         handlers = LongHandlers(self.check_cancel, frame=lambda ev: self.line_progress.emit(
             job.key, ev.index + 1, ev.estimated_frames))
         result, skipped = speak_long(self.synth, job.text, job.voice, job.language, self.settings, handlers,

@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from engine.errors import AudioError, Cancelled, TextError
+from engine.errors import AudioError, Cancelled, EngineError, TextError
 from engine.io.audio_writer import AudioFileWriter
+from engine.longform.consuming import run_long_synthesis
 from engine.longform.joining import JoinSettings, fade_edges, joined_piece, pause_samples, seconds_to_samples
+from engine.longform.recording_length import RecordingLength
 from engine.longform.runaway import GuardSettings, RunawayGuard
 from engine.longform.runner import (
     ChunkAudio,
@@ -388,6 +390,49 @@ def test_progress_follows_the_first_chunk_not_yet_in_the_recording():
     assert progress.see(replace(piece, chunk=1)) and progress.chunk == 2 and progress.done == 2
     assert progress.see(ChunkSkipped(3, 4, "", "loop", 3)) and progress.chunk == 4  # (2 was a scene break)
     assert not progress.see(LongResult(4, [], 1, 0, None))
+
+
+def test_run_long_synthesis_shows_the_first_unwritten_chunk_and_its_length():
+    """The one consumer of a long text's events (the CLI's and the app's): frames only of the chunk on show with
+    how many are done, each change of chunk once, every piece in order, the expected length at the start and as
+    chunks finish, and the LongResult."""
+    synth = ScriptedSynth({"Second one here.": ["loop", "ok"]})
+    options = replace(OPTIONS, batch_size=2)
+    length = RecordingLength(TEXT, "english", options)
+    frames, parts, pieces, retries, lengths = [], [], [], [], []
+    result = run_long_synthesis(
+        synthesize_long(synth, TEXT, VOICE, "english", GenerationSettings(seed=10), options),
+        on_frame=lambda ev, done: frames.append((ev.chunk, done)), on_audio=pieces.append,
+        on_retry=retries.append, on_part=lambda i, n: parts.append((i, n)), length=length, on_length=lengths.append)
+    assert parts == [(i, 4) for i in range(4)] and [p.chunk for p in pieces] == [0, 1, 2, 3]
+    # chunks 2 and 3 run beside 0 and 1 and are done before the retried chunk 1: their frames are never on show
+    shown = [c for c, _ in frames]
+    assert shown == sorted(shown) and {c: d for c, d in frames} == {0: 0, 1: 1}
+    assert [r.chunk for r in retries] == [1]
+    assert lengths[-1] == result.samples == sum(len(p.samples) for p in pieces) and len(lengths) >= 2
+    assert result.chunks == 4 and not result.skipped and synth.open_generators == 0
+
+
+def test_run_long_synthesis_refuses_a_text_with_nothing_generated():
+    synth = ScriptedSynth({c: ["bad"] for c in CHUNKS})
+    skipped: list = []
+    with pytest.raises(EngineError, match="No part of the text could be generated. Chunk 1 of 4 was left out"):
+        run_long_synthesis(synthesize_long(synth, TEXT, VOICE, "english", GenerationSettings(seed=1), OPTIONS),
+                           on_skipped=skipped.append)
+    assert [s.chunk for s in skipped] == [0, 1, 2, 3]
+
+
+def test_run_long_synthesis_closes_the_events_when_cancelled():
+    synth = ScriptedSynth({})
+
+    def cancel_at_the_second_frame(ev, done):
+        if ev.frame.index == 1:
+            raise Cancelled("stopped")
+
+    with pytest.raises(Cancelled):
+        run_long_synthesis(synthesize_long(synth, TEXT, VOICE, "english", GenerationSettings(seed=1), OPTIONS),
+                           on_frame=cancel_at_the_second_frame)
+    assert synth.open_generators == 0 and len(synth.calls) == 1
 
 
 def test_a_scene_break_is_only_a_pause():

@@ -210,7 +210,9 @@ def _timed(measured: Mapping[str, float] | None) -> bool:
     """Whether `measured` holds a CPU figure and at least one GPU figure."""
     def number(v) -> bool:
         return isinstance(v, (int, float)) and v > 0
-    return bool(measured) and number(measured.get("cpu")) and any(
+    if not measured:
+        return False
+    return number(measured.get("cpu")) and any(
         isinstance(k, str) and k.startswith("gpu:") and number(v) for k, v in measured.items())
 
 

@@ -9,7 +9,7 @@ import soundfile as sf
 
 from engine import FrameEvent, JoinSettings, SynthesisResult, estimated_frames, split_for_synthesis
 from engine.text.length import estimate_seconds
-from qwen3tts_gui.long_text import LongSynthesisWorker
+from qwen3tts_gui.workers import LongSynthesisWorker
 
 from .fakes import SPF, FakeSynthesizer
 
