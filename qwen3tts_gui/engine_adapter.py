@@ -205,6 +205,13 @@ def load_audio(src: AudioSource) -> np.ndarray:
     return _load(src)
 
 
+def audio_file_writer(path: str | Path, subtype: str | None = None):
+    """An AudioFileWriter: a long file written chunk by chunk and renamed into place when complete."""
+    from engine import AudioFileWriter
+
+    return AudioFileWriter(path, subtype=subtype)
+
+
 def save_audio(path: str | Path, samples: np.ndarray, sr: int = SAMPLE_RATE, subtype: str | None = None) -> None:
     """Atomic write; the format follows the suffix (.wav .flac .ogg); subtype None: 16-bit PCM (Vorbis for .ogg)."""
     from engine import save_audio as _save

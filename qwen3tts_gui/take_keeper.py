@@ -25,6 +25,7 @@ class TakeKeeper(QObject):
         self.store = store
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="take-writer")
         self._pending: list[Future] = []
+        self._closed = False
 
     def load(self) -> None:
         """Read the history's metadata (before any write queued after this call); `loaded` says when it is done:
@@ -40,6 +41,9 @@ class TakeKeeper(QObject):
 
     def keep(self, take: Take, limit_bytes: int) -> None:
         """Write `take` and trim the oldest takes past limit_bytes (the new take always stays)."""
+        if self._closed:  # a result that arrived as the app closed: written here and now, not lost
+            self._keep(take, limit_bytes)
+            return
         self._pending = [f for f in self._pending if not f.done()]
         self._pending.append(self._pool.submit(self._keep, take, limit_bytes))
 
@@ -63,4 +67,5 @@ class TakeKeeper(QObject):
 
     def close(self) -> None:
         self.wait()
+        self._closed = True
         self._pool.shutdown(wait=True)

@@ -27,7 +27,9 @@ from .engine_adapter import (
     SynthesizerContract,
     Voice,
     VoiceChoice,
+    audio_file_writer,
     is_designed,
+    read_audio_file,
     run_synthesis,
     save_audio,
 )
@@ -194,7 +196,7 @@ class BatchWorker(Worker):
         self.long_options = long_options  # LongTextOptions for items that are long texts
         self.merge_path, self.gap_seconds = merge_path, gap_seconds
         self.batch_size = batch_size
-        self._audio: dict[int, np.ndarray] = {}
+        self._written: set[int] = set()  # lines whose file is complete
         self._failed = 0
         self._made: dict = {}  # voices read or cloned for this run, by what made them
 
@@ -220,16 +222,27 @@ class BatchWorker(Worker):
                 raise
             except BaseException as e:  # a failed line must not stop the others
                 self._line_failed(job, e)
-        pieces = [self._audio[job.key] for job in self.jobs if job.key in self._audio]
-        if self.merge_path is not None and pieces:
-            gap = np.zeros(int(self.gap_seconds * SAMPLE_RATE), np.float32)
-            joined = [p for piece in pieces for p in (piece, gap)][:-1]
+        done = [job for job in self.jobs if job.key in self._written]
+        if self.merge_path is not None and done:
             try:
-                save_audio(self.merge_path, np.concatenate(joined), SAMPLE_RATE, self.wav_subtype)
+                self._merge(done)
                 self.merged.emit(str(self.merge_path))
             except BaseException as e:
                 self.failed.emit(user_message(e, "writing the merged file"))
-        self.done.emit(len(self._audio), self._failed)
+        self.done.emit(len(self._written), self._failed)
+
+    def _merge(self, done: list[BatchJob]) -> None:
+        """The lines' files joined in table order with the gap, streamed: one line in memory at a time (holding
+        every line's audio for the merge grew without bound with the batch). Reading a line's 16-bit or float
+        file back gives exactly the samples written, so the merged file is what joining in memory gave."""
+        gap = np.zeros(int(self.gap_seconds * SAMPLE_RATE), np.float32)
+        with audio_file_writer(self.merge_path, self.wav_subtype) as writer:
+            for i, job in enumerate(done):
+                self.check_cancel()
+                if i:
+                    writer.write(gap)
+                samples, _rate = read_audio_file(job.out_path)
+                writer.write(samples[:, 0])
 
     def _ready_voice(self, job: BatchJob) -> None:
         """A line's voice ready for this model: its file read here, off the window's thread, once for all the
@@ -282,7 +295,7 @@ class BatchWorker(Worker):
     def _save(self, job: BatchJob, audio: np.ndarray) -> None:
         job.out_path.parent.mkdir(parents=True, exist_ok=True)
         save_audio(job.out_path, audio, SAMPLE_RATE, self.wav_subtype)
-        self._audio[job.key] = audio
+        self._written.add(job.key)
         self.line_done.emit(job.key, str(job.out_path), len(audio) / SAMPLE_RATE)
 
     def _line_failed(self, job: BatchJob, error: BaseException) -> None:

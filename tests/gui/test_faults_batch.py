@@ -145,3 +145,29 @@ def test_a_batch_reads_each_voice_file_once_off_the_gui_thread(qtbot, make_windo
     assert _run(qtbot, panel, panel.run_all)
     assert [ln.state for ln in panel.model.lines] == ["done"] * 5
     assert len(reads) == 1 and reads[0][1] is not threading.main_thread(), reads
+
+
+@pytest.mark.parametrize("float_wav", [False, True], ids=["pcm16", "float"])
+def test_the_merged_file_is_streamed_from_the_line_files_and_equals_them(qtbot, make_window, settings, tmp_path,
+                                                                         monkeypatch, float_wav):
+    import numpy as np
+    import soundfile as sf
+
+    from qwen3tts_gui import workers
+
+    window = make_window()
+    panel = window.batch
+    settings.batch_dir = str(tmp_path / "out")
+    settings.wav_float = float_wav
+    panel._show_folder()
+    panel.merge.setChecked(True)
+    panel.gap.setValue(100)
+    reads, real = [], workers.read_audio_file
+    monkeypatch.setattr(workers, "read_audio_file", lambda path: reads.append(path.name) or real(path))
+    panel.add_rows([(f"Line number {i}.", "", "auto") for i in range(4)])
+    assert _run(qtbot, panel, panel.run_all)
+    lines = [sf.read(tmp_path / "out" / name, dtype="float32")[0] for name in reads]
+    assert reads == [f"00{i + 1} - Line number {i}.wav" for i in range(4)]  # table order, each once
+    gap = np.zeros(2400, np.float32)
+    merged, _ = sf.read(tmp_path / "out" / MERGED_NAME, dtype="float32")
+    np.testing.assert_array_equal(merged, np.concatenate([lines[0], gap, lines[1], gap, lines[2], gap, lines[3]]))

@@ -436,3 +436,10 @@ def test_a_kept_take_is_read_off_the_gui_thread_when_chosen(qtbot, make_window, 
     qtbot.waitUntil(lambda: len(window.output.wave.samples) == 72000, timeout=10000)
     assert readers and all(t is not threading.main_thread() for t in readers)
     assert window.output.info.text().startswith("3.0 s")
+
+
+def test_a_take_that_arrives_as_the_app_closes_is_still_kept(qtbot, make_window):
+    window = make_window(model=False, voice=False)
+    window.close()
+    window._keep_take(_take(1, "Finished as the window closed."))
+    assert (takes_dir() / "000001" / "take.npz").is_file()
