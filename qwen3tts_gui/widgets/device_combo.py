@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QWidget
 
 from ..engine_adapter import gpu_choices
@@ -55,7 +56,11 @@ class DeviceCombo(QComboBox):
             self.addItem(f"Device: {label} (fast, fp16)", f"{device}|fp16")
         if not gpus:
             self.addItem(f"No GPU: {reason}", None)
-            self.model().item(2).setEnabled(False)
+            model = self.model()
+            assert isinstance(model, QStandardItemModel)  # a QComboBox's own model
+            item = model.item(2)
+            if item is not None:
+                item.setEnabled(False)
         index = self.findData(current)
         self.setCurrentIndex(index if index >= 0 else 0)
         self.blockSignals(False)

@@ -238,7 +238,12 @@ class OutputPanel(QWidget):
             self.wave.clear()
             self.info.setText(f"Reading take #{take.number}…")
             self._update_buttons()
-            self._reader.submit(lambda: (take.result.audio, self._audio_read.emit(take)))
+
+            def read() -> None:
+                take.result.audio  # noqa: B018 (reading it loads it)
+                self._audio_read.emit(take)
+
+            self._reader.submit(read)
             return
         self._show(take)
 
