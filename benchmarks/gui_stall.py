@@ -4,7 +4,8 @@ The real main window, driven through its public methods only, runs what a user r
   generate  one text with streaming audio on (a fake audio device plays in real time on its own thread, the way
             PortAudio calls back), the token view and the waveform growing frame by frame;
   long      a text of several paragraphs, spoken in chunks (the long-text worker), streaming too;
-  batch     several lines on the Batch tab (files written to a temporary folder).
+  batch     several lines on the Batch tab (files written to a temporary folder);
+  recording (not by default) a chapter-long recording growing in the take view, fed with noise without a model.
 A PreciseTimer on the GUI thread records when it actually fires; the longest gap minus its interval is the
 longest time a click or a repaint would have waited. An idle run first shows what the machine alone costs.
 Figures are printed, nothing is asserted. Anything over 50 ms is a defect: --profile lists what ran on the GUI
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import faulthandler
 import os
 import pstats
 import shutil
@@ -37,7 +39,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QElapsedTimer, QEventLoop, QSettings, Qt, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from engine import SAMPLE_RATE, cpu_model, load_average  # noqa: E402
+from engine import SAMPLE_RATE, SAMPLES_PER_FRAME, AudioChunk, cpu_model, load_average  # noqa: E402
 from qwen3tts_gui.app import configure_runtime, load_style_sheet  # noqa: E402
 from qwen3tts_gui.audio_io import AudioUnavailable  # noqa: E402
 from qwen3tts_gui.context import AppContext, Dialogs  # noqa: E402
@@ -152,6 +154,8 @@ class Heartbeat:
     def __init__(self, interval_ms: int):
         self.interval_ms = interval_ms
         self.ticks: list[int] = []
+        self.stacks = None  # a file: where a late beat's stacks go (faulthandler's own thread writes them)
+        self.armed = -(10**12)
         self.cpu: list[tuple[int, int]] = []  # the GUI thread's CPU time and CPU wait at each beat
         self.clock = QElapsedTimer()
         self.timer = QTimer()
@@ -160,7 +164,13 @@ class Heartbeat:
         self.timer.timeout.connect(self._beat)
 
     def _beat(self) -> None:
-        self.ticks.append(self.clock.nsecsElapsed())
+        now = self.clock.nsecsElapsed()
+        if self.stacks is not None and now - self.armed > 20e6:
+            # re-armed every 20 ms, not at every beat (one re-arm costs the GUI thread about 2 ms): no beat for
+            # 50-70 ms and the interpreter's own watchdog thread writes every thread's stack
+            faulthandler.dump_traceback_later((DEFECT_MS + 20) / 1000, file=self.stacks)
+            self.armed = now
+        self.ticks.append(now)
         self.cpu.append(run_and_wait_ns())
 
     def __enter__(self) -> Heartbeat:
@@ -170,6 +180,8 @@ class Heartbeat:
 
     def __exit__(self, *exc) -> None:
         self.timer.stop()
+        if self.stacks is not None:
+            faulthandler.cancel_dump_traceback_later()
 
     def gaps(self) -> np.ndarray:
         return np.diff(np.array(self.ticks, np.int64)) / 1e6 if len(self.ticks) > 1 else np.zeros(1)
@@ -182,7 +194,8 @@ class Heartbeat:
         d = np.diff(np.array(self.cpu, np.int64), axis=0) / 1e6
         return d[:, 0], d[:, 1]
 
-    def report(self, label: str, verbose: bool) -> float:
+    def report(self, label: str, verbose: bool) -> tuple[float, float]:
+        """Prints the gaps; returns the longest stall and the most GUI-thread work in one gap (ms)."""
         gaps, (busy, waited) = self.gaps(), self.split()
         i = int(np.argmax(gaps))
         stall = float(gaps[i]) - self.interval_ms
@@ -195,7 +208,33 @@ class Heartbeat:
             for j in np.flatnonzero(gaps > DEFECT_MS):
                 print(f"    gap {gaps[j]:.1f} ms (working {busy[j]:.1f}, waiting for a CPU {waited[j]:.1f}, blocked "
                       f"{gaps[j] - busy[j] - waited[j]:.1f}) ending {ends[j]:.3f} s after the start")
-        return stall
+        return stall, float(busy.max())
+
+
+def stream_recording(app: QApplication, window: MainWindow, minutes: float) -> int:
+    """A long recording growing in the take view as a chapter's chunks would arrive, without generating it: the
+    output panel gets 4-frame chunks of noise through its streaming methods, 20 a second (a fast model)."""
+    chunk = 4 * SAMPLES_PER_FRAME
+    total = int(minutes * 60 * SAMPLE_RATE) // chunk
+    noise = (np.random.default_rng(0).standard_normal(chunk) * 0.2).astype(np.float32)
+    window.output.begin_stream(total * 4)
+    sent = [0]
+
+    def send() -> None:
+        for _ in range(max(1, total // 400)):  # the whole recording in about 20 s
+            if sent[0] < total:
+                window.output.add_chunk(AudioChunk(noise, sent[0] * chunk))
+                sent[0] += 1
+
+    timer = QTimer()
+    timer.setInterval(50)
+    timer.timeout.connect(send)
+    timer.start()
+    pump(app, lambda: sent[0] >= total, 600)
+    timer.stop()
+    streamed = len(window.output.wave.samples)
+    window.output.end_stream(None)
+    return streamed
 
 
 def reference_voice(seconds: float = 5.0) -> tuple[np.ndarray, int]:
@@ -232,22 +271,26 @@ def main() -> int:
     ap.add_argument("--scenarios", default="generate,long,batch")
     ap.add_argument("--long-chunks", type=int, default=4, help="paragraphs of the long text (one chunk each)")
     ap.add_argument("--batch-lines", type=int, default=4)
+    ap.add_argument("--recording-minutes", type=float, default=10.0, help="length of the 'recording' scenario")
     ap.add_argument("--interval-ms", type=int, default=5)
     ap.add_argument("--idle-seconds", type=float, default=2.0, help="length of the idle baseline")
     ap.add_argument("--no-stream", action="store_true", help="do not decode audio while generating")
     ap.add_argument("--repeat", type=int, default=2, help="runs of each scenario (a shared machine is noisy)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--stacks", type=Path, help="write every thread's stack here whenever the GUI thread has not "
+                    "reacted for 50-70 ms (it costs the GUI thread time: to find causes, not for figures)")
     ap.add_argument("--profile", action="store_true", help="cProfile the GUI thread and list its largest costs")
     ap.add_argument("--verbose", action="store_true", help="list every gap over 50 ms")
     args = ap.parse_args()
     scenarios = [s for s in args.scenarios.split(",") if s]
-    unknown = set(scenarios) - {"generate", "long", "batch"}
+    unknown = set(scenarios) - {"generate", "long", "batch", "recording"}
     if unknown:
         ap.error(f"unknown scenario(s): {', '.join(sorted(unknown))}")
 
     tmp = Path(tempfile.mkdtemp(prefix="qwen3tts-gui-stall-"))
-    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
         os.environ[name] = str(tmp / name.lower())  # the app's text, batch lines and takes stay out of the user's
+    # (the cache folder is kept: a model's self-tuned settings are measured once, not at every run)
     try:
         return run(args, scenarios, tmp)
     finally:
@@ -272,44 +315,55 @@ def run(args, scenarios: list[str], tmp: Path) -> int:
     with Heartbeat(args.interval_ms) as idle:
         end = time.monotonic() + args.idle_seconds
         pump(app, lambda: time.monotonic() > end, args.idle_seconds + 10)
-    idle_stall = idle.report(f"idle ({args.idle_seconds:g} s)", args.verbose)
+    idle_stall, _ = idle.report(f"idle ({args.idle_seconds:g} s)", args.verbose)
 
     long_text = "\n\n".join(SENTENCES[i % len(SENTENCES)] for i in range(max(2, args.long_chunks)))
     lines = [(SENTENCES[i % len(SENTENCES)], "", "english") for i in range(args.batch_lines)]
 
     window.batch.add_rows(lines)
 
+    streamed = [0]
+
     def start(scenario: str) -> bool:
         if scenario == "batch":
             return window.batch.run_all()
+        if scenario == "recording":
+            streamed[0] = stream_recording(app, window, args.recording_minutes)
+            return True
         return window.generate(TEXT if scenario == "generate" else long_text)
 
     profile = cProfile.Profile() if args.profile else None
-    worst: dict[str, float] = {}
+    stacks = open(args.stacks, "w") if args.stacks else None  # noqa: SIM115  (closed at exit)
     for scenario in scenarios:
-        stalls = []
+        runs: list[tuple[float, float]] = []
         for i in range(args.repeat):
-            with Heartbeat(args.interval_ms) as beat:
+            beat = Heartbeat(args.interval_ms)
+            beat.stacks = stacks
+            if stacks is not None:
+                print(f"=== {scenario} run {i + 1}", file=stacks, flush=True)
+            with beat:
                 started = time.perf_counter()
                 if profile is not None:
                     profile.enable()
                 if not start(scenario):
                     raise SystemExit(f"{scenario}: the app refused to start")
-                pump(app, lambda: ctx.busy is None, 3600)
+                pump(app, lambda: ctx.busy is None, 3600)  # (a recording has already ended)
                 if profile is not None:
                     profile.disable()
                 wall = time.perf_counter() - started
-            if scenario == "batch":
+            if scenario == "recording":
+                made = f"{streamed[0] / SAMPLE_RATE / 60:.1f} minutes streamed"
+            elif scenario == "batch":
                 made = f"{len(list(Path(ctx.settings.batch_dir).glob('*.wav')))} files in the batch folder"
             else:
-                made = f"{window.progress.frames} frames in the last chunk"
-            stalls.append(beat.report(f"{scenario} run {i + 1} ({wall:.1f} s, {made})", args.verbose))
-        worst[scenario] = max(stalls)
-        print(f"RESULT {scenario}: longest GUI-thread stall {max(stalls):.1f} ms over {len(stalls)} run(s), "
-              f"median {np.median(stalls):.1f} ms")
+                take = window.output.current
+                made = f"a take of {take.result.seconds:.1f} s" if take is not None else "no take"
+            runs.append(beat.report(f"{scenario} run {i + 1} ({wall:.1f} s, {made})", args.verbose))
+        walls, works = [r[0] for r in runs], [r[1] for r in runs]
+        print(f"RESULT {scenario}: longest GUI-thread stall {max(walls):.1f} ms over {len(runs)} run(s), "
+              f"median {np.median(walls):.1f} ms; most GUI-thread work in one gap {max(works):.1f} ms")
     window.close()
-    print(f"load average after: {load_average()}; idle stall on this machine "
-          f"{idle_stall:.1f} ms")
+    print(f"load average after: {load_average()}; idle stall on this machine {idle_stall:.1f} ms")
     if profile is not None:
         print("\nGUI thread, largest own times (cProfile):")
         pstats.Stats(profile, stream=sys.stdout).sort_stats("tottime").print_stats(25)

@@ -42,6 +42,7 @@ class OutputPanel(QWidget):
         self._audio_read.connect(self._show)
         self._before_stream: Take | None = None  # shown again when a generation ends without a take
         self.streaming = False
+        self._streamed: Take | None = None  # the take end_stream has just shown in the view
         self._expected_samples = 0  # the length being generated, as last estimated
         self._adding = False
 
@@ -167,6 +168,9 @@ class OutputPanel(QWidget):
         self._before_stream = None
         if was_streaming and self.ctx.player.owner is self:
             self.ctx.player.append(take.audio[streamed:], complete=True)
+        if was_streaming:
+            self.wave.finish_stream(take.audio)
+            self._streamed = take  # already in the view: showing it again would redo its envelope
         self.add_take(take)
 
     # --- takes -------------------------------------------------------------------------------------------
@@ -233,6 +237,7 @@ class OutputPanel(QWidget):
         if self.ctx.player.owner is self and not self._adding:
             self.ctx.player.stop()  # the cursor would run over the wrong take otherwise
         self.current = take
+        streamed, self._streamed = self._streamed, None
         if isinstance(take.result, StoredResult) and not take.result.loaded:
             # a kept take's audio is read off the GUI thread (a long take is hundreds of MB); shown when read
             self.wave.clear()
@@ -245,12 +250,14 @@ class OutputPanel(QWidget):
 
             self._reader.submit(read)
             return
-        self._show(take)
+        self._show(take, in_view=take is streamed)
 
-    def _show(self, take: Take) -> None:
+    def _show(self, take: Take, in_view: bool = False) -> None:
+        """in_view: the take is the stream end_stream has just completed in the view (its envelope is made)."""
         if take is not self.current:
             return  # another take was chosen while this one was read
-        self.wave.set_audio(take.audio, SAMPLE_RATE)
+        if not in_view:
+            self.wave.set_audio(take.audio, SAMPLE_RATE)
         settings = "greedy" if take.settings.greedy else f"seed {take.seed}"
         self.info.setText(f"{take.result.seconds:.1f} s · {take.voice_name} · {take.language} · {settings}")
         self.take_selected.emit(take)

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 from ..coach import to_mono
 from ..engine_adapter import SAMPLE_RATE
 from .throttle import Throttle
+from .wave_peaks import WavePeaks
 
 _BACKGROUND = 0xFF1E2430  # xRGB
 _CENTER = 0xFF3A404B
@@ -36,7 +37,7 @@ class WaveformView(QWidget):
         self._selection: tuple[int, int] | None = None
         self._drag_from: int | None = None
         self._cursor = -1
-        self._peaks: tuple[int, int, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._peaks = WavePeaks()
         self._image: tuple[tuple[int, int, int, int], QImage] | None = None
         self._repaint_soon = Throttle(66, self.update, self)  # audio streaming in: ~15 repaints/s at most
         self.setMinimumHeight(70)
@@ -62,7 +63,24 @@ class WaveformView(QWidget):
         self._expected = 0
         self._selection = None
         self._cursor = -1
-        self._peaks = None
+        self._peaks = WavePeaks()
+        self.selection_changed.emit()
+        self.update()
+
+    def finish_stream(self, samples: np.ndarray) -> None:
+        """The streamed recording is complete and `samples` is all of it (what was streamed, then the rest): the
+        view is scaled to fit it, keeping the envelope made while streaming (a new one takes a pass over every
+        sample). Samples that do not start with what was streamed are shown afresh."""
+        samples = to_mono(samples)
+        shown = self._len
+        probe = slice(0, shown, max(1, shown // 256))  # a spot check: the caller passes the same recording
+        if len(samples) < shown or not np.array_equal(samples[probe], self._data[probe]):
+            self.set_audio(samples, self._sr)
+            return
+        self.append(samples[shown:])
+        self._expected = 0
+        self._selection = None
+        self._cursor = -1
         self.selection_changed.emit()
         self.update()
 
@@ -77,20 +95,19 @@ class WaveformView(QWidget):
     def set_expected(self, samples: int) -> None:
         """Scale a growing view for this many samples (it still grows past them if needed)."""
         self._expected = max(samples, self._len)
-        self._peaks = None
         self.update()
 
     def append(self, samples: np.ndarray) -> None:
         samples = to_mono(samples)
         need = self._len + len(samples)
         if need > len(self._data):
-            grown = np.zeros(max(need, 2 * len(self._data), self._sr), np.float32)
+            # the expected length at once when it is known: one allocation, not a copy at every doubling
+            grown = np.zeros(max(need, 2 * len(self._data), self._sr, self._expected), np.float32)
             grown[: self._len] = self._data[: self._len]
             self._data = grown
         self._data[self._len : need] = samples
         self._len = need
         self._expected = max(self._expected, need)
-        self._peaks = None
         self._repaint_soon.ping()
 
     def set_position(self, sample: int) -> None:
@@ -152,19 +169,8 @@ class WaveformView(QWidget):
     # --- painting -----------------------------------------------------------------------------------------
     def _column_peaks(self, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per pixel column: min, max and RMS (drawn darker inside the peaks, as audio editors do)."""
-        key = (width, self._len)
-        if self._peaks is not None and self._peaks[:2] == key:
-            return self._peaks[2], self._peaks[3], self._peaks[4]
-        cols = max(1, int(np.ceil(self._len / self._span() * width)))
-        data = self._data[: self._len]
-        per = int(np.ceil(self._len / cols)) if self._len else 1
-        padded = np.zeros(cols * per, np.float32)
-        padded[: len(data)] = data
-        blocks = padded.reshape(cols, per)
-        lo, hi = blocks.min(axis=1), blocks.max(axis=1)
-        rms = np.sqrt(np.einsum("ij,ij->i", blocks, blocks) / per).astype(np.float32)
-        self._peaks = (width, self._len, lo, hi, rms)
-        return lo, hi, rms
+        self._peaks.extend(self._data, self._len)
+        return self._peaks.columns(self._data, width, self._span())
 
     def _wave_image(self, w: int, h: int) -> QImage:
         """The envelope as an image made with numpy in one go: no per-column painter calls (keeps paints ~1 ms)."""
