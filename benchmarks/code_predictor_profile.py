@@ -92,19 +92,19 @@ def profile(cp: CodePredictor, text: str, rounds: int) -> None:
             b = layer_weight_bytes(lay, 4)
             gemm_bytes += b
             gemm_layer_bytes[lay.name] = (b, ms)
-    total = sum(by_type.values())
+    total = sum(by_type.values())  # (a tiny model's layers can all time at zero once the extract cost is off)
     print(f"  one call at position 1, layer by layer (median of {rounds}; extract cost {extract_cost * 1e6:.1f} us "
           f"subtracted per layer): {total:.2f} ms in layers")
     for kind, ms in sorted(by_type.items(), key=lambda kv: -kv[1]):
-        print(f"    {kind:24s} {counts[kind]:3d} layers {ms:7.3f} ms  {ms / total * 100:5.1f} %")
+        print(f"    {kind:24s} {counts[kind]:3d} layers {ms:7.3f} ms  {ms / max(total, 1e-9) * 100:5.1f} %")
     gemm_ms = by_type["Gemm (int8 weights)"]
-    print(f"    int8 Gemms read {gemm_bytes / 1e6:.1f} MB in {gemm_ms:.2f} ms: {gemm_bytes / gemm_ms / 1e6:.1f} GB/s")
+    print(f"    int8 Gemms read {gemm_bytes / 1e6:.1f} MB in {gemm_ms:.2f} ms: {gemm_bytes / max(gemm_ms, 1e-6) / 1e6:.1f} GB/s")
     sizes = defaultdict(list)
     for b, ms in gemm_layer_bytes.values():
         sizes[b].append(ms)
     for b, ms_list in sorted(sizes.items()):
         med = statistics.median(ms_list)
-        print(f"    Gemm of {b / 1e6:5.2f} MB x{len(ms_list):2d}: {med:6.3f} ms each, {b / med / 1e6:5.1f} GB/s")
+        print(f"    Gemm of {b / 1e6:5.2f} MB x{len(ms_list):2d}: {med:6.3f} ms each, {b / max(med, 1e-6) / 1e6:5.1f} GB/s")
     call, fastest = statistics.median(calls) * 1000, min(calls) * 1000
     lowest = sum(max(0.0, min(v) - extract_cost) for k, v in per_layer.items()
                  if not k.startswith("logits_") or k == "logits_0_gemm") * 1000
