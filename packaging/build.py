@@ -31,6 +31,10 @@ APP_ID = "io.github.qwen3tts.Studio"
 # Runtime libraries the bundled Qt (xcb platform) and sounddevice load from the system: one list, shared
 # with the launcher's check (qwen3tts_gui/qt_system_libs.py).
 DEB_DEPENDS = DEB_PACKAGES
+# The GPU path: ncnn dlopens the system's Vulkan loader (libvulkan.so.1) at first GPU use, so the bundle never
+# carries one; without it the app runs on the CPU as before. mesa-vulkan-drivers holds the Vulkan drivers of
+# Intel and AMD GPUs (and lavapipe); NVIDIA's comes with its own driver package.
+DEB_RECOMMENDS = ["libvulkan1", "mesa-vulkan-drivers"]
 
 
 def version() -> str:
@@ -106,6 +110,7 @@ def make_deb(onedir: Path, dist: Path, build: Path, icons: Path) -> Path:
         "Architecture: amd64",
         f"Installed-Size: {size_kb}",
         f"Depends: {', '.join(DEB_DEPENDS)}",
+        f"Recommends: {', '.join(DEB_RECOMMENDS)}",
         "Maintainer: Qwen3-TTS Studio developers <qwen3tts-studio@users.noreply.github.com>",
         "Description: Local Qwen3-TTS voice cloning on the CPU",
         " Record or load a few seconds of a voice, type text and hear it spoken in that",

@@ -83,6 +83,7 @@ def run(workdir: Path) -> None:
         raise RuntimeError("WAV round trip changed the samples")
     print(f"ok: wrote and re-read {out.name} ({data.shape[0]} samples at {sr} Hz)")
     _check_download_client()
+    _check_gpu(bundle, voice, settings, result.codes)
     del app
 
 
@@ -104,6 +105,26 @@ def _check_download_client() -> None:
     else:
         raise RuntimeError(f"a closed port 127.0.0.1:{port} answered")
     print("ok: model download client present (huggingface_hub)")
+
+
+def _check_gpu(bundle: Path, voice, settings, cpu_codes: np.ndarray) -> None:
+    """The frozen app finds the system's Vulkan loader (ncnn dlopens it): every GPU it sees gives the CPU's greedy
+    codes; with no loader or no GPU it says why and the app stays on the CPU."""
+    from qwen3tts_gui.engine_adapter import gpu_choices, open_synthesizer
+
+    gpus, reason = gpu_choices()
+    if not gpus:
+        print(f"ok: no GPU ({reason}); the CPU runs everything")
+        return
+    for label, device in gpus:
+        synth = open_synthesizer(bundle, device=device)
+        if not synth.device.on_gpu:
+            print(f"ok: {label} cannot run the model here; the CPU does ({synth.device.note})")
+            continue
+        events = list(synth.synthesize("Hello from the self test.", voice, "auto", settings))
+        if not np.array_equal(events[-1].codes, cpu_codes):
+            raise RuntimeError(f"{label} gave other greedy codes than the CPU")
+        print(f"ok: {label}: the CPU's greedy codes")
 
 
 def main() -> int:

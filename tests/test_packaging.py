@@ -37,6 +37,9 @@ def test_deb_installs_bundle_launchers_desktop_entry_and_icons(tmp_path):
     # the two Qt names wrongly as "xcb-cursor0" when missing, and PortAudio (dlopened, invisible to ldd)
     for lib in ("libportaudio2", "libxcb-cursor0", "libxcb-icccm4", "libxcb-keysyms1", "libegl1"):
         assert lib in depends
+    # the GPU path uses the system's Vulkan loader and drivers when present, the CPU otherwise: recommended only
+    recommends = next(line for line in fields.splitlines() if line.startswith("Recommends:"))
+    assert recommends == "Recommends: libvulkan1, mesa-vulkan-drivers" and "vulkan" not in depends
 
     listing = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, check=True).stdout
     for path in (
