@@ -64,6 +64,7 @@ class HubServer:
         self.endless: set[str] = set()  # no Content-Length: the file, then zeros until the client hangs up
         self.garbage_limit = 64 << 20  # the most zeros sent after a file (so a client that keeps reading ends)
         self.garbage_sent: dict[str, int] = {}  # path -> zeros sent past the file
+        self.busy: dict[str, list[int]] = {}  # path -> HTTP statuses to answer (one per request) before serving
         self.hang_listing = 0.0  # seconds to wait before answering a listing (a server that accepts and hangs)
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -136,6 +137,11 @@ class HubServer:
                     rel = unquote(m.group(3))
                     if rel not in repo.files:
                         self._error(404, "EntryNotFound", "Entry not found")
+                        return
+                    with hub.lock:
+                        status = hub.busy[rel].pop(0) if hub.busy.get(rel) else None
+                    if status is not None:
+                        self._error(status, None, "Busy, try again")
                         return
                     self._file(repo, rel, head)
                     return

@@ -135,6 +135,14 @@ def test_dropped_connection_resumes_where_it_stopped(hub, env):
     assert ModelStore().installed()[0].name == NAME  # the kept checkpoint is not taken for a model
 
 
+def test_a_busy_answer_is_asked_again(hub, env):
+    """503 / 429 from a busy hub or CDN are transient: the file is asked for again after a pause."""
+    hub.busy["model.safetensors"] = [503, 429]
+    install(REPO)
+    gets = [r for r in hub.file_requests("model.safetensors") if "speech_tokenizer" not in r[1]]
+    assert len(gets) == 3 and [m.name for m in ModelStore().installed()] == [NAME]
+
+
 def test_stalled_connection_times_out_and_resumes(hub, env, monkeypatch):
     """A server that goes quiet mid-file: the read timeout fires and the retry asks for the rest only."""
     import huggingface_hub.constants

@@ -24,6 +24,8 @@ CANCELLED = "download cancelled; it resumes where it stopped next time"
 POLL = 0.1  # seconds between cancel checks and progress reports on the calling thread
 RETRIES = 3  # attempts in a row that bring no new byte before a network failure is reported
 RETRY_PAUSE = 1.0  # seconds between attempts
+# Answers worth asking again (a busy hub or CDN); huggingface_hub's http_get retried 408 and 429.
+TRANSIENT_STATUS = (408, 429, 500, 502, 503, 504)
 
 
 class Overflow(Exception):
@@ -140,7 +142,8 @@ def fetch_into(url: str, headers: dict, part: Path, size: int, timeout: float,
         error = attempt.error
         if error is None and have >= size:
             return
-        if error is not None and not isinstance(error, httpx2.TransportError):
+        transient = isinstance(error, httpx2.TransportError) or _status(error) in TRANSIENT_STATUS
+        if error is not None and not transient:
             raise error  # too much, wrong size, refused, a full disk: no retry helps
         fruitless = 0 if progressed else fruitless + 1
         if fruitless >= RETRIES:
@@ -150,6 +153,10 @@ def fetch_into(url: str, headers: dict, part: Path, size: int, timeout: float,
             if cancelled():
                 raise Cancelled(CANCELLED)
             time.sleep(POLL)
+
+
+def _status(error: BaseException | None) -> int | None:
+    return getattr(getattr(error, "response", None), "status_code", None)
 
 
 def _report(position: int, have: int, moved: Callable[[int], None]) -> int:

@@ -135,3 +135,20 @@ def test_an_unreadable_models_folder_is_said_in_the_models_dialog(qtbot, make_wi
     dialog = models_dialog.ModelsDialog(window.downloader, window)
     qtbot.addWidget(dialog)
     assert "cannot be read" in dialog.folder_label.text()
+
+
+@pytest.mark.parametrize("name", ["../../../home/victim/thesis.txt", "speech_tokenizer/config\0.json",
+                                  "a" * 300 + ".json"])
+def test_a_hostile_file_name_in_the_app_is_one_line_naming_the_repository(qtbot, make_window, hub, dialogs,
+                                                                            settings, tmp_path, name):
+    hub.repos[REPO].files[name] = b"from the mirror"
+    settings.hub_endpoint = hub.url.replace("http://", "http://joe:hunter2@")
+    window = make_window(model=False)
+    messages: list[str] = []
+    window.downloader.progress.connect(lambda f, m: messages.append(m))
+    with qtbot.waitSignal(window.downloader.failed, timeout=10000):
+        qtbot.mouseClick(window.welcome.download.download_btn, Qt.MouseButton.LeftButton)
+    message = dialogs.errors[-1][1]
+    assert REPO in message and "nothing was downloaded" in message and "\n" not in message, message
+    assert "hunter2" not in message + window.welcome.download.status.text() + "".join(messages)
+    assert not [r for r in hub.requests if "/resolve/" in r[1]]
