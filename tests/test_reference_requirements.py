@@ -13,6 +13,7 @@ NOT_NEEDED = {
     "sounddevice": "the GUI only",
     "tokenizers": "qwen-tts pins it through transformers (an older, compatible release)",
     "huggingface-hub": "the model store only; qwen-tts pins an older release",
+    "filelock": "the model store's download lock only (huggingface_hub brings it along)",
 }
 
 

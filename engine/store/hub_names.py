@@ -18,6 +18,8 @@ MAX_PART_BYTES = 255
 # Longest whole relative name; a checkpoint's deepest file is "speech_tokenizer/preprocessor_config.json".
 MAX_NAME_CHARS = 512
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Names Windows opens as devices whatever the folder or extension ("CON.json" is the console).
+_DEVICES = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)), *(f"LPT{i}" for i in range(10))}
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]*@")
 # A revision is a commit id or a branch/tag name; it becomes part of a URL and of pending.json only.
 _REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -50,6 +52,8 @@ def check_remote_path(name: object) -> str:
             raise UnsafeName(f"has a '{part}' path part")
         if part.endswith((" ", ".")):
             raise UnsafeName("has a part ending in a space or a dot")
+        if part.split(".")[0].upper() in _DEVICES:
+            raise UnsafeName(f"has a part Windows reads as a device ({part.split('.')[0]})")
         try:
             size = len(part.encode("utf-8"))
         except UnicodeEncodeError:

@@ -102,8 +102,11 @@ class _Attempt(threading.Thread):
                             return
                         if len(block) > self.size - self.position:
                             raise Overflow("the server sent more")
-                        out.write(block)
-                        self.position += len(block)
+                        view = memoryview(block)
+                        while view:  # an unbuffered write may take less than it is given
+                            done = out.write(view)
+                            self.position += done
+                            view = view[done:]
 
 
 def _range_start(content_range: str | None) -> int | None:

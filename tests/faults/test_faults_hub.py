@@ -76,11 +76,13 @@ def hostile_name(label: str, victim: Path) -> str:
         "over-long part": "a" * 300 + ".json",
         "over-long name": "/".join(["abcdefghij"] * 60) + ".json",
         "newline": "extra\n.json",
+        "windows device": "speech_tokenizer/CON.json",
     }[label]
 
 
 HOSTILE = ["parent parts", "deep parent parts", "inside then out", "absolute", "backslashes", "drive path",
-           "drive with slashes", "NUL", "empty part", "dot part", "over-long part", "over-long name", "newline"]
+           "drive with slashes", "NUL", "empty part", "dot part", "over-long part", "over-long name", "newline",
+           "windows device"]
 
 
 @pytest.mark.parametrize("label", HOSTILE)
