@@ -6,7 +6,7 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
         once as a Protocol (engine/synthesis/contract.py); the app's test fake implements it too
     run_synthesis(events, on_frame, on_audio, check_cancel)   the one loop consuming synthesis events
     SynthesisJob, JobEvent, BatchRun   several syntheses sharing each model step (Synthesizer.synthesize_many)
-    DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE   its default and largest batch size
+    DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE   its default and largest batch size; check_batch_size(n)   the one check
     GenerationSettings         sampling and output options of one synthesis (validated by the Synthesizer)
     FrameEvent, AudioChunk, SynthesisResult, SynthesisEvent, Timings   what synthesis yields
     Voice                      a cloned voice (x-vector, optional reference codes); Voice.load / save
@@ -117,7 +117,7 @@ from .runtime.device import (  # noqa: E402
 from .runtime.tuning import CandidateFigure, TuningRecord  # noqa: E402
 from .synthesis.contract import AudioSource, BatchEvents, SynthesizerContract, VoiceChoice  # noqa: E402
 from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
-from .synthesis.generation import MAX_BATCH_SIZE  # noqa: E402
+from .synthesis.generation import MAX_BATCH_SIZE, check_batch_size  # noqa: E402
 from .synthesis.model_kind import InstructIgnoredWarning, ModelKind, Speaker  # noqa: E402
 from .synthesis.runs import BatchRun, run_synthesis  # noqa: E402
 from .synthesis.synthesizer import DEFAULT_BATCH_SIZE, Synthesizer  # noqa: E402
@@ -175,6 +175,7 @@ __all__ = [
     "DEFAULT_MAX_CHARS",
     "FRAME_RATE",
     "MAX_BATCH_SIZE",
+    "check_batch_size",
     "OFFERED_PRECISIONS",
     "SAMPLE_RATE",
     "SAMPLES_PER_FRAME",

@@ -31,17 +31,17 @@ from .common import (
 def cmd_batch(args: argparse.Namespace) -> int:
     """Many jobs from a JSONL file, several at a time through each model step; one status line per job."""
     from engine import (
-        MAX_BATCH_SIZE,
         GenerationSettings,
         SynthesisJob,
         SynthesisResult,
         Synthesizer,
+        check_batch_size,
     )
 
     from .batch_jobs import read_jobs
 
-    if args.batch_size is not None and not 1 <= args.batch_size <= MAX_BATCH_SIZE:
-        raise UsageError(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, not {args.batch_size}.")
+    if args.batch_size is not None:
+        check_batch_size(args.batch_size)
     problem = regular_file_problem(args.jobs, "jobs file")  # a FIFO, a folder: said as it is
     if problem:
         raise UsageError(problem)

@@ -134,7 +134,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 def _long_text_options(args: argparse.Namespace, text: str):
     """Options for a text that needs several chunks (or --chunks-dir); None when one synthesis speaks it."""
-    from engine import GuardSettings, JoinSettings, LongTextOptions, split_for_synthesis
+    from engine import GuardSettings, JoinSettings, LongTextOptions, check_batch_size, split_for_synthesis
 
     options = LongTextOptions(
         max_chars=args.max_chars,
@@ -144,8 +144,8 @@ def _long_text_options(args: argparse.Namespace, text: str):
     )
     options.join.check()
     options.guard.check()
-    if args.batch_size is not None and not 1 <= args.batch_size <= MAX_BATCH_SIZE:
-        raise UsageError(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, not {args.batch_size}.")
+    if args.batch_size is not None:
+        check_batch_size(args.batch_size)
     chunks = split_for_synthesis(text, args.language, args.max_chars)
     if len(chunks) <= 1 and args.chunks_dir is None:
         return None

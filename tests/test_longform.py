@@ -548,7 +548,7 @@ def test_long_text_end_to_end_on_the_demo_model(demo_bundle, tmp_path, capsys):
     (["--chunks-dir", "full"], "must be a new or empty folder"),
     (["--sentence-pause", "-1"], "sentence pause must be between 0 and 10"),
     (["--retries", "99"], "retries must be between 0 and 20"),
-    (["--batch-size", "0"], "--batch-size must be between 1 and"),
+    (["--batch-size", "0"], "Batch size must be a whole number from 1 to 8, not 0."),
 ])
 def test_long_text_options_are_checked_before_any_work(tmp_path, capsys, monkeypatch, extra, message):
     monkeypatch.chdir(tmp_path)

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..codec_format import SAMPLE_RATE
 from ..errors import Cancelled, TextError
+from ..synthesis.generation import check_batch_size
 from ..text.length import estimated_frames
 from ..text.splitter import DEFAULT_MAX_CHARS, LANGUAGE_CODES, TextChunk, split_text
 from ..types import FrameEvent, GenerationSettings, SynthesisJob, SynthesisResult, Timings
@@ -153,9 +154,7 @@ def synthesize_long(synth, text: str, voice, language: str = "auto", settings: G
     options.guard.check()
     if options.batch_size is None:
         options = replace(options, batch_size=synth.suggested_batch_size)
-    size = options.batch_size
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise TextError(f"The number of chunks generated at once must be a whole number of at least 1, not {size!r}.")
+    check_batch_size(options.batch_size)
     language = synth.check_language(language)
     synth.check_voice(voice)
     settings = settings or GenerationSettings()

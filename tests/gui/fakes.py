@@ -22,7 +22,6 @@ import soundfile as sf
 
 from engine import (
     DEFAULT_BATCH_SIZE,
-    MAX_BATCH_SIZE,
     AudioChunk,
     AudioError,
     Cancelled,
@@ -39,6 +38,7 @@ from engine import (
     Voice,
     VoiceChoice,
     VoiceError,
+    check_batch_size,
     estimated_frames,
 )
 from engine.nets.weight_reads import FrameWeights
@@ -270,8 +270,7 @@ class FakeSynthesizer:
         self.check_settings(settings)
         if settings.stream_audio:
             raise TextError("Batched synthesis decodes each job when it ends; it cannot stream audio.")
-        if not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH_SIZE:
-            raise TextError(f"Batch size must be a whole number from 1 to {MAX_BATCH_SIZE}, not {batch_size!r}.")
+        check_batch_size(batch_size)
         runs, failed = [], []
         for i, job in enumerate(jobs):
             own = replace(settings, max_frames=job.max_frames or settings.max_frames,
