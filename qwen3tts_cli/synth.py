@@ -101,12 +101,14 @@ def cmd_synth(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", InstructIgnoredWarning)  # said once, here
     synth.check_instruct(args.instruct)
     voice = _voice_for(synth, args)
-    tune_if_needed(synth, args.threads)  # after every check: bad input fails at once
     if long_text is not None:
+        tune_if_needed(synth, args.threads)
         return _synth_long(args, synth, voice, settings, text, long_text)
+    events = synth.synthesize(text, voice, language=args.language, settings=settings, instruct=args.instruct)
+    tune_if_needed(synth, args.threads)  # after synthesize() has checked the text: bad input fails at once
     bar = ProgressBar("synth")
     result = run_synthesis(
-        synth.synthesize(text, voice, language=args.language, settings=settings, instruct=args.instruct),
+        events,
         on_frame=lambda ev: bar.update(
             min((ev.index + 1) / max(ev.estimated_frames, ev.index + 1), 0.99),
             f"frame {ev.index + 1} ({(ev.index + 1) / FRAME_RATE:.1f} s)"),

@@ -59,6 +59,9 @@ def test_the_faster_int8_thread_count_is_loaded_into_the_nets(q8_bundle, cache, 
     record = tune_synthesizer(synth, timing=timing)
     s = record.settings
     assert (s.talker_threads, s.code_predictor_threads) == expected
+    # the CPU's generation figure at the chosen counts, for the device choice's "auto"
+    ms = {(1, 1): 25 + 68, (2, 2): 40 + 107, (1, 2): 30 + 60}[expected]
+    assert record.device_ms == {"cpu": ms}
     assert synth.thread_counts == expected
     assert (ncnn_threads(synth._talker.net), ncnn_threads(synth._code_predictor.net)) == expected
     assert (synth._talker.governor.current, synth._code_predictor.governor.current) == expected

@@ -150,7 +150,7 @@ def test_thread_candidates():
 RECORD = TuningRecord(KEY, TunedSettings(talker_threads=2, code_predictor_threads=1, decoder_threads=1,
                                          overlap_decode=True, decoder_bf16_faster=False),
                       (CandidateFigure("talker threads", "2", "talker step", 40.5, 6, True),), 9.5,
-                      "2026-12-01T23:00:00Z", "0.50 0.40 0.30")
+                      "2026-12-01T23:00:00Z", "0.50 0.40 0.30", {"cpu": 120.5, "gpu:0": 300.0})
 
 
 def test_record_round_trip_and_key_digest(tmp_path):
@@ -194,6 +194,7 @@ GOOD = json.dumps(RECORD.to_json()).encode()
      "below one"),
     (json.dumps({**RECORD.to_json(), "settings": None}).encode(), "settings is not a table"),
     (json.dumps({**RECORD.to_json(), "figures": {"a": 1}}).encode(), "figures are not a list"),
+    (json.dumps({**RECORD.to_json(), "device_ms": {"cpu": "fast"}}).encode(), "per-device figures"),
     (json.dumps({**RECORD.to_json(), "key": {**RECORD.to_json()["key"], "cpu": "Someone else's CPU"}}).encode(),
      "another computer"),
     (b"[" * 100000, "larger than"),
@@ -209,7 +210,7 @@ def test_a_damaged_or_foreign_record_is_ignored_with_a_note(tmp_path, data, reas
 
 
 def test_deeply_nested_record_is_ignored(tmp_path):
-    _write(tmp_path, json.dumps({**RECORD.to_json(), "gpu": {"a": None}}).replace('null', "[" * 3000 + "]" * 3000)
+    _write(tmp_path, json.dumps({**RECORD.to_json(), "device_ms": {"a": None}}).replace('null', "[" * 3000 + "]" * 3000)
            .encode())
     assert load_record(KEY, tmp_path).record is None
 

@@ -37,7 +37,7 @@ from ..errors import Cancelled
 from ..io.fileio import write_atomic
 from ..io.safefile import regular_file_problem
 
-TUNER_VERSION = 1  # part of the key: a tuner that measures differently tunes again
+TUNER_VERSION = 2  # part of the key: a tuner that measures differently tunes again
 RECORD_FORMAT = "qwen3tts-tuning"
 MAX_RECORD_BYTES = 64 * 1024  # a record is well under 4 KB; anything larger is not ours
 TIE_MARGIN = 0.03  # medians within 3 % of the best are tied: frame times on a quiet 2-core machine vary by 2-5 %
@@ -166,7 +166,9 @@ class TuningRecord:
     seconds: float = 0.0  # how long the tuning took
     measured: str = ""  # UTC time, ISO 8601
     load_average: str = ""  # the machine's load when measured
-    gpu: dict[str, Any] = field(default_factory=dict)  # per-device figures (name, ms/frame) once GPUs are timed
+    # generation ms per frame by device ("cpu", "gpu:N") at the chosen settings: what the device choice's "auto"
+    # reads (a GPU is used only where it measured faster than the CPU); GPUs are timed once the tuner knows them
+    device_ms: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
         """One line for a status bar or a terminal."""
@@ -208,14 +210,17 @@ class TuningRecord:
         if not isinstance(raw_figures, list):
             raise ValueError("its figures are not a list")
         figures = tuple(_typed(CandidateFigure, f, "figure") for f in raw_figures)
-        gpu = data.get("gpu", {})
-        if not isinstance(gpu, dict):
-            raise ValueError("its GPU figures are not a table")
+        device_ms = data.get("device_ms", {})
+        if not isinstance(device_ms, dict) or not all(
+                isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+                for k, v in device_ms.items()):
+            raise ValueError("its per-device figures are not a table of milliseconds")
         seconds, measured, load = data.get("seconds", 0.0), data.get("measured", ""), data.get("load_average", "")
         if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not isinstance(measured, str) \
                 or not isinstance(load, str):
             raise ValueError("its time stamp is not readable")
-        return cls(key, settings, figures, float(seconds), measured, load, gpu)
+        return cls(key, settings, figures, float(seconds), measured, load,
+                   {k: float(v) for k, v in device_ms.items()})
 
 
 def _typed(cls, data: Any, what: str):

@@ -191,8 +191,9 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
                                  decoder_threads=decoder_threads, overlap_decode=overlap,
                                  decoder_bf16_faster=bf16_faster)
         say(1.0, "Tuned.")
+        cpu_ms = (median(samples[talker_threads]["talker"]) + median(samples[cp_threads]["code predictor"])) * 1000
         return TuningRecord(tuning_key(parts.bundle), settings, tuple(figures), clock() - t0, utc_now(),
-                            load_average())
+                            load_average(), {"cpu": round(cpu_ms, 2)})
     finally:
         (parts.talker.net, parts.talker.governor, parts.code_predictor.net,
          parts.code_predictor.governor) = original
