@@ -44,20 +44,30 @@ def say_device(device) -> None:
 def tune_if_needed(synth, explicit_threads: int | None) -> None:
     """The first use of a model on this computer measures its fastest thread counts and decoding, once (stored in
     the cache folder; `qwen3tts bench --tune` measures again). Skipped when --threads chose the counts; Ctrl+C
-    skips it for this run."""
+    skips it for this run. Said on a terminal only, like the progress bar: stderr of a script stays one line
+    per problem."""
     if synth.tuning_note:
         print(f"qwen3tts: {synth.tuning_note}", file=sys.stderr)
     if not synth.tuning_needed or explicit_threads:
         return
-    print("qwen3tts: tuning for this computer, once per model (up to about 15 s; Ctrl+C skips it)...",
-          file=sys.stderr, flush=True)
+    said = _terminal()
+    why = ("again: the last tuning was measured while the machine was busy" if synth.tuning is not None
+           else "once per model")
+    if said:
+        print(f"qwen3tts: tuning for this computer, {why} (up to about 15 s; Ctrl+C skips it)...",
+              file=sys.stderr, flush=True)
     try:
         record = synth.tune()
     except KeyboardInterrupt:
         print("qwen3tts: tuning skipped; default settings this time.", file=sys.stderr)
         return
     line = record.summary()
-    print(f"qwen3tts: {line[0].upper()}{line[1:]}.", file=sys.stderr)
+    if said:
+        print(f"qwen3tts: {line[0].upper()}{line[1:]}.", file=sys.stderr)
+
+
+def _terminal() -> bool:
+    return hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
 
 
 class UsageError(EngineError):

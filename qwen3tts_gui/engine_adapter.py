@@ -162,9 +162,10 @@ def open_synthesizer(bundle_dir: Path, threads: int | None = None,
                      decoder_precision: str = DEFAULT_DECODER_PRECISION, device: str = "auto",
                      gpu_precision: str = "fp32") -> SynthesizerContract:
     """Load a model bundle (slow for full-size bundles: call it from a worker thread). threads: CPU threads per
-    network, None for the physical core count. decoder_precision: "fp32" (exact) or "auto" (bf16 convolutions
-    where the CPU has AVX512-BF16). device: "auto", "cpu" or "gpu:N" (a GPU that is gone or fails falls back to
-    the CPU here, with the reason in synth.device.note: a setting from another computer never stops a model
+    network, None for the counts measured for this computer (else the physical core count). decoder_precision:
+    "fp32" (exact) or "auto" (bf16 convolutions where this computer's tuning, or without one the CPU's
+    AVX512-BF16, says they are faster). device: "auto", "cpu" or "gpu:N" (a GPU that is gone or fails falls back
+    to the CPU here, with the reason in synth.device.note: a setting from another computer never stops a model
     opening), gpu_precision "fp32" or "fp16"."""
     from dataclasses import replace
 

@@ -120,7 +120,7 @@ class Settings:
     stream_audio = Option("generate/stream_audio", True)
     sentence_pause_ms = Option("generate/sentence_pause_ms", 350, minimum=0, maximum=MAX_GAP_MS)  # long texts
     paragraph_pause_ms = Option("generate/paragraph_pause_ms", 900, minimum=0, maximum=MAX_GAP_MS)
-    threads = Option("engine/threads", 0, minimum=0, maximum=256)  # CPU threads per network; 0: physical cores
+    threads = Option("engine/threads", 0, minimum=0, maximum=256)  # CPU threads per network; 0: the tuned counts
     # the speech decoder: "fp32" exact, "auto" bf16 convolutions where the CPU has AVX512-BF16 (docs/performance.md, "Decoder")
     decoder_precision = Option("engine/decoder_precision", DEFAULT_DECODER_PRECISION, choices=("fp32", "auto"))
     # where the networks run: "auto" (a GPU only where measured faster), "cpu", "gpu:N"; on a GPU fp32 (exact) or fp16

@@ -18,8 +18,12 @@ def synth(capsys, bundle, out, *extra):
 
 
 def test_first_synth_tunes_once(tmp_path, capsys, monkeypatch):
+    import qwen3tts_cli.common
+
     cache = tmp_path / "cache"
     monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(cache))
+    monkeypatch.setattr("os.getloadavg", lambda: (0.2, 0.2, 0.2))  # a quiet machine: the tuning is kept
+    monkeypatch.setattr(qwen3tts_cli.common, "_terminal", lambda: True)  # the notes are for a terminal
     bundle = bundle_for("tiny06b", "q8")
     code, err = synth(capsys, bundle, tmp_path / "a.wav", "--threads", "1")
     assert code == 0 and "tuning" not in err and not (cache / "tuning").exists()  # --threads chose the counts
@@ -48,3 +52,11 @@ def test_bench_tune_prints_candidates_and_the_floor(tmp_path, capsys, monkeypatc
     assert all("% of the read bandwidth" in f for f in floors)
     summary = [line for line in lines if line.startswith("summary")]
     assert len(summary) == 1 and "ms/frame" in summary[0] and "cores" in summary[0]
+
+
+def test_off_a_terminal_tuning_says_nothing(tmp_path, capsys, monkeypatch):
+    """A script's stderr keeps one line per problem: the tuning happens, silently."""
+    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(tmp_path))
+    code, err = synth(capsys, bundle_for("tiny06b", "q8"), tmp_path / "a.wav")
+    assert code == 0 and "tuning for this computer" not in err and "Tuned" not in err
+    assert len(list((tmp_path / "tuning").glob("*.json"))) == 1

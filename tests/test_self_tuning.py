@@ -22,7 +22,13 @@ def q8_bundle():
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(tmp_path))
+    quiet(monkeypatch)
     return tmp_path
+
+
+def quiet(monkeypatch, load: float = 0.25):
+    """The machine's load as the tuner and the synthesizer read it (tests run beside other jobs)."""
+    monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
 
 
 def cpu(talker: dict, code_predictor: dict, stream=None, decode=None):
@@ -152,3 +158,19 @@ def test_the_key_names_this_cpu_and_the_bundle(q8_bundle):
     assert isinstance(key, TuningKey) and key.precision == "q8" and key.cores >= 1 and key.ncnn
     assert "talker" in key.model and key.device == "cpu"
     assert tuning_key(Bundle.open(bundle_for("tiny06b", "fp32"))).digest() != key.digest()
+
+
+def test_a_tuning_made_on_a_busy_machine_is_redone_when_it_is_quiet(q8_bundle, cache, monkeypatch):
+    quiet(monkeypatch, load=9.0)  # other programs held the cores while it was measured
+    record = tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS)
+    assert record.busy and "busy" in record.summary()
+    still_busy = Synthesizer(q8_bundle)
+    assert still_busy.tuning == record and not still_busy.tuning_needed  # used while the machine stays busy
+    assert still_busy.thread_counts == (1, 1)
+    quiet(monkeypatch)
+    later = Synthesizer(q8_bundle)
+    assert later.tuning == record and later.tuning_needed  # its counts apply until the new tuning
+    assert later.thread_counts == (1, 1)
+    tune_synthesizer(later, timing=TWO_WIN)
+    assert not later.tuning_needed and not later.tuning.busy and later.thread_counts == (2, 2)
+    assert not Synthesizer(q8_bundle).tuning_needed

@@ -248,3 +248,10 @@ def test_summary_says_when_the_machine_was_busy():
     busy = replace(RECORD, load_average="5.10 4.00 3.00")
     assert busy.busy and "measured while the machine was busy, load 5.10" in busy.summary()
     assert not replace(RECORD, load_average="n/a").busy
+
+
+def test_a_busy_tuning_is_worth_redoing_only_on_a_quiet_machine():
+    busy = replace(RECORD, load_average="5.10 4.00 3.00")
+    assert busy.worth_retuning("0.40 1.00 2.00") and not busy.worth_retuning("3.50 3.00 3.00")
+    assert not RECORD.worth_retuning("0.10 0.10 0.10")  # measured quiet: kept
+    assert not busy.worth_retuning("n/a")  # no load figure (Windows): kept

@@ -185,12 +185,19 @@ class TuningRecord:
 
     @property
     def busy(self) -> bool:
-        """Whether other programs kept the cores busy while this was measured (1-minute load above the CPUs):
-        such a tuning favours fewer threads; `qwen3tts bench --tune` on a quiet machine measures again."""
+        """Whether other programs kept the cores busy while this was measured: such a tuning favours fewer threads,
+        so it is used only until the model is opened on a quiet machine, which measures again (worth_retuning)."""
+        return is_busy(self.load_average, self.key.logical)
+
+    def worth_retuning(self, load_now: str) -> bool:
+        """True when this was measured on a busy machine and the machine is quiet now."""
         try:
-            return float(self.load_average.split()[0]) > self.key.logical
+            quiet = float(load_now.split()[0]) <= self.key.logical
         except (ValueError, IndexError):
-            return False
+            quiet = False  # no load figure (Windows): keep what there is
+        return self.busy and quiet
+
+
 
     def to_json(self) -> dict[str, Any]:
         return {"format": RECORD_FORMAT, "version": TUNER_VERSION, **asdict(self)}
@@ -221,6 +228,14 @@ class TuningRecord:
             raise ValueError("its time stamp is not readable")
         return cls(key, settings, figures, float(seconds), measured, load,
                    {k: float(v) for k, v in device_ms.items()})
+
+
+def is_busy(load_average: str, cpus: int) -> bool:
+    """A 1-minute load average above the CPU count: other programs wait for the cores."""
+    try:
+        return float(load_average.split()[0]) > cpus
+    except (ValueError, IndexError):
+        return False
 
 
 def _typed(cls, data: Any, what: str):

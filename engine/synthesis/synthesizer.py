@@ -24,7 +24,7 @@ from ..nets.codec_decoder import DEFAULT_DECODER_PRECISION, CodecDecoder, check_
 from ..nets.talker import Talker
 from ..nets.weight_reads import FrameWeights, frame_weights
 from ..runtime.bundle import Bundle
-from ..runtime.cpu import physical_cores
+from ..runtime.cpu import load_average, physical_cores
 from ..runtime.device import DEFAULT_DEVICE, DEFAULT_GPU_PRECISION, Device, GpuError, resolve_device
 from ..runtime.tuning import TuningRecord
 from ..text.length import estimated_frames
@@ -226,8 +226,9 @@ class Synthesizer:
 
     @property
     def tuning_needed(self) -> bool:
-        """True when this model has no tuning for this computer yet (the app runs tune() once then)."""
-        return self._tuning_enabled and self.tuning is None
+        """True when this model has no tuning for this computer yet, or only one measured while the machine was
+        busy and the machine is quiet now (the app runs tune() then)."""
+        return self._tuning_enabled and (self.tuning is None or self.tuning.worth_retuning(load_average()))
 
     def tune(self, progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
              budget: float = DEFAULT_BUDGET) -> TuningRecord:

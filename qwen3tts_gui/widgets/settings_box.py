@@ -111,8 +111,9 @@ class GenerationSettingsBox(QWidget):
         self.threads = QSpinBox(minimum=0, maximum=max(1, usable_cpus()))
         self.threads.setPrefix("Threads: ")
         self.threads.setSpecialValueText(f"Threads: auto ({physical_cores()})")
-        self.threads.setToolTip("CPU threads for the model (auto: one per physical core); used when a model is "
-                                "next opened. Fewer threads leave cores free for other programs.")
+        self.threads.setToolTip("CPU threads for the model (auto: the counts measured for this computer when the "
+                                "model was first opened, else one per physical core); used when a model is next "
+                                "opened. Fewer threads leave cores free for other programs.")
         self.threads.setValue(min(settings.threads, self.threads.maximum()))
         self.threads.valueChanged.connect(lambda n: setattr(self.settings, "threads", n))
         self.decoder = QComboBox()
