@@ -112,7 +112,8 @@ class SynthesizerContract(Protocol):
 
     @property
     def tuning_needed(self) -> bool:
-        """True when this model has no tuning for this computer yet (the app runs tune() once then)."""
+        """True when this model has no tuning for this computer yet, or only one measured while the machine was
+        busy and it is quiet now (the app runs tune() then)."""
 
     def tune(self, progress: Callable[[float, str], None] | None = None,
              cancel: Callable[[], bool] | None = None) -> TuningRecord:

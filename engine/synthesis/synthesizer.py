@@ -101,7 +101,7 @@ class Synthesizer:
         lookup = stored_tuning(self._bundle) if tuning else None
         self.tuning: TuningRecord | None = lookup.record if lookup else None
         self.tuning_note: str | None = lookup.note if lookup else None
-        measured = self.tuning.gpu if self.tuning else None  # ms per frame by device, once the tuner times GPUs
+        measured = self.tuning.device_ms if self.tuning else None  # generation ms per frame by device ("cpu", "gpu:N")
         requested = device if isinstance(device, Device) else resolve_device(device, gpu_precision, measured)
         info = self._bundle.part("text")
         self._ids = PromptIds.from_part(info)
