@@ -430,3 +430,68 @@ def test_a_models_folder_setting_that_is_not_a_path_is_one_error(monkeypatch):
     monkeypatch.setenv("QWEN3TTS_MODELS_DIR", "~no-such-user-here/models")
     with pytest.raises(StoreError, match="models folder"):
         ModelStore()
+
+
+# --- the store's own small files, damaged -------------------------------------------------------------------------
+
+
+def _within(seconds: float, fn):
+    """fn() on a helper thread; fails (instead of hanging the suite) when it blocks, e.g. on a FIFO."""
+    outcome: list = []
+    helper = threading.Thread(target=lambda: outcome.append(fn()), daemon=True)
+    helper.start()
+    helper.join(seconds)
+    assert outcome, f"blocked for more than {seconds} s"
+    return outcome[0]
+
+
+@pytest.mark.parametrize("kind", ["empty", "truncated", "a list", "files a string", "huge", "a FIFO", "a folder"])
+def test_a_damaged_pending_download_is_left_out_and_a_new_download_starts_clean(env, monkeypatch, kind):
+    import os
+
+    raw = ModelStore().downloads_dir() / NAME
+    raw.mkdir(parents=True)
+    pending = raw / "pending.json"
+    good = {"name": NAME, "repo_id": REPO, "revision": "0123456789abcdef0123456789abcdef01234567",
+            "precision": "fp16", "files": [{"path": "config.json", "size": 10}]}
+    if kind == "empty":
+        pending.write_bytes(b"")
+    elif kind == "truncated":
+        pending.write_text(json.dumps(good)[:40])
+    elif kind == "a list":
+        pending.write_text(json.dumps([good]))
+    elif kind == "files a string":
+        pending.write_text(json.dumps(dict(good, files="config.json")))
+    elif kind == "huge":
+        pending.write_text(json.dumps(dict(good, padding="x" * (8 << 20))))
+    elif kind == "a FIFO":
+        os.mkfifo(pending)
+    else:
+        pending.mkdir()
+    assert _within(5, lambda: installer.pending_downloads(ModelStore())) == []
+    with HubServer({REPO: tiny_repo()}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        _within(60, lambda: install(REPO))
+    assert [m.name for m in ModelStore().installed()] == [NAME]
+
+
+@pytest.mark.parametrize("kind", ["a FIFO", "a folder", "huge", "a NUL"])
+def test_a_damaged_models_folder_pointer_is_ignored(env, monkeypatch, kind):
+    import os
+
+    from engine.store import default_models_dir
+
+    monkeypatch.delenv("QWEN3TTS_MODELS_DIR")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(env / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(env / "data"))
+    pointer = env / "config" / "Qwen3-TTS Studio" / "models-folder.txt"
+    pointer.parent.mkdir(parents=True)
+    if kind == "a FIFO":
+        os.mkfifo(pointer)
+    elif kind == "a folder":
+        pointer.mkdir()
+    elif kind == "huge":
+        pointer.write_text("/x" * (1 << 20))
+    else:
+        pointer.write_text(str(env / "models\0evil"))
+    assert _within(5, default_models_dir) == env / "data" / "Qwen3-TTS Studio" / "models"
