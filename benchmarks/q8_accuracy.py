@@ -43,9 +43,8 @@ from bench_env import WORK_DIR  # noqa: E402
 from talker_speed import run  # noqa: E402
 
 import engine.convert.talker as talker_convert  # noqa: E402
-from engine.convert import ConvertOptions  # noqa: E402
-from engine.convert.checkpoint import Checkpoint  # noqa: E402
-from engine.runtime.bundle import Bundle, BundleWriter  # noqa: E402
+from engine import convert_checkpoint  # noqa: E402
+from engine.runtime.bundle import Bundle  # noqa: E402
 from tools.outlier_checkpoint import MODES, Stress, write_stress_checkpoint  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "models"
@@ -93,16 +92,7 @@ def convert(ckpt_dir: Path, dest: Path, precision: str, smooth: bool | None) -> 
     if (dest / "manifest.json").is_file():
         return dest
     t0 = time.perf_counter()
-    ckpt = Checkpoint.open(ckpt_dir)
-    try:
-        with BundleWriter(dest, overwrite=True) as w:
-            w.manifest["precision"] = precision
-            w.manifest["config"] = ckpt.config
-            w.manifest["generation_config"] = ckpt.generation_config
-            talker_convert.convert(ckpt, w, ConvertOptions(precision, smooth=smooth))
-            w.finish()
-    finally:
-        ckpt.close()
+    convert_checkpoint(ckpt_dir, dest, precision, overwrite=True, parts=["talker"], smooth=smooth)
     print(f"converted {precision} in {time.perf_counter() - t0:.1f} s -> {dest}", flush=True)
     return dest
 

@@ -29,12 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_env import WORK_DIR  # noqa: E402
 
-from engine.convert import ConvertOptions  # noqa: E402
-from engine.convert import talker as talker_convert  # noqa: E402
-from engine.convert.checkpoint import Checkpoint  # noqa: E402
+from engine import convert_checkpoint  # noqa: E402
 from engine.nets.code_predictor import CodePredictor  # noqa: E402
 from engine.nets.talker import Talker  # noqa: E402
-from engine.runtime.bundle import Bundle, BundleWriter  # noqa: E402
+from engine.runtime.bundle import Bundle  # noqa: E402
 
 OFFICIAL_MS_PER_FRAME = 457.0  # official qwen-tts, 0.6B, 2 threads, AMD EPYC 2 cores, quiet
 
@@ -43,16 +41,7 @@ def talker_bundle(ckpt_dir: Path, dest: Path, precision: str) -> Path:
     if (dest / "manifest.json").is_file():
         return dest
     t0 = time.perf_counter()
-    ckpt = Checkpoint.open(ckpt_dir)
-    try:
-        with BundleWriter(dest, overwrite=True) as w:
-            w.manifest["precision"] = precision
-            w.manifest["config"] = ckpt.config
-            w.manifest["generation_config"] = ckpt.generation_config
-            talker_convert.convert(ckpt, w, ConvertOptions(precision))
-            w.finish()
-    finally:
-        ckpt.close()
+    convert_checkpoint(ckpt_dir, dest, precision, overwrite=True, parts=["talker"])
     print(f"converted {precision} in {time.perf_counter() - t0:.1f} s -> {dest}", flush=True)
     return dest
 

@@ -10,7 +10,6 @@ Bundles live in one temporary folder removed at exit. Missing fixture checkpoint
 from __future__ import annotations
 
 import atexit
-import importlib
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -18,9 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.convert import PARTS, ConvertOptions, convert_checkpoint
-from engine.convert.checkpoint import Checkpoint
-from engine.runtime.bundle import BundleWriter
+from engine.convert import convert_checkpoint
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 MODELS = FIXTURES / "models"
@@ -48,24 +45,7 @@ def _tmp_root() -> Path:
 
 
 def convert_parts(src: Path, dest: Path, precision: str, parts: tuple[str, ...]) -> Path:
-    known = [name for name, _ in PARTS]
-    unknown = [p for p in parts if p not in known]
-    if unknown:
-        raise ValueError(f"unknown bundle parts {unknown}; known: {known}")
-    options = ConvertOptions(precision)
-    ckpt = Checkpoint.open(src)
-    try:
-        with BundleWriter(dest, overwrite=True) as writer:
-            writer.manifest["precision"] = precision
-            writer.manifest["config"] = ckpt.config
-            writer.manifest["generation_config"] = ckpt.generation_config
-            writer.manifest["speech_config"] = ckpt.speech_config
-            for name in known:
-                if name in parts:
-                    importlib.import_module(f"engine.convert.{name}").convert(ckpt, writer, options)
-            return writer.finish()
-    finally:
-        ckpt.close()
+    return convert_checkpoint(src, dest, precision, overwrite=True, parts=list(parts))
 
 
 def bundle_for(model: str, precision: str = "fp32", parts: Iterable[str] | None = None) -> Path:

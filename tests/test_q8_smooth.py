@@ -13,12 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import engine.convert.talker as talker_convert
-from engine.convert import ConvertOptions, smooth
+from engine.convert import convert_checkpoint, smooth
 from engine.convert.checkpoint import Checkpoint
 from engine.nets.code_predictor import CodePredictor
 from engine.nets.talker import Talker
-from engine.runtime.bundle import Bundle, BundleWriter
+from engine.runtime.bundle import Bundle
 from tests.bundles import MODELS, fixture_models
 from tools.outlier_checkpoint import Stress, write_stress_checkpoint
 
@@ -67,17 +66,7 @@ def _stressed(work, model: str, stress: Stress):
 def _bundle(work, ckpt_dir, label: str, precision: str, smooth_on: bool):
     dest = work / f"{ckpt_dir.name}-{label}"
     if not dest.exists():
-
-        ckpt = Checkpoint.open(ckpt_dir)
-        try:
-            with BundleWriter(dest, overwrite=True) as w:
-                w.manifest["precision"] = precision
-                w.manifest["config"] = ckpt.config
-                w.manifest["generation_config"] = ckpt.generation_config
-                talker_convert.convert(ckpt, w, ConvertOptions(precision, smooth=smooth_on))
-                w.finish()
-        finally:
-            ckpt.close()
+        convert_checkpoint(ckpt_dir, dest, precision, parts=["talker"], smooth=smooth_on)
     return dest
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,14 +55,16 @@ def convert_checkpoint(
     progress: Progress | None = None,
     cancel: Callable[[], bool] | None = None,
     overwrite: bool = False,
-    parts: list[str] | None = None,
+    parts: Sequence[str] | None = None,
+    smooth: bool | None = None,
 ) -> Path:
     """Convert a checkpoint folder into a bundle folder. Nothing is left at `dest` unless it completes.
 
-    `parts` limits the conversion to those part modules (e.g. ["codec_decoder"]); None converts all."""
+    `parts` limits the conversion to those part modules (e.g. ["codec_decoder"]); None converts all. `smooth`:
+    q8 outlier smoothing on or off (None: on for q8, ConvertOptions.smoothing)."""
     if precision not in PRECISIONS:
         raise ConvertError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
-    options = ConvertOptions(precision, progress, cancel)
+    options = ConvertOptions(precision, progress, cancel, smooth)
     if parts is not None:
         known = [mod for mod, _ in PARTS]
         unknown = [p for p in parts if p not in known]
