@@ -16,7 +16,7 @@ import shutil
 import struct
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,13 +35,11 @@ DEMO_SEED = 0
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Preset:
-    name: str
-    size: str  # tts_model_size
-    codebook: int  # codec codebook rows (2048 real); talker vocab = codebook + 1024
-    real_text_ids: bool  # special text tokens at the real Qwen ids (151643...), vocab padded to match
-    main_dtype: str  # default storage of model.safetensors ("bf16" like the real files, or "fp32")
+@dataclass(frozen=True, kw_only=True)
+class ModelShape:
+    """The sizes of a Qwen3-TTS model, network by network: the one description of a random model's shape, which
+    this tool's presets and the test oracle's tiny models (tests/reference/oracle.py TinySpec) both extend."""
+
     # talker
     t_hidden: int
     t_inter: int
@@ -49,9 +47,8 @@ class Preset:
     t_heads: int
     t_kv: int
     t_head_dim: int
-    mrope: tuple[int, int, int]
+    mrope: Sequence[int]  # the three multimodal RoPE sections
     text_hidden: int
-    text_vocab: int | None  # None: the tokenizer size rounded up to 64
     # code predictor
     cp_hidden: int
     cp_inter: int
@@ -59,9 +56,8 @@ class Preset:
     cp_heads: int
     cp_kv: int
     cp_head_dim: int
-    cp_max_pos: int
     # speaker encoder (None fields: leave the class default out of config.json, like the real file)
-    spk_channels: tuple[int, ...] | None
+    spk_channels: Sequence[int] | None
     spk_att: int | None
     spk_scale: int | None
     spk_se: int | None
@@ -84,13 +80,24 @@ class Preset:
     e_head_dim: int
     e_window: int
     e_codebook_dim: int
-    # constants found once against the official implementation (benchmarks/calibrate_demo.py): the decoder's last
-    # conv gain and bias make the random voice audible noise (std ~0.2, no DC), neither silent nor clipped
-    out_gain: float = 1.0
+    out_gain: float = 1.0  # the decoder's last conv gain (calibrated per model against the official code)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Preset(ModelShape):
+    name: str
+    size: str  # tts_model_size
+    codebook: int  # codec codebook rows (2048 real); talker vocab = codebook + 1024
+    real_text_ids: bool  # special text tokens at the real Qwen ids (151643...), vocab padded to match
+    main_dtype: str  # default storage of model.safetensors ("bf16" like the real files, or "fp32")
+    text_vocab: int | None  # None: the tokenizer size rounded up to 64
+    cp_max_pos: int
+    # constants found once against the official implementation (benchmarks/calibrate_demo.py): out_gain and
+    # out_bias make the random voice audible noise (std ~0.2, no DC), neither silent nor clipped
     out_bias: float = 0.0  # cancels the DC that SnakeBeta's sin^2 term builds up
     res_gain: float = 0.3  # vocoder residual-unit output conv gain
     eos_gain: float = 1.0  # talker codec_head EOS row gain: makes sampled runs end on their own
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 _SPK_DEFAULT = dict(spk_channels=None, spk_att=None, spk_scale=None, spk_se=None)

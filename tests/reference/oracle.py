@@ -75,7 +75,7 @@ FIXTURES = REPO / "tests" / "fixtures"
 # Imported after torch: engine sets its OpenMP environment on import, which must not reach torch's runtime.
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # make_fixtures.py runs as a script, so the repository is not on the path
-from tools.random_checkpoint import CODEC_OFFSETS, GENERATION_CONFIG, LANGUAGE_OFFSETS  # noqa: E402
+from tools.random_checkpoint import CODEC_OFFSETS, GENERATION_CONFIG, LANGUAGE_OFFSETS, ModelShape  # noqa: E402
 
 # --------------------------------------------------------------------------------------------
 # Text tokenizer
@@ -168,58 +168,19 @@ def build_text_tokenizer(vocab_size: int = 640):
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class TinySpec:
+@dataclass(frozen=True, kw_only=True)
+class TinySpec(ModelShape):
+    """A tiny model the official code builds: the shape (tools/random_checkpoint.py ModelShape, shared with the
+    random checkpoints) plus its seeds, codebook and kind."""
+
     name: str
     seed: int
     size: str  # tts_model_size
     codebook_size: int
-    # talker
-    t_hidden: int
-    t_inter: int
-    t_layers: int
-    t_heads: int
-    t_kv: int
-    t_head_dim: int
-    mrope: list[int]
-    text_hidden: int
-    # code predictor
-    cp_hidden: int
-    cp_inter: int
-    cp_layers: int
-    cp_heads: int
-    cp_kv: int
-    cp_head_dim: int
-    # speaker encoder
-    spk_channels: list[int]
-    spk_att: int
-    spk_scale: int
-    spk_se: int
-    # speech tokenizer decoder
-    d_hidden: int
-    d_inter: int
-    d_layers: int
-    d_heads: int
-    d_head_dim: int
-    d_window: int
-    d_latent: int
-    d_dim: int
-    d_codebook_dim: int
-    # Mimi encoder
-    e_filters: int
-    e_hidden: int
-    e_inter: int
-    e_layers: int
-    e_heads: int
-    e_head_dim: int
-    e_window: int
-    e_codebook_dim: int
     # constants found once by calibration (see make_fixtures.py --calibrate); fixed for determinism
-    out_gain: float = 1.0  # decoder final conv gain
     enc_cb_std: float = 1.0  # Mimi codebook std (matches projected-latent scale)
     eos_gain: float = 1.25  # talker codec_head EOS row multiplier
     st_seed_offset: int = 1  # speech tokenizer seed = seed + this
-    extra: dict = field(default_factory=dict)
     # model kind (tts_model_type) and, for custom_voice, the preset speakers:
     # name -> (offset from the codebook start like the real ids, dialect or False, stored as a list?)
     kind: str = "base"
