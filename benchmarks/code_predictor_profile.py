@@ -28,9 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.nets.code_predictor import CodePredictor  # noqa: E402
 from engine.nets.talker import net_precision  # noqa: E402
-from engine.runtime.bandwidth import layer_weight_bytes, param_layers  # noqa: E402
+from engine.runtime.bandwidth import layer_weight_bytes  # noqa: E402
 from engine.runtime.bundle import Bundle  # noqa: E402
 from engine.runtime.cpu import cpu_model, load_average  # noqa: E402
+from engine.runtime.ncnn_graph import parse_param  # noqa: E402
 from engine.runtime.ncnn_mats import InputRow  # noqa: E402
 from engine.runtime.sequence_net import SequenceNet  # noqa: E402
 from engine.runtime.step_graph import StepNet, stacked_attention_param_text  # noqa: E402
@@ -52,7 +53,7 @@ def profile(cp: CodePredictor, text: str, rounds: int) -> None:
     hidden = rng.standard_normal((1, cp.hidden_size)).astype(np.float32)
     _, cache = cp.net.run(hidden, *cp.position_rope[0], None, None, ())
     x = np.asarray(cp.codec_embedding[5], np.float32)
-    layers = [lay for lay in param_layers(text) if lay.type != "Input"]
+    layers = [lay for lay in parse_param(text) if lay.type != "Input"]
     cache_inputs = [f"{kv}_in_{i}" for i in range(len(cache) // 2) for kv in ("k", "v")]  # the graph's cache blobs
     net = cp.net.net
     per_layer: dict[str, list[float]] = defaultdict(list)

@@ -2,9 +2,11 @@
 
 import ncnn
 import numpy as np
+import pytest
 
+from engine.errors import BundleError
 from engine.runtime.bundle import make_net_options
-from engine.runtime.ncnn_graph import Graph, raw, tagged
+from engine.runtime.ncnn_graph import Graph, layers_param_text, parse_param, raw, tagged
 
 
 def _run(tmp_path, g: Graph, feeds: dict[str, np.ndarray], out: str, precision: str = "fp32") -> np.ndarray:
@@ -56,3 +58,25 @@ def test_array_params_format():
     inp = g.input("in0")
     g.layer("Reshape", [inp], params={0: 4, 1: -1, 6: [1, 2]})
     assert "-23306=2,1,2" in g.param_text()
+
+
+def test_param_text_reads_back_as_written():
+    """parse_param, the one reader of .param text, gives back what the writer wrote: every layer, its blobs and
+    its tokens (arrays included), so writing the parsed layers again gives the same text."""
+    g = Graph()
+    inp = g.input("in0")
+    a = g.layer("Reshape", [inp], params={0: 4, 1: -1, 6: [1, 2]})
+    g.layer("BinaryOp", [a, inp], params={0: 2, 1: 1, 2: 0.5}, name="out0")
+    text = g.param_text()
+    layers = parse_param(text)
+    assert [layer.type for layer in layers] == [line.split()[0] for line in text.splitlines()[2:]]
+    reshape = next(layer for layer in layers if layer.type == "Reshape")
+    assert "-23306=2,1,2" in reshape.tokens and reshape.params == {"0": "4", "1": "-1"}
+    assert layers_param_text(layers) == text
+
+
+@pytest.mark.parametrize("text", ["", "7767518\n0 0\n", "7767517\n1 1\nInput in0 x 1 in0\n"],
+                         ids=["empty", "bad magic", "bad layer line"])
+def test_param_text_that_is_not_param_is_a_bundle_error(text):
+    with pytest.raises(BundleError):
+        parse_param(text)

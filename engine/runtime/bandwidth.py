@@ -23,31 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .ncnn_graph import ParamLayer, parse_param
+
 MIN_BANDWIDTH_BYTES = 512 << 20  # arrays at least this large and 4x the last-level cache (300 MB on some Xeons)
 MAX_BANDWIDTH_BYTES = 1536 << 20
-
-
-@dataclass(frozen=True)
-class ParamLayer:
-    """One layer line of an ncnn .param file."""
-
-    type: str
-    name: str
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    params: dict[str, str]
-
-
-def param_layers(param_text: str) -> list[ParamLayer]:
-    out = []
-    for line in param_text.strip().splitlines()[2:]:
-        t = line.split()
-        if len(t) < 4:
-            continue
-        n_in, n_out = int(t[2]), int(t[3])
-        params = dict(p.split("=", 1) for p in t[4 + n_in + n_out:] if "=" in p and not p.startswith("-"))
-        out.append(ParamLayer(t[0], t[1], tuple(t[4:4 + n_in]), tuple(t[4 + n_in:4 + n_in + n_out]), params))
-    return out
 
 
 def layer_weight_bytes(layer: ParamLayer, float_bytes: int) -> int:
@@ -67,7 +46,7 @@ def weights_read(param_text: str, outputs: Iterable[str], float_bytes: int,
                  only: str | None = None) -> int:
     """Bytes of weights an extract of `outputs` reads from the graph in `param_text` (every layer they depend on,
     once). only: count only layers whose name starts with it."""
-    layers = param_layers(param_text)
+    layers = parse_param(param_text)
     producer = {blob: layer for layer in layers for blob in layer.outputs}
     needed: dict[str, ParamLayer] = {}
     todo = [b for b in outputs if b in producer]

@@ -1,4 +1,4 @@
-"""A tiny writer for ncnn .param/.bin files.
+"""A tiny writer for ncnn .param/.bin files, and the one reader of .param text (parse_param).
 
 The converter builds every network with this instead of pnnx: layers are added in topological order, blobs
 consumed more than once get a Split layer automatically (ncnn requires one consumer per blob), and weights are
@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from ..errors import BundleError
 
 PARAM_MAGIC = 7767517
 FP16_TAG = 0x01306B47
@@ -209,3 +211,48 @@ class Graph:
         param_path.write_text(self.param_text(), encoding="utf-8")
         with open(bin_path, "wb") as f:
             self.write_bin(f)
+
+
+@dataclass(frozen=True)
+class ParamLayer:
+    """One layer line of a .param file, as written: Type name n_in n_out inputs... outputs... then its tokens."""
+
+    type: str
+    name: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    tokens: tuple[str, ...] = ()  # the layer's parameters as written: k=v, arrays as -23300-k=n,v1,...
+
+    @property
+    def params(self) -> dict[str, str]:
+        """The scalar parameters, key -> value as written (arrays left out)."""
+        return dict(t.split("=", 1) for t in self.tokens if "=" in t and not t.startswith("-"))
+
+    def text(self) -> str:
+        return " ".join([self.type, self.name, str(len(self.inputs)), str(len(self.outputs)),
+                         *self.inputs, *self.outputs, *self.tokens])
+
+
+def parse_param(text: str) -> list[ParamLayer]:
+    """The layers of .param text, in order; BundleError when it is not .param text."""
+    lines = text.strip().splitlines()
+    if not lines or lines[0].strip() != str(PARAM_MAGIC):
+        raise BundleError("not an ncnn .param file (bad magic number)")
+    layers = []
+    for line in lines[2:]:
+        t = line.split()
+        if not t:
+            continue
+        try:
+            n_in, n_out = int(t[2]), int(t[3])
+        except (IndexError, ValueError):
+            raise BundleError(f"not an ncnn .param layer line: {line[:80]!r}") from None
+        layers.append(ParamLayer(t[0], t[1], tuple(t[4:4 + n_in]), tuple(t[4 + n_in:4 + n_in + n_out]),
+                                 tuple(t[4 + n_in + n_out:])))
+    return layers
+
+
+def layers_param_text(layers: Sequence[ParamLayer]) -> str:
+    """.param text of these layers (the header counts them and the blobs they make)."""
+    blobs = {b for layer in layers for b in layer.outputs}
+    return "\n".join([str(PARAM_MAGIC), f"{len(layers)} {len(blobs)}", *(layer.text() for layer in layers)]) + "\n"

@@ -34,10 +34,9 @@ from ..errors import BundleError
 from . import q8
 from .bundle import Bundle, make_net_options
 from .device import gpu_load
+from .ncnn_graph import ParamLayer, layers_param_text, parse_param
 from .ncnn_mats import InputRow, as_mat, extract, extract_mat, extract_raw
 from .sequence_net import SequenceNet
-
-PARAM_MAGIC = "7767517"
 
 
 @dataclass(frozen=True)
@@ -52,38 +51,13 @@ class AttentionSite:
     params: tuple[str, ...]  # the SDPA layer's k=v tokens (mask flag, scale, kv-cache mode)
 
 
-@dataclass(frozen=True)
-class _Line:
-    type: str
-    name: str
-    inputs: list[str]
-    outputs: list[str]
-    params: list[str]
-
-    @classmethod
-    def parse(cls, text: str) -> _Line:
-        t = text.split()
-        n_in, n_out = int(t[2]), int(t[3])
-        return cls(t[0], t[1], t[4:4 + n_in], t[4 + n_in:4 + n_in + n_out], t[4 + n_in + n_out:])
-
-    def text(self) -> str:
-        return " ".join([self.type, self.name, str(len(self.inputs)), str(len(self.outputs)),
-                         *self.inputs, *self.outputs, *self.params])
-
-
 def step_param_text(param_text: str) -> tuple[str, list[AttentionSite]]:
     """Rewrite a talker / code-predictor .param (see the module docstring). Returns the new text and the
     attention sites in layer order."""
-    lines = param_text.strip().splitlines()
-    if not lines or lines[0].strip() != PARAM_MAGIC:
-        raise BundleError("not an ncnn .param file (bad magic number)")
     dropped_blobs: set[str] = set()
-    out: list[_Line] = []
+    out: list[ParamLayer] = []
     sites: list[AttentionSite] = []
-    for raw_line in lines[2:]:
-        if not raw_line.strip():
-            continue
-        line = _Line.parse(raw_line)
+    for line in parse_param(param_text):
         if line.type == "Input" and (line.name == "mask" or line.name.startswith(("k_in_", "v_in_"))):
             dropped_blobs.update(line.outputs)
             continue
@@ -93,19 +67,17 @@ def step_param_text(param_text: str) -> tuple[str, list[AttentionSite]]:
         if line.type == "SDPA":
             q, k, v = line.inputs[:3]
             att = line.outputs[0]
-            sites.append(AttentionSite(len(sites), q, k, v, att, tuple(line.params)))
-            out.append(_Line("Input", f"{att}__in", [], [att], []))
+            sites.append(AttentionSite(len(sites), q, k, v, att, line.tokens))
+            out.append(ParamLayer("Input", f"{att}__in", (), (att,)))
             continue
         if line.type == "Squeeze":  # rows stay a matrix: a 1-row vector would take the GEMV kernel
-            line = _Line("Noop", line.name, line.inputs, line.outputs, [])
+            line = ParamLayer("Noop", line.name, line.inputs, line.outputs)
         if any(b in dropped_blobs for b in line.inputs):
             raise BundleError(f"layer {line.name} reads a mask or cache blob outside attention")
         out.append(line)
     if not sites:
         raise BundleError("the graph has no attention layers to batch")
-    blobs = {b for line in out for b in line.outputs}
-    text = "\n".join([PARAM_MAGIC, f"{len(out)} {len(blobs)}", *(line.text() for line in out)]) + "\n"
-    return text, sites
+    return layers_param_text(out), sites
 
 
 def stacked_attention_param_text(param_text: str, heads: int, head_dim: int) -> str:
@@ -115,35 +87,28 @@ def stacked_attention_param_text(param_text: str, heads: int, head_dim: int) -> 
     numpy around a cut-out attention did ((heads, R, head_dim) -> (R * heads, 1, head_dim) and back), so each
     head, and each row, is computed on its own; one call per position then serves every row without a round trip
     through Python per layer."""
-    lines = param_text.strip().splitlines()
-    if not lines or lines[0].strip() != PARAM_MAGIC:
-        raise BundleError("not an ncnn .param file (bad magic number)")
-    out: list[_Line] = []
-    for raw_line in lines[2:]:
-        if not raw_line.strip():
-            continue
-        line = _Line.parse(raw_line)
+    out: list[ParamLayer] = []
+    for line in parse_param(param_text):
         if line.type == "Squeeze":  # rows stay a matrix (see step_param_text)
-            line = _Line("Noop", line.name, line.inputs, line.outputs, [])
+            line = ParamLayer("Noop", line.name, line.inputs, line.outputs)
         if line.type == "SDPA":
             if len(line.inputs) != 5 or len(line.outputs) != 3:
                 raise BundleError(f"attention layer {line.name} is not an unmasked attention with a KV cache")
             stacked = []
             for blob in line.inputs[:3]:
-                out.append(_Line("Permute", f"{blob}__rowsfirst", [blob], [f"{blob}__rows"], ["0=2"]))
-                out.append(_Line("Reshape", f"{blob}__stack", [f"{blob}__rows"], [f"{blob}__heads"],
-                                 [f"0={head_dim}", "1=1", "2=-1"]))
+                out.append(ParamLayer("Permute", f"{blob}__rowsfirst", (blob,), (f"{blob}__rows",), ("0=2",)))
+                out.append(ParamLayer("Reshape", f"{blob}__stack", (f"{blob}__rows",), (f"{blob}__heads",),
+                                      (f"0={head_dim}", "1=1", "2=-1")))
                 stacked.append(f"{blob}__heads")
             att = line.outputs[0]
-            out.append(_Line("SDPA", line.name, stacked + line.inputs[3:], [f"{att}__heads", *line.outputs[1:]],
-                             line.params))
-            out.append(_Line("Reshape", f"{att}__unstack", [f"{att}__heads"], [f"{att}__rows"],
-                             [f"0={head_dim}", f"1={heads}", "2=-1"]))
-            out.append(_Line("Permute", f"{att}__headsfirst", [f"{att}__rows"], [att], ["0=2"]))
+            out.append(ParamLayer("SDPA", line.name, (*stacked, *line.inputs[3:]), (f"{att}__heads", *line.outputs[1:]),
+                                  line.tokens))
+            out.append(ParamLayer("Reshape", f"{att}__unstack", (f"{att}__heads",), (f"{att}__rows",),
+                                  (f"0={head_dim}", f"1={heads}", "2=-1")))
+            out.append(ParamLayer("Permute", f"{att}__headsfirst", (f"{att}__rows",), (att,), ("0=2",)))
             continue
         out.append(line)
-    blobs = {b for line in out for b in line.outputs}
-    return "\n".join([PARAM_MAGIC, f"{len(out)} {len(blobs)}", *(line.text() for line in out)]) + "\n"
+    return layers_param_text(out)
 
 
 def stacked_code_predictor_net(bundle: Bundle, graph: str, heads: int, head_dim: int, precision: str,
@@ -165,9 +130,9 @@ def sdpa_param_text(site: AttentionSite) -> str:
     params = dict(tok.split("=", 1) for tok in site.params)
     masked = params.get("5", "0") == "1"
     names = ["q", "k", "v"] + (["mask"] if masked else []) + ["k_in", "v_in"]
-    lines = [f"Input {n} 0 1 {n}" for n in names]
-    lines.append(" ".join(["SDPA", "sdpa", str(len(names)), "3", *names, "att", "k_out", "v_out", *site.params]))
-    return "\n".join([PARAM_MAGIC, f"{len(lines)} {len(names) + 3}", *lines]) + "\n"
+    layers = [ParamLayer("Input", n, (), (n,)) for n in names]
+    layers.append(ParamLayer("SDPA", "sdpa", tuple(names), ("att", "k_out", "v_out"), site.params))
+    return layers_param_text(layers)
 
 
 Attend = Callable[[AttentionSite, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
