@@ -20,7 +20,8 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
         RecordingLength   how long the recording will be (every chunk's estimate + pauses, refined as they finish)
         run_long_synthesis(events, on_frame, on_audio, ...)   the one loop consuming them (engine/longform/consuming.py)
     estimated_frames(text)   a synthesis's length estimate from its text (its first FrameEvent.estimated_frames)
-    split_text, TextChunk, DEFAULT_MAX_CHARS   the text splitter; read_text_file   a text file as str
+    split_text, TextChunk, DEFAULT_MAX_CHARS   the text splitter
+    read_text_file, decode_text, MAX_TEXT_FILE_BYTES   a text file as str: UTF-8, or UTF-16 with its mark (one reader)
     write_atomic(path, data)   a file written to a temporary name, synced, then renamed over path;
         create_new(path, data)   the same, only if no file of that name exists (FileExistsError otherwise);
         os_reason(error)   what went wrong with a write, in words a user acts on ("the disk is full")
@@ -82,8 +83,9 @@ from .errors import (  # noqa: E402
     VoiceError,
     as_sentence,
 )
-from .io.fileio import create_new, os_reason, read_text_file, write_atomic  # noqa: E402
+from .io.fileio import create_new, os_reason, write_atomic  # noqa: E402
 from .io.safefile import load_npy_bytes, load_npy_file, npy_bytes_needed, regular_file_problem  # noqa: E402
+from .io.text_file import MAX_TEXT_FILE_BYTES, decode_text, read_text_file  # noqa: E402
 from .longform.consuming import run_long_synthesis  # noqa: E402
 from .longform.joining import JoinSettings  # noqa: E402
 from .longform.recording_length import RecordingLength  # noqa: E402
@@ -233,6 +235,8 @@ __all__ = [
     "make_demo_bundle",
     "read_audio_file",
     "read_text_file",
+    "decode_text",
+    "MAX_TEXT_FILE_BYTES",
     "write_atomic",
     "create_new",
     "os_reason",

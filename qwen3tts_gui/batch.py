@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from .engine_adapter import MAX_TEXT_FILE_BYTES, TextError, decode_text
 from .paths import readable_name
-from .user_files import UnusableFile, open_regular
+from .user_files import UnusableFile, read_regular
 
 MERGED_NAME = "all lines (merged).wav"
 
@@ -65,7 +66,7 @@ COLUMN_NAMES = {"text": ("text",), "voice": ("voice", "speaker"), "language": ("
 
 
 MAX_LINES = 10_000  # a batch of 10,000 lines is many hours of speech; a larger file is not a batch
-MAX_FILE_BYTES = 16 * 2**20  # 16 MB of text: far more than 10,000 lines; a larger file is refused before reading
+MAX_FILE_BYTES = MAX_TEXT_FILE_BYTES  # 16 MB of text: far more than 10,000 lines; a larger file is refused unread
 
 
 def parse_pasted(text: str) -> list[Row]:
@@ -154,17 +155,15 @@ def _row(parts: list[str]) -> Row:
 
 
 def read_lines_file(path: Path) -> list[Row]:
-    """A .csv (columns) or any text file (one line each), read as a stream: a file larger than MAX_FILE_BYTES,
-    or one that is not a regular file (a FIFO, /dev/zero), is refused before anything is read. Raises ValueError
-    with a one-line reason."""
+    """A .csv (columns) or any text file (one line each): a file larger than MAX_FILE_BYTES, or one that is not
+    a regular file (a FIFO, /dev/zero), is refused before anything is read. UTF-8 or UTF-16 with its mark (the
+    engine's one text reader). Raises ValueError with a one-line reason."""
     path = Path(path)
-    with _open_text(path) as f:
-        try:
-            rows = _csv_rows(f) if path.suffix.lower() == ".csv" else _pasted_rows(f)
-        except UnicodeDecodeError:
-            raise ValueError(f"{path.name} is not UTF-8 text") from None
-        except ValueError as e:
-            raise ValueError(f"{path.name}, {e}") from None
+    f = _open_text(path)
+    try:
+        rows = _csv_rows(f) if path.suffix.lower() == ".csv" else _pasted_rows(f)
+    except ValueError as e:
+        raise ValueError(f"{path.name}, {e}") from None
     if not rows:
         raise ValueError(f"{path.name} has no lines to speak")
     return rows
@@ -172,24 +171,21 @@ def read_lines_file(path: Path) -> list[Row]:
 
 def read_long_text(path: Path) -> Row:
     """The whole file as one item (a chapter: spoken in chunks, one output file)."""
-    try:
-        with _open_text(path) as f:
-            text = f.read().strip()
-    except UnicodeDecodeError:
-        raise ValueError(f"{Path(path).name} is not UTF-8 text") from None
-    if "\x00" in text:
-        raise ValueError(f"{Path(path).name} is not a text file")
+    text = _open_text(path).read().strip()
     if not text:
         raise ValueError(f"{Path(path).name} has no text to speak")
     return text, "", "auto", ""
 
 
-def _open_text(path: Path) -> io.TextIOWrapper:
-    """A regular file of at most MAX_FILE_BYTES, opened as UTF-8 text (a byte-order mark is dropped)."""
+def _open_text(path: Path) -> io.StringIO:
+    """A regular file of at most MAX_FILE_BYTES, decoded as the engine decodes every text file the user gives."""
     try:
-        f = open_regular(Path(path), MAX_FILE_BYTES)
+        data = read_regular(Path(path), MAX_FILE_BYTES)
     except FileNotFoundError:
         raise ValueError(f"{Path(path).name} does not exist") from None
     except UnusableFile as e:
         raise ValueError(f"{Path(path).name} cannot be imported: {e}") from None
-    return io.TextIOWrapper(f, encoding="utf-8-sig", newline="")
+    try:
+        return io.StringIO(decode_text(data, Path(path).name), newline="")  # line endings as in the file: csv
+    except TextError as e:
+        raise ValueError(str(e).rstrip(".")) from None

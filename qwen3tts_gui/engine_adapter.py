@@ -17,6 +17,7 @@ from engine import (
     DEFAULT_DECODER_PRECISION,
     FRAME_RATE,
     MAX_BATCH_SIZE,
+    MAX_TEXT_FILE_BYTES,
     SAMPLE_RATE,
     SAMPLES_PER_FRAME,
     AudioChunk,
@@ -51,6 +52,7 @@ from engine import (
     VoiceError,
     VoiceSummary,
     as_sentence,
+    decode_text,
     designed_voice,
     is_designed,
     load_npy_bytes,
@@ -78,6 +80,8 @@ from engine.store import (
 )
 
 __all__ = [
+    "MAX_TEXT_FILE_BYTES",
+    "decode_text",
     "gpu_choices",
     "load_npy_bytes",
     "npy_bytes_needed",

@@ -18,9 +18,6 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import TextError
-from .safefile import regular_file_problem
-
 _umask_lock = threading.Lock()
 
 
@@ -240,28 +237,3 @@ def _write_all(fd: int, data: memoryview) -> None:
 def file_mode() -> int:
     """The permissions an ordinary new file gets (0o666 less the umask)."""
     return 0o666 & ~current_umask()
-
-
-MAX_TEXT_FILE_BYTES = 16 * 1024 * 1024  # ~250 hours of speech; anything larger is not a text for this app
-
-
-def read_text_file(path: str | os.PathLike) -> str:
-    """A UTF-8 text file (a byte-order mark is dropped). Raises TextError with one line on any problem."""
-    path = Path(path)
-    problem = regular_file_problem(path, "text file")  # a FIFO would block the read forever
-    if problem:
-        raise TextError(problem)
-    try:
-        size = path.stat().st_size
-        if size > MAX_TEXT_FILE_BYTES:
-            raise TextError(f"{path.name} is {size / 2**20:.0f} MB; a text file can be at most "
-                            f"{MAX_TEXT_FILE_BYTES // 2**20} MB.")
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise TextError(f"The text file {path} does not exist.") from None
-    except OSError as e:
-        raise TextError(f"Cannot read {path}: {e.strerror or e}.") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise TextError(f"{path.name} is not UTF-8 text (byte {e.start} cannot be read); save it as UTF-8.") from None

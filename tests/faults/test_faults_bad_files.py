@@ -79,7 +79,7 @@ def test_fifo_as_reference_or_voice_is_refused_not_waited_on(tmp_path):
 
 def test_fifo_as_text_file_is_refused_not_waited_on(tmp_path):
     from engine.errors import TextError
-    from engine.io.fileio import read_text_file
+    from engine.io.text_file import read_text_file
 
     fifo = tmp_path / "book.txt"
     os.mkfifo(fifo)
