@@ -75,9 +75,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
             continue
         try:
             targets = [out / f"{line.name}.wav"] + ([out / f"{line.name}.codes.npy"] if args.codes else [])
-            taken = [t for t in targets if t.exists()]
-            if taken:
-                raise UsageError(f"{taken[0]} already exists; it is not overwritten.")
+            taken = [t for t in targets if os.path.lexists(t)]
+            if taken and not args.overwrite:
+                raise UsageError(f"{taken[0]} already exists; add --overwrite to replace it.")
+            if synth.model_kind == "voice_design" and not (line.instruct or "").strip():
+                raise UsageError('this VoiceDesign model makes its voice from a description: give the line an '
+                                 '"instruct" describing the voice.')
             key = (line.ref, line.ref_text, line.voice, line.x_vector_only, line.speaker)
             if key not in voices:
                 voices[key] = _job_voice(synth, line)
@@ -97,7 +100,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             try:
                 if result.codes.shape[0] == 0:
                     raise UsageError("the model produced no audio frames for this text; try another seed.")
-                wav = _write_result(out, line.name, result, args.codes)
+                wav = _write_result(out, line.name, result, args.codes, args.overwrite)
             except (EngineError, OSError) as e:
                 fail(line, f"Line {line.line}: {as_sentence(str(e))}")
                 continue
@@ -107,11 +110,17 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _write_result(out: Path, name: str, result, codes: bool) -> Path:
+def _write_result(out: Path, name: str, result, codes: bool, overwrite: bool = False) -> Path:
     """NAME.wav (and NAME.codes.npy), each name claimed at the moment of writing: a file that appeared in the
-    folder during the run is never replaced; the result then goes to 'NAME (2).wav'... Returns the wav path."""
+    folder during the run is never replaced; the result then goes to 'NAME (2).wav'... With overwrite, NAME.wav
+    is replaced atomically (the old file stays whole until the new one is complete). Returns the wav path."""
     from engine import save_audio
 
+    if overwrite:
+        wav = out / f"{name}.wav"
+        if codes:
+            save_npy_atomic(out / f"{name}.codes.npy", result.codes)
+        return save_audio(wav, result.audio)
     for n in range(1, 10_000):
         stem = name if n == 1 else f"{name} ({n})"
         wav, npy = out / f"{stem}.wav", out / f"{stem}.codes.npy"
@@ -160,6 +169,9 @@ def add_parser(sub) -> None:
     bt.add_argument("--greedy", action="store_true", help="argmax decoding (reproducible, parity mode)")
     bt.add_argument("--seed", type=int, help="seed of every job without its own")
     bt.add_argument("--codes", action="store_true", help="also write NAME.codes.npy (frames x 16 int64)")
+    bt.add_argument("--overwrite", action="store_true",
+                    help="replace NAME.wav (and NAME.codes.npy) where they exist (default: such a job fails and the "
+                         "file is kept)")
     bt.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     add_device_options(bt)
     bt.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,

@@ -1,7 +1,7 @@
 """The jobs file of `qwen3tts batch`: one JSON object per line.
 
     {"name": "intro", "text": "...", "language": "english", "ref": "ref.wav", "ref_text": "..."}
-    {"name": "b", "text": "...", "ref": "ref.wav", "x_vector_only": true}
+    {"name": "b", "text": "...", "ref": "ref.wav"}            (no ref_text: the voice's timbre only, as in the app)
     {"name": "c", "text": "...", "voice": "narrator.qvoice", "max_frames": 200, "seed": 7}
     {"name": "d", "text": "...", "speaker": "serena", "instruct": "Slowly."}     (CustomVoice)
     {"name": "e", "text": "...", "instruct": "A deep, calm voice."}            (VoiceDesign)
@@ -97,8 +97,6 @@ def _parse(raw: str, number: int, base: Path) -> JobLine:
             return bad(f'"{field}" must be a non-empty string.', name)
     if not isinstance(x_only, bool):
         return bad('"x_vector_only" must be true or false.', name)
-    if ref is not None and ref_text is None and not x_only:
-        return bad('in-context cloning needs "ref_text" (the reference transcript), or "x_vector_only": true.', name)
     if voice is not None and ref_text is not None:
         return bad('"ref_text" goes with "ref"; a voice file already holds its transcript.', name)
     numbers = {}

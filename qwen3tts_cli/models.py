@@ -11,14 +11,14 @@ from .common import ProgressBar
 
 
 def cmd_models_list(args: argparse.Namespace) -> int:
-    """Installed models, one line each starting with the name; then unfinished downloads and the catalogue."""
+    """Installed models, one line each starting with the name, on stdout; with --available the catalogue follows
+    on stdout too (it is what was asked for); notes and unfinished downloads go to stderr."""
     from engine.store import CATALOGUE, ModelStore, format_bytes, pending_downloads
 
     store = ModelStore()
     installed = store.installed()
     for m in installed:
-        source = m.repo_id or "imported"
-        print(f"{m.name}  {m.precision}  {format_bytes(m.disk_bytes)}  {source}")
+        print(f"{m.name}  {m.precision}  {format_bytes(m.disk_bytes)}  {m.source}")
         if m.note:
             print(f"  ({m.note})", file=sys.stderr)
     info = sys.stderr
@@ -33,7 +33,7 @@ def cmd_models_list(args: argparse.Namespace) -> int:
             mark = "installed" if e.repo_id in have else "available"
             sizes = ", ".join(f"{p} {format_bytes(b)}" for p, b in e.bundle_bytes.items())
             print(f"{e.name}  {mark}  download {format_bytes(e.download_bytes)}  on disk {sizes}  "
-                  f"({e.abilities})", file=info)
+                  f"({e.abilities})")
     return 0
 
 
@@ -80,7 +80,7 @@ def add_parser(sub) -> None:
     ms = sub.add_parser("models", help="installed models: list, download (from the hub or a mirror), remove")
     msub = ms.add_subparsers(dest="models_command", required=True, metavar="ACTION")
     ml = msub.add_parser("list", help="installed models, one per line (name first)")
-    ml.add_argument("--available", action="store_true", help="also show the catalogue with sizes (on stderr)")
+    ml.add_argument("--available", action="store_true", help="also list the models that can be downloaded, with their sizes")
     ml.set_defaults(func=cmd_models_list)
     md = msub.add_parser("download", help="download a checkpoint and install it as a model")
     md.add_argument("source", metavar="REPO_ID_OR_CATALOGUE_NAME",

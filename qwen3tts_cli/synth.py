@@ -33,6 +33,9 @@ from .common import (
     tune_if_needed,
 )
 
+TIMBRE_ONLY_NOTE = ("qwen3tts: no --ref-text: cloning the voice's timbre only; the reference's transcript (--ref-text) "
+                    "lets the model copy its delivery too.")
+
 
 def _voice_for(synth, args: argparse.Namespace):
     """The voice of a synth command: --voice FILE or --ref AUDIO [--ref-text TEXT] [--x-vector-only] (Base),
@@ -46,6 +49,9 @@ def _voice_for(synth, args: argparse.Namespace):
     if synth.model_kind != "custom_voice" and args.speaker is not None:
         synth.kind.speaker(args.speaker)  # Base / VoiceDesign explain they have no preset speakers
     if synth.model_kind == "voice_design":
+        if not (args.instruct or "").strip():  # the app refuses it too: without one the voice is anybody's
+            raise UsageError('This VoiceDesign model makes its voice from a description: add --instruct "A warm, '
+                             'low female voice, calm and a little husky." (or your own words).')
         return None
     if synth.model_kind == "custom_voice":
         if args.speaker is None:
@@ -64,8 +70,7 @@ def _voice_for(synth, args: argparse.Namespace):
     if args.ref is None:
         raise UsageError("give the voice to clone: --ref REFERENCE_AUDIO or --voice VOICE_FILE")
     if args.ref_text is None and not args.x_vector_only:
-        raise UsageError("in-context cloning needs the reference transcript: add --ref-text TEXT, "
-                         "or --x-vector-only to clone from the voice timbre alone")
+        print(TIMBRE_ONLY_NOTE, file=sys.stderr)  # as the app does with a voice that has no transcript
     ref_text = None if args.x_vector_only else args.ref_text
     return synth.create_voice(str(args.ref), ref_text=ref_text)
 
@@ -221,8 +226,9 @@ def add_parser(sub) -> None:
     s.add_argument("--text-file", type=Path, help="a UTF-8 text file (any length) instead of --text")
     s.add_argument("-o", "--output", type=Path, required=True, help="output audio file (.wav, .flac, .ogg)")
     s.add_argument("--ref", type=Path, help="reference audio of the voice to clone")
-    s.add_argument("--ref-text", help="transcript of the reference (enables in-context cloning)")
-    s.add_argument("--x-vector-only", action="store_true", help="ignore --ref-text; clone from the x-vector only")
+    s.add_argument("--ref-text", help="transcript of the reference: in-context cloning, a closer copy (without it: the voice's "
+                        "timbre only, as in the app)")
+    s.add_argument("--x-vector-only", action="store_true", help="ignore --ref-text; clone the timbre only (x-vector)")
     s.add_argument("--voice", type=Path, help="a saved voice file instead of --ref")
     s.add_argument("--language", default="auto")
     s.add_argument("--greedy", action="store_true", help="argmax decoding (reproducible, parity mode)")

@@ -105,7 +105,6 @@ def _bad_inputs(tmp: Path, bundle: Path) -> dict[str, list[str]]:
         "corrupt reference": (["--ref", str(corrupt), "--x-vector-only"], ["corrupt.wav", "damaged"]),
         "missing reference": (["--ref", str(tmp / "nope.wav"), "--x-vector-only"], ["nope.wav", "does not exist"]),
         "empty reference text": (["--ref", str(REF), "--ref-text", "  "], ["reference text is empty"]),
-        "ICL without reference text": (["--ref", str(REF)], ["--ref-text", "--x-vector-only"]),
         "voice of another model": (["--voice", str(foreign)], ["foreign.qvoice", "different model"]),
         "voice and ref": (["--voice", str(foreign), *ref], ["--voice", "--ref", "not both"]),
         "zero max frames": (["--max-frames", "0", *ref], ["Max frames", "not 0"]),

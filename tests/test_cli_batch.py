@@ -47,3 +47,26 @@ def test_batch_command(tmp_path, capsys):
     assert "already exists" in capsys.readouterr().out
     assert main(["batch", "--model", str(bundle), "--jobs", str(tmp_path / "none.jsonl"), "--out-dir", str(out)]) == 2
     assert main(["batch", "--model", str(bundle), "--jobs", str(jobs), "--out-dir", str(out), "--batch-size", "0"]) == 2
+
+
+def test_existing_outputs_fail_naming_overwrite_and_overwrite_replaces_them(tmp_path, capsys):
+    bundle = bundle_for("tiny06b", "fp32")
+    xv = load_case(OUTPUTS / "tiny06b" / "synth_xv_en_16k.npz")
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(json.dumps({"name": "xv", "text": xv["text"], "language": xv["language"],
+                                "ref": str(AUDIO / xv["ref_audio"]), "x_vector_only": True,
+                                "max_frames": xv["max_new_tokens"] - 1}) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "xv.wav").write_bytes(b"an older take")
+    (out / "xv.codes.npy").write_bytes(b"older codes")
+    args = ["batch", "--model", str(bundle), "--jobs", str(jobs), "--out-dir", str(out), "--greedy", "--codes"]
+    assert main(args) == 1
+    stdout = capsys.readouterr().out
+    assert stdout.startswith("failed  xv:") and "already exists" in stdout and "--overwrite" in stdout, stdout
+    assert (out / "xv.wav").read_bytes() == b"an older take"  # kept without --overwrite
+    assert main([*args, "--overwrite"]) == 0
+    stdout = capsys.readouterr().out
+    assert stdout.startswith(f"ok      xv: wrote {out / 'xv.wav'} ("), stdout
+    assert np.array_equal(np.load(out / "xv.codes.npy"), xv["codes"])
+    assert sorted(p.name for p in out.iterdir()) == ["xv.codes.npy", "xv.wav"]  # replaced, not "xv (2).wav"

@@ -153,7 +153,8 @@ def test_demo_model_unknown_kind_is_refused(tmp_path):
                                          ("tinyvd17b", ["vd_en", "vd_no_instruct"])])
 def test_batch_jobs_with_speakers_and_instructions(tmp_path, capsys, model, names):
     """`qwen3tts batch`: "speaker" / "instruct" fields; greedy codes equal the official ones (the model's default
-    text mode, as these cases used); a line with two voices or an unknown speaker fails alone."""
+    text mode, as these cases used); a line with two voices, an unknown speaker or (VoiceDesign) no description
+    fails alone."""
     import json
 
     jobs = tmp_path / "jobs.jsonl"
@@ -179,4 +180,8 @@ def test_batch_jobs_with_speakers_and_instructions(tmp_path, capsys, model, name
     if model == "tinycv17b":
         assert any(s.startswith("failed  bob:") and "Unknown speaker 'bob'" in s for s in stdout.splitlines())
     for name in names:
+        if model == "tinyvd17b" and not str(case(model, name)["instruct"]):  # refused, as in the app
+            assert any(s.startswith(f"failed  {name}:") and "description" in s for s in stdout.splitlines())
+            assert not (out / f"{name}.wav").exists()
+            continue
         np.testing.assert_array_equal(np.load(out / f"{name}.codes.npy"), case(model, name)["codes"])

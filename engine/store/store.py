@@ -19,6 +19,7 @@ from pathlib import Path
 
 import platformdirs
 
+from ..demo import DEMO_MARK
 from ..errors import EngineError
 from ..runtime.q8 import FORMAT_VERSION as Q8_FORMAT_VERSION
 
@@ -76,6 +77,12 @@ class InstalledModel:
     repo_id: str  # "" when imported from a local checkpoint
     disk_bytes: int
     note: str = ""  # one line for the listing, e.g. that an 8-bit bundle predates outlier smoothing
+    demo: bool = False  # the app's demo model (random weights, made on this computer): neither downloaded nor imported
+
+    @property
+    def source(self) -> str:
+        """Where the model came from, for listings: its repository, "demo" or "imported" (a local checkpoint)."""
+        return "demo" if self.demo else self.repo_id or "imported"
 
 
 def folder_bytes(path: Path) -> int:
@@ -158,7 +165,9 @@ class ModelStore:
         note = ""
         if precision == "q8" and isinstance(manifest, dict) and manifest.get("q8_format", 1) != Q8_FORMAT_VERSION:
             note = OLD_Q8_NOTE
-        return InstalledModel(d.name, d, str(precision), str(repo), folder_bytes(d), note)
+        config = manifest.get("config") if isinstance(manifest, dict) else None
+        demo = isinstance(config, dict) and config.get(DEMO_MARK) is True
+        return InstalledModel(d.name, d, str(precision), str(repo), folder_bytes(d), note, demo=demo)
 
     def get(self, name: str) -> InstalledModel | None:
         d = self.root / name

@@ -123,7 +123,7 @@ class ModelsDialog(QDialog):
         self.table.clear()
         for m in models:
             name = f"{m.name} (default)" if default and Path(default) == m.path else m.name
-            item = QTreeWidgetItem([name, m.precision, format_bytes(m.disk_bytes), m.repo_id or "imported"])
+            item = QTreeWidgetItem([name, m.precision, format_bytes(m.disk_bytes), m.source])
             item.setData(0, Qt.ItemDataRole.UserRole, str(m.path))
             if m.note:  # e.g. an 8-bit bundle from before outlier smoothing: offer converting it again
                 item.setText(1, f"{m.precision} (old)")

@@ -128,6 +128,16 @@ def test_models_dialog_lists_sets_default_moves_and_removes(qtbot, make_window, 
     dialog.close()
 
 
+def test_models_dialog_lists_the_demo_model_as_the_demo(make_window, tmp_path, monkeypatch, demo_bundle):
+    store_dir = tmp_path / "models"
+    monkeypatch.setenv("QWEN3TTS_MODELS_DIR", str(store_dir))
+    store_dir.mkdir()
+    shutil.copytree(demo_bundle, store_dir / "demo")
+    dialog = make_window(model=False).show_models()
+    assert dialog.table.topLevelItem(0).text(3) == "demo"  # neither downloaded nor imported
+    dialog.close()
+
+
 def qtbot_left():
     from PySide6.QtCore import Qt
 
