@@ -10,6 +10,7 @@ name are not takes. The oldest takes go when the history grows past the user's s
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -27,6 +28,7 @@ MAX_TAKE_NUMBER = 999_999_999  # nine digits: a stray folder with a longer numbe
 _TAKE_DIR = re.compile(r"[0-9]{6,9}")
 _PARTIAL = re.compile(r"\.[0-9]{6,9}\.partial")
 STALE_SECONDS = 60
+STRAY_GAP = 1_000_000  # takes are numbered one after another: a folder this far above the rest is not one of them
 
 
 class TakeStore:
@@ -59,8 +61,8 @@ class TakeStore:
                 voice = take.voice if is_designed(take.voice) else replace(take.voice, ref_audio=None)
                 voice.save(tmp / VOICE_FILE)
             _sync_folder(tmp)
-            if final.exists():
-                shutil.rmtree(final)
+            if os.path.lexists(final):  # never replaced: it is someone's (a stray folder, another copy's take)
+                raise FileExistsError(errno.EEXIST, "a folder of that name is already there", str(final))
             tmp.rename(final)
             _sync_folder(self.folder)
         except (OSError, VoiceError) as e:
@@ -134,8 +136,15 @@ class TakeStore:
                 log.info("removed %s, a take left half written", entry.path)
 
     def last_number(self) -> int:
-        """The highest take number on disk, readable or not (new takes never reuse a damaged one's folder)."""
-        return max((int(d.name) for d in self._take_dirs()), default=0)
+        """The highest take number on disk, readable or not (new takes never reuse a damaged one's folder), not
+        counting a stray folder far above the others (numbering on from 999999999 would give names no longer
+        read as takes: every later take would be lost at the next start)."""
+        last = 0
+        for number in sorted(int(d.name) for d in self._take_dirs()):
+            if number - last > STRAY_GAP:
+                break
+            last = number
+        return last
 
     def size_bytes(self) -> int:
         return sum(_size(d) for d in self._take_dirs())

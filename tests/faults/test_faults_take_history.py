@@ -295,3 +295,22 @@ def test_a_take_voice_file_is_read_when_the_take_is_regenerated(tmp_path, monkey
     assert len(again.audio) == 12000  # still plays
     with pytest.raises(Exception, match="not a regular file"):
         again.ready_voice()
+
+
+def test_a_stray_folder_far_above_the_takes_does_not_stop_the_numbering(history):
+    (history / "999999999").mkdir()  # a valid take name: numbering on from it would leave the names read as takes
+    store = TakeStore(history)
+    assert [t.number for t in store.load_all()] == [1, 2, 3]
+    assert store.last_number() == 3
+    assert store.save(_take(4))
+    assert [t.number for t in TakeStore(history).load_all()] == [1, 2, 3, 4]
+
+
+def test_a_take_never_replaces_a_folder_already_there(history):
+    (history / "000004").mkdir()
+    (history / "000004" / "notes.txt").write_text("mine")
+    store = TakeStore(history)
+    assert not store.save(_take(4))
+    assert (history / "000004" / "notes.txt").read_text() == "mine"
+    assert "already there" in store.take_problems()[0]
+    assert sorted(p.name for p in history.iterdir()) == ["000001", "000002", "000003", "000004"]
