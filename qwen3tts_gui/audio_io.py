@@ -166,10 +166,12 @@ class Player(QObject):
     playing_changed = Signal(bool)
     buffering = Signal(bool)  # paused until enough of a growing sound is ready
     error = Signal(str)
+    notice = Signal(str)  # for the status line: why nothing can be played
 
     def __init__(self, backend: AudioBackend, parent: QObject | None = None):
         super().__init__(parent)
         self.backend = backend
+        self._said = ""  # the last cannot-play message the status line was given
         self._lock = threading.Lock()
         self._buf = _GrowingBuffer()
         self._pos = 0
@@ -203,9 +205,25 @@ class Player(QObject):
         return self.backend.output_problem()
 
     def cannot_play_message(self) -> str:
-        """What every "Cannot play" box says (take, stream or reference alike)."""
+        """What the status line says when nothing can be played (take, stream or reference alike)."""
         problem = self.problem() or "The audio output is not available"
         return f"{as_sentence(problem)} Nothing can be played, but generating and saving still work."
+
+    def play_tooltip(self, normal: str) -> str:
+        """A Play button's tooltip: `normal`, or why it is disabled when there is no sound output."""
+        problem = self.problem()
+        return f"{as_sentence(problem)} Nothing can be played; generating and saving still work." if problem else normal
+
+    def say_cannot_play(self, every_time: bool = False) -> None:
+        """Tell the status line (`notice`) that nothing can be played: once per problem when a Play button turns
+        out disabled, each time a press fails (a modal box at every press would be in the way)."""
+        message = self.cannot_play_message()
+        if every_time:
+            self.notice.emit(message)
+        elif message != self._said:
+            self._said = message
+            # after the event that made a Play button usable has said its own ("Generated 2.1 s"), not under it
+            QTimer.singleShot(0, self, lambda: self.notice.emit(message))
 
     def play(self, samples: np.ndarray, samplerate: int = SAMPLE_RATE, complete: bool = True, start: int = 0,
              owner: object | None = None) -> bool:

@@ -104,6 +104,7 @@ class MainWindow(QMainWindow):
         self.settings_box = GenerationSettingsBox(ctx.settings)
         self.progress = ProgressPanel()
         self.output = OutputPanel(ctx)
+        ctx.player.notice.connect(lambda message: self.statusBar().showMessage(message, 15000))
         self.output.regenerate.connect(self.regenerate)
         self.output.take_selected.connect(self._take_selected)
         self.take_store = TakeStore(takes_folder or takes_dir())

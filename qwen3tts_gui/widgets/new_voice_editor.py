@@ -235,7 +235,7 @@ class NewVoiceEditor(QWidget):
         mono = samples.mean(axis=1) if samples.ndim == 2 else samples
         self._play_offset = a
         if not self.ctx.player.play(mono[a:b], sr, owner="reference"):
-            self.ctx.dialogs.error(self, "Cannot play", self.ctx.player.cannot_play_message())
+            self.ctx.player.say_cannot_play(every_time=True)
 
     def _position(self, sample: int) -> None:
         if self.ctx.player.owner == "reference":
@@ -305,6 +305,8 @@ class NewVoiceEditor(QWidget):
         has_ref = self._ref is not None and not self.recorder.recording
         for b in (self.play_ref_btn, self.trim_btn, self.select_all_btn):
             b.setEnabled(has_ref)
+        self.play_ref_btn.setEnabled(has_ref and (playing_ref or self.ctx.player.problem() is None))
+        self.play_ref_btn.setToolTip(self.ctx.player.play_tooltip("Play the selected part of the reference"))
         self.create_btn.setEnabled(has_ref and self.ctx.synth is not None and not self.ctx.busy)
         self.create_btn.setToolTip("" if self.ctx.synth is not None else "Open a model first")
         self.new_file_btn.setEnabled(not self.recorder.recording)

@@ -297,7 +297,7 @@ class OutputPanel(QWidget):
 
     def _play(self, audio: np.ndarray, complete: bool) -> None:
         if not self.ctx.player.play(audio, SAMPLE_RATE, complete=complete, owner=self):
-            self.ctx.dialogs.error(self, "Cannot play", self.ctx.player.cannot_play_message())
+            self.ctx.player.say_cannot_play(every_time=True)
 
     def save_take(self, take: Take | None) -> None:
         if take is not None:
@@ -311,12 +311,14 @@ class OutputPanel(QWidget):
         playing = self.ctx.player.owner is self and self.ctx.player.playing
         has_audio = self.current is not None or (self.streaming and len(self.wave.samples) > 0)
         self.play_btn.setText("■  Stop" if playing else "▶  Play")
-        self.play_btn.setEnabled(playing or has_audio)
+        no_output = self.ctx.player.problem() is not None
+        self.play_btn.setEnabled(playing or (has_audio and not no_output))
         if not playing:
             self.wave.set_position(-1)
         self.buffering_note.setVisible(playing and self.ctx.player.is_buffering)
-        no_output = self.ctx.player.problem()
-        self.play_btn.setToolTip(no_output or "Play / stop")
+        self.play_btn.setToolTip(self.ctx.player.play_tooltip("Play / stop"))
+        if no_output and self.current is not None:  # the first take Play could play: say once why it cannot
+            self.ctx.player.say_cannot_play()
         has_take = self.current is not None
         self.save_btn.setEnabled(has_take)
         self.regen_btn.setEnabled(has_take)

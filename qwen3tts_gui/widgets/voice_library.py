@@ -192,7 +192,7 @@ class VoiceLibraryView(QWidget):
             self.ctx.dialogs.info(self, "No reference audio", "This voice file has no reference audio to play.")
             return
         if not self.ctx.player.play(voice.ref_audio, SAMPLE_RATE, owner=("voice", entry.path)):
-            self.ctx.dialogs.error(self, "Cannot play", self.ctx.player.cannot_play_message())
+            self.ctx.player.say_cannot_play(every_time=True)
 
     def rename_selected(self) -> None:
         entry = self.selected_entry()
@@ -255,3 +255,5 @@ class VoiceLibraryView(QWidget):
         has = self.selected_entry() is not None
         for b in (self.play_voice_btn, self.rename_btn, self.delete_btn, self.export_btn):
             b.setEnabled(has)
+        self.play_voice_btn.setEnabled(has and self.ctx.player.problem() is None)
+        self.play_voice_btn.setToolTip(self.ctx.player.play_tooltip("Play the voice's reference audio"))
