@@ -217,11 +217,13 @@ def audio_file_writer(path: str | Path, subtype: str | None = None):
     return AudioFileWriter(path, subtype=subtype)
 
 
-def save_audio(path: str | Path, samples: np.ndarray, sr: int = SAMPLE_RATE, subtype: str | None = None) -> None:
-    """Atomic write; the format follows the suffix (.wav .flac .ogg); subtype None: 16-bit PCM (Vorbis for .ogg)."""
+def save_audio(path: str | Path, samples: np.ndarray, sr: int = SAMPLE_RATE, subtype: str | None = None,
+               exclusive: bool = False) -> None:
+    """Atomic write; the format follows the suffix (.wav .flac .ogg); subtype None: 16-bit PCM (Vorbis for .ogg).
+    exclusive: only if no file of that name exists when it is written (FileExistsError otherwise)."""
     from engine import save_audio as _save
 
-    _save(path, samples, sr, subtype=subtype)
+    _save(path, samples, sr, subtype=subtype, exclusive=exclusive)
 
 
 def convert_checkpoint(

@@ -34,6 +34,7 @@ from .engine_adapter import (
     save_audio,
 )
 from .long_text import LongHandlers, needs_chunks, speak_long
+from .paths import candidate_paths, unique_path
 
 
 class Worker(QThread):
@@ -171,6 +172,7 @@ class BatchJob:
     out_path: Path
     problem: str | None = None  # a reason this line cannot run (e.g. its voice is missing)
     instruct: str | None = None  # the style instruction sent with it (CustomVoice 1.7B), None for none
+    may_replace: bool = False  # its file existed before the run and the user agreed to replace it
 
 
 class BatchWorker(Worker):
@@ -195,6 +197,7 @@ class BatchWorker(Worker):
         self.wav_subtype = wav_subtype  # None: 16-bit PCM; "FLOAT" when the user chose float WAV files
         self.long_options = long_options  # LongTextOptions for items that are long texts
         self.merge_path, self.gap_seconds = merge_path, gap_seconds
+        self.merge_may_replace = False  # the merged file existed before the run and the user agreed to replace it
         self.batch_size = batch_size
         self._written: set[int] = set()  # lines whose file is complete
         self._failed = 0
@@ -236,6 +239,8 @@ class BatchWorker(Worker):
         every line's audio for the merge grew without bound with the batch). Reading a line's 16-bit or float
         file back gives exactly the samples written, so the merged file is what joining in memory gave."""
         gap = np.zeros(int(self.gap_seconds * SAMPLE_RATE), np.float32)
+        if not self.merge_may_replace:  # appeared during the run: not the user's to lose
+            self.merge_path = unique_path(self.merge_path)
         with audio_file_writer(self.merge_path, self.wav_subtype) as writer:
             for i, job in enumerate(done):
                 self.check_cancel()
@@ -293,10 +298,24 @@ class BatchWorker(Worker):
             run.close()
 
     def _save(self, job: BatchJob, audio: np.ndarray) -> None:
-        job.out_path.parent.mkdir(parents=True, exist_ok=True)
-        save_audio(job.out_path, audio, SAMPLE_RATE, self.wav_subtype)
+        self._write_line(job, audio)
         self._written.add(job.key)
         self.line_done.emit(job.key, str(job.out_path), len(audio) / SAMPLE_RATE)
+
+    def _write_line(self, job: BatchJob, audio: np.ndarray) -> None:
+        """The line's file: replaced only when the user agreed to it before the run; a file that appeared under
+        its name during the run is left alone and the line goes to 'NAME (2).wav'... (job.out_path follows)."""
+        job.out_path.parent.mkdir(parents=True, exist_ok=True)
+        if job.may_replace:
+            save_audio(job.out_path, audio, SAMPLE_RATE, self.wav_subtype)
+            return
+        for path in candidate_paths(job.out_path):
+            try:
+                save_audio(path, audio, SAMPLE_RATE, self.wav_subtype, exclusive=True)
+            except FileExistsError:
+                continue
+            job.out_path = path
+            return
 
     def _line_failed(self, job: BatchJob, error: BaseException) -> None:
         self._failed += 1
@@ -309,7 +328,6 @@ class BatchWorker(Worker):
         result, skipped = speak_long(self.synth, job.text, job.voice, job.language, self.settings, handlers,
                                      instruct=job.instruct, options=self.long_options)
         if skipped:  # keep what was made, but a chapter with holes is not a finished line
-            job.out_path.parent.mkdir(parents=True, exist_ok=True)
-            save_audio(job.out_path, result.audio, SAMPLE_RATE, self.wav_subtype)
+            self._write_line(job, result.audio)
             raise _LineProblem(f"Saved {job.out_path.name} without some parts. {' '.join(skipped)}")
         return result.audio

@@ -529,6 +529,8 @@ class BatchPanel(QWidget):
         merge = folder / MERGED_NAME if self.merge.isChecked() else None
         existing = [p.name for p in [*(j.out_path for j in jobs), *([merge] if merge else [])]
                     if p.exists() or p.is_symlink()]
+        for job in jobs:  # asked below; any other file that appears meanwhile is left alone
+            job.may_replace = job.out_path.name in existing
         if existing and not self.ctx.dialogs.question(
             self, "Replace files?", f"{len(existing)} file(s) in {folder} will be replaced, e.g. “{existing[0]}”. Go on?"
         ):
@@ -541,6 +543,7 @@ class BatchPanel(QWidget):
         worker = BatchWorker(self.ctx.synth, jobs, settings, merge, self.gap.value() / 1000, self,
                              long_options=long_text_options(self.ctx.settings), batch_size=self.at_once.value() or None,
                              wav_subtype="FLOAT" if self.ctx.settings.wav_float else None)
+        worker.merge_may_replace = merge is not None and merge.name in existing
         worker.line_started.connect(self._line_started)
         worker.line_progress.connect(self._line_progress)
         worker.line_done.connect(self._line_done)

@@ -171,3 +171,34 @@ def test_the_merged_file_is_streamed_from_the_line_files_and_equals_them(qtbot, 
     gap = np.zeros(2400, np.float32)
     merged, _ = sf.read(tmp_path / "out" / MERGED_NAME, dtype="float32")
     np.testing.assert_array_equal(merged, np.concatenate([lines[0], gap, lines[1], gap, lines[2], gap, lines[3]]))
+
+
+def test_files_that_appear_during_a_run_are_left_alone(qtbot, make_window, settings, dialogs, tmp_path, monkeypatch):
+    from qwen3tts_gui import workers
+
+    window = make_window()
+    panel = window.batch
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "001 - Old line.wav").write_bytes(b"replace me")  # asked about, and agreed to
+    settings.batch_dir = str(out)
+    panel._show_folder()
+    panel.merge.setChecked(True)
+    panel.add_rows([("Old line.", "", "auto"), ("New line.", "", "auto")])
+    real = workers.BatchWorker._run_together
+
+    def meanwhile(self, jobs):  # another program writes into the folder while the lines are generated
+        (out / "002 - New line.wav").write_bytes(b"theirs")
+        (out / MERGED_NAME).write_bytes(b"theirs too")
+        return real(self, jobs)
+
+    monkeypatch.setattr(workers.BatchWorker, "_run_together", meanwhile)
+    dialogs.answer = True
+    assert _run(qtbot, panel, panel.run_all)
+    assert len(dialogs.questions) == 1 and "001 - Old line.wav" in dialogs.questions[0][1]
+    assert (out / "001 - Old line.wav").read_bytes()[:4] == b"RIFF"
+    assert (out / "002 - New line.wav").read_bytes() == b"theirs"
+    assert (out / MERGED_NAME).read_bytes() == b"theirs too"
+    assert (out / "002 - New line (2).wav").read_bytes()[:4] == b"RIFF"
+    assert (out / "all lines (merged) (2).wav").read_bytes()[:4] == b"RIFF"
+    assert panel.model.lines[1].output.endswith("002 - New line (2).wav")
