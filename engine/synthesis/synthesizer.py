@@ -2,8 +2,8 @@
 
 Synthesizer(bundle_dir, threads=None) loads a model; what its callers may use is engine/synthesis/contract.py's
 SynthesizerContract, which it implements (checked by mypy and tests/gui/test_contract.py). Here: loading the
-networks, checking a request and planning it (the prompt, the frame cap), and turning its frames into events and
-audio (synthesis/generation.py makes the frames, synthesis/streaming.py decodes them as they come).
+networks, voices, and checking and planning a request; synthesis/planning.py holds the rules, prompting.py makes
+the prompt, generation.py makes the frames and jobs.py turns them into events and audio.
 """
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import secrets
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..codec_format import FRAME_RATE, NUM_CODE_GROUPS, SAMPLE_RATE, SAMPLES_PER_FRAME
-from ..errors import Cancelled, EngineError, TextError, VoiceError
+from ..codec_format import SAMPLES_PER_FRAME
+from ..errors import EngineError, TextError
 from ..nets.code_predictor import CodePredictor
 from ..nets.codec_decoder import DEFAULT_DECODER_PRECISION, CodecDecoder, check_decoder_precision
 from ..nets.talker import Talker
@@ -27,24 +27,17 @@ from ..runtime.bundle import Bundle
 from ..runtime.cpu import load_average, physical_cores
 from ..runtime.device import DEFAULT_DEVICE, DEFAULT_GPU_PRECISION, Device, GpuError, resolve_device
 from ..runtime.tuning import TuningRecord
-from ..text.length import estimated_frames
-from ..text.prompt import Prompt, PromptIds, build_prompt
+from ..text.prompt import Prompt, PromptIds
 from ..text.tokenizer import TextTokenizer, clean_text
-from ..types import (
-    FrameEvent,
-    GenerationSettings,
-    JobEvent,
-    SynthesisEvent,
-    SynthesisJob,
-    SynthesisResult,
-    Timings,
-)
+from ..types import GenerationSettings, JobEvent, SynthesisEvent, SynthesisJob
 from ..voice import Voice
+from . import planning
 from .contract import AudioSource, SynthesizerContract, VoiceChoice
-from .designed_voice import is_designed
-from .generation import FrameLoop, SequenceState, check_batch_size, generate
-from .model_kind import ModelKind, Speaker, prompt_language
+from .generation import SequenceState, check_batch_size
+from .jobs import Job, batch_events, job_events
+from .model_kind import ModelKind, Speaker
 from .placement import check_weights_fit, gpu_failures, load_placed, on_cpu_after
+from .prompting import PromptMaker
 from .runs import BatchRun
 from .sampling import Sampler, SamplingConfig, resolve, settings_from_generation_config
 from .self_tuning import (
@@ -55,26 +48,8 @@ from .self_tuning import (
     thread_plan,
     tune_synthesizer,
 )
-from .streaming import StreamedAudio
 
-# a text longer than this many characters per position cannot fit the context, whatever --max-frames says
-# (generous: ordinary text is 3-5 characters a token); refused before it is tokenized
-MAX_CHARS_PER_POSITION = 64
-PRODUCT_MAX_SECONDS = 300.0  # one synthesis speaks at most 5 minutes unless --max-frames asks for more
-MIN_DEFAULT_FRAMES = 125  # a default cap never below 10 s
 DEFAULT_BATCH_SIZE = 4  # side by side on q8 bundles (suggested_batch_size): see docs/performance.md, "Several lines at once"
-POSITION_MARGIN = 8
-
-
-@dataclass
-class _Job:
-    """A validated synthesis request: the sequence to generate and how to turn it into audio."""
-
-    sequence: SequenceState
-    estimated_frames: int
-    ref_codes: np.ndarray | None  # ICL reference frames (decoded before the generated ones, then cut)
-    stream_audio: bool
-    decode: bool
 
 
 class Synthesizer:
@@ -258,12 +233,14 @@ class Synthesizer:
             self._encoder_net = CodecEncoder(self._bundle, self.threads)
         return self._encoder_net
 
+    @property
+    def _prompts(self) -> PromptMaker:
+        return PromptMaker(self.kind, self._ids, self._tokenizer, self._text_table, self._talker.codec_rows,
+                           self._code_predictor.frame_rows)
+
     def _text_rows(self, ids) -> np.ndarray:
         """T(ids): projected text rows (n, H) float32."""
-        ids = np.asarray(list(ids), dtype=np.int64).reshape(-1)
-        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= self._text_table.shape[0]):
-            raise TextError("the text produced a token id outside the model's text vocabulary")
-        return np.asarray(self._text_table[ids], dtype=np.float32).reshape(ids.size, -1)
+        return self._prompts.text_rows(ids)
 
     # ------------------------------------------------------------------------------------------ voices
 
@@ -279,7 +256,7 @@ class Synthesizer:
         wav = load_audio(audio)
         ref_codes = None
         if ref_text is not None:
-            self._check_reference_frames(-(-wav.shape[0] // SAMPLES_PER_FRAME))
+            planning.check_reference_frames(-(-wav.shape[0] // SAMPLES_PER_FRAME), self._max_positions)
         with self._on_device():
             if ref_text is not None:
                 ref_codes = np.asarray(self._codec_encoder.encode(wav), dtype=np.int64)
@@ -291,42 +268,11 @@ class Synthesizer:
 
     def check_voice(self, voice: VoiceChoice) -> None:
         """Raise a clear VoiceError if this model cannot speak with `voice` (see build_prompt)."""
-        if isinstance(voice, Voice):
-            self.kind.refuse_clone()
-            self._check_clone_voice(voice)
-        else:
-            self._speaker_row(voice)
+        self._prompts.speaker_row(voice, self._check_clone_voice)
 
     def _check_clone_voice(self, voice: Voice) -> None:
-        if is_designed(voice):
-            raise VoiceError(f"{voice.name or 'This voice'!r} is a designed voice: it holds only its reference "
-                             "recording. Make it into a voice for this model first (create_voice from its "
-                             "reference audio and text).")
-        if voice.model_id and self.model_id and voice.model_id != self.model_id:
-            what = f"voice {voice.name!r}" if voice.name else "this voice"
-            raise VoiceError(f"{what} was made with a different model; create it again from its reference audio")
-        x = np.asarray(voice.xvector)
-        if x.ndim != 1 or x.shape[0] != self.hidden_size:
-            raise VoiceError(f"the voice's x-vector has shape {x.shape}; this model needs ({self.hidden_size},)")
-        if not np.isfinite(x).all():
-            raise VoiceError("The voice's x-vector contains invalid values (NaN or infinity); create the voice "
-                             "again from its reference audio.")
-        if voice.ref_codes is not None and voice.ref_text:
-            codes = np.asarray(voice.ref_codes)
-            if codes.ndim != 2 or codes.shape[1] != NUM_CODE_GROUPS or codes.shape[0] < 1:
-                raise VoiceError(f"the voice's reference codes have shape {codes.shape}; expected (frames, 16)")
-            if int(codes.min()) < 0 or int(codes.max()) >= self._code_predictor.codebook_size:
-                raise VoiceError("the voice's reference codes are out of range for this model")
-            clean_text(voice.ref_text, "reference text")
-            self._check_reference_frames(codes.shape[0])
-
-    def _check_reference_frames(self, frames: int) -> None:
-        limit = self._max_positions // 2
-        if frames > limit:
-            raise VoiceError(
-                f"the reference is too long ({frames / FRAME_RATE:.0f} s); this model's context allows at most "
-                f"{limit / FRAME_RATE:.0f} s of reference audio"
-            )
+        planning.check_clone_voice(voice, self.model_id, self.hidden_size, self._code_predictor.codebook_size,
+                          self._max_positions)
 
     def check_language(self, language: str | None) -> str:
         lang = (language or "auto").strip().lower()
@@ -339,58 +285,15 @@ class Synthesizer:
     def _sampling_config(self, settings: GenerationSettings | None) -> SamplingConfig:
         return resolve(settings, self._bundle.generation_config, self._ids.codec_eos, self._codec_vocab)
 
-    def _build_prompt(
-        self, text: str, voice: VoiceChoice, language: str = "auto", non_streaming: bool | None = None,
-        instruct: str | None = None,
-    ) -> Prompt:
-        """Prefill and trailing rows for this text and voice: a cloned Voice on a Base model (ICL when it has
-        codes and a transcript), a speaker (name or Speaker) on a CustomVoice model, None on a VoiceDesign model.
-        non_streaming None: the model kind's default text mode."""
-        language = self.check_language(language)
-        clean_text(text)
-        speaker_row, speaker, icl_voice = self._speaker_row(voice)
-        instruct = self.kind.check_instruct(instruct)
-        input_ids = self._tokenizer.target_ids(text)
-        if len(input_ids) < 9:
-            raise TextError("the text is empty; type something to speak")
-        ref_ids = ref_rows = None
-        if icl_voice is not None:
-            ref_ids = self._tokenizer.reference_ids(icl_voice.ref_text or "")
-            if len(ref_ids) < 6:
-                raise VoiceError("the voice's reference text is empty; create the voice again with its transcript")
-            ref_rows = self._code_predictor.frame_rows(np.asarray(icl_voice.ref_codes, np.int64))
-        if non_streaming is None:
-            non_streaming = self.kind.default_non_streaming
-        return build_prompt(
-            input_ids, prompt_language(language, speaker), speaker_row, self._ids, self._text_rows,
-            self._talker.codec_rows, non_streaming=non_streaming, ref_ids=ref_ids, ref_frame_rows=ref_rows,
-            instruct_ids=self._tokenizer.instruct_ids(instruct) if instruct else None,
-        )
+    def _build_prompt(self, text: str, voice: VoiceChoice, language: str = "auto", non_streaming: bool | None = None,
+                      instruct: str | None = None) -> Prompt:
+        """Prefill and trailing rows for this text and voice (synthesis/prompting.py)."""
+        return self._prompts.build(text, voice, self.check_language(language), non_streaming, instruct,
+                                   self._check_clone_voice)
 
     def speaker(self, name: str) -> Speaker:
         """The CustomVoice preset speaker called `name` (any case); VoiceError lists the known ones."""
         return self.kind.speaker(name)
-
-    def _speaker_row(self, voice: VoiceChoice) -> tuple[np.ndarray | None, Speaker | None, Voice | None]:
-        """(speaker row of the prompt, the preset speaker, the ICL voice) for this model kind."""
-        if isinstance(voice, Voice):
-            self.check_voice(voice)
-            return voice.xvector, None, voice if voice.icl else None
-        if isinstance(voice, (str, Speaker)):
-            speaker = self.kind.speaker(voice if isinstance(voice, str) else voice.name)
-            return self._talker.codec_rows([speaker.codec_id])[0], speaker, None
-        if voice is not None:
-            raise VoiceError(f"A voice must be a Voice, a speaker name or None, not {type(voice).__name__}.")
-        if self.kind.kind == "voice_design":
-            return None, None, None
-        if self.kind.kind == "custom_voice":
-            raise VoiceError(f"Choose a speaker: {', '.join(s.name for s in self.kind.speakers)}.")
-        raise VoiceError("Choose a voice to clone: this Base model speaks with a voice made from reference audio.")
-
-    def _frame_limit(self, prefill_rows: int) -> int:
-        """The most frames any synthesis may run: generation_config max_new_tokens - 1 and the position budget."""
-        max_new = int(self._bundle.generation_config.get("max_new_tokens", 8192))
-        return max(0, min(max_new - 1, self._max_positions - prefill_rows - POSITION_MARGIN))
 
     def check_settings(self, settings: GenerationSettings) -> None:
         """Raise TextError naming the first setting out of range (the frame cap's upper bound needs the text and
@@ -410,99 +313,33 @@ class Synthesizer:
         return self._events(job)
 
     def _plan(self, text: str, voice: VoiceChoice, language: str, settings: GenerationSettings,
-              instruct: str | None = None) -> _Job:
-        product = int(PRODUCT_MAX_SECONDS * FRAME_RATE)
-        if settings.max_frames is None and estimated_frames(text) > product:
-            # said before the tokenizer sees it: a 5 MB text without spaces took 2.77 GB to tokenize
-            raise TextError(_too_long(estimated_frames(text), product))
-        if len(text) > MAX_CHARS_PER_POSITION * self._max_positions:
-            raise TextError(f"the text is too long for one synthesis ({len(text):,} characters); split it into "
-                            "shorter parts")
+              instruct: str | None = None) -> Job:
+        planning.check_text_fits(text, settings, self._max_positions)
         prompt = self._build_prompt(text, voice, language, settings.non_streaming_text, instruct)
-        hard = self._frame_limit(prompt.prefill.shape[0])
-        if hard < FRAME_RATE:  # the prompt leaves less than a second: "at most 0 s" would blame the text
-            parts = [p for p, present in (("instruction", bool(instruct)),
-                                          ("reference", isinstance(voice, Voice) and voice.icl), ("text", True))
-                     if present]
-            raise TextError(
-                f"the prompt fills this model's context: the {' and '.join(parts)} take {prompt.prefill.shape[0]} "
-                f"of its {self._max_positions} positions, leaving no room to speak; shorten the {parts[0]}")
+        max_new = int(self._bundle.generation_config.get("max_new_tokens", 8192))
+        hard = planning.frame_limit(max_new, self._max_positions, prompt.prefill.shape[0])
+        icl = voice if isinstance(voice, Voice) and voice.icl else None
+        planning.check_room(hard, prompt.prefill.shape[0], self._max_positions, bool(instruct), icl is not None)
         streamed_text = len(prompt.trailing) if len(prompt.trailing) > 1 else 0
-        est = max(estimated_frames(text), streamed_text)
-        if settings.max_frames is not None:
-            n = int(settings.max_frames)
-            if n > hard:
-                raise TextError(f"max frames must be between 1 and {hard} for this text and model, not {n}")
-            max_frames = n
-        else:
-            product = min(hard, product)
-            if est > product or streamed_text > product:
-                raise TextError(_too_long(est, product))
-            max_frames = min(product, max(3 * est, est + 75, MIN_DEFAULT_FRAMES, streamed_text + 75))
+        max_frames, est = planning.frame_cap(text, settings, hard, streamed_text)
         seed = settings.seed if settings.seed is not None else secrets.randbits(32)
         sequence = SequenceState(prompt=prompt, sampler=Sampler(self._sampling_config(settings), seed),
-                            max_frames=max_frames, ignore_eos=settings.ignore_eos)
-        return _Job(
+                                 max_frames=max_frames, ignore_eos=settings.ignore_eos)
+        return Job(
             sequence=sequence,
             estimated_frames=min(est, max_frames),
-            ref_codes=np.asarray(voice.ref_codes, np.int64) if isinstance(voice, Voice) and voice.icl else None,
+            ref_codes=np.asarray(icl.ref_codes, np.int64) if icl is not None else None,
             stream_audio=settings.stream_audio,
             decode=not settings.codes_only,
         )
 
-    def _events(self, job: _Job) -> Iterator[SynthesisEvent]:
+    def _events(self, job: Job) -> Iterator[SynthesisEvent]:
         with self._on_device():
             yield from self._device_events(job)
 
-    def _device_events(self, job: _Job) -> Iterator[SynthesisEvent]:
-        """Frames from generation.generate, plus decoding (streamed or whole) and the events the caller sees."""
-        t_start = time.perf_counter()
-        timings = Timings(load=self.load_seconds)
-        seq = job.sequence
-        stream = (StreamedAudio(self._decoder, job.ref_codes, timings, self.overlap_decode)
-                  if job.stream_audio else None)
-        try:
-            for frame, seconds in generate(self._talker, self._code_predictor, seq, timings):
-                k = seq.position - 1
-                yield FrameEvent(index=k, codes=frame.copy(), elapsed=time.perf_counter() - t_start,
-                                 frame_seconds=seconds, max_frames=seq.max_frames,
-                                 estimated_frames=max(job.estimated_frames, k + 1))
-                if stream is not None:
-                    for chunk in stream.push(frame):
-                        if timings.first_audio == 0.0:
-                            timings.first_audio = time.perf_counter() - t_start
-                        yield chunk
-            if stream is not None:
-                for chunk in stream.finish():
-                    if timings.first_audio == 0.0:
-                        timings.first_audio = time.perf_counter() - t_start
-                    yield chunk
-        finally:
-            if stream is not None:
-                stream.close()
-
-        yield self._result(job, timings, t_start, stream.audio(seq.position) if stream is not None else None)
-
-    def _result(self, job: _Job, timings: Timings, t_start: float, audio: np.ndarray | None) -> SynthesisResult:
-        """The finished sequence's result: its audio (decoded whole here unless streamed or codes only)."""
-        seq = job.sequence
-        codes = seq.codes()
-        if audio is None and job.decode:
-            t = time.perf_counter()
-            audio = self._final_audio(codes, job.ref_codes)
-            timings.decode += time.perf_counter() - t
-            timings.first_audio = time.perf_counter() - t_start
-        elif audio is None:
-            audio = np.zeros(0, np.float32)
-        timings.total = time.perf_counter() - t_start
-        if timings.first_audio == 0.0:
-            timings.first_audio = timings.total
-        timings.frames = codes.shape[0]
-        timings.audio_seconds = len(audio) / SAMPLE_RATE
-        if timings.audio_seconds > 0:
-            timings.rtf = timings.total / timings.audio_seconds
-        return SynthesisResult(audio=audio, codes=codes, ended_by=seq.ended_by or "", seed=seq.sampler.seed,
-                               timings=timings)
+    def _device_events(self, job: Job) -> Iterator[SynthesisEvent]:
+        yield from job_events(self._talker, self._code_predictor, self._decoder, job, self.load_seconds,
+                              self.overlap_decode)
 
     def synthesize_many(self, jobs: Sequence[SynthesisJob], settings: GenerationSettings | None = None,
                         batch_size: int | None = None, longest_first: bool = False) -> BatchRun:
@@ -519,7 +356,7 @@ class Synthesizer:
         if settings.stream_audio:
             raise TextError("Batched synthesis decodes each job when it ends; it cannot stream audio.")
         check_batch_size(batch_size)
-        planned: list[tuple[int, _Job]] = []
+        planned: list[tuple[int, Job]] = []
         failed: list[tuple[int, EngineError]] = []
         for i, job in enumerate(jobs):
             try:
@@ -535,58 +372,20 @@ class Synthesizer:
             planned.sort(key=lambda p: -p[1].estimated_frames)
         return BatchRun(lambda run: self._many_events(run, planned, failed, batch_size))
 
-    def _many_events(self, run: BatchRun, planned: list[tuple[int, _Job]], failed: list[tuple[int, EngineError]],
+    def _many_events(self, run: BatchRun, planned: list[tuple[int, Job]], failed: list[tuple[int, EngineError]],
                      batch_size: int) -> Generator[JobEvent, None, None]:
         with self._on_device():
             yield from self._device_many_events(run, planned, failed, batch_size)
 
-    def _device_many_events(self, run: BatchRun, planned: list[tuple[int, _Job]],
+    def _device_many_events(self, run: BatchRun, planned: list[tuple[int, Job]],
                             failed: list[tuple[int, EngineError]], batch_size: int) -> Generator[JobEvent, None, None]:
-        t_start = time.perf_counter()
-        for i, error in failed:
-            yield JobEvent(job=i, error=error)
-        batch = FrameLoop(self._talker, self._code_predictor, batch_size)
-        jobs = dict(planned)
-        timings = {i: Timings(load=self.load_seconds) for i in jobs}
-        for i, job in planned:
-            batch.add(i, job.sequence, timings[i])
-        while not batch.done:
-            for i in run.take_cancelled():
-                if batch.drop(i):
-                    yield JobEvent(job=i, error=Cancelled("This job was cancelled."))
-            if batch.done:
-                break
-            step = batch.step()
-            now = time.perf_counter()
-            for i, frame in step.frames:
-                seq, k = jobs[i].sequence, jobs[i].sequence.position - 1
-                yield JobEvent(job=i, event=FrameEvent(
-                    index=k, codes=frame.copy(), elapsed=now - t_start, frame_seconds=step.seconds,
-                    max_frames=seq.max_frames, estimated_frames=max(jobs[i].estimated_frames, k + 1)))
-            for i in step.ended:
-                yield JobEvent(job=i, event=self._result(jobs[i], timings[i], t_start, None))
-
-    def _final_audio(self, codes: np.ndarray, ref_codes: np.ndarray | None) -> np.ndarray:
-        """Decode as the official wrapper does: ICL decodes reference + generated frames, then cuts the reference
-        part: int(T_ref / T_total * n_samples) samples (float64 arithmetic, truncation)."""
-        if ref_codes is None:
-            if codes.shape[0] == 0:
-                return np.zeros(0, np.float32)
-            return np.asarray(self._decoder.decode(codes), np.float32)
-        full = np.concatenate([ref_codes, codes], axis=0)
-        wav = np.asarray(self._decoder.decode(full), np.float32)
-        cut = int(ref_codes.shape[0] / max(full.shape[0], 1) * wav.shape[0])
-        return wav[cut:]
+        yield from batch_events(self._talker, self._code_predictor, self._decoder, planned, failed, batch_size,
+                                run.take_cancelled, self.load_seconds)
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
         """Codec ids (frames, 16) -> float32 audio at SAMPLE_RATE (the official chunked decode)."""
         with self._on_device():
             return np.asarray(self._decoder.decode(np.asarray(codes, np.int64)), np.float32)
-
-
-def _too_long(frames: int, most: int) -> str:
-    return (f"the text is too long: about {frames / FRAME_RATE:.0f} s of speech, and one synthesis makes at most "
-            f"{most / FRAME_RATE:.0f} s; split it into shorter parts")
 
 
 if TYPE_CHECKING:

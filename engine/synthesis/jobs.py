@@ -1,0 +1,126 @@
+"""From planned jobs to the events their caller sees: the frames of the one frame loop (synthesis/generation.py)
+as FrameEvents, their audio streamed as the frames come (synthesis/streaming.py) or decoded whole when a sequence
+ends, and each job's SynthesisResult with its timings. One synthesis is a batch of one job."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..codec_format import SAMPLE_RATE
+from ..errors import Cancelled, EngineError
+from ..nets.code_predictor import CodePredictor
+from ..nets.codec_decoder import CodecDecoder
+from ..nets.talker import Talker
+from ..types import FrameEvent, JobEvent, SynthesisEvent, SynthesisResult, Timings
+from .generation import FrameLoop, SequenceState, generate
+from .streaming import StreamedAudio
+
+
+@dataclass
+class Job:
+    """A validated synthesis request: the sequence to generate and how to turn it into audio."""
+
+    sequence: SequenceState
+    estimated_frames: int
+    ref_codes: np.ndarray | None  # ICL reference frames (decoded before the generated ones, then cut)
+    stream_audio: bool
+    decode: bool
+
+    def frame_event(self, frame: np.ndarray, elapsed: float, seconds: float) -> FrameEvent:
+        """The event of the frame just made."""
+        k = self.sequence.position - 1
+        return FrameEvent(index=k, codes=frame.copy(), elapsed=elapsed, frame_seconds=seconds,
+                          max_frames=self.sequence.max_frames, estimated_frames=max(self.estimated_frames, k + 1))
+
+
+def job_events(talker: Talker, code_predictor: CodePredictor, decoder: CodecDecoder, job: Job, load_seconds: float,
+               overlap_decode: bool) -> Iterator[SynthesisEvent]:
+    """The events of one job: a FrameEvent per frame (each followed by the audio chunks ready, when it streams),
+    then its SynthesisResult."""
+    t_start = time.perf_counter()
+    timings = Timings(load=load_seconds)
+    seq = job.sequence
+    stream = StreamedAudio(decoder, job.ref_codes, timings, overlap_decode) if job.stream_audio else None
+    try:
+        for frame, seconds in generate(talker, code_predictor, seq, timings):
+            yield job.frame_event(frame, time.perf_counter() - t_start, seconds)
+            if stream is not None:
+                for chunk in stream.push(frame):
+                    if timings.first_audio == 0.0:
+                        timings.first_audio = time.perf_counter() - t_start
+                    yield chunk
+        if stream is not None:
+            for chunk in stream.finish():
+                if timings.first_audio == 0.0:
+                    timings.first_audio = time.perf_counter() - t_start
+                yield chunk
+    finally:
+        if stream is not None:
+            stream.close()
+    yield job_result(decoder, job, timings, t_start, stream.audio(seq.position) if stream is not None else None)
+
+
+def batch_events(talker: Talker, code_predictor: CodePredictor, decoder: CodecDecoder,
+                 planned: list[tuple[int, Job]], failed: list[tuple[int, EngineError]], batch_size: int,
+                 take_cancelled: Callable[[], list[int]], load_seconds: float) -> Generator[JobEvent, None, None]:
+    """The JobEvents of several jobs side by side (engine.BatchRun): the failed ones at once, then per step the
+    frames made and the results of the jobs that ended; a job take_cancelled() names is dropped before the step."""
+    t_start = time.perf_counter()
+    for i, error in failed:
+        yield JobEvent(job=i, error=error)
+    loop = FrameLoop(talker, code_predictor, batch_size)
+    jobs = dict(planned)
+    timings = {i: Timings(load=load_seconds) for i in jobs}
+    for i, job in planned:
+        loop.add(i, job.sequence, timings[i])
+    while not loop.done:
+        for i in take_cancelled():
+            if loop.drop(i):
+                yield JobEvent(job=i, error=Cancelled("This job was cancelled."))
+        if loop.done:
+            break
+        step = loop.step()
+        now = time.perf_counter()
+        for i, frame in step.frames:
+            yield JobEvent(job=i, event=jobs[i].frame_event(frame, now - t_start, step.seconds))
+        for i in step.ended:
+            yield JobEvent(job=i, event=job_result(decoder, jobs[i], timings[i], t_start, None))
+
+
+def job_result(decoder: CodecDecoder, job: Job, timings: Timings, t_start: float,
+               audio: np.ndarray | None) -> SynthesisResult:
+    """The finished sequence's result: its audio (decoded whole here unless streamed or codes only)."""
+    seq = job.sequence
+    codes = seq.codes()
+    if audio is None and job.decode:
+        t = time.perf_counter()
+        audio = final_audio(decoder, codes, job.ref_codes)
+        timings.decode += time.perf_counter() - t
+        timings.first_audio = time.perf_counter() - t_start
+    elif audio is None:
+        audio = np.zeros(0, np.float32)
+    timings.total = time.perf_counter() - t_start
+    if timings.first_audio == 0.0:
+        timings.first_audio = timings.total
+    timings.frames = codes.shape[0]
+    timings.audio_seconds = len(audio) / SAMPLE_RATE
+    if timings.audio_seconds > 0:
+        timings.rtf = timings.total / timings.audio_seconds
+    return SynthesisResult(audio=audio, codes=codes, ended_by=seq.ended_by or "", seed=seq.sampler.seed,
+                           timings=timings)
+
+
+def final_audio(decoder: CodecDecoder, codes: np.ndarray, ref_codes: np.ndarray | None) -> np.ndarray:
+    """Decode as the official wrapper does: ICL decodes reference + generated frames, then cuts the reference
+    part: int(T_ref / T_total * n_samples) samples (float64 arithmetic, truncation)."""
+    if ref_codes is None:
+        if codes.shape[0] == 0:
+            return np.zeros(0, np.float32)
+        return np.asarray(decoder.decode(codes), np.float32)
+    full = np.concatenate([ref_codes, codes], axis=0)
+    wav = np.asarray(decoder.decode(full), np.float32)
+    cut = int(ref_codes.shape[0] / max(full.shape[0], 1) * wav.shape[0])
+    return wav[cut:]
