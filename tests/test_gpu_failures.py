@@ -125,3 +125,18 @@ def test_device_lost_while_running(monkeypatch, chosen_by_auto):
     assert not synth.device.on_gpu and "stopped" in synth.device.note
     result = list(synth.synthesize(d["text"], injected_voice(synth, d), d["language"], greedy(d)))[-1]
     assert_codes(result.codes, d["codes"])
+
+
+@pytest.mark.parametrize("gpu_ms, on_gpu", [(40.0, True), (900.0, False)], ids=["gpu faster", "cpu faster"])
+def test_auto_follows_this_computers_tuning(monkeypatch, gpu_ms, on_gpu):
+    """The self-tuning's record holds ms/frame by device: "auto" takes the GPU only where it beat the CPU."""
+    import engine.synthesis.synthesizer as synthesizer
+    from engine.runtime.tuning import Lookup, TunedSettings, TuningKey, TuningRecord
+
+    key = TuningKey(cpu="Test CPU", cores=2, logical=2, ncnn="1", model="m", precision="fp32", format="f")
+    settings = TunedSettings(talker_threads=2, code_predictor_threads=2, decoder_threads=1, overlap_decode=True)
+    record = TuningRecord(key, settings, device_ms={"cpu": 100.0, "gpu:0": gpu_ms})
+    monkeypatch.setattr(synthesizer, "stored_tuning", lambda bundle: Lookup(record))
+    synth = Synthesizer(bundle_for(MODEL, "fp32", parts=PARTS))  # device="auto", the default
+    assert synth.device.on_gpu is on_gpu and synth.device.fallback_to_cpu
+    assert ("measured faster than the CPU" if on_gpu else "the CPU measured faster") in synth.device.note
