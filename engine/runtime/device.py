@@ -22,6 +22,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -335,10 +336,19 @@ class _Log:
         return [line for line in self.lines if _FAILURE.search(line)]
 
 
+_STDERR_LOCK = threading.Lock()  # fd 2 is the process's: one capture at a time (the app loads nets on threads)
+
+
 @contextmanager
 def ncnn_messages() -> Iterator[_Log]:
     """Capture what native code prints to stderr (ncnn's NCNN_LOGE) inside the block; the lines are in the
-    yielded log afterwards. Falls back to not capturing where fd 2 cannot be redirected."""
+    yielded log afterwards. Whatever other threads print meanwhile lands there too (a GPU net loads in well under
+    a second). Falls back to not capturing where fd 2 cannot be redirected."""
+    with _STDERR_LOCK:
+        yield from _captured()
+
+
+def _captured() -> Iterator[_Log]:
     log = _Log()
     try:
         saved = os.dup(2)
