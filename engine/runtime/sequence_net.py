@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import BundleError
 from .bundle import Bundle
+from .ncnn_graph import ParamLayer, layers_param_text, parse_param
 from .ncnn_mats import InputRow, as_mat, extract, extract_raw
 
 Input = np.ndarray | ncnn.Mat
@@ -38,6 +39,12 @@ class SequenceNet:
         layers = sum(1 for line in text.splitlines() if line.startswith("SDPA "))
         if layers == 0:
             raise BundleError(f"Model bundle {bundle.path}: {graph} has no attention layers.")
+        # ncnn has no Vulkan Squeeze: on a GPU each one would send its blob to the CPU and back with a queue wait,
+        # 28 times per talker step and 80 per code-predictor frame at 0.6B; there rows stay a matrix instead
+        self._rows_2d = bundle.device.on_gpu and param_text is None and any(
+            line.startswith("Squeeze ") for line in text.splitlines())
+        if self._rows_2d:
+            param_text = squeeze_free_param_text(text)
         self.net = bundle.net(graph, threads, precision, param_text=param_text, packing=packing)
         self.max_rows = max_rows  # rows (sequences) per decode call: float graphs one, see the module docstring
         self._fixed_threads = fixed_threads
@@ -66,6 +73,9 @@ class SequenceNet:
         """One call: x is one row (W,) (a decode step) or several (L, W) (a prefill) at RoPE rows cos/sin
         (L, head_dim/2; arrays, or Mats from as_mat() when they are used again); mask (L, past + L; array or Mat) is additive
         (None for a graph without a mask input). Returns the named outputs and the grown cache."""
+        vector = self._rows_2d and x.ndim == 1
+        if vector:  # one row as a 1-row matrix, its outputs back to vectors (see __init__)
+            x = x.reshape(1, -1)
         ex = self.net.create_extractor()
         if self._row is None or self._row.shape != x.shape:  # a new shape: a prefill, or the first step
             self._row = InputRow(x.shape)
@@ -78,4 +88,13 @@ class SequenceNet:
             for name, mat in zip(self._cache_in, cache, strict=True):
                 ex.input(name, mat)
         outs = [extract(ex, name) for name in outputs]
+        if vector:
+            outs = [o.reshape(-1) for o in outs]
         return outs, extract_raw(ex, self._cache_out)
+
+
+def squeeze_free_param_text(text: str) -> str:
+    """The .param with each Squeeze made a Noop (same blobs, no parameters): a one-row input then stays a 1-row
+    matrix through the layers, as a prefill's rows do."""
+    return layers_param_text([ParamLayer("Noop", layer.name, layer.inputs, layer.outputs)
+                              if layer.type == "Squeeze" else layer for layer in parse_param(text)])
