@@ -6,7 +6,8 @@ in docs/performance.md, "8-bit accuracy").
         [--q8-block 32|64|128]
 
 Formats: q8 is what the converter makes today (int8 Gemm with a scale per output channel, outlier smoothing folded
-into the weights: engine/convert/smooth.py); q8raw the same int8 format without smoothing (q8 bundles converted
+into the weights: engine/convert/smooth.py); q8search the same with the smoothing strength searched per layer
+input on the calibration rows (smooth.SEARCH; an option, not the default); q8raw the same int8 format without smoothing (q8 bundles converted
 before it); q8block the 8-bit block format of older q8 bundles (--q8-block values per scale, default the
 converter's 128); fp16 and bf16 the float bundles.
 
@@ -44,6 +45,7 @@ from talker_speed import run  # noqa: E402
 
 import engine.convert.talker as talker_convert  # noqa: E402
 from engine import convert_checkpoint  # noqa: E402
+from engine.convert import smooth  # noqa: E402
 from engine.runtime.bundle import Bundle  # noqa: E402
 from tools.outlier_checkpoint import MODES, Stress, write_stress_checkpoint  # noqa: E402
 
@@ -101,6 +103,13 @@ def variant_bundle(ckpt: Path, work: Path, name: str, fmt: str) -> Path:
     """The talker part of `ckpt` converted as format `fmt` (see the module docstring)."""
     if fmt == "q8":
         return convert(ckpt, work / f"talker-{name}-q8smooth", "q8", True)
+    if fmt == "q8search":  # per-site search of the smoothing strength (engine/convert/smooth.py SEARCH)
+        old = smooth.ALPHA
+        smooth.ALPHA = None
+        try:
+            return convert(ckpt, work / f"talker-{name}-q8search", "q8", True)
+        finally:
+            smooth.ALPHA = old
     if fmt == "q8raw":
         return convert(ckpt, work / f"talker-{name}-q8int8", "q8", False)
     if fmt != "q8block":

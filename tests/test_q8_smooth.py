@@ -180,3 +180,54 @@ def test_stress_refuses_inexact_preserving_factor():
         Stress("preserve", 30)
     with pytest.raises(EngineError, match="unknown stress mode"):
         Stress("shift", 2)
+
+
+def test_smoothed_q8_linear_holds_ncnn_to_the_numpy_model(work, tmp_path):
+    """A smoothed Linear (the stress fixture's first q/k, weights as the converter stores them) run by ncnn on
+    activations with the measured channel magnitudes (32x outliers, divided by the smoothing factors) equals
+    engine.convert.q8's numpy model to fp32 rounding, as tests/test_q8.py holds every q8 Linear; and in that model
+    the smoothed layer's error against the float product is a fraction of the unsmoothed one's."""
+    import ncnn
+
+    from engine.bundle import make_net_options
+    from engine.convert import q8
+    from engine.convert.talker import _Builder
+    from engine.ncnn_graph import Graph
+
+    ckpt = Checkpoint.open(_stressed(work, "tiny06b", Stress("preserve", 32)))
+    try:
+        smoothed_ckpt, _ = smooth.smoothed(ckpt)
+        site = smooth.calibrate(ckpt)[(smooth.TALKER, 0, "attn_in")]
+        p = "talker.model.layers.0."
+        s = ckpt.main.get(p + "input_layernorm.weight") / smoothed_ckpt.main.get(p + "input_layernorm.weight")
+        names = [f"{p}self_attn.{n}_proj.weight" for n in "qk"]  # (v_proj's rows also carry o_proj's factors)
+        w_plain = np.concatenate([ckpt.main.get(n) for n in names])
+        w_smooth = np.concatenate([smoothed_ckpt.main.get(n) for n in names])
+    finally:
+        ckpt.close()
+    assert set(np.log2(s).tolist()) - {0.0} and np.all(np.log2(s) == np.round(np.log2(s)))  # powers of two moved
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((6, site.size)) * site / 3).astype(np.float32)
+    x_smooth = (x / s).astype(np.float32)
+    g = Graph()
+    g.input("in0")
+    builder = _Builder(g, None, "q8")
+    builder.linear(builder.op("BinaryOp", ["in0"], params={0: 2, 1: 1, 2: 1.0}), [w_smooth], name="out")
+    g.save(tmp_path / "t.param", tmp_path / "t.bin")
+    net = ncnn.Net()
+    make_net_options(net, "fp32", 1)
+    net.opt.use_packing_layout = False
+    assert net.load_param(str(tmp_path / "t.param")) == 0 and net.load_model(str(tmp_path / "t.bin")) == 0
+    ex = net.create_extractor()
+    ex.input("in0", ncnn.Mat(x_smooth).clone())
+    got = np.array(ex.extract("out")[1])
+    q, scale = q8.quantize(w_smooth)
+    want = q8.reference_matmul(x_smooth, q, scale)
+    xq, descale = q8.quantize_rows(x_smooth)
+    bound = 4 * 2.0**-23 * np.abs(xq @ q.astype(np.int64).T) * descale * scale
+    assert np.all(np.abs(got.reshape(want.shape) - want) <= bound)
+    exact = x.astype(np.float64) @ w_plain.astype(np.float64).T
+    err_smooth = np.abs(want - exact).max()
+    err_plain = np.abs(q8.reference_matmul(x, *q8.quantize(w_plain)) - exact).max()
+    print(f"q/k outputs, max error: smoothed {err_smooth:.3g}, unsmoothed {err_plain:.3g}")
+    assert err_smooth < err_plain / 4

@@ -30,10 +30,13 @@ from typing import Any
 
 import numpy as np
 
+from . import q8
 from .checkpoint import Checkpoint
 
 ALPHA = 0.5
 MIN_SHIFT = 2  # factors 2^e with |e| < MIN_SHIFT stay 1: random-weight noise, not outliers (module docstring)
+SEARCH = ((0.5, 2), (0.5, 1), (0.75, 2), (0.75, 1), (0.25, 1))  # (alpha, min_shift) tried per site by alpha None
+MAX_SITE_ROWS = 256  # calibration rows kept per site for the search
 CALIBRATION_TEXT_TOKENS = 24
 CALIBRATION_FRAMES = 24
 TALKER = "talker.model."
@@ -69,9 +72,11 @@ class SmoothedWeights:
         return self._main.element_count()
 
 
-def smoothed(ckpt: Checkpoint, alpha: float = ALPHA) -> tuple[Checkpoint, dict[str, Any]]:
-    """The checkpoint with smoothed weights, and a summary for the bundle manifest."""
-    stats = calibrate(ckpt)
+def smoothed(ckpt: Checkpoint, alpha: float | None = ALPHA) -> tuple[Checkpoint, dict[str, Any]]:
+    """The checkpoint with smoothed weights, and a summary for the bundle manifest. alpha None: per site, the
+    candidate of SEARCH whose 8-bit output error on the calibration rows is smallest (no smoothing included)."""
+    rows: dict[tuple[str, int, str], np.ndarray] | None = {} if alpha is None else None
+    stats = calibrate(ckpt, rows)
     get = ckpt.main.get
     changed: dict[str, np.ndarray] = {}
     moved = 0
@@ -85,19 +90,26 @@ def smoothed(ckpt: Checkpoint, alpha: float = ALPHA) -> tuple[Checkpoint, dict[s
             p = f"{prefix}layers.{i}."
             a, m = p + "self_attn.", p + "mlp."
             qkv = [a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"]
-            moved += _fold_norm(changed, w, stats[(prefix, i, "attn_in")], p + "input_layernorm.weight", qkv, alpha)
-            moved += _fold_norm(changed, w, stats[(prefix, i, "mlp_in")], p + "post_attention_layernorm.weight",
-                                [m + "gate_proj.weight", m + "up_proj.weight"], alpha)
-            moved += _fold_rows(changed, w, stats[(prefix, i, "down_in")], m + "up_proj.weight",
-                                [m + "down_proj.weight"], alpha, w_bias=None)
+            site = (prefix, i, "attn_in")
+            moved += _fold_norm(changed, w, stats[site], p + "input_layernorm.weight", qkv, alpha, rows, site)
+            site = (prefix, i, "mlp_in")
+            moved += _fold_norm(changed, w, stats[site], p + "post_attention_layernorm.weight",
+                                [m + "gate_proj.weight", m + "up_proj.weight"], alpha, rows, site)
+            site = (prefix, i, "down_in")
+            moved += _fold_rows(changed, w, stats[site], m + "up_proj.weight", [m + "down_proj.weight"], alpha,
+                                rows, site)
             # o_proj: one factor per kv channel (v_proj row), the max over the query heads of its group
             o = w(a + "o_proj.weight")
             group = spec.heads // spec.kv_heads
             ax = stats[(prefix, i, "o_in")].reshape(spec.kv_heads, group, spec.head_dim).max(1).reshape(-1)
             aw = np.abs(o).max(0).reshape(spec.kv_heads, group, spec.head_dim).max(1).reshape(-1)
-            s = _factors(ax, aw, alpha)
+
+            def per_head(s: np.ndarray, kv=spec.kv_heads, hd=spec.head_dim, group=group) -> np.ndarray:
+                return np.repeat(s.reshape(kv, 1, hd), group, axis=1).reshape(-1)
+
+            s = _choose(ax, aw, alpha, rows, (prefix, i, "o_in"), [o], per_head)
             if np.any(s != 1):
-                s_cols = np.repeat(s.reshape(spec.kv_heads, 1, spec.head_dim), group, axis=1).reshape(-1)
+                s_cols = per_head(s)
                 changed[a + "o_proj.weight"] = o * s_cols.astype(np.float32)
                 changed[a + "v_proj.weight"] = w(a + "v_proj.weight") / s[:, None].astype(np.float32)
                 if a + "v_proj.bias" in ckpt.main:
@@ -105,15 +117,17 @@ def smoothed(ckpt: Checkpoint, alpha: float = ALPHA) -> tuple[Checkpoint, dict[s
                 moved += int(np.sum(s != 1))
     groups = int(ckpt.talker_config.get("num_code_groups", 16))
     heads = [f"talker.code_predictor.lm_head.{g}.weight" for g in range(groups - 1)]
-    moved += _fold_norm(changed, w, stats[(CODE_PREDICTOR, -1, "final")], CODE_PREDICTOR + "norm.weight", heads, alpha)
+    site = (CODE_PREDICTOR, -1, "final")
+    moved += _fold_norm(changed, w, stats[site], CODE_PREDICTOR + "norm.weight", heads, alpha, rows, site)
     layers = sum(int(cfg["num_hidden_layers"]) for _, cfg in _stacks(ckpt))
-    summary = {"method": "smoothquant-pow2", "alpha": alpha, "min_shift": MIN_SHIFT, "layers": layers,
+    summary = {"method": "smoothquant-pow2", "alpha": "search" if alpha is None else alpha, "min_shift": MIN_SHIFT,
+               "layers": layers,
                "channels_moved": moved,
                "calibration": {"text_tokens": CALIBRATION_TEXT_TOKENS, "frames": CALIBRATION_FRAMES}}
     return replace(ckpt, main=SmoothedWeights(ckpt.main, changed)), summary
 
 
-def _factors(ax: np.ndarray, aw: np.ndarray, alpha: float) -> np.ndarray:
+def _factors(ax: np.ndarray, aw: np.ndarray, alpha: float, min_shift: int = MIN_SHIFT) -> np.ndarray:
     """Powers of two s_j (float64) from activation and weight column maxima; the median channel gets 1."""
     ok = (ax > 0) & (aw > 0)
     if not ok.any():
@@ -121,13 +135,41 @@ def _factors(ax: np.ndarray, aw: np.ndarray, alpha: float) -> np.ndarray:
     ax, aw = np.where(ok, ax, 1.0), np.where(ok, aw, 1.0)
     e = alpha * np.log2(ax.astype(np.float64)) - (1 - alpha) * np.log2(aw.astype(np.float64))
     e = np.round(e - np.median(e[ok]))
-    e = np.where(ok & (np.abs(e) >= MIN_SHIFT), np.clip(e, -20, 20), 0)
+    e = np.where(ok & (np.abs(e) >= min_shift), np.clip(e, -20, 20), 0)
     return np.exp2(e)
 
 
-def _fold_norm(changed, w, ax, norm: str, readers: list[str], alpha: float) -> int:
+def _q8_error(x: np.ndarray, weights: list[np.ndarray], s: np.ndarray) -> float:
+    """Squared error of the 8-bit Linears (q8.py's rounding, float sums) on rows x smoothed by s, relative."""
+    xq, descale = q8.quantize_rows(x / s.astype(np.float32))
+    xq = xq.astype(np.float32)
+    err = ref_sq = 0.0
+    for w in weights:
+        ref = x @ w.T
+        q, scale = q8.quantize(w * s.astype(np.float32))
+        err += float(np.sum(((xq @ q.astype(np.float32).T) * descale * scale - ref) ** 2))
+        ref_sq += float(np.sum(ref * ref))
+    return err / max(ref_sq, 1e-30)
+
+
+def _choose(ax, aw, alpha, rows, site, weights: list[np.ndarray], expand=lambda s: s) -> np.ndarray:
+    """The factors for one site: SmoothQuant's at `alpha`, or (alpha None) the best of SEARCH on the rows."""
+    if alpha is not None:
+        return _factors(ax, aw, alpha)
+    x = rows[site]
+    best, best_err = np.ones_like(ax, np.float64), _q8_error(x, weights, np.ones(x.shape[1]))
+    for a, shift in SEARCH:
+        s = _factors(ax, aw, a, shift)
+        if np.any(s != 1) and not np.array_equal(s, best):
+            err = _q8_error(x, weights, expand(s))
+            if err < best_err:
+                best, best_err = s, err
+    return best
+
+
+def _fold_norm(changed, w, ax, norm: str, readers: list[str], alpha, rows, site) -> int:
     aw = np.max([np.abs(w(r)).max(0) for r in readers], axis=0)
-    s = _factors(ax, aw, alpha)
+    s = _choose(ax, aw, alpha, rows, site, [w(r) for r in readers])
     if np.all(s == 1):
         return 0
     changed[norm] = w(norm) / s.astype(np.float32)
@@ -136,9 +178,9 @@ def _fold_norm(changed, w, ax, norm: str, readers: list[str], alpha: float) -> i
     return int(np.sum(s != 1))
 
 
-def _fold_rows(changed, w, ax, producer: str, readers: list[str], alpha: float, w_bias) -> int:
+def _fold_rows(changed, w, ax, producer: str, readers: list[str], alpha, rows, site) -> int:
     aw = np.max([np.abs(w(r)).max(0) for r in readers], axis=0)
-    s = _factors(ax, aw, alpha)
+    s = _choose(ax, aw, alpha, rows, site, [w(r) for r in readers])
     if np.all(s == 1):
         return 0
     changed[producer] = w(producer) / s[:, None].astype(np.float32)
@@ -176,7 +218,7 @@ def _stacks(ckpt: Checkpoint) -> list[tuple[str, dict[str, Any]]]:
     return [(TALKER, cfg), (CODE_PREDICTOR, cfg["code_predictor_config"])]
 
 
-def calibrate(ckpt: Checkpoint) -> dict[tuple[str, int, str], np.ndarray]:
+def calibrate(ckpt: Checkpoint, site_rows: dict | None = None) -> dict[tuple[str, int, str], np.ndarray]:
     """Per-channel max |activation| at every smoothing site: (stack prefix, layer, site) -> [channels]
     (layer -1: the final norm; site "residual": the residual stream after the layer). The talker runs one prompt then CALIBRATION_FRAMES frames fed back from random
     codes (teacher forcing: one causal pass); the code predictor runs each frame's 16-row sequence."""
@@ -207,14 +249,14 @@ def calibrate(ckpt: Checkpoint) -> dict[tuple[str, int, str], np.ndarray]:
         rows.append(pad_t + codec[frame[0]] + sum(t[c] for t, c in zip(cp_tables, frame[1:], strict=True)))
     stats: dict[tuple[str, int, str], np.ndarray] = {}
     x = np.stack(rows).astype(np.float32)[None]
-    hidden = _run_stack(ckpt, TALKER, _Spec(cfg), x, stats)[0, start - 1:]  # the rows each frame starts from
+    hidden = _run_stack(ckpt, TALKER, _Spec(cfg), x, stats, site_rows)[0, start - 1:]  # the rows each frame starts from
     proj = "talker.code_predictor.small_to_mtp_projection."
     seq = [hidden[:, None]] + [codec[codes[:, 0]][:, None]]
     seq += [cp_tables[g][codes[:, g + 1]][:, None] for g in range(groups - 2)]
     x = np.concatenate(seq, axis=1).astype(np.float32)  # (frames, groups, talker width)
     if proj + "weight" in ckpt.main:
         x = x @ get(proj + "weight").T + (get(proj + "bias") if proj + "bias" in ckpt.main else 0)
-    _run_stack(ckpt, CODE_PREDICTOR, _Spec(cp_cfg), x.astype(np.float32), stats)
+    _run_stack(ckpt, CODE_PREDICTOR, _Spec(cp_cfg), x.astype(np.float32), stats, site_rows)
     return stats
 
 
@@ -244,7 +286,7 @@ def _absmax(a: np.ndarray) -> np.ndarray:
 
 
 def _run_stack(ckpt: Checkpoint, prefix: str, s: _Spec, x: np.ndarray,
-               stats: dict[tuple[str, int, str], np.ndarray]) -> np.ndarray:
+               stats: dict[tuple[str, int, str], np.ndarray], rows: dict | None = None) -> np.ndarray:
     """fp32 forward of a Qwen3 decoder stack over sequences x (B, L, H), causal; records the site maxima and
     returns the final-normed output."""
     get = ckpt.main.get
@@ -255,6 +297,12 @@ def _run_stack(ckpt: Checkpoint, prefix: str, s: _Spec, x: np.ndarray,
     mask = np.triu(np.full((length, length), -np.inf, np.float32), 1)
     group = s.heads // s.kv_heads
 
+    def record(site: tuple[str, int, str], a: np.ndarray) -> None:
+        stats[site] = _absmax(a)
+        if rows is not None:
+            flat = a.reshape(-1, a.shape[-1])
+            rows[site] = flat[:: max(1, -(-len(flat) // MAX_SITE_ROWS))].astype(np.float32)
+
     def rope(t: np.ndarray) -> np.ndarray:  # (B, n, L, hd), rotate-half convention
         h1, h2 = t[..., : s.head_dim // 2], t[..., s.head_dim // 2:]
         return np.concatenate([h1 * cos - h2 * sin, h2 * cos + h1 * sin], axis=-1)
@@ -263,7 +311,7 @@ def _run_stack(ckpt: Checkpoint, prefix: str, s: _Spec, x: np.ndarray,
         p = f"{prefix}layers.{i}."
         a, m = p + "self_attn.", p + "mlp."
         h = _rms(x, get(p + "input_layernorm.weight"), s.eps)
-        stats[(prefix, i, "attn_in")] = _absmax(h)
+        record((prefix, i, "attn_in"), h)
 
         def proj(name: str, n: int, src=h, a=a) -> np.ndarray:
             y = src @ get(f"{a}{name}.weight").T
@@ -279,15 +327,15 @@ def _run_stack(ckpt: Checkpoint, prefix: str, s: _Spec, x: np.ndarray,
         att = np.exp(att - att.max(-1, keepdims=True))
         att = (att / att.sum(-1, keepdims=True)) @ v
         att = att.transpose(0, 2, 1, 3).reshape(b, length, s.heads * s.head_dim)
-        stats[(prefix, i, "o_in")] = _absmax(att)
+        record((prefix, i, "o_in"), att)
         x = x + att @ get(a + "o_proj.weight").T
         h = _rms(x, get(p + "post_attention_layernorm.weight"), s.eps)
-        stats[(prefix, i, "mlp_in")] = _absmax(h)
+        record((prefix, i, "mlp_in"), h)
         gate = h @ get(m + "gate_proj.weight").T
         y = gate / (1 + np.exp(-gate)) * (h @ get(m + "up_proj.weight").T)
-        stats[(prefix, i, "down_in")] = _absmax(y)
+        record((prefix, i, "down_in"), y)
         x = (x + y @ get(m + "down_proj.weight").T).astype(np.float32)
         stats[(prefix, i, "residual")] = _absmax(x)
     out = _rms(x, get(prefix + "norm.weight"), s.eps)
-    stats[(prefix, -1, "final")] = _absmax(out)
+    record((prefix, -1, "final"), out)
     return out

@@ -290,7 +290,7 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     smoothing = None
     if options.smoothing:
         options.report(0.0, "calibrating outlier smoothing")
-        ckpt, smoothing = smooth.smoothed(ckpt)
+        ckpt, smoothing = smooth.smoothed(ckpt, smooth.ALPHA)
 
     # talker stack + codec head
     options.report(0.0, "talker layers")
