@@ -185,14 +185,14 @@ def test_stress_refuses_inexact_preserving_factor():
 def test_smoothed_q8_linear_holds_ncnn_to_the_numpy_model(work, tmp_path):
     """A smoothed Linear (the stress fixture's first q/k, weights as the converter stores them) run by ncnn on
     activations with the measured channel magnitudes (32x outliers, divided by the smoothing factors) equals
-    engine.convert.q8's numpy model to fp32 rounding, as tests/test_q8.py holds every q8 Linear; and in that model
+    engine.runtime.q8's numpy model to fp32 rounding, as tests/test_q8.py holds every q8 Linear; and in that model
     the smoothed layer's error against the float product is a fraction of the unsmoothed one's."""
     import ncnn
 
-    from engine.bundle import make_net_options
-    from engine.convert import q8
     from engine.convert.talker import _Builder
-    from engine.ncnn_graph import Graph
+    from engine.runtime import q8
+    from engine.runtime.bundle import make_net_options
+    from engine.runtime.ncnn_graph import Graph
 
     ckpt = Checkpoint.open(_stressed(work, "tiny06b", Stress("preserve", 32)))
     try:

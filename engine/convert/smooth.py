@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from . import q8
+from ..runtime import q8
 from .checkpoint import Checkpoint
 
 ALPHA = 0.5
