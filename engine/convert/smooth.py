@@ -220,8 +220,9 @@ def _stacks(ckpt: Checkpoint) -> list[tuple[str, dict[str, Any]]]:
 
 def calibrate(ckpt: Checkpoint, site_rows: dict | None = None) -> dict[tuple[str, int, str], np.ndarray]:
     """Per-channel max |activation| at every smoothing site: (stack prefix, layer, site) -> [channels]
-    (layer -1: the final norm; site "residual": the residual stream after the layer). The talker runs one prompt then CALIBRATION_FRAMES frames fed back from random
-    codes (teacher forcing: one causal pass); the code predictor runs each frame's 16-row sequence."""
+    (layer -1: the final norm; site "residual": the residual stream after the layer). The talker runs one prompt
+    then CALIBRATION_FRAMES frames fed back from random codes (teacher forcing: one causal pass); the code predictor
+    runs each frame's 16-row sequence. site_rows, if given, receives up to MAX_SITE_ROWS activation rows per site."""
     get = ckpt.main.get
     cfg = ckpt.talker_config
     cp_cfg = cfg["code_predictor_config"]
