@@ -33,7 +33,8 @@ from engine.convert import ConvertOptions  # noqa: E402
 from engine.convert import codec_encoder as encoder_convert  # noqa: E402
 from engine.convert.checkpoint import Checkpoint, SafetensorsFile  # noqa: E402
 from engine.nets.codec_encoder import DEFAULT_CHUNK_FRAMES, CodecEncoder  # noqa: E402
-from engine.runtime.bundle import Bundle, BundleWriter  # noqa: E402
+from engine.runtime.bundle import Bundle  # noqa: E402
+from engine.runtime.bundle_writer import BundleWriter  # noqa: E402
 
 
 def rss_mb() -> float:

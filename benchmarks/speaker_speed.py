@@ -30,7 +30,8 @@ from engine.convert import speaker as conv  # noqa: E402
 from engine.convert.checkpoint import SafetensorsFile  # noqa: E402
 from engine.io.audio import mel_spectrogram  # noqa: E402
 from engine.nets.speaker_encoder import SpeakerEncoder  # noqa: E402
-from engine.runtime.bundle import Bundle, BundleWriter  # noqa: E402
+from engine.runtime.bundle import Bundle  # noqa: E402
+from engine.runtime.bundle_writer import BundleWriter  # noqa: E402
 
 AUDIO = REPO / "tests" / "fixtures" / "audio" / "en_48k_stereo_12s.flac"
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from .errors import EngineError
 from .io.fileio import write_atomic
-from .runtime.bundle import MANIFEST, is_bundle
+from .runtime.bundle import MANIFEST
+from .runtime.bundle_writer import is_bundle
 
 Progress = Callable[[float, str], None]
 

@@ -15,7 +15,8 @@ from engine.convert.checkpoint import Checkpoint
 from engine.errors import AudioError, BundleError, ConvertError
 from engine.io.audio import load_audio, mel_spectrogram
 from engine.nets.speaker_encoder import SpeakerEncoder
-from engine.runtime.bundle import Bundle, BundleWriter
+from engine.runtime.bundle import Bundle
+from engine.runtime.bundle_writer import BundleWriter
 from tests.bundles import FIXTURES, MODELS, bundle_for
 
 THREADS = 1  # shared machine; results do not depend on the thread count

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ..errors import Cancelled, ConvertError
 from ..io.fileio import os_reason
-from ..runtime.bundle import PRECISIONS, BundleWriter
+from ..runtime.bundle import PRECISIONS
+from ..runtime.bundle_writer import BundleWriter
 from .checkpoint import Checkpoint
 
 # (module under engine.convert, human label). Order matters only for progress display.

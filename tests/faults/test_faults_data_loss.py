@@ -25,7 +25,7 @@ import engine.convert as convert_mod
 from engine.convert import convert_checkpoint
 from engine.errors import BundleError, ConvertError
 from engine.io.fileio import create_new, current_umask, write_atomic
-from engine.runtime.bundle import PARTIAL_MARK, BundleWriter, sweep_partials
+from engine.runtime.bundle_writer import PARTIAL_MARK, BundleWriter, sweep_partials
 from engine.voice import Voice
 from tests.bundles import bundle_for, fixture_models
 
@@ -185,7 +185,7 @@ def test_stale_temp_folders_are_swept_but_live_ones_kept(tmp_path):
     with BundleWriter(tmp_path / "other") as live:  # the next run sweeps the dead writer's folder
         assert not dead.exists() and user.is_dir()
         assert sweep_partials(tmp_path) == [] and live.tmp.is_dir()  # a live writer holds its lock
-        code = f"from engine.runtime.bundle import sweep_partials; print(len(sweep_partials(__import__('pathlib').Path({str(tmp_path)!r}))))"
+        code = f"from engine.runtime.bundle_writer import sweep_partials; print(len(sweep_partials(__import__('pathlib').Path({str(tmp_path)!r}))))"
         r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert r.stdout.strip() == "0" and live.tmp.is_dir()  # another process does not take a live one
     assert sorted(p.name for p in tmp_path.iterdir()) == [".my-hidden-folder"]

@@ -28,7 +28,8 @@ from engine.convert import speaker as conv  # noqa: E402
 from engine.convert.checkpoint import SafetensorsFile  # noqa: E402
 from engine.io.audio import load_audio  # noqa: E402
 from engine.nets.speaker_encoder import SpeakerEncoder  # noqa: E402
-from engine.runtime.bundle import Bundle, BundleWriter  # noqa: E402
+from engine.runtime.bundle import Bundle  # noqa: E402
+from engine.runtime.bundle_writer import BundleWriter  # noqa: E402
 
 AUDIO = Path(__file__).resolve().parents[1] / "fixtures" / "audio"
 CONFIGS = {
