@@ -1,6 +1,7 @@
 """Hugging Face Qwen3-TTS checkpoint -> ncnn bundle, numpy only.
 
-Each network has its own converter module with `convert(ckpt, writer, options)`; PARTS lists them in order.
+Each network has its own converter module with `convert(ckpt, writer, options)`; PARTS lists them in order
+(codec_decoder_layers holds the speech decoder's layer builders).
 A part writes its graphs/tables through the BundleWriter and records its metadata with writer.set_part().
 """
 
