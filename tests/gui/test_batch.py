@@ -12,7 +12,7 @@ from PySide6.QtGui import QGuiApplication
 from qwen3tts_gui.batch import MERGED_NAME
 from qwen3tts_gui.batch_store import LINES_FILE
 from qwen3tts_gui.paths import data_dir
-from qwen3tts_gui.widgets.batch_panel import LANGUAGE
+from qwen3tts_gui.widgets.batch_table import LANGUAGE
 
 from .fakes import FakeSynthesizer
 
@@ -186,7 +186,7 @@ def test_lines_at_once_auto_follows_the_model(qtbot, make_window, settings, tmp_
 
 def test_instruction_column_imports_persists_and_hides_for_models_without_instructions(qtbot, make_window,
                                                                                         tmp_path):
-    from qwen3tts_gui.widgets.batch_panel import INSTRUCT, STUDIO_INSTRUCTION
+    from qwen3tts_gui.widgets.batch_table import INSTRUCT, STUDIO_INSTRUCTION
 
     window = make_window()
     panel = window.batch

@@ -188,7 +188,7 @@ def test_batch_lines_carry_style_instructions_on_custom_voice_17b(qtbot, make_wi
     import soundfile
 
     from engine import save_audio
-    from qwen3tts_gui.widgets.batch_panel import INSTRUCT
+    from qwen3tts_gui.widgets.batch_table import INSTRUCT
 
     window = window_for(make_window, "tinycv17b")
     panel = window.batch
@@ -219,7 +219,7 @@ def test_batch_lines_carry_style_instructions_on_custom_voice_17b(qtbot, make_wi
 
 
 def test_batch_sends_no_instruction_to_a_custom_voice_model_that_ignores_it(make_window):
-    from qwen3tts_gui.widgets.batch_panel import INSTRUCT
+    from qwen3tts_gui.widgets.batch_table import INSTRUCT
 
     window = window_for(make_window, "tinycv06b")
     assert window.batch.table.isColumnHidden(INSTRUCT)
