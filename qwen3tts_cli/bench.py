@@ -65,7 +65,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         out("tuning        timing the candidate settings on this computer (once per model; up to ~15 s)...")
         record = synth.tune()
         for f in record.figures:
-            out(f"  {f.setting:23s} {f.value:29s} {f.part:26s} {f.median_ms:8.1f} ms  ({f.samples} samples)"
+            figure = f"{f.median_ms:8.1f} ms" + (f"  ({f.samples} samples)" if f.samples else "")
+            out(f"  {f.setting:23s} {f.value:29s} {f.part:26s} {figure if f.median_ms else ''}"
                 + ("  chosen" if f.chosen else ""))
     if synth.tuning is not None:
         out(f"tuning        {synth.tuning.summary()} (measured {synth.tuning.measured}, load {synth.tuning.load_average})"

@@ -174,3 +174,39 @@ def test_a_tuning_made_on_a_busy_machine_is_redone_when_it_is_quiet(q8_bundle, c
     tune_synthesizer(later, timing=TWO_WIN)
     assert not later.tuning_needed and not later.tuning.busy and later.thread_counts == (2, 2)
     assert not Synthesizer(q8_bundle).tuning_needed
+
+
+def _a_gpu() -> None:
+    from engine.runtime.device import scan_gpus
+
+    if not scan_gpus().gpus:
+        pytest.skip("no Vulkan device here (CI installs lavapipe: mesa-vulkan-drivers, libvulkan1)")
+
+
+@pytest.mark.parametrize("gpu_ms, on_gpu", [(50.0, True), (500.0, False)])
+def test_auto_uses_a_gpu_only_where_the_tuning_measured_it_faster(cache, gpu_ms, on_gpu):
+    _a_gpu()
+    bundle = bundle_for("tiny06b", "fp32")
+    timing = cpu({1: 30, 2: 45}, {1: 60, 2: 90})  # the CPU: 90 ms per frame
+
+    def with_gpu(part, candidate, seconds):
+        return gpu_ms / 1000 if part == "gpu" else timing(part, candidate, seconds)
+
+    record = tune_synthesizer(Synthesizer(bundle, device="cpu"), timing=with_gpu, include_software_gpus=True)
+    assert record.device_ms == {"cpu": 90.0, "gpu:0": gpu_ms}
+    assert record.settings.gpu_faster is on_gpu
+    assert ("gpu:0 faster than the CPU" in record.summary()) is on_gpu
+    chosen = [f.value for f in record.figures if f.setting == "device" and f.chosen]
+    assert chosen == (["gpu:0 (" + chosen[0].split("(", 1)[1]] if on_gpu else ["cpu"])
+    # the next open with the default device ("auto") follows the measurement
+    again = Synthesizer(bundle)
+    assert again.device.on_gpu is on_gpu and (again.device.name == "gpu:0") is on_gpu
+
+
+def test_a_software_gpu_is_not_timed(cache):
+    _a_gpu()
+    record = tune_synthesizer(Synthesizer(bundle_for("tiny06b", "fp32"), device="cpu"),
+                              timing=cpu({1: 30, 2: 45}, {1: 60, 2: 90}))
+    assert list(record.device_ms) == ["cpu"] and record.settings.gpu_faster is None
+    assert any(f.setting == "device" and "not timed" in f.part for f in record.figures)
+    assert not Synthesizer(bundle_for("tiny06b", "fp32")).device.on_gpu

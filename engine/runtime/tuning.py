@@ -179,6 +179,9 @@ class TuningRecord:
             dec += ", bf16 faster" if s.decoder_bf16_faster else ", fp32 as fast"
         line = (f"tuned for this computer in {self.seconds:.1f} s: talker {s.talker_threads}, code predictor "
                 f"{s.code_predictor_threads} thread{'s' if s.code_predictor_threads != 1 else ''}; {dec}")
+        if s.gpu_faster:
+            gpu = min((k for k in self.device_ms if k != "cpu"), key=self.device_ms.__getitem__)
+            line += f"; {gpu} faster than the CPU ({self.device_ms[gpu]:.0f} against {self.device_ms['cpu']:.0f} ms per frame)"
         if self.busy:
             line += f" (measured while the machine was busy, load {self.load_average.split()[0]})"
         return line

@@ -24,11 +24,13 @@ from typing import Any
 import ncnn
 import numpy as np
 
+from ..errors import Cancelled
 from ..nets.code_predictor import CodePredictor
 from ..nets.codec_decoder import DECODER_PRECISIONS, CodecDecoder, decoder_net_precision
 from ..nets.talker import Talker
 from ..runtime.bundle import Bundle
 from ..runtime.cpu import cpu_model, load_average, physical_cores, usable_cpus
+from ..runtime.device import faster_gpu
 from ..runtime.thread_governor import ThreadGovernor
 from ..runtime.tuning import (
     CandidateFigure,
@@ -45,6 +47,7 @@ from ..runtime.tuning import (
     utc_now,
 )
 from ..types import Timings
+from .gpu_timing import time_gpus
 from .streaming import StreamedAudio
 
 DEFAULT_BUDGET = 15.0  # seconds at full size on a quiet machine (fewer rounds on a slow or busy one)
@@ -92,6 +95,7 @@ class Parts:
     stream: Callable[[CodecDecoder, bool], Any]  # (decoder, overlap) -> an object with push(frame), finish(), close()
     adaptive_threads: bool = True
     cores: int = 1  # the thread governors' upper count
+    include_software_gpus: bool = False  # time lavapipe and the like too (tests: it is the GPU they have)
     # what a measurement reports: (part, candidate, measured seconds) -> seconds; tests inject CPUs through it
     timing: Callable[[str, Any, float], float] = lambda part, candidate, seconds: seconds
     spare: dict[tuple[str, int], Any] = field(default_factory=dict)  # nets loaded for the run, by (part, threads)
@@ -143,6 +147,12 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
         talker_nets.clear()  # the losers are freed
         cp_nets.clear()
 
+        say(0.45, "Timing the GPUs…")
+        gpu_ms, gpu_figures = time_gpus(parts.bundle, _FrameSource, parts.timing, parts.include_software_gpus,
+                                        cancel)
+        if cancel is not None and cancel():
+            raise Cancelled("Tuning was cancelled.")
+
         bf16_faster = None
         precision = parts.decoder.precision
         if bf16_decoder_available(parts.bundle):
@@ -187,13 +197,18 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
                     zip(configs, _figures(stream_samples, "decoding", "stream", "streamed frame",
                                           (overlap, decoder_threads)), strict=True)]
         parts.spare[("decoder", decoder_threads)] = stream_decoders[decoder_threads]
+        cpu_ms = (median(samples[talker_threads]["talker"]) + median(samples[cp_threads]["code predictor"])) * 1000
+        device_ms = {"cpu": round(cpu_ms, 2), **gpu_ms}
+        gpu = faster_gpu(device_ms)
+        if gpu_ms:
+            figures.append(CandidateFigure("device", "cpu", "generation, frame", device_ms["cpu"], 0, gpu is None))
+        figures += [replace(f, chosen=f.value.split(" ")[0] == gpu) for f in gpu_figures]
         settings = TunedSettings(talker_threads=talker_threads, code_predictor_threads=cp_threads,
                                  decoder_threads=decoder_threads, overlap_decode=overlap,
-                                 decoder_bf16_faster=bf16_faster)
+                                 decoder_bf16_faster=bf16_faster, gpu_faster=(gpu is not None) if gpu_ms else None)
         say(1.0, "Tuned.")
-        cpu_ms = (median(samples[talker_threads]["talker"]) + median(samples[cp_threads]["code predictor"])) * 1000
         return TuningRecord(tuning_key(parts.bundle), settings, tuple(figures), clock() - t0, utc_now(),
-                            load_average(), {"cpu": round(cpu_ms, 2)})
+                            load_average(), device_ms)
     finally:
         (parts.talker.net, parts.talker.governor, parts.code_predictor.net,
          parts.code_predictor.governor) = original
@@ -256,8 +271,8 @@ def decoder_choice(bundle: Bundle, request: str, record: TuningRecord | None) ->
 
 
 def tune_synthesizer(synth, progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
-                     budget: float = DEFAULT_BUDGET, timing: Callable[[str, Any, float], float] | None = None
-                     ) -> TuningRecord:
+                     budget: float = DEFAULT_BUDGET, timing: Callable[[str, Any, float], float] | None = None,
+                     include_software_gpus: bool = False) -> TuningRecord:
     """Synthesizer.tune(): measure on this machine (candidates up to its physical cores, whatever the synthesizer
     was opened with), store the record, then apply it (an explicit thread count keeps its counts). Cancelled
     leaves the synthesizer as it was and stores nothing."""
@@ -267,6 +282,7 @@ def tune_synthesizer(synth, progress: Progress | None = None, cancel: Callable[[
                   adaptive_threads=synth._adaptive_threads, cores=synth.threads)
     if timing is not None:
         parts.timing = timing
+    parts.include_software_gpus = include_software_gpus
     record = run_tuning(parts, physical_cores(), budget, synth._decoder_request, progress, cancel)
     synth.tuning_note = save_record(record)
     synth.tuning = record
