@@ -50,6 +50,7 @@ from .tuning import needs_tuning, start_tuning
 from .widgets.batch_panel import BatchPanel
 from .widgets.design_panel import DesignPanel
 from .widgets.elided_label import ElidedLabel
+from .widgets.fitting_scroll_area import FittingScrollArea
 from .widgets.folders_dialog import FoldersDialog
 from .widgets.language_combo import LanguageCombo
 from .widgets.models_dialog import ModelsDialog
@@ -178,12 +179,7 @@ class MainWindow(QMainWindow):
         ll = QVBoxLayout(left)
         ll.setContentsMargins(14, 12, 10, 12)
         ll.addWidget(self.voice_stack)
-        left_scroll = QScrollArea()
-        left_scroll.setWidget(left)
-        left_scroll.setWidgetResizable(True)
-        left_scroll.setFrameShape(QFrame.Shape.NoFrame)
-        left_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        left_scroll.setMinimumWidth(340)
+        left_scroll = FittingScrollArea(left, least_width=340)  # never clips the voice column on its right
 
         right = QWidget()
         rl = QVBoxLayout(right)

@@ -102,9 +102,21 @@ class ModelsDialog(QDialog):
         buttons.rejected.connect(self.reject)
         lay = QVBoxLayout(self)
         lay.addWidget(installed, 1)
-        lay.addWidget(available)
+        lay.addWidget(available, 1)
         lay.addWidget(buttons)
         self.refresh()
+        self._show_whole_catalogue()
+
+    def _show_whole_catalogue(self) -> None:
+        """The catalogue's rows all show at the dialog's first size (it showed half a row): the download list is
+        the reason most people open this dialog."""
+        tree = self.available
+        rows = tree.topLevelItemCount()
+        if rows:
+            height = tree.header().sizeHint().height() + 2 * tree.frameWidth() + 4
+            height += tree.horizontalScrollBar().sizeHint().height()  # the columns are wider than the dialog
+            height += sum(tree.sizeHintForRow(i) for i in range(rows))
+            tree.setMinimumHeight(height)
 
     def store(self) -> ModelStore:
         return ModelStore(self.ctx.models_folder())

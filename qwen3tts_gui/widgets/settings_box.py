@@ -149,14 +149,19 @@ class GenerationSettingsBox(QWidget):
         flags.addSpacing(16)
         flags.addWidget(self.stream_audio)
         flags.addStretch(1)
-        more = QHBoxLayout()
-        more.setContentsMargins(0, 0, 0, 0)
-        more.addWidget(self.threads)
-        more.addWidget(self.decoder)
-        more.addWidget(self.device)
-        more.addStretch(1)
-        more.addWidget(reset)
-        self._flags = (_widget(flags), _widget(more))
+        # threads and decoder, then device and defaults: one row of all four needs 596 px, more than the pane
+        # has at 960x640 (sideways scrolling); two rows fit in one column
+        engine_row = QHBoxLayout()
+        engine_row.setContentsMargins(0, 0, 0, 0)
+        engine_row.addWidget(self.threads)
+        engine_row.addWidget(self.decoder)
+        engine_row.addStretch(1)
+        device_row = QHBoxLayout()
+        device_row.setContentsMargins(0, 0, 0, 0)
+        device_row.addWidget(self.device)
+        device_row.addStretch(1)
+        device_row.addWidget(reset)
+        self._flags = (_widget(flags), _widget(engine_row), _widget(device_row))
         self._columns = 0
         self._arrange(1)
         self._one_column_width = grid.minimumSize().width()
@@ -191,8 +196,8 @@ class GenerationSettingsBox(QWidget):
             grid.addWidget(field, row, 2 * col + 1)
         rows = -(-len(self._pairs) // columns)
         for i, flags in enumerate(self._flags):
-            if columns == 2:
-                grid.addWidget(flags, rows, 2 * i, 1, 2)
+            if columns == 2:  # greedy and streaming beside threads and decoder; device and defaults below them
+                grid.addWidget(flags, rows + i // 2, 2 * (i % 2) + 2 * (i // 2), 1, 2)
             else:
                 grid.addWidget(flags, rows + i, 0, 1, 2)
         for col in range(4):

@@ -76,3 +76,49 @@ def test_new_voice_editor_fits_while_analysing(qtbot, make_window):
     left = window.splitter.widget(0)
     assert left.widget().minimumSizeHint().width() <= left.viewport().width()
     assert _cut_off(window, left) == []
+
+
+@pytest.fixture
+def app_style():
+    """The app's own style sheet (padding, bold buttons): the window as users see it, wider buttons included."""
+    from qwen3tts_gui.app import load_style_sheet
+
+    app = QApplication.instance()
+    app.setStyleSheet(load_style_sheet())
+    yield
+    app.setStyleSheet("")
+
+
+@pytest.mark.parametrize("size", [(960, 640), (1000, 700)])
+def test_voice_pane_keeps_every_button_inside_it_with_the_style_sheet_and_no_microphone(qtbot, make_window,
+                                                                                       app_style, size):
+    from .fakes import FakeAudioBackend
+
+    window = make_window(backend=FakeAudioBackend(has_input=False))  # "Record (no microphone)": the widest row
+    window.resize(*size)
+    _settle(qtbot)
+    pane = window.splitter.widget(0)
+    assert "no microphone" in window.voice_panel.editor.record_btn.text()
+    viewport = QRect(pane.viewport().mapTo(window, QPoint(0, 0)), pane.viewport().size())
+    buttons = [b for b in pane.findChildren(QAbstractButton) if b.isVisibleTo(window) and b.width()]
+    assert {"Delete", "● Record (no microphone)"} <= {b.text() for b in buttons}
+    for button in buttons:
+        rect = QRect(button.mapTo(window, QPoint(0, 0)), button.size())
+        assert viewport.contains(QRect(rect.left(), viewport.top(), rect.width(), 1)), \
+            f"{button.text()}: {rect} leaves its pane {viewport}"
+    assert _cut_off(window, window.splitter) == []
+
+
+def test_models_dialog_shows_the_whole_catalogue_at_its_default_size(qtbot, make_window, app_style):
+    window = make_window()
+    dialog = window.show_models()
+    _settle(qtbot)
+    tree = dialog.available
+    assert tree.topLevelItemCount() >= 3
+    height = tree.viewport().height()
+    shown = [i for i in range(tree.topLevelItemCount())
+             if 0 <= tree.visualItemRect(tree.topLevelItem(i)).top()
+             and tree.visualItemRect(tree.topLevelItem(i)).bottom() < height]
+    assert len(shown) == tree.topLevelItemCount(), \
+        f"only {len(shown)} whole rows of the catalogue fit in {tree.viewport().size()}"
+    dialog.close()
