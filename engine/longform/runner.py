@@ -228,9 +228,9 @@ def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: Ge
                         if i in stopped:
                             continue
                         yield ChunkFrame(i, n, attempt, ev.event)
-                        why = run.frame(ev.event.codes)
-                        if why:
-                            stopped[i] = why
+                        stop = run.frame(ev.event.codes)
+                        if stop:
+                            stopped[i] = stop
                             batch.cancel(ev.job)
                     elif isinstance(ev.event, SynthesisResult):
                         result, why, retry = run.judge(ev.event)

@@ -10,6 +10,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from ..codec_format import SAMPLES_PER_FRAME
+from ..nets.codec_decoder import CodecDecoder
 from ..types import AudioChunk, Timings
 
 
@@ -19,7 +20,7 @@ class StreamedAudio:
     ICL: the official decode runs reference + generated frames as one sequence (same 300-frame chunk seams),
     so the reference goes through the stream first; its audio is never played."""
 
-    def __init__(self, decoder, ref_codes: np.ndarray | None, timings: Timings, overlap: bool = False):
+    def __init__(self, decoder: CodecDecoder, ref_codes: np.ndarray | None, timings: Timings, overlap: bool = False):
         self._stream = decoder.stream()
         # overlap: frames decode in order on one worker thread while the next frames generate (ncnn releases
         # the GIL); push() then returns the chunks finished so far, finish() the rest. Frames that arrive
