@@ -119,7 +119,6 @@ from .runtime.device import (  # noqa: E402
 from .runtime.tuning import CandidateFigure, TuningRecord  # noqa: E402
 from .synthesis.contract import AudioSource, BatchEvents, SynthesizerContract, VoiceChoice  # noqa: E402
 from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
-from .synthesis.generation import MAX_BATCH_SIZE, check_batch_size  # noqa: E402
 from .synthesis.model_kind import InstructIgnoredWarning, ModelKind, Speaker  # noqa: E402
 from .synthesis.runs import BatchRun, run_synthesis  # noqa: E402
 from .synthesis.synthesizer import DEFAULT_BATCH_SIZE, Synthesizer  # noqa: E402
@@ -127,6 +126,7 @@ from .text.length import estimated_frames  # noqa: E402
 from .text.splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
 from .text.tokenizer import clean_text  # noqa: E402
 from .types import (  # noqa: E402
+    MAX_BATCH_SIZE,
     AudioChunk,
     FrameEvent,
     GenerationSettings,
@@ -135,6 +135,7 @@ from .types import (  # noqa: E402
     SynthesisJob,
     SynthesisResult,
     Timings,
+    check_batch_size,
 )
 from .voice import VOICE_SUFFIX, Voice, VoiceSummary  # noqa: E402
 

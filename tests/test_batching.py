@@ -22,8 +22,8 @@ from engine.nets.code_predictor import CodePredictor
 from engine.nets.talker import Talker
 from engine.runtime.bundle import Bundle
 from engine.runtime.step_graph import StepNet, step_param_text
-from engine.synthesis.generation import MAX_BATCH_SIZE
 from engine.synthesis.synthesizer import Synthesizer
+from engine.types import MAX_BATCH_SIZE
 from tests.bundles import OUTPUTS, bundle_for, fixture_models
 from tests.test_synth_parity import injected_voice, load_case
 

@@ -29,10 +29,9 @@ import numpy as np
 
 from ..codec_format import SAMPLE_RATE
 from ..errors import Cancelled, TextError
-from ..synthesis.generation import check_batch_size
 from ..text.length import estimated_frames
 from ..text.splitter import DEFAULT_MAX_CHARS, LANGUAGE_CODES, TextChunk, split_text
-from ..types import FrameEvent, GenerationSettings, SynthesisJob, SynthesisResult, Timings
+from ..types import FrameEvent, GenerationSettings, SynthesisJob, SynthesisResult, Timings, check_batch_size
 from .joining import JoinSettings, PausePlanner, joined_piece
 from .runaway import GuardSettings, RunawayGuard
 

@@ -145,7 +145,7 @@ class StepNet:
     returns the attention output in the same layout; run_one() is its one-sequence form. Callers pass at most
     `max_rows` rows per call (the module docstring says why older q8 bundles take fewer)."""
 
-    Q8_MAX_ROWS = {"int8": 8, "block": 3}  # int8: the largest batch (engine/synthesis/generation.py MAX_BATCH_SIZE)
+    Q8_MAX_ROWS = {"int8": 8, "block": 3}  # int8: the largest batch (engine/types.py MAX_BATCH_SIZE)
     # ncnn's int8 Gemm fixes its thread count when the net loads (a later opt.num_threads only prints a warning
     # per layer per call), so the governor steers only the attention nets of an int8 graph. The count is measured
     # per computer (engine/synthesis/self_tuning.py); this is only the count before a tuning exists. Neither is

@@ -21,21 +21,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..codec_format import NUM_CODE_GROUPS
-from ..errors import EngineError, TextError
+from ..errors import EngineError
 from ..nets.code_predictor import CodePredictor
 from ..nets.talker import Talker, TalkerSequence
 from ..text.prompt import Prompt
-from ..types import Timings
+from ..types import Timings, check_batch_size
 from .sampling import Sampler
-
-MAX_BATCH_SIZE = 8  # row counts measured bit-identical to running alone (tests/test_batching.py)
-
-
-def check_batch_size(batch_size: object) -> int:
-    """The batch size as an int, or TextError: a whole number from 1 to MAX_BATCH_SIZE."""
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or not 1 <= batch_size <= MAX_BATCH_SIZE:
-        raise TextError(f"Batch size must be a whole number from 1 to {MAX_BATCH_SIZE}, not {batch_size!r}.")
-    return batch_size
 
 
 @dataclass

@@ -29,11 +29,11 @@ from ..runtime.device import DEFAULT_DEVICE, DEFAULT_GPU_PRECISION, Device, GpuE
 from ..runtime.tuning import TuningRecord
 from ..text.prompt import Prompt, PromptIds
 from ..text.tokenizer import TextTokenizer, clean_text
-from ..types import GenerationSettings, JobEvent, SynthesisEvent, SynthesisJob
+from ..types import GenerationSettings, JobEvent, SynthesisEvent, SynthesisJob, check_batch_size
 from ..voice import Voice
 from . import planning
 from .contract import AudioSource, SynthesizerContract, VoiceChoice
-from .generation import SequenceState, check_batch_size
+from .generation import SequenceState
 from .jobs import Job, batch_events, job_events
 from .model_kind import ModelKind, Speaker
 from .placement import check_weights_fit, gpu_failures, load_placed, on_cpu_after
