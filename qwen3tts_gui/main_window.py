@@ -13,7 +13,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QPlainTextEdit,
-    QProgressDialog,
     QPushButton,
     QScrollArea,
     QSplitter,
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from . import APP_NAME, __version__
 from .context import AppContext
+from .controllers.model_controller import ModelController
 from .diagnostics import current_log_file, log
 from .downloads import ModelDownloader
 from .engine_adapter import (
@@ -35,34 +35,27 @@ from .engine_adapter import (
     VoiceChoice,
     VoiceError,
     as_sentence,
-    convert_checkpoint,
-    is_demo_bundle,
     is_designed,
-    make_demo_bundle,
 )
 from .long_text import long_text_options, needs_chunks
-from .paths import candidate_paths, data_dir, takes_dir, unique_path
+from .paths import data_dir, takes_dir
 from .saved_text import TEXT_FILE, restore_text, save_text, too_long
 from .take_keeper import TakeKeeper
 from .take_store import TakeStore
 from .takes import PendingTake, Take
-from .tuning import needs_tuning, start_tuning
 from .widgets.batch_panel import BatchPanel
 from .widgets.design_panel import DesignPanel
 from .widgets.elided_label import ElidedLabel
 from .widgets.fitting_scroll_area import FittingScrollArea
 from .widgets.folders_dialog import FoldersDialog
 from .widgets.language_combo import LanguageCombo
-from .widgets.models_dialog import ModelsDialog
 from .widgets.output_panel import OutputPanel
 from .widgets.progress_panel import ProgressPanel
 from .widgets.settings_box import GenerationSettingsBox
 from .widgets.speaker_panel import SpeakerPanel
 from .widgets.voice_panel import VoicePanel
 from .widgets.welcome import WelcomeView
-from .workers import CallWorker, LongSynthesisWorker, ProgressWorker, SynthesisWorker
-
-DEMO_NAME = "demo"
+from .workers import LongSynthesisWorker, SynthesisWorker
 
 
 def _section(title: str) -> QLabel:
@@ -78,18 +71,20 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(APP_NAME)
         self.resize(1280, 860)
         self.setMinimumSize(960, 640)
-        self._progress_dialog: QProgressDialog | None = None
         self._pending: PendingTake | None = None
         self._take_count = 0
         self.takes_writing = 0  # takes handed to the writer whose outcome has not come back yet
         self.takes_loading = False  # the history is being read
         self._history_epoch = 0
-        self._demo_retried = False
 
         self.downloader = ModelDownloader(ctx, self)
-        self.downloader.installed.connect(self._model_downloaded)
         self.downloader.failed.connect(lambda msg: self.ctx.dialogs.error(self, "Download failed", msg))
         self.welcome = WelcomeView(self.downloader)
+        self.models = ModelController(ctx, self, self.welcome, self.downloader)
+        self.models.status.connect(self._show_status)
+        self.choose_model, self.open_model = self.models.choose_model, self.models.open_model
+        self.import_checkpoint, self.use_demo_model = self.models.import_checkpoint, self.models.use_demo_model
+        self.show_models = self.models.show_models
         self.welcome.open_model.connect(self.choose_model)
         self.welcome.import_checkpoint.connect(self.import_checkpoint)
         self.welcome.use_demo.connect(self.use_demo_model)
@@ -355,51 +350,11 @@ class MainWindow(QMainWindow):
         s.sync()
 
     # --- model -------------------------------------------------------------------------------------------
-    def choose_model(self) -> None:
-        start = self.ctx.settings.model_path or str(self.ctx.models_folder())
-        folder = self.ctx.dialogs.open_dir(self, "Open model bundle folder", start)
-        if folder:
-            self.open_model(Path(folder))
-
     @property
     def synth_worker(self) -> SynthesisWorker | None:
         """The generation running now (the engine job, when it is one)."""
         job = self.ctx.job
         return job if isinstance(job, SynthesisWorker) else None
-
-    def open_model(self, path: Path) -> bool:
-        worker = CallWorker(lambda: self.ctx.open_synth(path), "opening the model", self)
-        worker.done.connect(lambda synth: self._model_loaded(path, synth))
-        worker.failed.connect(lambda msg: self._model_failed(path, msg))
-        if not self.ctx.start_job(worker, self, needs_model=False, finished=lambda: self.welcome.set_busy("")):
-            return False
-        self.welcome.set_busy(f"Opening {path.name}…")
-        self.statusBar().showMessage(f"Opening model {path}…")
-        return True
-
-    def _model_loaded(self, path: Path, synth) -> None:
-        self.ctx.settings.remember_model(str(path))
-        self.ctx.settings.sync()  # remembered even if the app is killed later
-        self.ctx.set_model(synth, path)
-        where = synth.device.note if synth.device.noteworthy and synth.device.note else (
-            f"on {synth.device.describe()}" if synth.device.on_gpu else "on the CPU")
-        self.statusBar().showMessage(f"Model {path.name} is ready (speech decoder: {synth.decoder_precision}; "
-                                     f"{where.rstrip('.')})", 8000)
-        log.info("opened model %s", path)
-        if needs_tuning(synth):  # once per model and computer: measured after the open job has ended
-            self.ctx.when_idle(lambda: start_tuning(self, self.ctx, synth) if self.ctx.synth is synth else None)
-
-    def _model_failed(self, path: Path, message: str) -> None:
-        self.statusBar().clearMessage()
-        if path.parent == self.ctx.models_folder() and not self._demo_retried and is_demo_bundle(path):
-            # our own demo from an older build (or damaged): offer a fresh one; only a bundle holding nothing
-            # but its own files is replaced (the engine checks), anything else stays untouched
-            self._demo_retried = True
-            if self.ctx.dialogs.question(self, "Cannot open the demo model",
-                                         f"{message}\n\nMake a fresh demo model in its place ({path})?"):
-                self.ctx.when_idle(lambda: self._build_demo(path, replace=True))
-            return
-        self.ctx.dialogs.error(self, "Cannot open the model", message)
 
     def _model_changed(self) -> None:
         synth = self.ctx.synth
@@ -423,93 +378,6 @@ class MainWindow(QMainWindow):
             self.model_label.setText("No model")
             self.setWindowTitle(APP_NAME)
         self._update_actions()
-
-    def show_models(self) -> ModelsDialog:
-        """Installed and downloadable models (the dialog is modal; a download goes on after it closes)."""
-        dialog = ModelsDialog(self.downloader, self)
-        dialog.open_model.connect(self.open_model)
-        dialog.import_checkpoint.connect(self.import_checkpoint)
-        dialog.open()
-        return dialog
-
-    def _model_downloaded(self, path: Path) -> None:
-        """The first model opens by itself; with a model already open, the new one waits in File > Models.
-
-        Downloads are not the engine job (AppContext.start_job): a long download must not stop generating."""
-        if self.ctx.synth is not None:
-            self.statusBar().showMessage(f"Installed {path.name}: open it from File > Models", 8000)
-            return
-        self.statusBar().showMessage(f"Installed {path.name}", 5000)
-        self.ctx.when_idle(lambda: self.open_model(path))
-
-    def import_checkpoint(self) -> None:
-        start = self.ctx.settings.last_checkpoint_dir or str(Path.home())
-        folder = self.ctx.dialogs.open_dir(
-            self, "Checkpoint folder (config.json, model.safetensors, speech_tokenizer/)", start
-        )
-        if not folder:
-            return
-        src = Path(folder)
-        self.ctx.settings.last_checkpoint_dir = str(src.parent)
-        # "demo" is the app's own demo model's folder, which the app may replace: an import never lands there
-        name = src.name if src.name != DEMO_NAME else f"{DEMO_NAME} (imported)"
-        dest = unique_path(self.ctx.models_folder() / name)
-        self.run_long_job(
-            lambda progress, cancel: convert_checkpoint(src, dest, progress=progress, cancel=cancel),
-            "converting the checkpoint", f"Converting {src.name}…", cancellable=True,
-        )
-
-    def use_demo_model(self) -> None:
-        dest = self._demo_folder()
-        if dest.exists():
-            self.open_model(dest)
-        else:
-            self._build_demo(dest)
-
-    def _demo_folder(self) -> Path:
-        """models/demo, or 'demo (2)'... when a folder of that name holds something that is not the app's demo
-        (an older build's demo, an import): that folder is left as it is."""
-        for folder in candidate_paths(self.ctx.models_folder() / DEMO_NAME):
-            if is_demo_bundle(folder) or not (folder.exists() or folder.is_symlink()):
-                return folder
-        raise AssertionError("unreachable")  # candidate_paths never ends
-
-    def _build_demo(self, dest: Path, replace: bool = False) -> None:
-        self.run_long_job(lambda progress, cancel: make_demo_bundle(dest, progress=progress, replace=replace),
-                          "making the demo model", "Making the demo model…", cancellable=False)
-
-    def run_long_job(self, fn, doing: str, label: str, cancellable: bool) -> ProgressWorker | None:
-        """Conversion-like jobs: a worker plus a progress dialog; the model it makes is opened at the end."""
-        if not self.ctx.can_start(self, needs_model=False):
-            return None
-        worker = ProgressWorker(fn, doing, self)
-        dialog = QProgressDialog(label, "Cancel" if cancellable else "", 0, 1000, self)
-        dialog.setWindowTitle(APP_NAME)
-        dialog.setWindowModality(Qt.WindowModality.WindowModal)
-        dialog.setMinimumDuration(0)
-        dialog.setAutoClose(False)
-        dialog.setAutoReset(False)
-        dialog.setMinimumWidth(460)
-        if not cancellable:
-            dialog.setCancelButton(None)
-        dialog.canceled.connect(worker.cancel)
-        dialog.canceled.connect(lambda: dialog.setLabelText("Cancelling…"))
-        worker.progress.connect(lambda f, msg: (dialog.setValue(int(f * 1000)), dialog.setLabelText(msg)))
-        worker.done.connect(lambda path: self.ctx.when_idle(lambda: self.open_model(Path(path))))
-        worker.failed.connect(lambda msg: self.ctx.dialogs.error(self, f"Failed {doing}", msg))
-        worker.cancelled.connect(lambda: self.statusBar().showMessage(f"Stopped {doing}", 5000))
-        self._progress_dialog = dialog
-        self.welcome.set_busy(label)
-        dialog.show()
-        self.ctx.start_job(worker, self, needs_model=False, finished=self._long_finished)
-        return worker
-
-    def _long_finished(self) -> None:
-        if self._progress_dialog is not None:
-            self._progress_dialog.close()
-            self._progress_dialog.deleteLater()
-        self._progress_dialog = None
-        self.welcome.set_busy("")
 
     # --- generate ----------------------------------------------------------------------------------------
     def _language_changed(self) -> None:
@@ -704,6 +572,12 @@ class MainWindow(QMainWindow):
                                clear_history=self.clear_takes)
         if dialog.exec():
             self.set_takes_limit(self.ctx.settings.takes_limit_mb)
+
+    def _show_status(self, message: str, timeout_ms: int) -> None:
+        if message:
+            self.statusBar().showMessage(message, timeout_ms)
+        else:
+            self.statusBar().clearMessage()
 
     # --- misc --------------------------------------------------------------------------------------------
     def _open_log_folder(self) -> None:

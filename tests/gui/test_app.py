@@ -8,8 +8,8 @@ import numpy as np
 import soundfile as sf
 from PySide6.QtCore import QSettings, Qt
 
-from qwen3tts_gui import main_window as main_window_module
 from qwen3tts_gui.app import parse_args
+from qwen3tts_gui.controllers import model_controller as model_controller_module
 from qwen3tts_gui.engine_adapter import open_synthesizer
 from qwen3tts_gui.paths import models_dir
 from qwen3tts_gui.settings import Settings
@@ -39,7 +39,7 @@ def test_demo_model_from_the_welcome_view(qtbot, make_window, settings, monkeypa
         made.append(dest)
         return dest
 
-    monkeypatch.setattr(main_window_module, "make_demo_bundle", fake_make_demo)
+    monkeypatch.setattr(model_controller_module, "make_demo_bundle", fake_make_demo)
     window = make_window(model=False)
     window.welcome.demo_btn.click()
     qtbot.waitUntil(lambda: window.ctx.synth is not None, timeout=5000)
@@ -92,13 +92,13 @@ def test_conversion_progress_and_cancel(qtbot, make_window, monkeypatch, dialogs
                 raise Cancelled("conversion cancelled")
         raise AssertionError("not cancelled")
 
-    monkeypatch.setattr(main_window_module, "convert_checkpoint", fake_convert)
+    monkeypatch.setattr(model_controller_module, "convert_checkpoint", fake_convert)
     window = make_window(model=False)
     src = tmp_path / "Qwen3-TTS-12Hz-0.6B-Base"
     src.mkdir()
     dialogs.dirs.append(str(src))
     window.import_checkpoint()
-    dialog = window._progress_dialog
+    dialog = window.models.progress_dialog
     assert dialog is not None and dialog.isVisible()
     qtbot.waitUntil(lambda: dialog.value() > 20, timeout=5000)
     assert "converting part" in dialog.labelText()

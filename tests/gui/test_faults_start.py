@@ -16,8 +16,8 @@ import numpy as np
 from PySide6.QtCore import QSettings
 
 from engine.errors import BundleError
-from qwen3tts_gui import main_window as main_window_module
 from qwen3tts_gui.app import ensure_home
+from qwen3tts_gui.controllers import model_controller as model_controller_module
 from qwen3tts_gui.engine_adapter import Voice
 from qwen3tts_gui.paths import models_dir
 
@@ -76,7 +76,7 @@ def test_a_folder_called_demo_that_is_not_our_demo_is_never_deleted(qtbot, make_
     (demo / "manifest.json").write_text(json.dumps({"format": "qwen3tts-bundle", "version": 1, "config": {}}))
     (demo / "my recording.wav").write_bytes(b"precious")
     made = []
-    monkeypatch.setattr(main_window_module, "make_demo_bundle", lambda *a, **k: made.append(k))
+    monkeypatch.setattr(model_controller_module, "make_demo_bundle", lambda *a, **k: made.append(k))
     window = make_window(model=False, voice=False, open_synth=_failing_open)
     window.open_model(demo)
     qtbot.waitUntil(lambda: window.ctx.job is None, timeout=5000)
@@ -91,13 +91,13 @@ def test_our_own_broken_demo_is_replaced_only_after_asking(qtbot, make_window, d
     (demo / "manifest.json").write_text(json.dumps(
         {"format": "qwen3tts-bundle", "version": 1, "config": {"qwen3tts_studio_demo": True}, "files": {}}))
     made = []
-    monkeypatch.setattr(main_window_module, "make_demo_bundle", lambda dest, **k: made.append((dest, k)) or dest)
+    monkeypatch.setattr(model_controller_module, "make_demo_bundle", lambda dest, **k: made.append((dest, k)) or dest)
     window = make_window(model=False, voice=False, open_synth=_failing_open)
     dialogs.answer = False
     window.open_model(demo)
     qtbot.waitUntil(lambda: window.ctx.job is None, timeout=5000)
     assert len(dialogs.questions) == 1 and made == [] and (demo / "manifest.json").is_file()
-    window._demo_retried = False
+    window.models.demo_retried = False
     dialogs.answer = True
     window.open_model(demo)
     qtbot.waitUntil(lambda: bool(made), timeout=5000)
@@ -166,7 +166,7 @@ def test_a_checkpoint_called_demo_is_never_imported_into_the_demo_folder(qtbot, 
     src = tmp_path / "demo"
     src.mkdir()
     targets = []
-    monkeypatch.setattr(main_window_module, "convert_checkpoint",
+    monkeypatch.setattr(model_controller_module, "convert_checkpoint",
                         lambda s, dest, **k: targets.append(dest) or dest)
     window = make_window(model=False, voice=False)
     dialogs.dirs = [str(src)]
@@ -190,7 +190,7 @@ def test_the_demo_is_made_beside_a_demo_folder_that_is_not_ours(qtbot, make_wind
     old.mkdir(parents=True)
     (old / "manifest.json").write_text(json.dumps({"format": "qwen3tts-bundle", "version": 1, "config": {}}))
     made = []
-    monkeypatch.setattr(main_window_module, "make_demo_bundle", lambda dest, **k: made.append(dest) or dest)
+    monkeypatch.setattr(model_controller_module, "make_demo_bundle", lambda dest, **k: made.append(dest) or dest)
     window = make_window(model=False, voice=False)
     window.use_demo_model()
     qtbot.waitUntil(lambda: bool(made), timeout=5000)

@@ -1,0 +1,165 @@
+"""Models: open a bundle, import a checkpoint, make or repair the demo model, open a downloaded model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QProgressDialog, QWidget
+
+from .. import APP_NAME
+from ..context import AppContext
+from ..diagnostics import log
+from ..downloads import ModelDownloader
+from ..engine_adapter import convert_checkpoint, is_demo_bundle, make_demo_bundle
+from ..paths import candidate_paths, unique_path
+from ..tuning import needs_tuning, start_tuning
+from ..widgets.models_dialog import ModelsDialog
+from ..widgets.welcome import WelcomeView
+from ..workers import CallWorker, ProgressWorker
+
+DEMO_NAME = "demo"
+
+
+class ModelController(QObject):
+    """Everything that ends in a model being open. `window` is the parent of its dialogs; `status` carries a
+    status-line message and how long it shows (ms; "" clears the line)."""
+
+    status = Signal(str, int)
+
+    def __init__(self, ctx: AppContext, window: QWidget, welcome: WelcomeView, downloader: ModelDownloader):
+        super().__init__(window)
+        self.ctx = ctx
+        self.window = window
+        self.welcome = welcome
+        self.downloader = downloader
+        self.progress_dialog: QProgressDialog | None = None
+        self.demo_retried = False
+        downloader.installed.connect(self._model_downloaded)
+
+    def choose_model(self) -> None:
+        start = self.ctx.settings.model_path or str(self.ctx.models_folder())
+        folder = self.ctx.dialogs.open_dir(self.window, "Open model bundle folder", start)
+        if folder:
+            self.open_model(Path(folder))
+
+    def open_model(self, path: Path) -> bool:
+        worker = CallWorker(lambda: self.ctx.open_synth(path), "opening the model", self)
+        worker.done.connect(lambda synth: self._model_loaded(path, synth))
+        worker.failed.connect(lambda msg: self._model_failed(path, msg))
+        if not self.ctx.start_job(worker, self.window, needs_model=False, finished=lambda: self.welcome.set_busy("")):
+            return False
+        self.welcome.set_busy(f"Opening {path.name}…")
+        self.status.emit(f"Opening model {path}…", 0)
+        return True
+
+    def _model_loaded(self, path: Path, synth) -> None:
+        self.ctx.settings.remember_model(str(path))
+        self.ctx.settings.sync()  # remembered even if the app is killed later
+        self.ctx.set_model(synth, path)
+        where = synth.device.note if synth.device.noteworthy and synth.device.note else (
+            f"on {synth.device.describe()}" if synth.device.on_gpu else "on the CPU")
+        self.status.emit(f"Model {path.name} is ready (speech decoder: {synth.decoder_precision}; "
+                         f"{where.rstrip('.')})", 8000)
+        log.info("opened model %s", path)
+        if needs_tuning(synth):  # once per model and computer: measured after the open job has ended
+            self.ctx.when_idle(lambda: start_tuning(self.window, self.ctx, synth) if self.ctx.synth is synth else None)
+
+    def _model_failed(self, path: Path, message: str) -> None:
+        self.status.emit("", 0)
+        if path.parent == self.ctx.models_folder() and not self.demo_retried and is_demo_bundle(path):
+            # our own demo from an older build (or damaged): offer a fresh one; only a bundle holding nothing
+            # but its own files is replaced (the engine checks), anything else stays untouched
+            self.demo_retried = True
+            if self.ctx.dialogs.question(self.window, "Cannot open the demo model",
+                                         f"{message}\n\nMake a fresh demo model in its place ({path})?"):
+                self.ctx.when_idle(lambda: self._build_demo(path, replace=True))
+            return
+        self.ctx.dialogs.error(self.window, "Cannot open the model", message)
+
+    def show_models(self) -> ModelsDialog:
+        """Installed and downloadable models (the dialog is modal; a download goes on after it closes)."""
+        dialog = ModelsDialog(self.downloader, self.window)
+        dialog.open_model.connect(self.open_model)
+        dialog.import_checkpoint.connect(self.import_checkpoint)
+        dialog.open()
+        return dialog
+
+    def _model_downloaded(self, path: Path) -> None:
+        """The first model opens by itself; with a model already open, the new one waits in File > Models.
+
+        Downloads are not the engine job (AppContext.start_job): a long download must not stop generating."""
+        if self.ctx.synth is not None:
+            self.status.emit(f"Installed {path.name}: open it from File > Models", 8000)
+            return
+        self.status.emit(f"Installed {path.name}", 5000)
+        self.ctx.when_idle(lambda: self.open_model(path))
+
+    def import_checkpoint(self) -> None:
+        start = self.ctx.settings.last_checkpoint_dir or str(Path.home())
+        folder = self.ctx.dialogs.open_dir(
+            self.window, "Checkpoint folder (config.json, model.safetensors, speech_tokenizer/)", start
+        )
+        if not folder:
+            return
+        src = Path(folder)
+        self.ctx.settings.last_checkpoint_dir = str(src.parent)
+        # "demo" is the app's own demo model's folder, which the app may replace: an import never lands there
+        name = src.name if src.name != DEMO_NAME else f"{DEMO_NAME} (imported)"
+        dest = unique_path(self.ctx.models_folder() / name)
+        self.run_long_job(
+            lambda progress, cancel: convert_checkpoint(src, dest, progress=progress, cancel=cancel),
+            "converting the checkpoint", f"Converting {src.name}…", cancellable=True,
+        )
+
+    def use_demo_model(self) -> None:
+        dest = self._demo_folder()
+        if dest.exists():
+            self.open_model(dest)
+        else:
+            self._build_demo(dest)
+
+    def _demo_folder(self) -> Path:
+        """models/demo, or 'demo (2)'... when a folder of that name holds something that is not the app's demo
+        (an older build's demo, an import): that folder is left as it is."""
+        for folder in candidate_paths(self.ctx.models_folder() / DEMO_NAME):
+            if is_demo_bundle(folder) or not (folder.exists() or folder.is_symlink()):
+                return folder
+        raise AssertionError("unreachable")  # candidate_paths never ends
+
+    def _build_demo(self, dest: Path, replace: bool = False) -> None:
+        self.run_long_job(lambda progress, cancel: make_demo_bundle(dest, progress=progress, replace=replace),
+                          "making the demo model", "Making the demo model…", cancellable=False)
+
+    def run_long_job(self, fn, doing: str, label: str, cancellable: bool) -> ProgressWorker | None:
+        """Conversion-like jobs: a worker plus a progress dialog; the model it makes is opened at the end."""
+        if not self.ctx.can_start(self.window, needs_model=False):
+            return None
+        worker = ProgressWorker(fn, doing, self)
+        dialog = QProgressDialog(label, "Cancel" if cancellable else "", 0, 1000, self.window)
+        dialog.setWindowTitle(APP_NAME)
+        dialog.setWindowModality(Qt.WindowModality.WindowModal)
+        dialog.setMinimumDuration(0)
+        dialog.setAutoClose(False)
+        dialog.setAutoReset(False)
+        dialog.setMinimumWidth(460)
+        if not cancellable:
+            dialog.setCancelButton(None)
+        dialog.canceled.connect(worker.cancel)
+        dialog.canceled.connect(lambda: dialog.setLabelText("Cancelling…"))
+        worker.progress.connect(lambda f, msg: (dialog.setValue(int(f * 1000)), dialog.setLabelText(msg)))
+        worker.done.connect(lambda path: self.ctx.when_idle(lambda: self.open_model(Path(path))))
+        worker.failed.connect(lambda msg: self.ctx.dialogs.error(self.window, f"Failed {doing}", msg))
+        worker.cancelled.connect(lambda: self.status.emit(f"Stopped {doing}", 5000))
+        self.progress_dialog = dialog
+        self.welcome.set_busy(label)
+        dialog.show()
+        self.ctx.start_job(worker, self.window, needs_model=False, finished=self._long_finished)
+        return worker
+
+    def _long_finished(self) -> None:
+        if self.progress_dialog is not None:
+            self.progress_dialog.close()
+            self.progress_dialog.deleteLater()
+        self.progress_dialog = None
+        self.welcome.set_busy("")
