@@ -70,7 +70,7 @@ def ours(ref_file: Path, bundles: list[Path]) -> None:
         for compact in variants:
             talker = Talker(bundle, 2, compact_weights=compact)
             cp = CodePredictor(bundle, 2, compact_weights=compact)
-            hidden, logits = talker.prefill(z["prefill"])
+            seq, hidden, logits = talker.start(z["prefill"])
             errs = [rel_err(logits, z["logits"][0])]
             got = np.zeros_like(codes)
             history: list[int] = []
@@ -80,7 +80,7 @@ def ours(ref_file: Path, bundles: list[Path]) -> None:
                 history.append(int(codes[k, 0]))
                 got[k, 1:] = cp.predict(hidden, int(codes[k, 0]), lambda lg, _g: int(np.argmax(lg)))
                 text = z["trailing"][k] if k < len(z["trailing"]) else z["tpad"]
-                hidden, logits = talker.step(cp.feedback(codes[k]) + text)
+                hidden, logits = talker.step(seq, cp.feedback(codes[k]) + text)
                 if k + 1 < len(z["logits"]):
                     errs.append(rel_err(logits, z["logits"][k + 1]))
             name = f"{path.name}{'' if compact else ' (weights widened)'}"
