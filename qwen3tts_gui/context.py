@@ -54,6 +54,16 @@ class Dialogs:
         answer = QMessageBox.question(parent, title, text, buttons, QMessageBox.StandardButton.No)
         return answer == QMessageBox.StandardButton.Yes
 
+    def choose(self, parent: QWidget | None, title: str, text: str, choices: list[str]) -> int | None:
+        """A question answered by buttons that name the choices (the first is the default; Cancel is added):
+        the index of the one pressed, or None for Cancel."""
+        box = QMessageBox(QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.Cancel, parent)
+        buttons = [box.addButton(choice, QMessageBox.ButtonRole.AcceptRole) for choice in choices]
+        box.setDefaultButton(buttons[0])
+        box.exec()
+        clicked = box.clickedButton()
+        return buttons.index(clicked) if clicked in buttons else None
+
     def open_file(self, parent: QWidget | None, caption: str, folder: str, filters: str) -> str:
         return QFileDialog.getOpenFileName(parent, caption, folder, filters)[0]
 

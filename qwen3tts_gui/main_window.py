@@ -554,7 +554,7 @@ class MainWindow(QMainWindow):
 
     def _take_selected(self, take: Take) -> None:
         if self.synth_worker is None:
-            self.progress.show_codes(take.result.codes)
+            self.progress.show_take(take)
 
     def _update_actions(self) -> None:
         busy = self.ctx.busy is not None

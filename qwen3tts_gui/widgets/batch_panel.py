@@ -287,13 +287,17 @@ class BatchPanel(QWidget):
     def import_path(self, path: Path) -> bool:
         try:
             rows = read_lines_file(path)
-            if path.suffix.lower() == ".txt" and len(rows) > 1 and self.ctx.dialogs.question(
-                self, "Import text",
-                f"Is {path.name} one long text?\n\nYes: the whole file becomes one item, spoken in chunks of whole "
-                f"sentences with natural pauses and saved as one file.\nNo: each of its {len(rows)} lines becomes "
-                "an item of its own.",
-            ):
-                rows = [read_long_text(path)]
+            if path.suffix.lower() == ".txt" and len(rows) > 1:
+                choice = self.ctx.dialogs.choose(
+                    self, "Import text",
+                    f"Is {path.name} one long text, or {len(rows)} separate lines?\n\nOne long text: one item, "
+                    "spoken in chunks of whole sentences with natural pauses and saved as one file.\nSeparate "
+                    "lines: each line becomes an item of its own, saved as a file of its own.",
+                    ["One long text", f"{len(rows)} separate lines"])
+                if choice is None:
+                    return False
+                if choice == 0:
+                    rows = [read_long_text(path)]
         except ValueError as e:
             self.ctx.dialogs.error(self, "Cannot import", str(e))
             return False

@@ -103,12 +103,15 @@ class NewVoiceEditor(QWidget):
         self.lang_combo = LanguageCombo()
         form.addRow("Language", self.lang_combo)
         self.transcript = QPlainTextEdit()
-        self.transcript.setPlaceholderText(
-            "What is said in the reference (optional). With a transcript the voice also copies the "
-            "delivery (in-context cloning); without it only the voice timbre is used."
-        )
+        self.transcript.setPlaceholderText("What is said in the reference (optional)")
         self.transcript.setFixedHeight(64)
         form.addRow("Transcript", self.transcript)
+        # the why, in a label that wraps: as the box's placeholder it was cut off after two lines
+        self.transcript_hint = QLabel("With a transcript the voice also copies the delivery (in-context "
+                                      "cloning); without it only the voice timbre is used.")
+        self.transcript_hint.setObjectName("Muted")
+        self.transcript_hint.setWordWrap(True)
+        form.addRow("", self.transcript_hint)
         ed.addLayout(form)
         self.create_btn = QPushButton("Create voice")
         self.create_btn.setObjectName("PrimaryButton")

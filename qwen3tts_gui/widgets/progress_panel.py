@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from ..engine_adapter import FRAME_RATE, FrameEvent, SynthesisResult
+from ..takes import Take
 from .throttle import Throttle
 from .token_view import TokenView
 
@@ -31,7 +32,8 @@ class ProgressPanel(QWidget):
                 ("Per frame", self.ms_per_frame, "Elapsed time / frames so far (start-up included): each frame is "
                  "80 ms of speech"),
                 ("Real-time factor", self.rtf, "Elapsed time / audio time: below 1 is faster than real time"),
-                ("Audio", self.audio_len, "Length of the speech generated so far"),
+                ("Audio", self.audio_len, "Length of the speech generated so far; when done, of the recording "
+                 "(a long text's pauses between chunks included)"),
             ]
         ):
             head = QLabel(title)
@@ -57,10 +59,6 @@ class ProgressPanel(QWidget):
 
     def show_cancelling(self) -> None:
         self.bar.setFormat("Cancelling…")
-
-    def show_codes(self, codes) -> None:
-        """The token view shows these codes (frames, 16), e.g. of a take picked from the history."""
-        self.tokens.set_codes(codes)
 
     def set_part(self, chunk: int, chunks: int) -> None:
         """A long text: chunk (0-based) of chunks is being generated; frames count within it."""
@@ -99,27 +97,44 @@ class ProgressPanel(QWidget):
         self._show_stats(ev.elapsed, self._earlier_frames + self.frames)
         self.tokens.refresh()
 
-    def _show_stats(self, elapsed: float, frames: int) -> None:
-        """One source for all four numbers, so they agree: per frame x frames = elapsed, RTF = per frame / 80 ms."""
-        self.elapsed.setText(f"{elapsed:.1f} s")
+    def _show_stats(self, elapsed: float, frames: int, recording_seconds: float | None = None) -> None:
+        """One source for all four numbers, so they agree: per frame x frames = elapsed, RTF = per frame / 80 ms.
+        recording_seconds: the finished recording's length, which a long text's pauses make longer than its
+        frames; the Audio figure shows that (27.8 s of frames are a 31.7 s recording with their pauses)."""
+        self.elapsed.setText(f"{elapsed:.1f} s" if elapsed > 0 else "–")
         if frames <= 0:
             return
         audio_s = frames * FRAME_SECONDS
-        self.ms_per_frame.setText(f"{1000 * elapsed / frames:.0f} ms")
-        self.rtf.setText(f"{elapsed / audio_s:.2f}")
-        self.audio_len.setText(f"{audio_s:.1f} s")
+        self.ms_per_frame.setText(f"{1000 * elapsed / frames:.0f} ms" if elapsed > 0 else "–")
+        self.rtf.setText(f"{elapsed / audio_s:.2f}" if elapsed > 0 else "–")
+        self.audio_len.setText(f"{audio_s if recording_seconds is None else recording_seconds:.1f} s")
 
     def finish(self, result: SynthesisResult, wall_seconds: float) -> None:
         self._throttle.flush()
         self._last = None
         frames = len(result.codes)
-        self.bar.setRange(0, max(frames, 1))
-        self.bar.setValue(frames)
-        why = "end of speech" if result.ended_by == "eos" else "length limit reached"
-        self.bar.setFormat(f"Done: {frames} frames ({why})")
-        self._show_stats(wall_seconds, frames)
+        self._show_done(frames, result.ended_by, "Done")
+        self._show_stats(wall_seconds, frames, result.seconds)
         if self.tokens.frames != frames:  # e.g. a take shown again from the history
             self.tokens.set_codes(result.codes)
+
+    def show_take(self, take: Take) -> None:
+        """A take chosen in the history: its own figures (as measured when it was made) and its codes, not those
+        of the last run."""
+        self._throttle.flush()
+        self._last = None
+        result = take.result
+        self._show_done(take.frames, result.ended_by, f"Take #{take.number}")
+        for label in (self.elapsed, self.ms_per_frame, self.rtf, self.audio_len):
+            label.setText("–")
+        self._show_stats(result.timings.total, take.frames, result.seconds)
+        self.tokens.set_codes(result.codes)
+
+    def _show_done(self, frames: int, ended_by: str, title: str) -> None:
+        self.bar.setRange(0, max(frames, 1))
+        self.bar.setValue(frames)
+        why = "end of speech" if ended_by == "eos" else "length limit reached"
+        self.bar.setFormat(f"{title}: {frames} frames ({why})")
 
     def stop(self, text: str) -> None:
         self._throttle.flush()

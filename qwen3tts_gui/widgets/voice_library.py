@@ -77,10 +77,12 @@ class VoiceLibraryView(QWidget):
             item = QListWidgetItem(f"{entry.name}\n{language_title(entry.language)} · {kind} · {date}")
             item.setData(Qt.ItemDataRole.UserRole, entry)
             if self.ctx.synth is not None and entry.model_id != self.ctx.synth.model_id:
-                item.setForeground(Qt.GlobalColor.gray)
-                item.setToolTip("Designed with a VoiceDesign model: select it to clone it from its recording"
-                                if is_designed(entry) else
-                                "Made with a different model: create it again from its reference audio")
+                if is_designed(entry):  # usable: it is cloned from its recording when first used, not greyed out
+                    item.setToolTip("A designed voice (made with a VoiceDesign model from a description): this "
+                                    "model clones it from its recording the first time you use it")
+                else:
+                    item.setForeground(Qt.GlobalColor.gray)
+                    item.setToolTip("Made with a different model: create it again from its reference audio")
             self.list.addItem(item)
             if keep is not None and entry.path == keep:
                 self.list.setCurrentItem(item)

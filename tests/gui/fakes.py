@@ -456,6 +456,7 @@ class FakeDialogs:
         self.questions: list[tuple[str, str]] = []
         self.notices: list[tuple[str, str]] = []
         self.answer = True
+        self.choice: int | None | str = "unset"  # choose(): an index, None (Cancel), or "unset": by `answer`
         self.files: list[str] = []  # answers for open_file / save_file, in order
         self.dirs: list[str] = []
         self.texts: list[str | None] = []
@@ -472,6 +473,14 @@ class FakeDialogs:
     def question(self, parent, title: str, text: str) -> bool:
         self.questions.append((title, text))
         return self.answer
+
+    def choose(self, parent, title: str, text: str, choices: list[str]) -> int | None:
+        """Recorded with the questions, (title, text, choices); answered by `choice` (an index or None), else by
+        `answer` (True: the first choice, False: the second)."""
+        self.questions.append((title, text, choices))
+        if self.choice != "unset":
+            return self.choice
+        return 0 if self.answer else 1
 
     def open_file(self, parent, caption, folder, filters) -> str:
         return self.files.pop(0) if self.files else ""

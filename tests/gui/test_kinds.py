@@ -170,7 +170,7 @@ def test_designed_voice_in_the_studio_is_cloned_once_then_used(qtbot, make_windo
     window.ctx.voices_changed.emit()
     window.voice_panel.refresh(select=path)
     item = window.voice_panel.library.list.currentItem()
-    assert item.toolTip().startswith("Designed with a VoiceDesign model")
+    assert item.toolTip().startswith("A designed voice (made with a VoiceDesign model")
     window.text_edit.setPlainText("Hello.")
     dialogs.answer = True
     assert not window.generate()  # first the voice is cloned for this model (asked), then Generate again

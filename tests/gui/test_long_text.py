@@ -120,6 +120,9 @@ def test_a_chapter_becomes_one_take(qtbot, make_window, fake_synth, dialogs):
     assert len(take.audio) == sum(frames) * SPF + pauses
     assert len(take.result.codes) == sum(frames)
     assert "Done" in window.progress.bar.format()
+    # the Audio figure is the recording's length, pauses included, not the frames' alone
+    assert window.progress.audio_len.text() == f"{len(take.audio) / 24000:.1f} s"
+    assert window.progress.audio_len.text() != f"{sum(frames) * SPF / 24000:.1f} s"
 
 
 def test_playback_starts_with_the_first_chunk(qtbot, make_window, audio, settings):
@@ -187,7 +190,7 @@ def test_batch_imports_a_txt_as_one_long_text(qtbot, make_window, settings, dial
     chapter.write_text(CHAPTER.replace(". ", ".\n", 2) + "\n", encoding="utf-8")  # hard-wrapped lines
     dialogs.answer = True
     assert panel.import_path(chapter)
-    assert "Is chapter.txt one long text?" in dialogs.questions[0][1]
+    assert "Is chapter.txt one long text, or 4 separate lines?" in dialogs.questions[0][1]
     assert [ln.text for ln in panel.model.lines] == ["Just one line.", CHAPTER.replace(". ", ".\n", 2)]
     assert panel.run_all()
     qtbot.waitUntil(lambda: not panel.running, timeout=20000)
