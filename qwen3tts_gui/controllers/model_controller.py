@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QProgressDialog, QWidget
+from PySide6.QtWidgets import QMainWindow, QProgressDialog
 
 from .. import APP_NAME
 from ..context import AppContext
@@ -27,7 +27,7 @@ class ModelController(QObject):
 
     status = Signal(str, int)
 
-    def __init__(self, ctx: AppContext, window: QWidget, welcome: WelcomeView, downloader: ModelDownloader):
+    def __init__(self, ctx: AppContext, window: QMainWindow, welcome: WelcomeView, downloader: ModelDownloader):
         super().__init__(window)
         self.ctx = ctx
         self.window = window
@@ -147,7 +147,11 @@ class ModelController(QObject):
             dialog.setCancelButton(None)
         dialog.canceled.connect(worker.cancel)
         dialog.canceled.connect(lambda: dialog.setLabelText("Cancelling…"))
-        worker.progress.connect(lambda f, msg: (dialog.setValue(int(f * 1000)), dialog.setLabelText(msg)))
+
+        def show_progress(fraction: float, message: str) -> None:
+            dialog.setValue(int(fraction * 1000))
+            dialog.setLabelText(message)
+        worker.progress.connect(show_progress)
         worker.done.connect(lambda path: self.ctx.when_idle(lambda: self.open_model(Path(path))))
         worker.failed.connect(lambda msg: self.ctx.dialogs.error(self.window, f"Failed {doing}", msg))
         worker.cancelled.connect(lambda: self.status.emit(f"Stopped {doing}", 5000))
