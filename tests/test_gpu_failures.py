@@ -140,3 +140,13 @@ def test_auto_follows_this_computers_tuning(monkeypatch, gpu_ms, on_gpu):
     synth = Synthesizer(bundle_for(MODEL, "fp32", parts=PARTS))  # device="auto", the default
     assert synth.device.on_gpu is on_gpu and synth.device.fallback_to_cpu
     assert ("measured faster than the CPU" if on_gpu else "the CPU measured faster") in synth.device.note
+
+
+def test_no_cpu_tuning_on_the_gpu():
+    """The self-tuning times CPU thread counts: a synthesizer on the GPU neither asks for it nor runs it."""
+    from engine import EngineError
+
+    synth = Synthesizer(bundle_for(MODEL, "fp32", parts=PARTS), device="gpu")
+    assert synth.device.on_gpu and not synth.tuning_needed
+    with pytest.raises(EngineError, match="open the model with the CPU as the device to tune"):
+        synth.tune()

@@ -202,13 +202,16 @@ class Synthesizer:
     @property
     def tuning_needed(self) -> bool:
         """True when this model has no tuning for this computer yet, or only one measured while the machine was
-        busy and the machine is quiet now (the app runs tune() then)."""
-        return self._tuning_enabled and (self.tuning is None or self.tuning.worth_retuning(load_average()))
+        busy and the machine is quiet now (the app runs tune() then). Never on a GPU: the tuning times CPU settings."""
+        return (self._tuning_enabled and not self.device.on_gpu
+                and (self.tuning is None or self.tuning.worth_retuning(load_average())))
 
     def tune(self, progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
              budget: float = DEFAULT_BUDGET) -> TuningRecord:
         """Measure the fastest settings for this model on this computer, store and apply them. progress(fraction,
         message) reports; cancel() returning True stops with Cancelled and changes nothing."""
+        if self.device.on_gpu:  # it would time the GPU's nets and keep them as this computer's CPU settings
+            raise EngineError("Tuning measures the CPU's settings; open the model with the CPU as the device to tune.")
         return tune_synthesizer(self, progress, cancel, budget)
 
     def frame_weights(self) -> FrameWeights:
