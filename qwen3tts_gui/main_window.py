@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from . import APP_NAME, __version__
 from .context import AppContext
 from .controllers.model_controller import ModelController
+from .controllers.take_history import TakeHistory
 from .diagnostics import current_log_file, log
 from .downloads import ModelDownloader
 from .engine_adapter import (
@@ -40,8 +41,6 @@ from .engine_adapter import (
 from .long_text import long_text_options, needs_chunks
 from .paths import data_dir, takes_dir
 from .saved_text import TEXT_FILE, restore_text, save_text, too_long
-from .take_keeper import TakeKeeper
-from .take_store import TakeStore
 from .takes import PendingTake, Take
 from .widgets.batch_panel import BatchPanel
 from .widgets.design_panel import DesignPanel
@@ -72,10 +71,6 @@ class MainWindow(QMainWindow):
         self.resize(1280, 860)
         self.setMinimumSize(960, 640)
         self._pending: PendingTake | None = None
-        self._take_count = 0
-        self.takes_writing = 0  # takes handed to the writer whose outcome has not come back yet
-        self.takes_loading = False  # the history is being read
-        self._history_epoch = 0
 
         self.downloader = ModelDownloader(ctx, self)
         self.downloader.failed.connect(lambda msg: self.ctx.dialogs.error(self, "Download failed", msg))
@@ -103,11 +98,9 @@ class MainWindow(QMainWindow):
         ctx.player.notice.connect(lambda message: self.statusBar().showMessage(message, 15000))
         self.output.regenerate.connect(self.regenerate)
         self.output.take_selected.connect(self._take_selected)
-        self.take_store = TakeStore(takes_folder or takes_dir())
-        self.take_keeper = TakeKeeper(self.take_store, self)
-        self.take_keeper.kept.connect(self._take_kept)
-        self.output.take_removed.connect(self._remove_take)
-        self.output.clear_requested.connect(self.clear_takes)
+        self.history = TakeHistory(ctx, self, self.output, takes_folder or takes_dir())
+        self.history.status.connect(self._show_status)
+        self.clear_takes = self.history.clear
 
         self.text_edit = QPlainTextEdit()
         self.text_edit.setObjectName("TextEdit")
@@ -159,7 +152,7 @@ class MainWindow(QMainWindow):
             panel.voice_changed.connect(self._update_actions)
         self._model_changed()
         self._restore_window()
-        self._restore_takes()
+        self.history.restore()
         problems = ctx.settings.take_problems()
         if problems:  # the values were reset to defaults and removed: this shows once, not at every start
             ctx.dialogs.notice(self, "Some settings were reset", "\n".join(problems))
@@ -283,60 +276,6 @@ class MainWindow(QMainWindow):
         if not s.splitter.isEmpty():
             self.splitter.restoreState(s.splitter)
         self.tabs.setCurrentIndex(min(max(s.tab, 0), self.tabs.count() - 1))
-
-    def _restore_takes(self) -> None:
-        """The history fills in once read (off the GUI thread); new takes are numbered past every folder now."""
-        self._take_count = self.take_store.last_number()
-        self.takes_loading = True
-        self._history_epoch += 1
-        epoch = self._history_epoch
-        self.take_keeper.loaded.connect(lambda takes, problems: self._takes_loaded(epoch, takes, problems))
-        self.take_keeper.load()
-
-    def _takes_loaded(self, epoch: int, takes: list, problems: list) -> None:
-        self.takes_loading = False
-        if epoch != self._history_epoch:
-            return  # cleared meanwhile
-        self.output.restore_takes(takes)
-        if problems:  # left where they are for the user: named at each start until they are dealt with
-            self.ctx.dialogs.notice(self, "Some takes could not be read", "\n".join(problems))
-
-    def _keep_take(self, take: Take) -> None:
-        """Write the take into the history and trim the oldest ones past the size limit (off the GUI thread)."""
-        self.takes_writing += 1
-        self.take_keeper.keep(take, self.ctx.settings.takes_limit_mb * 1024 * 1024)
-
-    def _take_kept(self, number: int, kept: bool, removed: list, problems: list) -> None:
-        self.takes_writing -= 1
-        self.output.drop_takes(removed)
-        if not kept:  # a message that stays until read: the status line is overwritten by the next one
-            self.ctx.dialogs.notice(self, "A take was not kept", "\n".join(problems) + (
-                f"\n\nTake #{number} stays here until the app is closed: save it with File > Save take as… "
-                "to keep it."))
-        elif problems:
-            self.statusBar().showMessage(problems[-1], 10000)
-
-    def _remove_take(self, number: int) -> None:
-        self.take_keeper.wait()  # a write still running would put the take back
-        self.take_store.remove(number)
-
-    def clear_takes(self) -> None:
-        if not self.output.takes:
-            return
-        if not self.ctx.dialogs.question(
-                self, "Clear all takes",
-                f"Delete all {len(self.output.takes)} takes from the history? Files you saved are not touched."):
-            return
-        self.output.clear_takes()
-        self.take_keeper.wait()
-        self._history_epoch += 1  # a history still being read is not shown after this
-        self.take_store.clear()
-
-    def set_takes_limit(self, megabytes: int) -> None:
-        self.ctx.settings.takes_limit_mb = megabytes
-        keep = self.output.current.number if self.output.current is not None else None
-        self.take_keeper.wait()
-        self.output.drop_takes(self.take_store.enforce_limit(megabytes * 1024 * 1024, keep=keep))
 
     def _save_window(self) -> None:
         s = self.ctx.settings
@@ -524,13 +463,12 @@ class MainWindow(QMainWindow):
         pending = self._pending
         if pending is None:
             return
-        self._take_count += 1
-        take = pending.take(self._take_count, result)
+        take = pending.take(self.history.next_number(), result)
         if pending.design:
             self.design_panel.designed(take, pending.instruct)
         self.progress.finish(result, time.monotonic() - pending.started)
         self.output.end_stream(take)
-        self._keep_take(take)
+        self.history.keep(take)
         self.statusBar().showMessage(f"Generated {result.seconds:.1f} s of speech", 5000)
 
     def _on_left_out(self, messages: list[str]) -> None:
@@ -568,10 +506,10 @@ class MainWindow(QMainWindow):
         self.voice_label.setText(f"Voice: {name}" if name else "No voice selected")
 
     def edit_folders(self) -> None:
-        dialog = FoldersDialog(self.ctx, self, history_bytes=self.take_store.size_bytes,
+        dialog = FoldersDialog(self.ctx, self, history_bytes=self.history.store.size_bytes,
                                clear_history=self.clear_takes)
         if dialog.exec():
-            self.set_takes_limit(self.ctx.settings.takes_limit_mb)
+            self.history.set_limit(self.ctx.settings.takes_limit_mb)
 
     def _show_status(self, message: str, timeout_ms: int) -> None:
         if message:
@@ -604,7 +542,7 @@ class MainWindow(QMainWindow):
         self.downloader.wait()
         self.voice_panel.stop_recording()
         self.ctx.player.stop()
-        self.take_keeper.close()  # every take generated is on disk before the app quits
+        self.history.close()  # every take generated is on disk before the app quits
         self.batch.save_lines()
         self._save_window()
         event.accept()

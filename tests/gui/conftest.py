@@ -90,7 +90,7 @@ def make_window(qtbot, tmp_path, settings, audio, dialogs, fake_synth):
         qtbot.addWidget(window)
         windows.append(window)
         window.show()
-        qtbot.waitUntil(lambda: not window.takes_loading, timeout=10000)  # the history is read off the GUI thread
+        qtbot.waitUntil(lambda: not window.history.loading, timeout=10000)  # the history is read off the GUI thread
         if model:
             with qtbot.waitSignal(ctx.model_changed, timeout=5000):
                 window.open_model(tmp_path / "fake-bundle")

@@ -58,7 +58,7 @@ def test_the_window_opens_whatever_is_in_the_take_history(qtbot, make_window, di
     text = dialogs.notices[0][1]
     for name in damaged:
         assert text.count(name) == 1, (name, text)
-    assert window._take_count == 7  # the next take is #8: a damaged take's number is never reused
+    assert window.history.count == 7  # the next take is #8: a damaged take's number is never reused
 
 
 @pytest.mark.parametrize("values", [
@@ -166,7 +166,7 @@ def test_the_app_starts_with_fifos_and_damage_everywhere(tmp_path, private_dirs)
         "qapp = QApplication(['qwen3tts-gui'])\n"
         "def report():\n"
         "    tops = QApplication.topLevelWidgets()\n"
-        "    if any(isinstance(w, MainWindow) and w.takes_loading for w in tops):\n"
+        "    if any(isinstance(w, MainWindow) and w.history.loading for w in tops):\n"
         "        return QTimer.singleShot(200, report)  # the history is still being read\n"
         "    print('WINDOWS', sum(isinstance(w, MainWindow) and w.isVisible() for w in tops))\n"
         "    for b in tops:\n"
@@ -222,7 +222,7 @@ def test_a_take_not_kept_on_a_full_disk_is_said_and_stays(qtbot, make_window, di
     window = make_window()
     window.text_edit.setPlainText("A take the disk has no room for.")
     assert window.generate()
-    qtbot.waitUntil(lambda: window.synth_worker is None and window.takes_writing == 0, timeout=10000)
+    qtbot.waitUntil(lambda: window.synth_worker is None and window.history.writing == 0, timeout=10000)
     assert [title for title, _ in dialogs.notices] == ["A take was not kept"]
     text = dialogs.notices[0][1]
     assert "#1" in text and "the disk is full" in text and "Save take as" in text
@@ -239,7 +239,7 @@ def test_takes_are_written_off_the_gui_thread(qtbot, make_window, monkeypatch):
     window = make_window()
     window.text_edit.setPlainText("Written in the background.")
     assert window.generate()
-    qtbot.waitUntil(lambda: window.synth_worker is None and window.takes_writing == 0, timeout=10000)
+    qtbot.waitUntil(lambda: window.synth_worker is None and window.history.writing == 0, timeout=10000)
     assert len(threads) == 1 and threads[0] is not threading.main_thread()
     assert (takes_dir() / "000001" / "take.npz").is_file()
 
@@ -378,7 +378,7 @@ def test_a_take_whose_voice_file_is_damaged_plays_and_says_why_it_cannot_regener
     window = make_window()
     window.text_edit.setPlainText("A take with its voice.")
     assert window.generate()
-    qtbot.waitUntil(lambda: window.synth_worker is None and window.takes_writing == 0, timeout=10000)
+    qtbot.waitUntil(lambda: window.synth_worker is None and window.history.writing == 0, timeout=10000)
     window.close()
     (takes_dir() / "000001" / "voice.qvoice").write_bytes(b"PK\x03\x04 damaged")
     again = make_window()
@@ -405,11 +405,11 @@ def test_the_window_appears_before_the_history_is_read(qtbot, settings, audio, d
                      library=VoiceLibrary(tmp_path / "voices"))
     window = MainWindow(ctx)  # returns while the history is still being read
     qtbot.addWidget(window)
-    assert window.takes_loading and window.output.takes == []
-    assert window._take_count == 2  # a take made now is #3 even before the history is shown
+    assert window.history.loading and window.output.takes == []
+    assert window.history.count == 2  # a take made now is #3 even before the history is shown
     window.output.add_take(_take(3, "Made while the history was read."))
     release.set()
-    qtbot.waitUntil(lambda: not window.takes_loading, timeout=10000)
+    qtbot.waitUntil(lambda: not window.history.loading, timeout=10000)
     rows = [window.output.history.item(r).data(0x0100) for r in range(window.output.history.count())]
     assert rows == [3, 2, 1]  # newest first, the new take above the kept ones
     window.close()
@@ -441,5 +441,5 @@ def test_a_kept_take_is_read_off_the_gui_thread_when_chosen(qtbot, make_window, 
 def test_a_take_that_arrives_as_the_app_closes_is_still_kept(qtbot, make_window):
     window = make_window(model=False, voice=False)
     window.close()
-    window._keep_take(_take(1, "Finished as the window closed."))
+    window.history.keep(_take(1, "Finished as the window closed."))
     assert (takes_dir() / "000001" / "take.npz").is_file()

@@ -15,7 +15,7 @@ from .fakes import FakeSynthesizer
 def _generate(qtbot, window, text: str) -> None:
     window.text_edit.setPlainText(text)
     assert window.generate()
-    qtbot.waitUntil(lambda: window.synth_worker is None and window.takes_writing == 0, timeout=10000)
+    qtbot.waitUntil(lambda: window.synth_worker is None and window.history.writing == 0, timeout=10000)
 
 
 def _restart(window, make_window, tmp_path, **kw):
@@ -77,7 +77,7 @@ def test_history_size_limit_and_clear(qtbot, make_window, dialogs):
     newest = window.output.current
     assert newest.audio.nbytes < one_take < 4 * 2**20  # float32 audio plus codes and a few kB of the rest
     # 10 MB (the smallest limit) holds two of them: the oldest goes
-    window.set_takes_limit(10)
+    window.history.set_limit(10)
     assert sorted(t.number for t in window.output.takes) == [2, 3]
     assert sorted(int(p.name) for p in takes_dir().iterdir()) == [2, 3]
     assert window.ctx.settings.takes_limit_mb == 10
@@ -177,7 +177,7 @@ def test_wav_is_16_bit_pcm_unless_float_is_chosen(qtbot, make_window, dialogs, t
     dialogs.files.append(str(tmp_path / "default.wav"))
     window.output.save_take(take)
     assert sf.info(str(tmp_path / "default.wav")).subtype == "PCM_16"
-    dialog = FoldersDialog(window.ctx, window, history_bytes=window.take_store.size_bytes)
+    dialog = FoldersDialog(window.ctx, window, history_bytes=window.history.store.size_bytes)
     dialog.wav_float.setChecked(True)
     dialog.takes_limit.setValue(200)
     dialog.accept()
