@@ -202,6 +202,9 @@ class BatchPanel(QWidget):
 
         ctx.busy_changed.connect(lambda _: self._update_buttons())
         ctx.model_changed.connect(self._update_buttons)
+        self.model.voice_known = self._voice_known  # an unknown voice is marked as soon as its line is there
+        for signal in (ctx.voices_changed, ctx.model_changed):
+            signal.connect(self.model.voices_changed)
         self._show_folder()
         self._update_buttons()
 
@@ -327,9 +330,29 @@ class BatchPanel(QWidget):
             self.ctx.settings.batch_dir = folder
             self._show_folder()
 
+    def _voice_known(self, name: str) -> bool:
+        """A voice in the library (its exact name) or a speaker of the model (any case), as the run resolves it."""
+        names = self.voice_names()
+        return name in names or name.lower() in names
+
     # --- running -----------------------------------------------------------------------------------------
     def run_all(self) -> bool:
-        return self.start([line.key for line in self.model.lines])
+        """Every line; when some are finished already, ask whether to make those again."""
+        lines = self.model.lines
+        unfinished = [line.key for line in lines if line.state != LineState.DONE]
+        if len(unfinished) < len(lines) and not self.running:
+            done = len(lines) - len(unfinished)
+            choices = (["Run the unfinished ones", "Run all again"] if unfinished else ["Run all again"])
+            choice = self.ctx.dialogs.choose(
+                self, "Run all", f"{done} of {len(lines)} lines are finished already. Run only the "
+                f"{len(unfinished)} unfinished ones, or all lines again (their files are made again)?" if unfinished
+                else f"All {len(lines)} lines are finished already. Run them all again (their files are made again)?",
+                choices)
+            if choice is None:
+                return False
+            if choices[choice] == "Run the unfinished ones":
+                return self.start(unfinished)
+        return self.start([line.key for line in lines])
 
     def retry_failed(self) -> bool:
         # also lines edited since (they are "ready" again): fixing a failed line and retrying should run it
@@ -346,11 +369,9 @@ class BatchPanel(QWidget):
             return False
         jobs = []
         voices: dict[str, tuple] = {}  # each voice name resolved once (its file is read by the worker, once)
-        for key in keys:
+        for key in keys:  # no line changes before the question below is answered: "No" leaves them as they were
             row = self.model.row_of(key)
             line = self.model.lines[row]
-            line.reset()
-            line.state, line.duration, line.output = LineState.QUEUED, None, ""
             if line.voice not in voices:
                 try:
                     voices[line.voice] = (self.resolve_voice(line.voice), None)
@@ -359,7 +380,6 @@ class BatchPanel(QWidget):
             voice, problem = voices[line.voice]
             jobs.append(BatchJob(key, line.text, voice, line.language, folder / output_name(row + 1, line.text),
                                  problem, instruct=self.resolve_instruct(line.instruct)))
-            self.model.changed(key)
         merge = folder / MERGED_NAME if self.merge.isChecked() else None
         existing = [p.name for p in [*(j.out_path for j in jobs), *([merge] if merge else [])]
                     if p.exists() or p.is_symlink()]
@@ -368,10 +388,12 @@ class BatchPanel(QWidget):
         if existing and not self.ctx.dialogs.question(
             self, "Replace files?", f"{len(existing)} file(s) in {folder} will be replaced, e.g. “{existing[0]}”. Go on?"
         ):
-            for key in keys:
-                self.model.line(key).reset()
-                self.model.changed(key)
             return False
+        for key in keys:
+            line = self.model.line(key)
+            line.reset()
+            line.state, line.duration, line.output = LineState.QUEUED, None, ""
+            self.model.changed(key)
         settings = self.current_settings()
         settings.stream_audio = False
         worker = BatchWorker(self.ctx.synth, jobs, settings, merge, self.gap.value() / 1000, self,

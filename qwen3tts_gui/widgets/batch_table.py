@@ -27,7 +27,17 @@ class BatchModel(QAbstractTableModel):
         super().__init__(parent)
         self.lines: list[BatchLine] = []
         self.locked = False  # no edits while running
+        # whether a line's voice name is one the batch can use now (set by the panel; "" is always usable)
+        self.voice_known: Callable[[str], bool] = lambda _name: True
         self._keys = itertools.count(1)
+
+    def voices_changed(self) -> None:
+        """The voice library or the model changed: every line's voice is checked again."""
+        if self.lines:
+            self.dataChanged.emit(self.index(0, VOICE), self.index(len(self.lines) - 1, VOICE))
+
+    def _unknown_voice(self, line: BatchLine) -> bool:
+        return bool(line.voice) and not self.voice_known(line.voice)
 
     def rowCount(self, parent=_ROOT) -> int:
         return 0 if parent.isValid() else len(self.lines)
@@ -52,7 +62,9 @@ class BatchModel(QAbstractTableModel):
             if col == TEXT:
                 return line.text
             if col == VOICE:
-                return line.voice if role == Qt.ItemDataRole.EditRole else (line.voice or "(selected voice)")
+                if role == Qt.ItemDataRole.EditRole:
+                    return line.voice
+                return f"⚠ {line.voice}" if self._unknown_voice(line) else (line.voice or "(selected voice)")
             if col == INSTRUCT:
                 return line.instruct if role == Qt.ItemDataRole.EditRole else (line.instruct or STUDIO_INSTRUCTION)
             if col == LANGUAGE:
@@ -72,11 +84,16 @@ class BatchModel(QAbstractTableModel):
                 return line.text
             if col == VOICE and not line.voice:
                 return "The voice selected on the Studio tab when the batch runs (double-click to pick another)"
+            if col == VOICE and self._unknown_voice(line):
+                return (f"There is no voice called “{line.voice}” for this model: double-click to pick one, or add "
+                        "the voice; as it is, this line fails when the batch runs")
             if col == INSTRUCT:
                 return line.instruct or ("The style instruction typed on the Studio tab when the batch runs "
                                          "(double-click to give this line its own)")
         if role == Qt.ItemDataRole.ForegroundRole and col == STATUS and line.state in _STATE_COLORS:
             return QColor(_STATE_COLORS[line.state])
+        if role == Qt.ItemDataRole.ForegroundRole and col == VOICE and self._unknown_voice(line):
+            return QColor(_STATE_COLORS[LineState.FAILED])
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (0, DURATION):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
