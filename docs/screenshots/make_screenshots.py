@@ -4,13 +4,18 @@ settings open: the layout at the smallest usual window size), progress.png, batc
 Run under Xvfb (a real X11 window; qwen3tts_gui/qt_system_libs.py lists the xcb libraries it needs):
     Xvfb :99 -screen 0 1600x1000x24 &
     DISPLAY=:99 QT_QPA_PLATFORM=xcb python docs/screenshots/make_screenshots.py [--model BUNDLE] [--out DIR]
-Settings, voices and the demo bundle live in a temporary folder; the user's own are never touched.
+Without an X server, Qt's offscreen platform with a desktop-sized screen gives the same pictures (fonts as
+fontconfig finds them; the Chinese batch line needs a CJK font such as fonts-wqy-microhei):
+    QT_QPA_PLATFORM=offscreen:configfile=tests/gui/offscreen-screen.json python docs/screenshots/make_screenshots.py
+Settings, voices, text, batch lines and the demo bundle live in a temporary folder; the user's own are never
+touched.
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import os
 import shutil
 import sys
 import tempfile
@@ -87,6 +92,9 @@ def main() -> int:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="qwen3tts-shots-"))
     atexit.register(shutil.rmtree, tmp, True)
+    # the app keeps its text and batch lines in the data folder: a private one, or every run would add its
+    # eight batch lines to the user's (and to the next screenshot's table)
+    os.environ["XDG_DATA_HOME"] = str(tmp / "data")
     model = args.model or make_demo_bundle(tmp / "models" / "demo")
 
     app = QApplication([sys.argv[0]])

@@ -112,6 +112,9 @@ class NewVoiceEditor(QWidget):
         self.transcript_hint.setObjectName("Muted")
         self.transcript_hint.setWordWrap(True)
         form.addRow("", self.transcript_hint)
+        # it explains the empty box: once a transcript is typed, its room goes back to the rest of the column
+        self.transcript.textChanged.connect(
+            lambda: self.transcript_hint.setVisible(not self.transcript.toPlainText().strip()))
         ed.addLayout(form)
         self.create_btn = QPushButton("Create voice")
         self.create_btn.setObjectName("PrimaryButton")

@@ -75,6 +75,10 @@ def test_the_transcript_hint_is_shown_whole(qtbot, make_window):
     hint = editor.transcript_hint
     assert hint.isVisibleTo(window) and "timbre" in hint.text() and "delivery" in hint.text()
     assert hint.wordWrap() and hint.height() >= hint.heightForWidth(hint.width())  # every line of it shown
+    box.setPlainText("What the reference says.")
+    assert not hint.isVisibleTo(window)  # it explains the empty box
+    box.clear()
+    assert hint.isVisibleTo(window)
 
 
 def test_importing_a_text_asks_with_buttons_that_name_the_choices(make_window, dialogs, tmp_path):
