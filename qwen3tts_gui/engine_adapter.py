@@ -39,6 +39,7 @@ from engine import (
     JoinSettings,
     LongResult,
     LongTextOptions,
+    ModelKind,
     RecordingLength,
     SynthesisEvent,
     SynthesisJob,
@@ -117,7 +118,10 @@ __all__ = [
     "JoinSettings",
     "LongResult",
     "LongTextOptions",
+    "ModelKind",
     "ModelStore",
+    "kind_of",
+    "takes_style_instructions",
     "Progress",
     "RecordingLength",
     "StoreError",
@@ -186,6 +190,19 @@ def open_synthesizer(bundle_dir: Path, threads: int | None = None,
     # Touch the bundle-derived properties here, in the worker, so a damaged bundle fails now.
     synth.languages, synth.default_settings  # noqa: B018
     return synth
+
+
+NO_MODEL_KIND = ModelKind.from_part({})  # what the app offers before a model is open: a Base model's voice column
+
+
+def kind_of(synth: SynthesizerContract | None) -> ModelKind:
+    """The loaded model's kind (a Base model's with none loaded): what it speaks with and what it follows."""
+    return synth.kind if synth is not None else NO_MODEL_KIND
+
+
+def takes_style_instructions(synth: SynthesizerContract | None) -> bool:
+    """A preset speaker and a style instruction for it (CustomVoice 1.7B; the 0.6B ignores one, as upstream)."""
+    return synth is not None and synth.kind.has_speakers and synth.honours_instruct
 
 
 def gpu_choices() -> tuple[list[tuple[str, str]], str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QUrl
@@ -24,24 +23,16 @@ from PySide6.QtWidgets import (
 
 from . import APP_NAME, __version__
 from .context import AppContext
+from .controllers.batch_voices import BatchVoices
+from .controllers.generation_controller import GenerationController
 from .controllers.model_controller import ModelController
 from .controllers.take_history import TakeHistory
 from .diagnostics import current_log_file, log
 from .downloads import ModelDownloader
-from .engine_adapter import (
-    FrameEvent,
-    GenerationSettings,
-    SynthesisResult,
-    Voice,
-    VoiceChoice,
-    VoiceError,
-    as_sentence,
-    is_designed,
-)
-from .long_text import long_text_options, needs_chunks
+from .engine_adapter import kind_of
 from .paths import data_dir, takes_dir
-from .saved_text import TEXT_FILE, restore_text, save_text, too_long
-from .takes import PendingTake, Take
+from .saved_text import TEXT_FILE, restore_text, save_text
+from .takes import Take
 from .widgets.batch_panel import BatchPanel
 from .widgets.design_panel import DesignPanel
 from .widgets.elided_label import ElidedLabel
@@ -54,7 +45,7 @@ from .widgets.settings_box import GenerationSettingsBox
 from .widgets.speaker_panel import SpeakerPanel
 from .widgets.voice_panel import VoicePanel
 from .widgets.welcome import WelcomeView
-from .workers import LongSynthesisWorker, SynthesisWorker
+from .workers import SynthesisWorker
 
 
 def _section(title: str) -> QLabel:
@@ -70,7 +61,6 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(APP_NAME)
         self.resize(1280, 860)
         self.setMinimumSize(960, 640)
-        self._pending: PendingTake | None = None
 
         self.downloader = ModelDownloader(ctx, self)
         self.downloader.failed.connect(lambda msg: self.ctx.dialogs.error(self, "Download failed", msg))
@@ -88,7 +78,6 @@ class MainWindow(QMainWindow):
         # what the model speaks with: cloned voices (Base), preset speakers (CustomVoice), a description (VoiceDesign)
         self.speaker_panel = SpeakerPanel(ctx)
         self.design_panel = DesignPanel(ctx)
-        self.design_panel.preview_requested.connect(self.preview_design)
         self.voice_stack = QStackedWidget()
         for panel in (self.voice_panel, self.speaker_panel, self.design_panel):
             self.voice_stack.addWidget(panel)
@@ -96,7 +85,6 @@ class MainWindow(QMainWindow):
         self.progress = ProgressPanel()
         self.output = OutputPanel(ctx)
         ctx.player.notice.connect(lambda message: self.statusBar().showMessage(message, 15000))
-        self.output.regenerate.connect(self.regenerate)
         self.output.take_selected.connect(self._take_selected)
         self.history = TakeHistory(ctx, self, self.output, takes_folder or takes_dir())
         self.history.status.connect(self._show_status)
@@ -124,9 +112,16 @@ class MainWindow(QMainWindow):
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.setToolTip("Stop generating (Esc)")
         self.cancel_btn.clicked.connect(self.cancel_generation)
-        self.batch = BatchPanel(ctx, self.batch_voice, self.settings_box.generation_settings)
-        self.batch.voice_names = self.batch_voice_names
-        self.batch.resolve_instruct = self.batch_instruct
+        self.generation = GenerationController(
+            ctx, self, self.history, text_edit=self.text_edit, lang_combo=self.lang_combo,
+            settings_box=self.settings_box, voice_panel=self.voice_panel, speaker_panel=self.speaker_panel,
+            design_panel=self.design_panel, progress=self.progress, output=self.output)
+        self.generation.status.connect(self._show_status)
+        self.generate, self.regenerate = self.generation.generate, self.generation.regenerate
+        self.batch_voices = BatchVoices(ctx, self.voice_panel, self.speaker_panel)
+        self.batch = BatchPanel(ctx, self.batch_voices.voice, self.settings_box.generation_settings)
+        self.batch.voice_names = self.batch_voices.names
+        self.batch.resolve_instruct = self.batch_voices.instruct
 
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
@@ -292,21 +287,20 @@ class MainWindow(QMainWindow):
     @property
     def synth_worker(self) -> SynthesisWorker | None:
         """The generation running now (the engine job, when it is one)."""
-        job = self.ctx.job
-        return job if isinstance(job, SynthesisWorker) else None
+        return self.generation.worker
 
     def _model_changed(self) -> None:
         synth = self.ctx.synth
         self.stack.setCurrentWidget(self.tabs if synth is not None else self.welcome)
         self.lang_combo.set_languages(synth.languages if synth is not None else ["auto"],
                                       select=self.ctx.settings.language)
-        kind = self.model_kind()
-        self.voice_stack.setCurrentWidget({"custom_voice": self.speaker_panel,
-                                           "voice_design": self.design_panel}.get(kind, self.voice_panel))
-        if kind == "custom_voice":
+        kind = kind_of(synth)
+        self.voice_stack.setCurrentWidget(self.speaker_panel if kind.has_speakers else
+                                          self.design_panel if kind.designs_voices else self.voice_panel)
+        if kind.has_speakers:
             self.speaker_panel.set_model(synth)
         for action in self._clone_actions:
-            action.setEnabled(kind == "base")
+            action.setEnabled(kind.clones_voices)
         if synth is not None:
             self.settings_box.load_defaults(synth.default_settings)
             path = self.ctx.model_path
@@ -324,171 +318,11 @@ class MainWindow(QMainWindow):
         if code:
             self.ctx.settings.language = code
 
-    def model_kind(self) -> str:
-        """"base", "custom_voice" or "voice_design" for the loaded model ("base" when none is loaded)."""
-        return getattr(self.ctx.synth, "model_kind", "base") if self.ctx.synth is not None else "base"
-
-    def generate(self, text: str | None = None, voice: VoiceChoice = None, voice_name: str | None = None,
-                 language: str | None = None, settings: GenerationSettings | None = None,
-                 instruct: str | None = None, design: bool = False) -> bool:
-        """voice and instruct None: what the voice column holds (a voice, a speaker and its instruction, or the
-        description of a voice to design)."""
-        if not self.ctx.can_start(self):
-            return False
-        text = (text if text is not None else self.text_edit.toPlainText()).strip()
-        if not text:
-            self.ctx.dialogs.error(self, "No text", "Type the text to speak first.")
-            self.text_edit.setFocus()
-            return False
-        if too_long(text):  # refused before anything reads it (a 5 MB text used 2.77 GB before the engine said no)
-            self.ctx.dialogs.error(self, "Text too long", too_long(text))
-            return False
-        kind = self.model_kind()
-        if voice is None and instruct is None:
-            if kind == "custom_voice":
-                voice, voice_name = self.speaker_panel.selected_speaker(), self.speaker_panel.selected_name()
-                instruct = self.speaker_panel.instruct()
-                if voice is None:
-                    self.ctx.dialogs.error(self, "No speaker", "Choose one of the model's speakers first.")
-                    return False
-            elif kind == "voice_design":
-                instruct, voice_name = self.design_panel.describe(), self.design_panel.selected_name()
-                if not instruct:
-                    self.ctx.dialogs.error(self, "No description", "Describe the voice to design first.")
-                    self.design_panel.description.setFocus()
-                    return False
-            else:
-                voice = self.voice_panel.load_selected()
-                voice_name = self.voice_panel.selected_name()
-                if voice is None:
-                    return False
-        language = language or self.lang_combo.language()
-        settings = settings or self.settings_box.generation_settings()
-        if needs_chunks(text, language):
-            worker = LongSynthesisWorker(self.ctx.synth, text, voice, language, settings, self, instruct=instruct,
-                                         options=long_text_options(self.ctx.settings))
-            worker.part.connect(self.progress.set_part)
-            worker.length.connect(self.output.expect_samples)  # the whole text's, not the first chunk's
-            worker.notice.connect(lambda message: self.statusBar().showMessage(message, 8000))
-            worker.left_out.connect(self._on_left_out)
-        else:
-            worker = SynthesisWorker(self.ctx.synth, text, voice, language, settings, self, instruct=instruct)
-        worker.frame.connect(self._on_frame)
-        worker.chunk.connect(self.output.add_chunk)
-        worker.done.connect(self._on_result)
-        worker.failed.connect(self._on_failed)
-        worker.cancelled.connect(self._on_cancelled)
-        # a long text's worker tells the whole recording's length (its first frame would give its first chunk's)
-        self._pending = PendingTake(text, voice, voice_name or getattr(voice, "name", str(voice)), language,
-                                    settings, instruct=instruct, design=design,
-                                    length_known=isinstance(worker, LongSynthesisWorker))
-        self.progress.begin()
-        self.output.begin_stream(0)
-        self.statusBar().showMessage("Generating…")
-        return self.ctx.start_job(worker, self, finished=self._synth_finished)
-
-    def regenerate(self, take: Take) -> None:
-        try:
-            voice = take.ready_voice()
-        except VoiceError as e:  # a kept take's voice file, damaged since
-            self.ctx.dialogs.error(self, "Cannot regenerate", as_sentence(str(e)))
-            return
-        self.generate(take.text, voice, take.voice_name, take.language, take.with_new_seed(),
-                      instruct=take.instruct, design=voice is None and self.model_kind() == "voice_design")
-
-    def preview_design(self, regenerate: bool) -> None:
-        """VoiceDesign: speak the preview sentence in a voice made from the description (regenerate: new seed)."""
-        settings = self.settings_box.generation_settings()
-        if regenerate:  # another voice from the same description: sample with a fresh seed
-            settings.seed, settings.greedy = None, False
-        description = self.design_panel.describe()
-        if not description:
-            self.ctx.dialogs.error(self, "No description", "Describe the voice to design first.")
-            return
-        self.generate(self.design_panel.preview_sentence(), None, self.design_panel.selected_name(),
-                      settings=settings, instruct=description, design=True)
-
-    def batch_voice_names(self) -> list[str]:
-        """The batch's voice column: the model's speakers (CustomVoice) or the voice library."""
-        if self.model_kind() == "custom_voice":
-            return self.speaker_panel.speaker_names()
-        return self.voice_panel.voice_names()
-
-    def batch_instruct(self, text: str) -> str | None:
-        """A batch line's style instruction ("" = the one on the Studio tab); None where the model ignores it."""
-        if not self.batch.instructable():
-            return None
-        return text.strip() or self.speaker_panel.instruct()
-
-    def batch_voice(self, name: str):
-        """A batch line's voice by name ("" = the one selected): a speaker, or a function that loads the voice
-        file (a designed voice is cloned with this Base model before its line). Raises VoiceError."""
-        kind = self.model_kind()
-        if kind == "voice_design":
-            raise VoiceError("A VoiceDesign model makes one voice per description: design it, save it as a voice, "
-                             "then run the batch with a Base model.")
-        if kind == "custom_voice":
-            name = name or self.speaker_panel.selected_name()
-            if name.lower() not in self.speaker_panel.speaker_names():
-                raise VoiceError(f"There is no speaker called “{name}”; this model's speakers are: "
-                                 f"{', '.join(self.speaker_panel.speaker_names())}.")
-            return name.lower()
-        path = self.voice_panel.entry_by_name(name).path  # which file: here; reading it: in the batch's thread
-        model_id, library = self.ctx.synth.model_id if self.ctx.synth is not None else None, self.ctx.library
-
-        def load() -> Voice:
-            try:
-                return library.load(path, model_id=model_id)
-            except VoiceError:
-                voice = library.load(path)
-                if is_designed(voice):  # another model's designed voice: cloned with this one before its line
-                    return voice
-                raise
-        return load
-
     def cancel_generation(self) -> None:
         if self.synth_worker is not None:
             self.ctx.cancel_job()
             self.cancel_btn.setEnabled(False)
             self.progress.show_cancelling()
-
-    def _on_frame(self, ev: FrameEvent) -> None:
-        self.progress.on_frame(ev)
-        if self._pending is not None and not self._pending.length_known:
-            self._pending.length_known = True
-            estimate = min(ev.estimated_frames, ev.max_frames) if ev.max_frames else ev.estimated_frames
-            self.output.expect_frames(estimate)
-
-    def _on_result(self, result: SynthesisResult) -> None:
-        pending = self._pending
-        if pending is None:
-            return
-        take = pending.take(self.history.next_number(), result)
-        if pending.design:
-            self.design_panel.designed(take, pending.instruct)
-        self.progress.finish(result, time.monotonic() - pending.started)
-        self.output.end_stream(take)
-        self.history.keep(take)
-        self.statusBar().showMessage(f"Generated {result.seconds:.1f} s of speech", 5000)
-
-    def _on_left_out(self, messages: list[str]) -> None:
-        self.ctx.dialogs.info(self, "Parts left out",
-                              "The take is complete except for these parts, which ran away on every try:\n\n"
-                              + "\n".join(messages))
-
-    def _on_failed(self, message: str) -> None:
-        self.progress.stop("Failed")
-        self.output.end_stream(None)
-        self.statusBar().clearMessage()
-        self.ctx.dialogs.error(self, "Cannot generate", message)
-
-    def _on_cancelled(self) -> None:
-        self.progress.stop(f"Cancelled after {self.progress.frames} frames")
-        self.output.end_stream(None)
-        self.statusBar().showMessage("Cancelled", 3000)
-
-    def _synth_finished(self) -> None:
-        self._pending = None
 
     def _take_selected(self, take: Take) -> None:
         if self.synth_worker is None:

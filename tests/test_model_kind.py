@@ -163,3 +163,15 @@ def test_design_once_then_clone_with_a_base_model(tmp_path):
     assert base._build_prompt("Hi.", cloned, "english").prefill.shape[0] > 10
     with pytest.raises(VoiceError, match="too short"):
         designed_voice(result.audio[:100], text, "x", vd.model_id)
+
+
+@pytest.mark.parametrize("model, clones, speakers, designs", [
+    ("tiny06b", True, False, False), ("tinycv06b", False, True, False), ("tinycv17b", False, True, False),
+    ("tinyvd17b", False, False, True),
+])
+def test_what_each_kind_speaks_with(model, clones, speakers, designs):
+    """The app picks its voice column by these (a cloned voice, a preset speaker, a description): read from
+    each fixture bundle, one of the three and only one."""
+    kind = ModelKind.of_bundle(bundle_for(model, "fp32", parts=PARTS))
+    assert (kind.clones_voices, kind.has_speakers, kind.designs_voices) == (clones, speakers, designs)
+    assert ModelKind.from_part({}).clones_voices  # a config without a type is a Base model, as upstream reads it

@@ -33,7 +33,7 @@ from ..batch import (
 )
 from ..batch_store import LINES_FILE, load_rows, rows_from, save_rows
 from ..context import AppContext
-from ..engine_adapter import MAX_BATCH_SIZE, GenerationSettings, Voice
+from ..engine_adapter import MAX_BATCH_SIZE, GenerationSettings, Voice, takes_style_instructions
 from ..long_text import long_text_options
 from ..paths import data_dir, output_dir
 from ..settings import MAX_GAP_MS, Settings
@@ -254,8 +254,7 @@ class BatchPanel(QWidget):
 
     def instructable(self) -> bool:
         """Whether the loaded model follows style instructions (CustomVoice 1.7B): the Instruction column shows."""
-        synth = self.ctx.synth
-        return getattr(synth, "model_kind", "base") == "custom_voice" and bool(getattr(synth, "honours_instruct", False))
+        return takes_style_instructions(self.ctx.synth)
 
     def _languages(self) -> list[str]:
         return self.ctx.synth.languages if self.ctx.synth is not None else ["auto"]

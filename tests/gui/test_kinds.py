@@ -124,7 +124,7 @@ def test_designed_voice_is_cloned_by_a_base_model_in_the_batch(qtbot, make_windo
     window = make_window(voice=False, synth=base)
     window.ctx.library.add(designed_voice(made.audio, text, description, vd.model_id, name="Deep"))
     window.ctx.voices_changed.emit()
-    assert "Deep" in window.batch_voice_names()
+    assert "Deep" in window.batch_voices.names()
     settings.batch_dir = str(tmp_path / "out")
     panel = window.batch
     panel._show_folder()
@@ -143,7 +143,7 @@ def short_settings():
 
 def test_batch_takes_speakers_on_custom_voice(qtbot, make_window, settings, tmp_path):
     window = window_for(make_window, "tinycv06b")
-    assert window.batch_voice_names() == ["dylan", "eric", "serena", "uncle_fu"]
+    assert window.batch_voices.names() == ["dylan", "eric", "serena", "uncle_fu"]
     settings.batch_dir = str(tmp_path / "out")
     panel = window.batch
     panel._show_folder()

@@ -1,0 +1,56 @@
+"""What a batch line speaks with, by the names in its Voice and Instruction columns, for the loaded model kind:
+a preset speaker (CustomVoice), or a voice from the library, read in the batch's thread (Base)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..context import AppContext
+from ..engine_adapter import Voice, VoiceError, is_designed, kind_of, takes_style_instructions
+from ..widgets.speaker_panel import SpeakerPanel
+from ..widgets.voice_panel import VoicePanel
+
+
+class BatchVoices:
+    def __init__(self, ctx: AppContext, voice_panel: VoicePanel, speaker_panel: SpeakerPanel):
+        self.ctx = ctx
+        self.voice_panel = voice_panel
+        self.speaker_panel = speaker_panel
+
+    def names(self) -> list[str]:
+        """The batch's voice column: the model's speakers (CustomVoice) or the voice library."""
+        if kind_of(self.ctx.synth).has_speakers:
+            return self.speaker_panel.speaker_names()
+        return self.voice_panel.voice_names()
+
+    def instruct(self, text: str) -> str | None:
+        """A batch line's style instruction ("" = the one on the Studio tab); None where the model ignores it."""
+        if not takes_style_instructions(self.ctx.synth):
+            return None
+        return text.strip() or self.speaker_panel.instruct()
+
+    def voice(self, name: str) -> str | Callable[[], Voice]:
+        """A batch line's voice by name ("" = the one selected): a speaker, or a function that loads the voice
+        file (a designed voice is cloned with this Base model before its line). Raises VoiceError."""
+        kind = kind_of(self.ctx.synth)
+        if kind.designs_voices:
+            raise VoiceError("A VoiceDesign model makes one voice per description: design it, save it as a voice, "
+                             "then run the batch with a Base model.")
+        if kind.has_speakers:
+            name = name or self.speaker_panel.selected_name()
+            if name.lower() not in self.speaker_panel.speaker_names():
+                raise VoiceError(f"There is no speaker called “{name}”; this model's speakers are: "
+                                 f"{', '.join(self.speaker_panel.speaker_names())}.")
+            return name.lower()
+        path = self.voice_panel.entry_by_name(name).path  # which file: here; reading it: in the batch's thread
+        model_id, library = self.ctx.synth.model_id if self.ctx.synth is not None else None, self.ctx.library
+
+        def load() -> Voice:
+            try:
+                return library.load(path, model_id=model_id)
+            except VoiceError:
+                voice = library.load(path)
+                if is_designed(voice):  # another model's designed voice: cloned with this one before its line
+                    return voice
+                raise
+        return load

@@ -1,0 +1,189 @@
+"""Generating one take from the Studio tab: what the voice column holds for the model kind (a cloned voice, a
+preset speaker and its instruction, or a description to design a voice from), a short or a long text's worker,
+its frames and audio into the progress and output panels, and the finished take into the history."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QPlainTextEdit, QWidget
+
+from ..context import AppContext
+from ..engine_adapter import (
+    FrameEvent,
+    GenerationSettings,
+    SynthesisResult,
+    VoiceChoice,
+    VoiceError,
+    as_sentence,
+    kind_of,
+)
+from ..long_text import long_text_options, needs_chunks
+from ..saved_text import too_long
+from ..takes import PendingTake, Take
+from ..widgets.design_panel import DesignPanel
+from ..widgets.language_combo import LanguageCombo
+from ..widgets.output_panel import OutputPanel
+from ..widgets.progress_panel import ProgressPanel
+from ..widgets.settings_box import GenerationSettingsBox
+from ..widgets.speaker_panel import SpeakerPanel
+from ..widgets.voice_panel import VoicePanel
+from ..workers import LongSynthesisWorker, SynthesisWorker
+from .take_history import TakeHistory
+
+
+class GenerationController(QObject):
+    """`window` is the parent of its dialogs; `status` carries a status-line message and how long it shows (ms;
+    0: until the next one, "": clear)."""
+
+    status = Signal(str, int)
+
+    def __init__(self, ctx: AppContext, window: QWidget, history: TakeHistory, *, text_edit: QPlainTextEdit,
+                 lang_combo: LanguageCombo, settings_box: GenerationSettingsBox, voice_panel: VoicePanel,
+                 speaker_panel: SpeakerPanel, design_panel: DesignPanel, progress: ProgressPanel,
+                 output: OutputPanel):
+        super().__init__(window)
+        self.ctx = ctx
+        self.window = window
+        self.history = history
+        self.text_edit = text_edit
+        self.lang_combo = lang_combo
+        self.settings_box = settings_box
+        self.voice_panel = voice_panel
+        self.speaker_panel = speaker_panel
+        self.design_panel = design_panel
+        self.progress = progress
+        self.output = output
+        self.pending: PendingTake | None = None  # the take being generated
+        output.regenerate.connect(self.regenerate)
+        design_panel.preview_requested.connect(self.preview_design)
+
+    @property
+    def worker(self) -> SynthesisWorker | None:
+        """The generation running now (the engine job, when it is one)."""
+        job = self.ctx.job
+        return job if isinstance(job, SynthesisWorker) else None
+
+    def generate(self, text: str | None = None, voice: VoiceChoice = None, voice_name: str | None = None,
+                 language: str | None = None, settings: GenerationSettings | None = None,
+                 instruct: str | None = None, design: bool = False) -> bool:
+        """voice and instruct None: what the voice column holds (a voice, a speaker and its instruction, or the
+        description of a voice to design)."""
+        if not self.ctx.can_start(self.window):
+            return False
+        text = (text if text is not None else self.text_edit.toPlainText()).strip()
+        if not text:
+            self.ctx.dialogs.error(self.window, "No text", "Type the text to speak first.")
+            self.text_edit.setFocus()
+            return False
+        problem = too_long(text)  # refused before anything reads it (a 5 MB text used 2.77 GB before the engine said no)
+        if problem:
+            self.ctx.dialogs.error(self.window, "Text too long", problem)
+            return False
+        synth = self.ctx.synth
+        assert synth is not None  # can_start refuses without a model
+        kind = kind_of(synth)
+        if voice is None and instruct is None:
+            if kind.has_speakers:
+                voice, voice_name = self.speaker_panel.selected_speaker(), self.speaker_panel.selected_name()
+                instruct = self.speaker_panel.instruct()
+                if voice is None:
+                    self.ctx.dialogs.error(self.window, "No speaker", "Choose one of the model's speakers first.")
+                    return False
+            elif kind.designs_voices:
+                instruct, voice_name = self.design_panel.describe(), self.design_panel.selected_name()
+                if not instruct:
+                    self.ctx.dialogs.error(self.window, "No description", "Describe the voice to design first.")
+                    self.design_panel.description.setFocus()
+                    return False
+            else:
+                voice = self.voice_panel.load_selected()
+                voice_name = self.voice_panel.selected_name()
+                if voice is None:
+                    return False
+        language = language or self.lang_combo.language()
+        settings = settings or self.settings_box.generation_settings()
+        worker: SynthesisWorker
+        if needs_chunks(text, language):
+            worker = LongSynthesisWorker(synth, text, voice, language, settings, self, instruct=instruct,
+                                         options=long_text_options(self.ctx.settings))
+            worker.part.connect(self.progress.set_part)
+            worker.length.connect(self.output.expect_samples)  # the whole text's, not the first chunk's
+            worker.notice.connect(lambda message: self.status.emit(message, 8000))
+            worker.left_out.connect(self._on_left_out)
+        else:
+            worker = SynthesisWorker(synth, text, voice, language, settings, self, instruct=instruct)
+        worker.frame.connect(self._on_frame)
+        worker.chunk.connect(self.output.add_chunk)
+        worker.done.connect(self._on_result)
+        worker.failed.connect(self._on_failed)
+        worker.cancelled.connect(self._on_cancelled)
+        # a long text's worker tells the whole recording's length (its first frame would give its first chunk's)
+        self.pending = PendingTake(text, voice, str(voice_name or getattr(voice, "name", str(voice))), language,
+                                   settings, instruct=instruct, design=design,
+                                   length_known=isinstance(worker, LongSynthesisWorker))
+        self.progress.begin()
+        self.output.begin_stream(0)
+        self.status.emit("Generating…", 0)
+        return self.ctx.start_job(worker, self.window, finished=self._synth_finished)
+
+    def regenerate(self, take: Take) -> None:
+        try:
+            voice = take.ready_voice()
+        except VoiceError as e:  # a kept take's voice file, damaged since
+            self.ctx.dialogs.error(self.window, "Cannot regenerate", as_sentence(str(e)))
+            return
+        self.generate(take.text, voice, take.voice_name, take.language, take.with_new_seed(),
+                      instruct=take.instruct, design=voice is None and kind_of(self.ctx.synth).designs_voices)
+
+    def preview_design(self, regenerate: bool) -> None:
+        """VoiceDesign: speak the preview sentence in a voice made from the description (regenerate: new seed)."""
+        settings = self.settings_box.generation_settings()
+        if regenerate:  # another voice from the same description: sample with a fresh seed
+            settings.seed, settings.greedy = None, False
+        description = self.design_panel.describe()
+        if not description:
+            self.ctx.dialogs.error(self.window, "No description", "Describe the voice to design first.")
+            return
+        self.generate(self.design_panel.preview_sentence(), None, self.design_panel.selected_name(),
+                      settings=settings, instruct=description, design=True)
+
+    def _on_frame(self, ev: FrameEvent) -> None:
+        self.progress.on_frame(ev)
+        if self.pending is not None and not self.pending.length_known:
+            self.pending.length_known = True
+            estimate = min(ev.estimated_frames, ev.max_frames) if ev.max_frames else ev.estimated_frames
+            self.output.expect_frames(estimate)
+
+    def _on_result(self, result: SynthesisResult) -> None:
+        pending = self.pending
+        if pending is None:
+            return
+        take = pending.take(self.history.next_number(), result)
+        if pending.design:
+            self.design_panel.designed(take, pending.instruct or "")
+        self.progress.finish(result, time.monotonic() - pending.started)
+        self.output.end_stream(take)
+        self.history.keep(take)
+        self.status.emit(f"Generated {result.seconds:.1f} s of speech", 5000)
+
+    def _on_left_out(self, messages: list[str]) -> None:
+        self.ctx.dialogs.info(self.window, "Parts left out",
+                              "The take is complete except for these parts, which ran away on every try:\n\n"
+                              + "\n".join(messages))
+
+    def _on_failed(self, message: str) -> None:
+        self.progress.stop("Failed")
+        self.output.end_stream(None)
+        self.status.emit("", 0)
+        self.ctx.dialogs.error(self.window, "Cannot generate", message)
+
+    def _on_cancelled(self) -> None:
+        self.progress.stop(f"Cancelled after {self.progress.frames} frames")
+        self.output.end_stream(None)
+        self.status.emit("Cancelled", 3000)
+
+    def _synth_finished(self) -> None:
+        self.pending = None
+
