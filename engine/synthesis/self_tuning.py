@@ -52,7 +52,7 @@ from .streaming import StreamedAudio
 
 DEFAULT_BUDGET = 15.0  # seconds at full size on a quiet machine (fewer rounds on a slow or busy one)
 PROMPT_ROWS = 12
-STREAM_FRAMES = 5  # frames per streamed measurement: enough for the decoder thread to settle into its rhythm
+STREAM_FRAMES = 4  # frames per streamed measurement: enough for the decoder thread to settle into its rhythm
 DECODE_FRAMES = 4  # frames per whole-decode measurement of the decoder precision
 Progress = Callable[[float, str], None]
 
@@ -131,7 +131,9 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
         say(0.05, "Timing the talker and code predictor…")
         for n in counts:  # warm-up: the first call of a freshly loaded net allocates its buffers
             frame_at(n)
-        samples = alternate(counts, frame_at, min_rounds=3, max_rounds=8, deadline=t0 + 0.45 * budget,
+        # the minimum rounds are what a busy machine still gets: at load 10-12 on 2 cores (fp32, full size) three
+        # rounds here and two in each decoder stage took the run to 17-24 s; quiet, the deadlines allow more
+        samples = alternate(counts, frame_at, min_rounds=2, max_rounds=8, deadline=t0 + 0.45 * budget,
                             cancel=cancel, clock=clock,
                             on_sample=lambda c, f: say(min(0.45, (clock() - t0) / budget), "Timing the talker and "
                                                        f"code predictor ({c} thread{'s' if c > 1 else ''})…"))
@@ -160,7 +162,7 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
             codes = frames.codes(DECODE_FRAMES)
             decoders = {p: _decoder_at(parts, p, parts.decoder.threads) for p in ("fp32", "bf16")}
             dec_samples = alternate(list(decoders), lambda p: {"decode": parts.timing("decode", p, _timed(decoders[p], codes))},
-                                    min_rounds=2, max_rounds=4, deadline=t0 + 0.6 * budget, cancel=cancel,
+                                    min_rounds=1, max_rounds=4, deadline=t0 + 0.6 * budget, cancel=cancel,
                                     clock=clock)
             best = pick(dec_samples, "decode")
             bf16_faster = best == "bf16"
@@ -188,7 +190,7 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
                 stream.close()
             return {"stream": parts.timing("stream", config, (time.perf_counter() - t) / STREAM_FRAMES)}
 
-        stream_samples = alternate(configs, streamed, min_rounds=2, max_rounds=4, deadline=t0 + budget,
+        stream_samples = alternate(configs, streamed, min_rounds=1, max_rounds=4, deadline=t0 + budget,
                                    cancel=cancel, clock=clock,
                                    on_sample=lambda c, f: say(min(0.99, (clock() - t0) / budget),
                                                               "Timing the speech decoder beside generation…"))
