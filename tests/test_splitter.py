@@ -210,4 +210,5 @@ def test_split_command_refuses_a_file_that_is_not_utf8(tmp_path, capsys):
     path = tmp_path / "latin1.txt"
     path.write_bytes("Caf\xe9 cr\xe8me.".encode("latin-1"))
     assert main(["split", "--text-file", str(path)]) == 2
-    assert "not UTF-8" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "save it as UTF-8" in err, err
