@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,10 +22,8 @@ from PySide6.QtWidgets import (
 )
 
 from ..batch import (
-    MERGED_NAME,
     LineState,
     Row,
-    output_name,
     parse_pasted,
     read_lines_file,
     read_long_text,
@@ -34,10 +31,9 @@ from ..batch import (
 from ..batch_store import LINES_FILE, load_rows, rows_from, save_rows
 from ..context import AppContext
 from ..engine_adapter import MAX_BATCH_SIZE, GenerationSettings, Voice, takes_style_instructions
-from ..long_text import long_text_options
 from ..paths import data_dir, output_dir
 from ..settings import MAX_GAP_MS, Settings
-from ..workers import BatchJob, BatchWorker
+from .batch_runner import BatchRunner
 from .batch_table import (
     DURATION,
     INSTRUCT,
@@ -70,14 +66,6 @@ class BatchPanel(QWidget):
         self.resolve_instruct: Callable[[str], str | None] = lambda _text: None
         self.current_settings = current_settings
         self.voice_names: Callable[[], list[str]] = lambda: []
-        self.worker: BatchWorker | None = None
-        self._t0 = 0.0
-        self._done_chars = 0
-        self._total_chars = 0
-        self._run_keys: list[int] = []
-        self._moved: set[int] = set()  # lines with new frames since the last repaint (several run at once)
-        self._merged = ""  # the merged file of the last run, if one was written
-        self._progress_soon = Throttle(100, self._show_progress, self)  # frames can outpace repaints
         self.model = BatchModel(self)
         self.table = QTableView()
         self.table.setObjectName("BatchTable")
@@ -177,6 +165,9 @@ class BatchPanel(QWidget):
         self.progress = QProgressBar()
         self.progress.setFormat("")
         self.progress.setValue(0)
+        self.runner = BatchRunner(ctx, self.model, self.table, self.progress, self)
+        self.runner.running_changed.connect(self.running_changed)
+        self.runner.running_changed.connect(lambda running: None if running else self._update_buttons())
         self.run_btn = QPushButton("Run all")
         self.run_btn.setObjectName("PrimaryButton")
         self.run_btn.clicked.connect(self.run_all)
@@ -250,7 +241,7 @@ class BatchPanel(QWidget):
     # --- editing -----------------------------------------------------------------------------------------
     @property
     def running(self) -> bool:
-        return self.worker is not None
+        return self.runner.worker is not None
 
     def instructable(self) -> bool:
         """Whether the loaded model follows style instructions (CustomVoice 1.7B): the Instruction column shows."""
@@ -366,146 +357,12 @@ class BatchPanel(QWidget):
         except OSError as e:
             self.ctx.dialogs.error(self, "Cannot use the folder", f"{folder}: {e.strerror}")
             return False
-        jobs = []
-        voices: dict[str, tuple] = {}  # each voice name resolved once (its file is read by the worker, once)
-        for key in keys:  # no line changes before the question below is answered: "No" leaves them as they were
-            row = self.model.row_of(key)
-            line = self.model.lines[row]
-            if line.voice not in voices:
-                try:
-                    voices[line.voice] = (self.resolve_voice(line.voice), None)
-                except Exception as e:  # a missing or foreign voice fails its lines only
-                    voices[line.voice] = (None, str(e).splitlines()[0] if str(e) else type(e).__name__)
-            voice, problem = voices[line.voice]
-            jobs.append(BatchJob(key, line.text, voice, line.language, folder / output_name(row + 1, line.text),
-                                 problem, instruct=self.resolve_instruct(line.instruct)))
-        merge = folder / MERGED_NAME if self.merge.isChecked() else None
-        existing = [p.name for p in [*(j.out_path for j in jobs), *([merge] if merge else [])]
-                    if p.exists() or p.is_symlink()]
-        for job in jobs:  # asked below; any other file that appears meanwhile is left alone
-            job.may_replace = job.out_path.name in existing
-        if existing and not self.ctx.dialogs.question(
-            self, "Replace files?", f"{len(existing)} file(s) in {folder} will be replaced, e.g. “{existing[0]}”. Go on?"
-        ):
-            return False
-        for key in keys:
-            line = self.model.line(key)
-            line.reset()
-            line.state, line.duration, line.output = LineState.QUEUED, None, ""
-            self.model.changed(key)
-        settings = self.current_settings()
-        settings.stream_audio = False
-        worker = BatchWorker(self.ctx.synth, jobs, settings, merge, self.gap.value() / 1000, self,
-                             long_options=long_text_options(self.ctx.settings), batch_size=self.at_once.value() or None,
-                             wav_subtype="FLOAT" if self.ctx.settings.wav_float else None)
-        worker.merge_may_replace = merge is not None and merge.name in existing
-        worker.line_started.connect(self._line_started)
-        worker.line_progress.connect(self._line_progress)
-        worker.line_done.connect(self._line_done)
-        worker.line_failed.connect(self._line_failed)
-        worker.failed.connect(lambda msg: self.ctx.dialogs.error(self, "Batch", msg))
-        worker.cancelled.connect(self._cancelled)
-        worker.merged.connect(lambda path: setattr(self, "_merged", path))
-        worker.done.connect(self._all_done)
-        self.worker = worker
-        self._merged = ""
-        self._run_keys = keys
-        self._t0 = time.monotonic()
-        self._done_chars = 0
-        self._total_chars = sum(len(self.model.line(k).text) for k in keys)
-        self.model.locked = True
-        self.running_changed.emit(True)
-        self.progress.setRange(0, 1000)
-        self.progress.setValue(0)
-        self.progress.setFormat(f"0 of {len(keys)} lines")
-        return self.ctx.start_job(worker, self, finished=self._finished)
+        return self.runner.start(keys, folder, self.merge.isChecked(), self.gap.value() / 1000,
+                                 self.at_once.value() or None, self.resolve_voice, self.resolve_instruct,
+                                 self.current_settings)
 
     def cancel(self) -> None:
-        if self.worker is not None:
-            self.worker.cancel()
-            self.progress.setFormat("Cancelling…")
-
-    def _line_started(self, key: int) -> None:
-        line = self.model.line(key)
-        if line:
-            line.state = LineState.RUNNING
-            self.model.changed(key)
-            row = self.model.row_of(key)
-            self.table.scrollTo(self.model.index(row, 0))
-
-    def _line_progress(self, key: int, frames: int, estimated: int) -> None:
-        line = self.model.line(key)
-        if line:
-            line.frames, line.estimated = frames, estimated
-            self._moved.add(key)
-            self._progress_soon.ping()
-
-    def _show_progress(self) -> None:
-        for key in self._moved:
-            self.model.changed(key)
-        self._moved.clear()
-        self._update_overall()
-
-    def _finish_line(self, key: int) -> None:
-        self._moved.discard(key)
-        line = self.model.line(key)
-        if line:
-            self._done_chars += len(line.text)
-            self.model.changed(key)
-        self._update_overall()
-
-    def _line_done(self, key: int, path: str, seconds: float) -> None:
-        line = self.model.line(key)
-        if line:
-            line.state, line.output, line.duration = LineState.DONE, path, seconds
-        self._finish_line(key)
-
-    def _line_failed(self, key: int, message: str) -> None:
-        line = self.model.line(key)
-        if line:
-            line.state, line.error = LineState.FAILED, message
-        self._finish_line(key)
-
-    def _update_overall(self) -> None:
-        done = self._done_chars
-        for key in self._run_keys:  # every line generating now counts with its own progress
-            line = self.model.line(key)
-            if line is not None and line.state == LineState.RUNNING and line.estimated:
-                done += len(line.text) * min(1.0, line.frames / max(line.estimated, 1))
-        fraction = done / max(self._total_chars, 1)
-        self.progress.setValue(int(1000 * fraction))
-        finished = sum(1 for k in self._run_keys if (ln := self.model.line(k)) and ln.state in (LineState.DONE, LineState.FAILED))
-        text = f"{finished} of {len(self._run_keys)} lines"
-        elapsed = time.monotonic() - self._t0
-        if fraction > 0.02 and elapsed > 1.0:
-            left = elapsed / fraction - elapsed
-            text += f" · about {int(left // 60)}:{int(left % 60):02d} left"
-        self.progress.setFormat(text)
-
-    def _cancelled(self) -> None:
-        self._progress_soon.flush()
-        for key in self._run_keys:
-            line = self.model.line(key)
-            if line and line.state in (LineState.QUEUED, LineState.RUNNING):
-                line.state = LineState.CANCELLED
-                self.model.changed(key)
-        self.progress.setFormat("Cancelled")
-
-    def _all_done(self, ok: int, failed: int) -> None:
-        self._progress_soon.flush()  # a pending progress refresh would overwrite the summary below
-        self.progress.setValue(1000)
-        text = f"Done: {ok} {'line' if ok == 1 else 'lines'} written"
-        if failed:
-            text += f", {failed} failed (hover the status for the reason)"
-        if self._merged:
-            text += f", and the merged file {Path(self._merged).name}"
-        self.progress.setFormat(text)
-
-    def _finished(self) -> None:
-        self.worker = None  # the job runner deletes it
-        self.model.locked = False
-        self.running_changed.emit(False)
-        self._update_buttons()
+        self.runner.cancel()
 
     def _update_buttons(self) -> None:
         # the Instruction column only where the model follows style instructions (CustomVoice 1.7B)
