@@ -10,9 +10,10 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
-from .audio_io import AudioBackend, Player, Recorder
+from .audio_io import AudioBackend, Player
 from .engine_adapter import SynthesizerContract, SynthFactory, open_synthesizer
 from .paths import data_dir, models_dir, voices_dir
+from .recorder import Recorder
 from .settings import Settings
 from .voices import VoiceLibrary
 from .workers import Worker
