@@ -8,6 +8,9 @@
         "gpu" / "gpu:N" with no usable GPU raise GpuError in one line; "auto" falls back with a note.
     configure_gpu_net(net, device)  the ncnn options of a net on the GPU, every one set explicitly
     ncnn_messages()                 what ncnn prints while loading a net, kept (its only failure report)
+    gpu_load(device, what)          around a net's loading: a failure ncnn reports on the GPU is a GpuError
+    check_fits(device, bytes)       weights larger than the GPU's memory budget: a GpuError before loading
+    gpu_failures(device)            around running: a failed extract on the GPU (lost, out of memory) is a GpuError
 
 Why the care: ncnn reports a driver that cannot build a pipeline only by printing (its load_model still returns
 0 and the net then computes garbage: measured with the int8 Gemm shader of ncnn 1.0.20261020 on lavapipe, whose
