@@ -453,7 +453,7 @@ class FakeDialogs:
     def __init__(self) -> None:
         self.errors: list[tuple[str, str]] = []
         self.infos: list[tuple[str, str]] = []
-        self.questions: list[tuple[str, str]] = []
+        self.questions: list[tuple] = []  # (title, text), or (title, text, choices) for choose()
         self.notices: list[tuple[str, str]] = []
         self.answer = True
         self.choice: int | None | str = "unset"  # choose(): an index, None (Cancel), or "unset": by `answer`
@@ -478,7 +478,7 @@ class FakeDialogs:
         """Recorded with the questions, (title, text, choices); answered by `choice` (an index or None), else by
         `answer` (True: the first choice, False: the second)."""
         self.questions.append((title, text, choices))
-        if self.choice != "unset":
+        if not isinstance(self.choice, str):  # not "unset"
             return self.choice
         return 0 if self.answer else 1
 
