@@ -43,10 +43,10 @@ from engine import SAMPLE_RATE, SAMPLES_PER_FRAME, AudioChunk, cpu_model, load_a
 from qwen3tts_gui.app import configure_runtime, load_style_sheet  # noqa: E402
 from qwen3tts_gui.audio_io import AudioUnavailable  # noqa: E402
 from qwen3tts_gui.context import AppContext, Dialogs  # noqa: E402
+from qwen3tts_gui.data.settings import Settings  # noqa: E402
+from qwen3tts_gui.data.voices import VoiceLibrary  # noqa: E402
 from qwen3tts_gui.engine_adapter import make_demo_bundle, open_synthesizer  # noqa: E402
 from qwen3tts_gui.main_window import MainWindow  # noqa: E402
-from qwen3tts_gui.settings import Settings  # noqa: E402
-from qwen3tts_gui.voices import VoiceLibrary  # noqa: E402
 
 TEXT = ("The old lighthouse stood at the edge of the cliff, and every evening the keeper climbed its stairs to "
         "light the lamp. Ships passed far out at sea, and nobody knew his name.")

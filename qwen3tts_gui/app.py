@@ -62,7 +62,7 @@ def configure_runtime() -> None:
 
 
 def load_style_sheet() -> str:
-    from .paths import resource
+    from .data.paths import resource
 
     path = resource("style.qss")
     if path is None:
@@ -91,11 +91,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from .audio_io import SoundDeviceBackend
     from .context import AppContext
+    from .data.paths import resource
+    from .data.settings import user_settings
     from .diagnostics import log, setup_logging, user_message
     from .engine_adapter import installed_model
     from .main_window import MainWindow
-    from .paths import resource
-    from .settings import user_settings
 
     log_path = setup_logging()
     if home_note:

@@ -11,11 +11,11 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from .audio_io import AudioBackend, Player
+from .data.paths import data_dir, models_dir, voices_dir
+from .data.settings import Settings
+from .data.voices import VoiceLibrary
 from .engine_adapter import SynthesizerContract, SynthFactory, open_synthesizer
-from .paths import data_dir, models_dir, voices_dir
 from .recorder import Recorder
-from .settings import Settings
-from .voices import VoiceLibrary
 from .workers import Worker
 
 MODELS_DIR_VARIABLE = "QWEN3TTS_MODELS_DIR"

@@ -6,8 +6,8 @@ import logging
 import logging.handlers
 from pathlib import Path
 
+from .data.paths import log_file
 from .engine_adapter import EngineError, as_sentence
-from .paths import log_file
 
 log = logging.getLogger("qwen3tts_gui")
 _configured: list[Path] = []

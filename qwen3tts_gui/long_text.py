@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .data.settings import Settings
 from .engine_adapter import (
     AudioChunk,
     ChunkAudio,
@@ -29,7 +30,6 @@ from .engine_adapter import (
     split_for_synthesis,
     synthesize_long,
 )
-from .settings import Settings
 
 
 def long_text_options(settings: Settings) -> LongTextOptions:

@@ -27,12 +27,12 @@ from .controllers.batch_voices import BatchVoices
 from .controllers.generation_controller import GenerationController
 from .controllers.model_controller import ModelController
 from .controllers.take_history import TakeHistory
+from .data.paths import data_dir, takes_dir
+from .data.saved_text import TEXT_FILE, restore_text, save_text
+from .data.takes import Take
 from .diagnostics import current_log_file, log
 from .downloads import ModelDownloader
 from .engine_adapter import kind_of
-from .paths import data_dir, takes_dir
-from .saved_text import TEXT_FILE, restore_text, save_text
-from .takes import Take
 from .widgets.batch_panel import BatchPanel
 from .widgets.design_panel import DesignPanel
 from .widgets.elided_label import ElidedLabel

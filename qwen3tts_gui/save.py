@@ -8,9 +8,9 @@ import numpy as np
 from PySide6.QtWidgets import QWidget
 
 from .context import AppContext
+from .data.paths import output_dir
 from .diagnostics import user_message
 from .engine_adapter import SAMPLE_RATE, save_audio
-from .paths import output_dir
 
 FILTERS = "WAV audio (*.wav);;FLAC audio (*.flac);;Ogg Vorbis audio (*.ogg)"
 SUFFIXES = (".wav", ".flac", ".ogg")

@@ -11,8 +11,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from PySide6.QtCore import QObject, Signal
 
-from .take_store import TakeStore
-from .takes import Take
+from .data.take_store import TakeStore
+from .data.takes import Take
 
 
 class TakeKeeper(QObject):

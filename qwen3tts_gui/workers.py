@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QObject, QThread, Signal
 
+from .data.paths import candidate_paths, unique_path
 from .diagnostics import user_message
 from .engine_adapter import (
     SAMPLE_RATE,
@@ -34,7 +35,6 @@ from .engine_adapter import (
     save_audio,
 )
 from .long_text import LongHandlers, needs_chunks, speak_long
-from .paths import candidate_paths, unique_path
 
 
 class Worker(QThread):

@@ -33,11 +33,11 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from qwen3tts_gui.app import load_style_sheet  # noqa: E402
 from qwen3tts_gui.context import AppContext, Dialogs  # noqa: E402
+from qwen3tts_gui.data.paths import resource  # noqa: E402
+from qwen3tts_gui.data.settings import Settings  # noqa: E402
+from qwen3tts_gui.data.voices import VoiceLibrary  # noqa: E402
 from qwen3tts_gui.engine_adapter import make_demo_bundle, open_synthesizer  # noqa: E402
 from qwen3tts_gui.main_window import MainWindow  # noqa: E402
-from qwen3tts_gui.paths import resource  # noqa: E402
-from qwen3tts_gui.settings import Settings  # noqa: E402
-from qwen3tts_gui.voices import VoiceLibrary  # noqa: E402
 
 
 class QuietDevice:

@@ -10,6 +10,8 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from ..context import AppContext
+from ..data.saved_text import too_long
+from ..data.takes import PendingTake, Take
 from ..engine_adapter import (
     FrameEvent,
     GenerationSettings,
@@ -20,8 +22,6 @@ from ..engine_adapter import (
     kind_of,
 )
 from ..long_text import long_text_options, needs_chunks
-from ..saved_text import too_long
-from ..takes import PendingTake, Take
 from ..widgets.design_panel import DesignPanel
 from ..widgets.language_combo import LanguageCombo
 from ..widgets.output_panel import OutputPanel

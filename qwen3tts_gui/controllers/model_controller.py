@@ -9,10 +9,10 @@ from PySide6.QtWidgets import QMainWindow, QProgressDialog
 
 from .. import APP_NAME
 from ..context import AppContext
+from ..data.paths import candidate_paths, unique_path
 from ..diagnostics import log
 from ..downloads import ModelDownloader
 from ..engine_adapter import convert_checkpoint, is_demo_bundle, make_demo_bundle
-from ..paths import candidate_paths, unique_path
 from ..tuning import needs_tuning, start_tuning
 from ..widgets.models_dialog import ModelsDialog
 from ..widgets.welcome import WelcomeView

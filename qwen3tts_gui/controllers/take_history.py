@@ -9,9 +9,9 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
 from ..context import AppContext
+from ..data.take_store import TakeStore
+from ..data.takes import Take
 from ..take_keeper import TakeKeeper
-from ..take_store import TakeStore
-from ..takes import Take
 from ..widgets.output_panel import OutputPanel
 
 

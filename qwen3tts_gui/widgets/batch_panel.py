@@ -21,18 +21,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..batch import (
+from ..context import AppContext
+from ..data.batch_lines import (
     LineState,
     Row,
     parse_pasted,
     read_lines_file,
     read_long_text,
 )
-from ..batch_store import LINES_FILE, load_rows, rows_from, save_rows
-from ..context import AppContext
+from ..data.batch_store import LINES_FILE, load_rows, rows_from, save_rows
+from ..data.paths import data_dir, output_dir
+from ..data.settings import MAX_GAP_MS, Settings
 from ..engine_adapter import MAX_BATCH_SIZE, GenerationSettings, Voice, takes_style_instructions
-from ..paths import data_dir, output_dir
-from ..settings import MAX_GAP_MS, Settings
 from .batch_runner import BatchRunner
 from .batch_table import (
     DURATION,

@@ -10,8 +10,8 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QProgressBar, QTableView, QWidget
 
-from ..batch import MERGED_NAME, LineState, output_name
 from ..context import AppContext
+from ..data.batch_lines import MERGED_NAME, LineState, output_name
 from ..engine_adapter import GenerationSettings
 from ..long_text import long_text_options
 from ..workers import BatchJob, BatchWorker

@@ -11,7 +11,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QComboBox, QStyledItemDelegate
 
-from ..batch import BatchLine, LineState, Row
+from ..data.batch_lines import BatchLine, LineState, Row
 from .language_combo import language_title
 
 COLUMNS = ["#", "Text", "Voice", "Instruction", "Language", "Status", "Duration", "Output file"]

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QWidget
 
+from ..data.settings import Settings
 from ..engine_adapter import gpu_choices
-from ..settings import Settings
 
 AUTO_TIP = ("Automatic runs on the CPU unless this computer's tuning measured a GPU faster. Exact GPU runs give the "
             "same speech as the CPU; fast (fp16) ones are close but not identical. Used when a model is next opened.")

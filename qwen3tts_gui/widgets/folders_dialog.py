@@ -20,9 +20,9 @@ from PySide6.QtWidgets import (
 )
 
 from ..context import AppContext
+from ..data.paths import output_dir, takes_dir
+from ..data.settings import MAX_TAKES_MB, MIN_TAKES_MB
 from ..engine_adapter import remember_models_dir
-from ..paths import output_dir, takes_dir
-from ..settings import MAX_TAKES_MB, MIN_TAKES_MB
 
 
 class FoldersDialog(QDialog):

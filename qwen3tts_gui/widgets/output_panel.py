@@ -18,10 +18,10 @@ from PySide6.QtWidgets import (
 )
 
 from ..context import AppContext
+from ..data.take_file import StoredResult
+from ..data.takes import Take
 from ..engine_adapter import SAMPLE_RATE, SAMPLES_PER_FRAME, AudioChunk
 from ..save import ask_and_save
-from ..take_file import StoredResult
-from ..takes import Take
 from .elided_label import ElidedLabel
 from .waveform import WaveformView
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
+from ..data.takes import Take
 from ..engine_adapter import FRAME_RATE, FrameEvent, SynthesisResult
-from ..takes import Take
 from .throttle import Throttle
 from .token_view import TokenView
 

@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..data.settings import MAX_SEED, Settings
 from ..engine_adapter import FRAME_RATE, GenerationSettings, physical_cores, usable_cpus
-from ..settings import MAX_SEED, Settings
 from .device_combo import DeviceCombo
 
 # Used only where a bundle leaves a value unset (the official generation_config values).

@@ -16,9 +16,9 @@ from PySide6.QtWidgets import (
 )
 
 from ..context import AppContext
+from ..data.voices import SUFFIX, VoiceEntry
 from ..diagnostics import user_message
 from ..engine_adapter import SAMPLE_RATE, Voice, VoiceError, is_designed
-from ..voices import SUFFIX, VoiceEntry
 from ..workers import CallWorker
 from .language_combo import language_title
 

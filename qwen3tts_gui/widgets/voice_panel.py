@@ -8,8 +8,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ..context import AppContext
+from ..data.voices import SUFFIX, VoiceEntry
 from ..engine_adapter import Voice
-from ..voices import SUFFIX, VoiceEntry
 from .new_voice_editor import NewVoiceEditor
 from .voice_library import VoiceLibraryView
 

@@ -128,8 +128,8 @@ def test_temps_of_a_killed_run_are_swept_and_nothing_else(tmp_path):
 
 
 def test_half_written_takes_are_swept_at_start(tmp_path):
-    from qwen3tts_gui.take_store import STALE_SECONDS as TAKE_STALE
-    from qwen3tts_gui.take_store import TakeStore
+    from qwen3tts_gui.data.take_store import STALE_SECONDS as TAKE_STALE
+    from qwen3tts_gui.data.take_store import TakeStore
 
     folder = tmp_path / "takes"
     old, fresh = folder / ".000007.partial", folder / ".000008.partial"

@@ -113,7 +113,7 @@ def test_synth_refuses_an_output_that_is_its_input(bundle, tmp_path, capsys):
 
 
 def _add_anna(folder: str, barrier, results) -> None:
-    from qwen3tts_gui.voices import VoiceLibrary
+    from qwen3tts_gui.data.voices import VoiceLibrary
 
     voice = Voice(xvector=np.full(8, os.getpid(), np.float32), model_id="m", name="Anna")
     barrier.wait()  # all four look for a free name at the same moment
@@ -272,7 +272,7 @@ def test_replacing_a_file_of_another_owner_keeps_the_owner(tmp_path):
 
 
 def test_bundles_and_exported_voices_get_ordinary_modes(checkpoint, tmp_path):
-    from qwen3tts_gui.voices import VoiceLibrary
+    from qwen3tts_gui.data.voices import VoiceLibrary
 
     dest = convert_checkpoint(checkpoint, tmp_path / "bundle", parts=["text"])
     assert stat.S_IMODE(dest.stat().st_mode) == 0o777 & ~current_umask()

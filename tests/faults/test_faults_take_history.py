@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from engine import GenerationSettings, SynthesisResult
-from qwen3tts_gui.take_store import TakeStore
-from qwen3tts_gui.takes import Take
+from qwen3tts_gui.data.take_store import TakeStore
+from qwen3tts_gui.data.takes import Take
 
 TAKE_FILE = "take.npz"
 

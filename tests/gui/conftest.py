@@ -15,9 +15,9 @@ if os.environ.get("QT_QPA_PLATFORM", "offscreen") == "offscreen":
 from PySide6.QtCore import QSettings  # noqa: E402
 
 from qwen3tts_gui.context import AppContext  # noqa: E402
+from qwen3tts_gui.data.settings import Settings  # noqa: E402
+from qwen3tts_gui.data.voices import VoiceLibrary  # noqa: E402
 from qwen3tts_gui.main_window import MainWindow  # noqa: E402
-from qwen3tts_gui.settings import Settings  # noqa: E402
-from qwen3tts_gui.voices import VoiceLibrary  # noqa: E402
 
 from .fakes import FakeAudioBackend, FakeDialogs, FakeSynthesizer, speech_like  # noqa: E402
 

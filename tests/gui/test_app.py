@@ -10,9 +10,9 @@ from PySide6.QtCore import QSettings, Qt
 
 from qwen3tts_gui.app import parse_args
 from qwen3tts_gui.controllers import model_controller as model_controller_module
+from qwen3tts_gui.data.paths import models_dir
+from qwen3tts_gui.data.settings import Settings
 from qwen3tts_gui.engine_adapter import open_synthesizer
-from qwen3tts_gui.paths import models_dir
-from qwen3tts_gui.settings import Settings
 
 from .fakes import FakeAudioBackend
 

@@ -9,9 +9,9 @@ import soundfile as sf
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from qwen3tts_gui.batch import MERGED_NAME
-from qwen3tts_gui.batch_store import LINES_FILE
-from qwen3tts_gui.paths import data_dir
+from qwen3tts_gui.data.batch_lines import MERGED_NAME
+from qwen3tts_gui.data.batch_store import LINES_FILE
+from qwen3tts_gui.data.paths import data_dir
 from qwen3tts_gui.widgets.batch_table import LANGUAGE
 
 from .fakes import FakeSynthesizer

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from qwen3tts_gui.batch import LineState
+from qwen3tts_gui.data.batch_lines import LineState
 from qwen3tts_gui.widgets.batch_table import VOICE
 
 

@@ -13,7 +13,7 @@ import tracemalloc
 
 import pytest
 
-from qwen3tts_gui.batch import MAX_LINES, MERGED_NAME
+from qwen3tts_gui.data.batch_lines import MAX_LINES, MERGED_NAME
 
 
 def _run(qtbot, panel, start) -> bool:
@@ -131,7 +131,7 @@ def test_an_import_that_is_huge_endless_or_not_a_file_is_refused_quickly(qtbot, 
 
 
 def test_a_batch_reads_each_voice_file_once_off_the_gui_thread(qtbot, make_window, settings, tmp_path, monkeypatch):
-    from qwen3tts_gui.voices import VoiceLibrary
+    from qwen3tts_gui.data.voices import VoiceLibrary
 
     window = make_window()
     panel = window.batch

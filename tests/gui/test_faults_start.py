@@ -18,8 +18,8 @@ from PySide6.QtCore import QSettings
 from engine.errors import BundleError
 from qwen3tts_gui.app import ensure_home
 from qwen3tts_gui.controllers import model_controller as model_controller_module
+from qwen3tts_gui.data.paths import models_dir
 from qwen3tts_gui.engine_adapter import Voice
-from qwen3tts_gui.paths import models_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,9 +20,9 @@ import pytest
 from PySide6.QtCore import QCoreApplication, QSettings
 
 from qwen3tts_gui import APP_ID, APP_NAME
-from qwen3tts_gui import settings as settings_module
-from qwen3tts_gui.paths import data_dir, takes_dir
-from qwen3tts_gui.take_store import TakeStore
+from qwen3tts_gui.data import settings as settings_module
+from qwen3tts_gui.data.paths import data_dir, takes_dir
+from qwen3tts_gui.data.take_store import TakeStore
 from tests.faults.test_faults_take_history import (
     _damage_empty,
     _damage_huge_audio_header,
@@ -295,7 +295,7 @@ def _start_within(make_window, seconds: float, fifo: Path | None):
 
 @pytest.mark.parametrize("damage", list(READER_DAMAGE), ids=list(READER_DAMAGE))
 def test_damaged_batch_lines_are_set_aside_and_named(qtbot, make_window, dialogs, damage):
-    from qwen3tts_gui.batch_store import LINES_FILE
+    from qwen3tts_gui.data.batch_store import LINES_FILE
 
     path = data_dir() / LINES_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -319,7 +319,7 @@ def test_damaged_batch_lines_are_set_aside_and_named(qtbot, make_window, dialogs
 
 
 def test_batch_lines_move_out_of_the_settings_file(qtbot, make_window, settings, tmp_path):
-    from qwen3tts_gui.batch_store import LINES_FILE
+    from qwen3tts_gui.data.batch_store import LINES_FILE
 
     settings.batch_lines = [["Kept line.", "", "auto", ""]] * 3
     settings.sync()
@@ -332,7 +332,7 @@ def test_batch_lines_move_out_of_the_settings_file(qtbot, make_window, settings,
 
 @pytest.mark.parametrize("damage", ["empty", "not_utf8", "huge", "fifo", "folder"])
 def test_a_damaged_saved_text_is_set_aside_and_named(qtbot, make_window, dialogs, damage):
-    from qwen3tts_gui.saved_text import TEXT_FILE
+    from qwen3tts_gui.data.saved_text import TEXT_FILE
 
     path = data_dir() / TEXT_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -347,7 +347,7 @@ def test_a_damaged_saved_text_is_set_aside_and_named(qtbot, make_window, dialogs
 
 
 def test_a_text_too_long_for_the_text_box_is_not_loaded_and_not_spoken(qtbot, make_window, dialogs, settings):
-    from qwen3tts_gui.saved_text import MAX_CHARS, TEXT_FILE
+    from qwen3tts_gui.data.saved_text import MAX_CHARS, TEXT_FILE
 
     settings.text = "x" * (MAX_CHARS + 1)  # as older versions kept it: moved out, then checked
     window = make_window(model=True, voice=True)
@@ -393,8 +393,8 @@ def test_a_take_whose_voice_file_is_damaged_plays_and_says_why_it_cannot_regener
 def test_the_window_appears_before_the_history_is_read(qtbot, settings, audio, dialogs, fake_synth, tmp_path,
                                                         monkeypatch):
     from qwen3tts_gui.context import AppContext
+    from qwen3tts_gui.data.voices import VoiceLibrary
     from qwen3tts_gui.main_window import MainWindow
-    from qwen3tts_gui.voices import VoiceLibrary
 
     store = TakeStore(takes_dir())
     for n in (1, 2):
@@ -416,7 +416,7 @@ def test_the_window_appears_before_the_history_is_read(qtbot, settings, audio, d
 
 
 def test_a_kept_take_is_read_off_the_gui_thread_when_chosen(qtbot, make_window, monkeypatch):
-    from qwen3tts_gui import take_file
+    from qwen3tts_gui.data import take_file
 
     store = TakeStore(takes_dir())
     for n in (1, 2):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QSettings
 
-from qwen3tts_gui.paths import takes_dir
-from qwen3tts_gui.settings import Settings
+from qwen3tts_gui.data.paths import takes_dir
+from qwen3tts_gui.data.settings import Settings
 
 from .fakes import FakeSynthesizer
 

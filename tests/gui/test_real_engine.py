@@ -11,8 +11,8 @@ import numpy as np
 import soundfile as sf
 from PySide6.QtCore import Qt
 
+from qwen3tts_gui.data.paths import models_dir
 from qwen3tts_gui.engine_adapter import Voice, open_synthesizer
-from qwen3tts_gui.paths import models_dir
 
 from .fakes import speech_like
 

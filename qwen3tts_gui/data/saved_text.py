@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .engine_adapter import os_reason, write_atomic
+from ..engine_adapter import os_reason, write_atomic
 from .settings import Settings
 from .user_files import UnusableFile, read_regular, set_aside
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .batch import MAX_LINES, Row
-from .engine_adapter import os_reason, write_atomic
+from ..engine_adapter import os_reason, write_atomic
+from .batch_lines import MAX_LINES, Row
 from .user_files import UnusableFile, read_regular, set_aside
 
 LINES_FILE = "batch lines.json"

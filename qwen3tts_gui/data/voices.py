@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .diagnostics import log
-from .engine_adapter import Voice, VoiceError, VoiceSummary
+from ..diagnostics import log
+from ..engine_adapter import Voice, VoiceError, VoiceSummary
 from .paths import candidate_paths, readable_name
 
 SUFFIX = ".qvoice"

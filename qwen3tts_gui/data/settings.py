@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QSettings
 
-from .engine_adapter import DEFAULT_DECODER_PRECISION, MAX_BATCH_SIZE
+from ..engine_adapter import DEFAULT_DECODER_PRECISION, MAX_BATCH_SIZE
 
 T = TypeVar("T")
 MAX_SEED = 2**31 - 1  # what the seed box (a 32-bit QSpinBox) holds

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine_adapter import (
+from ..engine_adapter import (
     SAMPLE_RATE,
     GenerationSettings,
     TextError,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from .engine_adapter import MAX_TEXT_FILE_BYTES, TextError, decode_text
+from ..engine_adapter import MAX_TEXT_FILE_BYTES, TextError, decode_text
 from .paths import readable_name
 from .user_files import UnusableFile, read_regular
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import platformdirs
 
-from . import APP_NAME
+from .. import APP_NAME
 
 _DIRS = platformdirs.PlatformDirs(APP_NAME, appauthor=False)
 
@@ -21,7 +21,7 @@ def data_dir() -> Path:
 def models_dir(chosen: str = "") -> Path:
     """The model store's folder: QWEN3TTS_MODELS_DIR, the folder chosen in the app, where it was moved to,
     else <data>/models."""
-    from .engine_adapter import default_models_dir
+    from ..engine_adapter import default_models_dir
 
     return default_models_dir(chosen)
 

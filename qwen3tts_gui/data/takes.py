@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine_adapter import GenerationSettings, SynthesisResult, Voice, VoiceChoice
+from ..engine_adapter import GenerationSettings, SynthesisResult, Voice, VoiceChoice
 from .paths import readable_name
 from .take_file import StoredResult
 

@@ -18,8 +18,8 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from .diagnostics import log
-from .engine_adapter import Voice, VoiceError, is_designed, os_reason
+from ..diagnostics import log
+from ..engine_adapter import Voice, VoiceError, is_designed, os_reason
 from .take_file import FORMAT, TAKE_FILE, StoredResult, TakeFileError, read_header, write_take_file
 from .takes import Take
 

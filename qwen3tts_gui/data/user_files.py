@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from .engine_adapter import os_reason
+from ..engine_adapter import os_reason
 
 
 class UnusableFile(ValueError):
