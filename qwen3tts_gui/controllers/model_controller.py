@@ -13,10 +13,10 @@ from ..data.paths import candidate_paths, unique_path
 from ..diagnostics import log
 from ..downloads import ModelDownloader
 from ..engine_adapter import convert_checkpoint, is_demo_bundle, make_demo_bundle
-from ..tuning import needs_tuning, start_tuning
 from ..widgets.models_dialog import ModelsDialog
 from ..widgets.welcome import WelcomeView
 from ..workers import CallWorker, ProgressWorker
+from .tuning import needs_tuning, start_tuning
 
 DEMO_NAME = "demo"
 

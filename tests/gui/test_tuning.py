@@ -3,7 +3,7 @@ the status line; a model already tuned opens without it."""
 
 from __future__ import annotations
 
-from qwen3tts_gui.tuning import TITLE
+from qwen3tts_gui.controllers.tuning import TITLE
 
 from .fakes import FakeSynthesizer
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMainWindow, QProgressDialog
 
-from . import APP_NAME
-from .context import AppContext
-from .diagnostics import log
-from .workers import ProgressWorker
+from .. import APP_NAME
+from ..context import AppContext
+from ..diagnostics import log
+from ..workers import ProgressWorker
 
 TITLE = "Tuning for this computer…"
 
