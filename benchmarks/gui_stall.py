@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import faulthandler
+import gc
 import os
 import pstats
 import shutil
@@ -137,6 +138,27 @@ def pump(app: QApplication, done, timeout: float) -> None:
         raise TimeoutError("the app did not finish in time")
 
 
+class CollectorClock:
+    """The longest pause of Python's garbage collector (it stops every thread that runs Python, the GUI's too)."""
+
+    def __init__(self) -> None:
+        self.longest = (0.0, -1)  # ms, generation
+        self._started = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        elif self._started:
+            ms = (time.perf_counter() - self._started) * 1000
+            if ms > self.longest[0]:
+                self.longest = (ms, info.get("generation", -1))
+
+    def take(self) -> tuple[float, int]:
+        longest, self.longest = self.longest, (0.0, -1)
+        return longest
+
+
 def run_and_wait_ns() -> tuple[int, int]:
     """The calling thread's CPU time and its time spent runnable but waiting for a CPU (Linux schedstat; the
     wait reads 0 elsewhere). What is left of a gap is time blocked: on the GIL, a lock, or a slow system call."""
@@ -213,7 +235,8 @@ class Heartbeat:
 
 def stream_recording(app: QApplication, window: MainWindow, minutes: float) -> int:
     """A long recording growing in the take view as a chapter's chunks would arrive, without generating it: the
-    output panel gets 4-frame chunks of noise through its streaming methods, 20 a second (a fast model)."""
+    output panel gets 4-frame chunks of noise through its streaming methods, one every 10 ms (the whole recording
+    in a few tens of seconds; a real model sends one every few hundred ms)."""
     chunk = 4 * SAMPLES_PER_FRAME
     total = int(minutes * 60 * SAMPLE_RATE) // chunk
     noise = (np.random.default_rng(0).standard_normal(chunk) * 0.2).astype(np.float32)
@@ -221,13 +244,12 @@ def stream_recording(app: QApplication, window: MainWindow, minutes: float) -> i
     sent = [0]
 
     def send() -> None:
-        for _ in range(max(1, total // 400)):  # the whole recording in about 20 s
-            if sent[0] < total:
-                window.output.add_chunk(AudioChunk(noise, sent[0] * chunk))
-                sent[0] += 1
+        if sent[0] < total:
+            window.output.add_chunk(AudioChunk(noise, sent[0] * chunk))
+            sent[0] += 1
 
     timer = QTimer()
-    timer.setInterval(50)
+    timer.setInterval(10)
     timer.timeout.connect(send)
     timer.start()
     pump(app, lambda: sent[0] >= total, 600)
@@ -334,6 +356,7 @@ def run(args, scenarios: list[str], tmp: Path) -> int:
 
     profile = cProfile.Profile() if args.profile else None
     stacks = open(args.stacks, "w") if args.stacks else None  # noqa: SIM115  (closed at exit)
+    collector = CollectorClock()
     for scenario in scenarios:
         runs: list[tuple[float, float]] = []
         for i in range(args.repeat):
@@ -358,6 +381,8 @@ def run(args, scenarios: list[str], tmp: Path) -> int:
             else:
                 take = window.output.current
                 made = f"a take of {take.result.seconds:.1f} s" if take is not None else "no take"
+            gc_ms, gc_gen = collector.take()
+            made += f"; longest garbage collection {gc_ms:.1f} ms (generation {gc_gen})"
             runs.append(beat.report(f"{scenario} run {i + 1} ({wall:.1f} s, {made})", args.verbose))
         walls, works = [r[0] for r in runs], [r[1] for r in runs]
         print(f"RESULT {scenario}: longest GUI-thread stall {max(walls):.1f} ms over {len(runs)} run(s), "

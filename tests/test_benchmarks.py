@@ -68,7 +68,8 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
          "--idle-seconds", "0.2"],
         [rf"^idle \(0\.2 s\): heartbeat gaps median {NUM} ms"]
         + [rf"^RESULT {s}: longest GUI-thread stall {NUM} ms" for s in ("generate", "long", "batch")]
-        + [rf"^(generate|long) run 1 \(.* a take of {NUM} s\)", r"^batch run 1 \(.* 2 files in the batch folder\)"]),
+        + [rf"^(generate|long) run 1 \(.* a take of {NUM} s; longest garbage collection {NUM} ms",
+           r"^batch run 1 \(.* 2 files in the batch folder;"]),
     "gpu_round_trips.py": (  # on lavapipe where installed, else bytes and the CPU column only
         ["--model", "{demo}", "--positions", "4", "--reps", "1"],
         [rf"^\s+4 \| \s*{NUM} MiB \| \s*{NUM} \| \s*({NUM}|-)$",
