@@ -142,11 +142,20 @@ def test_auto_follows_this_computers_tuning(monkeypatch, gpu_ms, on_gpu):
     assert ("measured faster than the CPU" if on_gpu else "the CPU measured faster") in synth.device.note
 
 
-def test_no_cpu_tuning_on_the_gpu():
-    """The self-tuning times CPU thread counts: a synthesizer on the GPU neither asks for it nor runs it."""
-    from engine import EngineError
-
-    synth = Synthesizer(bundle_for(MODEL, "fp32", parts=PARTS), device="gpu")
+@pytest.mark.parametrize("chosen_by_auto", [False, True], ids=["gpu", "auto"])
+def test_tuning_a_gpu_run_measures_on_the_cpu(monkeypatch, tmp_path, chosen_by_auto):
+    """The self-tuning times CPU thread counts (and each GPU as a candidate): a synthesizer on the GPU does not ask
+    for it, and tune() measures with the networks on the CPU, then goes back to the GPU it was given, or where the
+    new figures send "auto" (lavapipe is not timed, so to the CPU)."""
+    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(tmp_path))
+    bundle = bundle_for(MODEL, "fp32", parts=PARTS)
+    synth = Synthesizer(bundle, device=auto_on_gpu() if chosen_by_auto else "gpu")
     assert synth.device.on_gpu and not synth.tuning_needed
-    with pytest.raises(EngineError, match="open the model with the CPU as the device to tune"):
-        synth.tune()
+    seen = []
+    record = synth.tune(progress=lambda fraction, message: seen.append(synth.device.on_gpu))
+    assert seen and not any(seen), "measured with the networks on the GPU"
+    assert synth.tuning is record and "cpu" in record.device_ms
+    assert synth.device.on_gpu is not chosen_by_auto
+    d = load_synth_case(OUTPUTS / MODEL / f"{CASE}.npz")
+    result = list(synth.synthesize(d["text"], injected_voice(synth, d), d["language"], greedy(d)))[-1]
+    assert_codes(result.codes, d["codes"])

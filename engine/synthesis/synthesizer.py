@@ -25,7 +25,7 @@ from ..nets.talker import Talker
 from ..nets.weight_reads import FrameWeights, frame_weights
 from ..runtime.bundle import Bundle
 from ..runtime.cpu import load_average, physical_cores
-from ..runtime.device import DEFAULT_DEVICE, DEFAULT_GPU_PRECISION, Device, GpuError, resolve_device
+from ..runtime.device import CPU, DEFAULT_DEVICE, DEFAULT_GPU_PRECISION, Device, GpuError, resolve_device
 from ..runtime.tuning import TuningRecord
 from ..text.prompt import Prompt, PromptIds
 from ..text.tokenizer import TextTokenizer, clean_text
@@ -209,10 +209,18 @@ class Synthesizer:
     def tune(self, progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
              budget: float = DEFAULT_BUDGET) -> TuningRecord:
         """Measure the fastest settings for this model on this computer, store and apply them. progress(fraction,
-        message) reports; cancel() returning True stops with Cancelled and changes nothing."""
-        if self.device.on_gpu:  # it would time the GPU's nets and keep them as this computer's CPU settings
-            raise EngineError("Tuning measures the CPU's settings; open the model with the CPU as the device to tune.")
-        return tune_synthesizer(self, progress, cancel, budget)
+        message) reports; cancel() returning True stops with Cancelled and changes nothing. On a GPU the networks
+        move to the CPU for the measuring (it times the CPU's settings, and each GPU as one more candidate), then
+        back: to the same GPU, or where the new figures send "auto"."""
+        if not self.device.on_gpu:
+            return tune_synthesizer(self, progress, cancel, budget)
+        was = self.device
+        self._load_nets(replace(CPU, fallback_to_cpu=was.fallback_to_cpu))
+        try:
+            return tune_synthesizer(self, progress, cancel, budget)
+        finally:
+            measured = self.tuning.device_ms if self.tuning else None
+            self._load_nets(resolve_device("auto", was.precision, measured) if was.fallback_to_cpu else was)
 
     def frame_weights(self) -> FrameWeights:
         """The weight bytes one generated frame reads, per network (for the memory-bandwidth floor)."""
