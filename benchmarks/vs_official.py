@@ -15,6 +15,11 @@ utterance after loading costs, one-time allocations included) and a second call 
 --decoder-precision bf16 adds a run of ours per bundle with the bf16 speech decoder (column "<precision>+bf16dec");
 its audio's SNR against the official fp32 decoder's audio is printed when the codes are identical.
 
+Both sides also get the memory floor `qwen3tts bench` prints: the bytes of weights one frame reads (ours counted
+from the bundle's graphs, Synthesizer.frame_weights; the official side's fp32 weights counted from the
+checkpoint), the floor in ms/frame at the machine's read bandwidth (measured before and after the runs, the best
+seen) and the share of it each side reached.
+
 Missing pieces are made on first use and cached: the checkpoint (benchmarks/make_checkpoint.py, 0.6b, seed 0)
 and our bundle per precision (<ckpt>.bundle-<precision>, via `qwen3tts convert`).
 """
@@ -74,6 +79,31 @@ def run_worker(python: str, args: list[str]) -> dict:
     if proc.returncode != 0 or not lines:
         return {"error": f"exit code {proc.returncode}; see the messages above"}
     return json.loads(lines[-1])
+
+
+def official_frame_bytes(ckpt: Path) -> int:
+    """The weight bytes one official frame reads, in fp32 (the official side loads the checkpoint as float32): the
+    talker step reads its decoder layers, final norm and codec head once; the code predictor's generate makes 15
+    forward calls (a two-row prefill, then 14 single rows), each reading all its layers, its norm and the
+    projection from the talker's width where there is one, plus one of the 15 heads (each head once per frame).
+    Embedding lookups read one row and are left out, as on our side."""
+    import math
+
+    from safetensors import safe_open
+
+    talker = code_predictor = heads = 0
+    with safe_open(str(ckpt / "model.safetensors"), "np") as f:
+        for name in f.keys():
+            size = 4 * math.prod(f.get_slice(name).get_shape())
+            if name.startswith(("talker.model.layers.", "talker.model.norm.", "talker.codec_head.")):
+                talker += size
+            elif name.startswith(("talker.code_predictor.model.layers.", "talker.code_predictor.model.norm.",
+                                  "talker.code_predictor.small_to_mtp_projection.")):
+                code_predictor += size
+            elif name.startswith("talker.code_predictor.lm_head."):
+                heads += size
+    calls = 15
+    return talker + calls * code_predictor + heads
 
 
 # ------------------------------------------------------------------------------------------------ workers
@@ -216,6 +246,7 @@ def our_worker(a: argparse.Namespace) -> dict:
         "rtf": (generate + decode) / (n * FRAME_SECONDS),
         "peak_rss_mb": peak_rss_mb(),
         "audio_samples": int(len(wav)),
+        "weight_bytes": synth.frame_weights().total,
     }
 
 
@@ -230,7 +261,7 @@ ROWS = [
 ]
 
 
-def report(results: list[dict], out: Path) -> None:
+def report(results: list[dict], out: Path, bandwidth: float, readers: int) -> None:
     import numpy as np
 
     ok = [r for r in results if "error" not in r]
@@ -250,6 +281,17 @@ def report(results: list[dict], out: Path) -> None:
         print(line)
     frames = {r["frames"] for r in ok}
     print(f"frames: {sorted(frames)}; ratio column = official / ours (above 1: ours is faster or smaller)")
+    if bandwidth > 0:
+        floor_rows = {"weight GB read per frame": ("{:19.3f}", lambda r: r["weight_bytes"] / 1e9),
+                      f"floor at {bandwidth / 1e9:.1f} GB/s [ms/frame]": (
+                          "{:19.1f}", lambda r: r["weight_bytes"] / bandwidth * 1000),
+                      "share of the bandwidth reached": (
+                          "{:19.0%}", lambda r: r["weight_bytes"] / bandwidth * 1000 / r["per_frame_ms"])}
+        for label, (fmt, value) in floor_rows.items():
+            print(f"{label:32}" + "".join(fmt.format(value(r)) if r.get("weight_bytes") else f"{'-':>19}"
+                                          for r in ok))
+        print(f"read bandwidth: {bandwidth / 1e9:.1f} GB/s, the best of one reader and {readers} readers before and "
+              "after the runs (numpy max(), as `qwen3tts bench`); the floor is the weight bytes read at that rate")
     for r in results:
         if "error" in r:
             print(f"{r.get('side', '?')}: not measured ({r['error']})")
@@ -315,6 +357,10 @@ def main() -> int:
         return 0
 
     ensure_checkpoint(a.ckpt)
+    sys.path.insert(0, str(ROOT))
+    from engine import measure_read_bandwidth
+
+    before = measure_read_bandwidth(a.threads)  # before any model: their pages do not compete for memory
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     out = a.ckpt.with_name(f"{a.ckpt.name}.vs_official")
     out.mkdir(parents=True, exist_ok=True)
@@ -339,13 +385,19 @@ def main() -> int:
                 results.append(run_worker(OUR_PYTHON, ["--worker", "ours", "--bundle", str(bundle),
                                                        "--decoder-precision", dec, *common]))
                 results[-1].setdefault("side", f"ours {prec}" + ("" if dec == "fp32" else f"+{dec}dec"))
+    after = measure_read_bandwidth(a.threads)  # other programs may have held the memory bus the first time
+    bandwidth = max(before.one_reader, before.all_readers, after.one_reader, after.all_readers)
+    if not a.skip_official:
+        for r in results:
+            if r["side"] == "official" and "error" not in r:
+                r["weight_bytes"] = official_frame_bytes(a.ckpt)
     print()
     cfg = json.loads((a.ckpt / "config.json").read_text())
     tc = cfg["talker_config"]
     print(f"checkpoint {a.ckpt} ({cfg.get('tts_model_size')}, talker {tc['num_hidden_layers']}x{tc['hidden_size']}), "
           f"{a.frames} frames, {a.threads} threads, greedy, text "
           f"{len(a.text)} chars, x-vector clone of a 4 s reference")
-    report(results, out)
+    report(results, out, bandwidth, a.threads)
     print(f"load average {load_before} before, {' '.join(f'{x:.2f}' for x in os.getloadavg())} after")
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     return 0 if all("error" not in r for r in results) else 1

@@ -81,4 +81,7 @@ def test_talker_fullsize_parity(ckpt, tmp_path):
 
 def test_vs_official(ckpt, tmp_path):
     run(OURS, "vs_official.py", "--ckpt", ckpt, "--frames", "50", "--precision", "fp32", cwd=tmp_path,
-        figures=[r"^greedy codes, official vs .*: .* \(\d+/\d+ frames equal"])
+        figures=[r"^greedy codes, official vs .*: .* \(\d+/\d+ frames equal",
+                 rf"^weight GB read per frame +{NUM} +{NUM}$",
+                 rf"^floor at {NUM} GB/s \[ms/frame\] +{NUM} +{NUM}$",
+                 rf"^share of the bandwidth reached +{NUM}% +{NUM}%$"])
