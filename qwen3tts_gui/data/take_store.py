@@ -11,6 +11,7 @@ name are not takes. The oldest takes go when the history grows past the user's s
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import re
 import shutil
@@ -18,10 +19,11 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from ..diagnostics import log
 from ..engine_adapter import Voice, VoiceError, is_designed, os_reason
 from .take_file import FORMAT, TAKE_FILE, StoredResult, TakeFileError, read_header, write_take_file
 from .takes import Take
+
+log = logging.getLogger("qwen3tts_gui")  # the app's log (diagnostics.py writes it to a file)
 
 VOICE_FILE = "voice.qvoice"
 MAX_TAKE_NUMBER = 999_999_999  # nine digits: a stray folder with a longer number is not a take

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
-from ..diagnostics import log
 from ..engine_adapter import Voice, VoiceError, VoiceSummary
 from .paths import candidate_paths, readable_name
+
+log = logging.getLogger("qwen3tts_gui")  # the app's log (diagnostics.py writes it to a file)
 
 SUFFIX = ".qvoice"
 
