@@ -16,13 +16,12 @@ from pathlib import Path
 
 from .errors import EngineError
 from .io.fileio import write_atomic
-from .runtime.bundle import MANIFEST
+from .runtime.bundle import DEMO_MARK, MANIFEST
 from .runtime.bundle_writer import is_bundle
 
 Progress = Callable[[float, str], None]
 
 DEMO_CHECKPOINT = Path(__file__).resolve().parent / "demo_checkpoint"
-DEMO_MARK = "qwen3tts_studio_demo"
 
 # Demo CustomVoice speakers: offsets from the codebook start as in the real table (serena 3066, eric 2875,
 # dylan 2878 with a real codebook of 2048); dialect language ids as in CustomVoice configs (2062, 2074).

@@ -76,6 +76,7 @@ from engine.store import (
     default_models_dir,
     find_entry,
     format_bytes,
+    move_store,
     pending_downloads,
     remember_models_dir,
 )
@@ -148,6 +149,7 @@ __all__ = [
     "is_demo_bundle",
     "load_audio",
     "make_demo_bundle",
+    "move_store",
     "open_synthesizer",
     "pending_downloads",
     "precisions",

@@ -27,6 +27,8 @@ from .device import CPU, Device, configure_gpu_net, gpu_load
 FORMAT = "qwen3tts-bundle"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+# The config key (True) that marks the app's own demo bundle: demo.py writes it, the model store reads it.
+DEMO_MARK = "qwen3tts_studio_demo"
 PRECISIONS = ("fp32", "fp16", "bf16", "q8")  # every precision a bundle may have (all of them load)
 # What convert, the app and the model store offer. bf16 is left out: measured slower than fp32 at full size and
 # less exact (docs/performance.md, "Precision"); the engine still converts and reads it, so existing bf16 bundles keep working.

@@ -6,6 +6,7 @@ Qt-free; the CLI (`qwen3tts models ...`) and the app's Models dialog and welcome
 from .catalogue import CATALOGUE, DEFAULT_PRECISION, CatalogueEntry, find_entry
 from .hub import DownloadProgress, HubError, endpoint_url, format_bytes, format_duration
 from .installer import PendingDownload, discard_download, install, pending_downloads
+from .move import move_store
 from .store import ENV_DIR, InstalledModel, ModelStore, StoreError, default_models_dir, remember_models_dir
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "format_bytes",
     "format_duration",
     "install",
+    "move_store",
     "pending_downloads",
     "remember_models_dir",
 ]

@@ -8,12 +8,10 @@ caller keeps it.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -30,14 +28,14 @@ from .hub import (
     repo_listing,
 )
 from .hub_names import redact, without_credentials
-from .store import SOURCE, InstalledModel, ModelStore, StoreError, check_name, shown_path
+from .locks import disk_error, download_lock
+from .store import SOURCE, InstalledModel, ModelStore, StoreError, check_name
 from .transfer import run_cancellable
 
 Progress = Callable[[float, str], None]
 DOWNLOAD_SHARE = 0.85  # of the overall progress bar; conversion takes the rest
 PENDING = "pending.json"
 PENDING_MAX_BYTES = 4 << 20  # a listing of a few hundred files is a few kB
-LOCKS = ".locks"  # hidden like every work folder: never listed as a model
 MARGIN = 50_000_000  # bytes kept free beyond the estimate (manifest, temporary files, the rest of the system)
 
 
@@ -129,30 +127,6 @@ def discard_download(store: ModelStore, name: str) -> bool:
     return True
 
 
-@contextmanager
-def download_lock(store: ModelStore, name: str) -> Iterator[None]:
-    """One download of a model at a time, across the app's windows, the command line and every process: an OS
-    lock (flock / LockFileEx, released by the system when the holder dies, so a killed download never leaves it
-    held) on `.locks/<name>.lock` in the models folder. filelock is what huggingface_hub itself locks its cache
-    with, so it is installed already; a hand-written fcntl/msvcrt pair would repeat it."""
-    from filelock import FileLock, Timeout
-
-    try:
-        folder = store.root / LOCKS
-        folder.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(folder / f"{name}.lock"), timeout=0)
-        lock.acquire()
-    except Timeout:
-        raise StoreError(f"{name} is already being downloaded (in this app or another program); wait for it to "
-                         "finish, or cancel it there.") from None
-    except (OSError, ValueError) as e:
-        raise _disk_error(e, store.root, "starting the download") from None
-    try:
-        yield
-    finally:
-        lock.release()
-
-
 def install(
     source: str,
     name: str | None = None,
@@ -216,7 +190,7 @@ def _install(store: ModelStore, repo_id: str, name: str, precision: str, endpoin
     try:
         fetch_repo(repo, raw, endpoint=endpoint, token=token, progress=download_progress, cancel=cancel)
     except OSError as e:
-        raise _disk_error(e, store.root, "downloading") from None
+        raise disk_error(e, store.root, "downloading") from None
 
     _sweep_dead_work(store.root, name)
     work = store.root / f".installing-{name}-{os.getpid()}"
@@ -234,7 +208,7 @@ def _install(store: ModelStore, repo_id: str, name: str, precision: str, endpoin
             raise StoreError(f"{final} appeared while converting; {name} was not installed.")
         os.replace(bundle_dir, final)
     except OSError as e:
-        raise _disk_error(e, store.root, "converting") from None
+        raise disk_error(e, store.root, "converting") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -283,13 +257,6 @@ def _alive(pid: int) -> bool:
     except (PermissionError, OSError):
         return True  # exists but not ours, or cannot tell: leave it
     return True
-
-
-def _disk_error(e: OSError | ValueError, root: Path, doing: str) -> Exception:
-    if getattr(e, "errno", None) == errno.ENOSPC:
-        return StoreError(f"The disk holding {shown_path(root)} is full ({doing}); free some space and try again: "
-                          "the download resumes where it stopped.")
-    return StoreError(f"Cannot write in {shown_path(root)} while {doing}: {getattr(e, 'strerror', None) or e}.")
 
 
 def _remove_if_empty(folder: Path) -> None:

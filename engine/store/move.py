@@ -23,12 +23,13 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from .locks import LOCKS, download_lock
 from .store import ModelStore, StoreError, folder_bytes, remember_models_dir, shown_path
 
 STAGING = ".incoming"
 JOURNAL = ".move.json"
 # Work of the store itself, not moved: conversions, removals, locks, an earlier move's leftovers.
-_NOT_MOVED = (".installing-", ".removing-", ".locks", STAGING, JOURNAL)
+_NOT_MOVED = (".installing-", ".removing-", LOCKS, STAGING, JOURNAL)
 _BLOCK = 1 << 20
 
 Step = Callable[[str], None]
@@ -185,9 +186,7 @@ def _write_json(path: Path, data: dict) -> None:
 @contextmanager
 def _downloads_paused(store: ModelStore) -> Iterator[None]:
     """No download of any model runs while its files are being moved (StoreError naming it otherwise)."""
-    from .installer import download_lock
-
-    locks = store.root / ".locks"
+    locks = store.root / LOCKS
     names = sorted(p.name.removesuffix(".lock") for p in locks.glob("*.lock")) if locks.is_dir() else []
     with ExitStack() as held:
         for name in names:

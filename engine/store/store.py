@@ -1,4 +1,5 @@
-"""Installed models: bundles in one folder (the model store), listed, resolved by name, removed, moved.
+"""Installed models: bundles in one folder (the model store), listed, resolved by name, removed
+(moving them all to another folder builds on this: move.py).
 
 The folder is QWEN3TTS_MODELS_DIR when set, else the folder the app last moved the store to (a one-line
 pointer file in the user config folder), else `<user data folder>/models` (platformdirs). Each installed model
@@ -12,15 +13,15 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
 
-from ..demo import DEMO_MARK
 from ..errors import EngineError
+from ..runtime.bundle import DEMO_MARK
 from ..runtime.q8 import FORMAT_VERSION as Q8_FORMAT_VERSION
 
 APP_NAME = "Qwen3-TTS Studio"  # the platformdirs name the app uses for all its folders
@@ -204,14 +205,6 @@ class ModelStore:
         names = ", ".join(m.name for m in self.installed()) or "none yet"
         raise StoreError(f"No model bundle at {text!r} and no installed model of that name "
                          f"(installed: {names}).")
-
-    def move_to(self, new_root: str | os.PathLike, remember: bool = True,
-                on_switch: Callable[[Path], None] | None = None, step: Callable[[str], None] | None = None) -> Path:
-        """Move every installed model (and unfinished downloads) to new_root; the app finds them there next time.
-        Copy, verify, switch, delete: a kill at any point leaves the store whole in one place (move.py)."""
-        from .move import move_store
-
-        return move_store(self, new_root, remember=remember, on_switch=on_switch, step=step)
 
 
 def remember_models_dir(folder: Path) -> None:

@@ -21,7 +21,15 @@ from PySide6.QtWidgets import (
 )
 
 from ..downloads import ModelDownloader
-from ..engine_adapter import CATALOGUE, EngineError, ModelStore, StoreError, format_bytes, pending_downloads
+from ..engine_adapter import (
+    CATALOGUE,
+    EngineError,
+    ModelStore,
+    StoreError,
+    format_bytes,
+    move_store,
+    pending_downloads,
+)
 from .download_panel import DownloadPanel
 
 
@@ -236,7 +244,7 @@ class ModelsDialog(QDialog):
             self.ctx.settings.sync()
 
         try:
-            store.move_to(Path(folder), on_switch=switch)
+            move_store(store, Path(folder), on_switch=switch)
         except (EngineError, OSError) as e:
             self.ctx.dialogs.error(self, "Cannot move the models", str(e))
         self.refresh()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.store import ModelStore, StoreError
+from engine.store import ModelStore, StoreError, move_store
 from engine.store import move as move_mod
 
 from .conftest import ROOT
@@ -55,10 +55,10 @@ def models_in(folder: Path) -> list[str]:
 def test_a_destination_inside_the_store_is_refused(store, inside):
     before = tree(store.root)
     if inside == ".":
-        assert store.move_to(store.root) == store.root  # the same folder: nothing to do
+        assert move_store(store, store.root) == store.root  # the same folder: nothing to do
     else:
         with pytest.raises(StoreError, match="inside the models folder"):
-            store.move_to(store.root / inside)
+            move_store(store, store.root / inside)
         assert not (store.root / "sub").exists()
     assert tree(store.root) == before and ModelStore().root == store.root
 
@@ -76,7 +76,7 @@ def test_a_move_killed_at_any_step_leaves_the_store_whole_in_one_place(store, tm
         "def step(name):\n"
         "    if name == sys.argv[2]:\n"
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
-        "ModelStore().move_to(sys.argv[1], step=step)\n"
+        "move.move_store(ModelStore(), sys.argv[1], step=step)\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, "-c", script, str(new), kill_at, "copy" if "copies" in mode else "link"],
@@ -86,7 +86,7 @@ def test_a_move_killed_at_any_step_leaves_the_store_whole_in_one_place(store, tm
     assert active == (new if STEPS.index(kill_at) >= STEPS.index("switched") else old)
     assert tree(active) == before  # every model whole where the app looks
     # moving again finishes the job (or there is nothing left to do) and leaves one store
-    ModelStore().move_to(new)
+    move_store(ModelStore(), new)
     assert ModelStore().root == new and tree(new) == before
     assert models_in(new) == ["Model-A", "Model-B"]
     if STEPS.index(kill_at) < STEPS.index("switched"):
@@ -109,15 +109,15 @@ def test_a_copy_that_does_not_match_its_original_moves_nothing(store, tmp_path, 
 
     monkeypatch.setattr(move_mod, "_copy_file", damaging_copy)
     with pytest.raises(StoreError, match="does not match the original; nothing was moved"):
-        store.move_to(new)
+        move_store(store, new)
     assert ModelStore().root == old and tree(old) == before
     assert models_in(new) == [] and not (new / ".incoming").exists()
 
 
 def test_a_move_waits_for_no_download_it_would_cut_in_half(store, tmp_path):
-    from engine.store.installer import download_lock
+    from engine.store.locks import download_lock
 
     with download_lock(store, "Model-C"):
         with pytest.raises(StoreError, match="already being downloaded"):
-            ModelStore().move_to(tmp_path / "new")
+            move_store(ModelStore(), tmp_path / "new")
     assert ModelStore().root == store.root and models_in(store.root) == ["Model-A", "Model-B"]
