@@ -14,9 +14,11 @@ from typing import Protocol
 import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from .data.growing_audio import GrowingAudio
 from .diagnostics import log
 from .engine_adapter import SAMPLE_RATE, as_sentence
 
+_GROW_ROOM = 48000  # samples: the smallest step a growing sound reserves (one second at 48 kHz)
 Fill = Callable[[np.ndarray], bool]  # write into the (frames,) buffer; return False when there is no more
 Consume = Callable[[np.ndarray], None]  # receive a (frames,) block of recorded samples
 
@@ -121,30 +123,6 @@ class SoundDeviceBackend:
             raise AudioUnavailable(f"Cannot open the microphone: {e}") from None
 
 
-class _GrowingBuffer:
-    """Float32 samples that may still be arriving (streaming playback while generating)."""
-
-    def __init__(self) -> None:
-        self.data = np.zeros(0, np.float32)
-        self.length = 0
-        self.complete = False
-
-    def set(self, samples: np.ndarray, complete: bool) -> None:
-        self.data = np.asarray(samples, np.float32).reshape(-1).copy()
-        self.length = len(self.data)
-        self.complete = complete
-
-    def append(self, samples: np.ndarray) -> None:
-        samples = np.asarray(samples, np.float32).reshape(-1)
-        need = self.length + len(samples)
-        if need > len(self.data):
-            grown = np.zeros(max(need, 2 * len(self.data), 48000), np.float32)
-            grown[: self.length] = self.data[: self.length]
-            self.data = grown
-        self.data[self.length : need] = samples
-        self.length = need
-
-
 class Player(QObject):
     """Plays one sound at a time; the sound may still be growing while it plays.
 
@@ -172,7 +150,7 @@ class Player(QObject):
         self.backend = backend
         self._said = ""  # the last cannot-play message the status line was given
         self._lock = threading.Lock()
-        self._buf = _GrowingBuffer()
+        self._buf = GrowingAudio()
         self._pos = 0
         self._ended = False
         self._rebuffering = False  # audio thread: silent until _resume_ahead samples are ready or complete
@@ -267,7 +245,7 @@ class Player(QObject):
     def append(self, samples: np.ndarray, complete: bool = False) -> None:
         samples = self._convert(samples, complete)
         with self._lock:
-            self._buf.append(samples)
+            self._buf.append(samples, room=_GROW_ROOM)
             self._buf.complete = self._buf.complete or complete
 
     def expect_length(self, samples: int) -> None:
@@ -278,7 +256,7 @@ class Player(QObject):
     def mark_complete(self) -> None:
         tail = self._convert(np.zeros(0, np.float32), True)
         with self._lock:
-            self._buf.append(tail)
+            self._buf.append(tail, room=_GROW_ROOM)
             self._buf.complete = True
 
     def _convert(self, samples: np.ndarray, last: bool) -> np.ndarray:

@@ -8,6 +8,7 @@ from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPaintEvent, QP
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from ..coach import to_mono
+from ..data.growing_audio import GrowingAudio
 from ..engine_adapter import SAMPLE_RATE
 from .throttle import Throttle
 from .wave_peaks import WavePeaks
@@ -30,8 +31,7 @@ class WaveformView(QWidget):
         self.setObjectName("WaveformView")
         self.selectable = selectable
         self.placeholder = placeholder
-        self._data = np.zeros(0, np.float32)
-        self._len = 0
+        self._audio = GrowingAudio()
         self._sr = SAMPLE_RATE
         self._expected = 0  # samples the view is scaled for while audio is still arriving
         self._selection: tuple[int, int] | None = None
@@ -54,11 +54,10 @@ class WaveformView(QWidget):
 
     @property
     def samples(self) -> np.ndarray:
-        return self._data[: self._len]
+        return self._audio.samples
 
     def set_audio(self, samples: np.ndarray, samplerate: int) -> None:
-        self._data = to_mono(samples).copy()
-        self._len = len(self._data)
+        self._audio.set(to_mono(samples))
         self._sr = samplerate
         self._expected = 0
         self._selection = None
@@ -72,9 +71,9 @@ class WaveformView(QWidget):
         view is scaled to fit it, keeping the envelope made while streaming (a new one takes a pass over every
         sample). Samples that do not start with what was streamed are shown afresh."""
         samples = to_mono(samples)
-        shown = self._len
+        shown = self._audio.length
         probe = slice(0, shown, max(1, shown // 256))  # a spot check: the caller passes the same recording
-        if len(samples) < shown or not np.array_equal(samples[probe], self._data[probe]):
+        if len(samples) < shown or not np.array_equal(samples[probe], self._audio.data[probe]):
             self.set_audio(samples, self._sr)
             return
         self.append(samples[shown:])
@@ -94,20 +93,13 @@ class WaveformView(QWidget):
 
     def set_expected(self, samples: int) -> None:
         """Scale a growing view for this many samples (it still grows past them if needed)."""
-        self._expected = max(samples, self._len)
+        self._expected = max(samples, self._audio.length)
         self.update()
 
     def append(self, samples: np.ndarray) -> None:
-        samples = to_mono(samples)
-        need = self._len + len(samples)
-        if need > len(self._data):
-            # the expected length at once when it is known: one allocation, not a copy at every doubling
-            grown = np.zeros(max(need, 2 * len(self._data), self._sr, self._expected), np.float32)
-            grown[: self._len] = self._data[: self._len]
-            self._data = grown
-        self._data[self._len : need] = samples
-        self._len = need
-        self._expected = max(self._expected, need)
+        # the expected length at once when it is known: one allocation, not a copy at every doubling
+        self._audio.append(to_mono(samples), room=max(self._sr, self._expected))
+        self._expected = max(self._expected, self._audio.length)
         self._repaint_soon.ping()
 
     def set_position(self, sample: int) -> None:
@@ -119,25 +111,25 @@ class WaveformView(QWidget):
         return self._selection
 
     def set_selection(self, start: int, end: int) -> None:
-        start, end = sorted((max(0, start), min(self._len, end)))
-        self._selection = None if end - start <= 0 or (start == 0 and end == self._len) else (start, end)
+        start, end = sorted((max(0, start), min(self._audio.length, end)))
+        self._selection = None if end - start <= 0 or (start == 0 and end == self._audio.length) else (start, end)
         self.selection_changed.emit()
         self.update()
 
     def selected_samples(self) -> tuple[int, int]:
-        return self._selection or (0, self._len)
+        return self._selection or (0, self._audio.length)
 
     def _span(self) -> int:
-        return max(self._len, self._expected, 1)
+        return max(self._audio.length, self._expected, 1)
 
     def _x_to_sample(self, x: float) -> int:
-        return int(np.clip(x / max(self.width(), 1) * self._span(), 0, self._len))
+        return int(np.clip(x / max(self.width(), 1) * self._span(), 0, self._audio.length))
 
     def _sample_to_x(self, s: int) -> float:
         return s / self._span() * self.width()
 
     def mousePressEvent(self, e: QMouseEvent) -> None:
-        if self.selectable and self._len and e.button() == Qt.MouseButton.LeftButton:
+        if self.selectable and self._audio.length and e.button() == Qt.MouseButton.LeftButton:
             self._drag_from = self._x_to_sample(e.position().x())
             self._selection = None
             self.update()
@@ -169,12 +161,12 @@ class WaveformView(QWidget):
     # --- painting -----------------------------------------------------------------------------------------
     def _column_peaks(self, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per pixel column: min, max and RMS (drawn darker inside the peaks, as audio editors do)."""
-        self._peaks.extend(self._data, self._len)
-        return self._peaks.columns(self._data, width, self._span())
+        self._peaks.extend(self._audio.data, self._audio.length)
+        return self._peaks.columns(self._audio.data, width, self._span())
 
     def _wave_image(self, w: int, h: int) -> QImage:
         """The envelope as an image made with numpy in one go: no per-column painter calls (keeps paints ~1 ms)."""
-        key = (w, h, self._len, self._span())
+        key = (w, h, self._audio.length, self._span())
         if self._image is not None and self._image[0] == key:
             return self._image[1]
         lo, hi, rms = self._column_peaks(w)
@@ -196,7 +188,7 @@ class WaveformView(QWidget):
     def paintEvent(self, event: QPaintEvent) -> None:
         p = QPainter(self)
         w, h = self.width(), self.height()
-        if not self._len:
+        if not self._audio.length:
             p.fillRect(self.rect(), QColor("#1e2430"))
             p.setPen(QColor("#8a93a6"))
             p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.placeholder)
@@ -213,7 +205,7 @@ class WaveformView(QWidget):
             x = self._sample_to_x(self._cursor)
             p.setPen(QPen(QColor("#ffcc4d"), 2))
             p.drawLine(QPointF(x, 0), QPointF(x, h))
-        label = _fmt(self._len / self._sr)
+        label = _fmt(self._audio.length / self._sr)
         if self._selection:
             a, b = self._selection
             label = f"selected {_fmt(a / self._sr)} – {_fmt(b / self._sr)} ({(b - a) / self._sr:.1f} s) of {label}"
