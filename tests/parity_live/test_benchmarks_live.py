@@ -71,12 +71,12 @@ def test_codec_decoder_speed(ckpt, tmp_path):
 def test_talker_fullsize_parity(ckpt, tmp_path):
     ref = tmp_path / "ref.npz"
     run(sys.executable, "talker_fullsize_parity.py", "ref", ckpt, ref, "--frames", "4", cwd=tmp_path,
-        figures=[r"^official: 4 frames -> "])
+        figures=[r"^official: \d+ frames -> "])
     bundle = tmp_path / "bundle"
     subprocess.run([OURS, "-m", "qwen3tts_cli", "convert", str(ckpt), str(bundle), "--precision", "fp32"],
                    check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True)
     run(OURS, "talker_fullsize_parity.py", "ours", ref, bundle, cwd=tmp_path,
-        figures=[r": \d+ of \d+ codes differ over 4 frames"])
+        figures=[r": \d+ of \d+ codes differ over \d+ frames"])
 
 
 def test_vs_official(ckpt, tmp_path):
