@@ -3,6 +3,8 @@ room grows by doubling (or to what the caller reserves), and setting it afresh c
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from qwen3tts_gui.data.growing_audio import GrowingAudio
@@ -13,7 +15,7 @@ def test_chunks_of_any_size_read_back_as_the_whole_recording():
     whole = rng.standard_normal(10_000).astype(np.float32)
     audio = GrowingAudio()
     cuts = [0, 1, 1, 700, 701, 4000, 9999, 10_000]  # empty, one-sample and large chunks
-    for a, b in zip(cuts, cuts[1:]):
+    for a, b in itertools.pairwise(cuts):
         audio.append(whole[a:b], room=16)
         assert audio.length == b
         np.testing.assert_array_equal(audio.samples, whole[:b])
