@@ -1,6 +1,6 @@
-"""Find the constants tools/random_checkpoint.py presets use so random voices are audible and demo runs end on their own.
+"""Find the constants tools/random_checkpoint/presets.py presets use so random voices are audible and demo runs end on their own.
 
-Dev tool, reference environment (.venv-ref). The constants are then written into tools/random_checkpoint.py PRESETS.
+Dev tool, reference environment (.venv-ref). The constants are then written into tools/random_checkpoint/presets.py PRESETS.
 
     python benchmarks/calibrate_demo.py decoder demo|0.6b     decoder output gain and bias (target std 0.2, no DC)
     python benchmarks/calibrate_demo.py eos [--frames 120]     demo talker EOS-row gain for a median sampled run

@@ -31,7 +31,7 @@ import ncnn  # noqa: E402
 
 import engine  # noqa: E402,F401  (sets the OpenMP environment before ncnn loads)
 
-# The real 0.6B / 1.7B talker (tools/random_checkpoint.py presets) and the 12 Hz speech decoder's state.
+# The real 0.6B / 1.7B talker (tools/random_checkpoint/presets.py presets) and the 12 Hz speech decoder's state.
 REAL_TALKER = {"layers": 28, "heads": 16, "kv_heads": 8, "head_dim": 128}
 REAL_DECODER = {"layers": 8, "kv_heads": 16, "head_dim": 64, "past": 71, "conv_state_values": 135232}
 

@@ -3,7 +3,7 @@
     flock /tmp/fullsize.lock .venv/bin/python benchmarks/talker_speed.py [--checkpoint DIR] [--work DIR]
         [--frames 40] [--threads 2] [--precisions fp32,fp16,bf16] [--preset 0.6b]
 
-Without --checkpoint a random checkpoint of the preset is written once into --work (tools/random_checkpoint.py; bf16 weights like
+Without --checkpoint a random checkpoint of the preset is written once into --work (tools/random_checkpoint/; bf16 weights like
 the real checkpoints). Each precision is converted once (talker part only) into --work and reused. Prints ms per
 talker step, per code-predictor frame (15 codes), per feedback sum and per whole frame, and for every other variant
 the logit error against fp32 on the same teacher-forced sequence (codes from the fp32 greedy run).

@@ -1,7 +1,7 @@
 """The demo model: a tiny random-weight checkpoint shipped with the app (engine/demo_checkpoint/), converted into
 a bundle on request. It speaks noise; it is for trying the app without downloading a model.
 
-tools/random_checkpoint.py writes that checkpoint (`python -m tools.random_checkpoint` regenerates it;
+tools/random_checkpoint/ writes that checkpoint (`python -m tools.random_checkpoint` regenerates it;
 tests/test_demo.py checks the shipped files are exactly what it writes).
 """
 

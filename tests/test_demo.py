@@ -1,4 +1,4 @@
-"""tools/random_checkpoint.py (random-weight checkpoints in the hub layout) and engine.demo (the shipped demo).
+"""tools/random_checkpoint/ (random-weight checkpoints in the hub layout) and engine.demo (the shipped demo).
 
 The official tensor names/shapes (tests/data/official_tensors_*.json) come from the official qwen-tts modules
 built from the presets' config files (benchmarks/official_check.py names); the full-size presets are compared
@@ -38,7 +38,7 @@ def demo_ckpt(tmp_path_factory) -> Path:
 
 
 def test_shipped_demo_checkpoint_is_what_the_tool_writes(demo_ckpt):
-    """One source of truth: engine/demo_checkpoint/ holds exactly the files tools/random_checkpoint.py writes
+    """One source of truth: engine/demo_checkpoint/ holds exactly the files tools/random_checkpoint/ writes
     (regenerate with `python -m tools.random_checkpoint` after changing the demo preset)."""
     shipped = sorted(p.relative_to(DEMO_CHECKPOINT) for p in DEMO_CHECKPOINT.rglob("*") if p.is_file())
     written = sorted(p.relative_to(demo_ckpt) for p in demo_ckpt.rglob("*") if p.is_file())

@@ -71,7 +71,7 @@ from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import (  # no
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 
-# The preset tables have one home, tools/random_checkpoint.py (numpy + engine only, both in the reference venv).
+# The preset tables have one home, tools/random_checkpoint/presets.py (numpy + engine only, both in the reference venv).
 # Imported after torch: engine sets its OpenMP environment on import, which must not reach torch's runtime.
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # make_fixtures.py runs as a script, so the repository is not on the path
@@ -170,7 +170,7 @@ def build_text_tokenizer(vocab_size: int = 640):
 
 @dataclass(frozen=True, kw_only=True)
 class TinySpec(ModelShape):
-    """A tiny model the official code builds: the shape (tools/random_checkpoint.py ModelShape, shared with the
+    """A tiny model the official code builds: the shape (tools/random_checkpoint/presets.py ModelShape, shared with the
     random checkpoints) plus its seeds, codebook and kind."""
 
     name: str
