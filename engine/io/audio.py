@@ -251,7 +251,7 @@ def mel_filterbank(sr: int = SAMPLE_RATE, n_fft: int = N_FFT, n_mels: int = N_ME
     computed step for step like librosa (float64 ramps, stored float32, scaled in place)."""
     weights = np.zeros((n_mels, 1 + n_fft // 2), dtype=np.float32)
     fftfreqs = np.fft.rfftfreq(n=n_fft, d=1.0 / sr)
-    mel_f = _mel_to_hz(np.linspace(_hz_to_mel(fmin)[0], _hz_to_mel(fmax)[0], n_mels + 2))
+    mel_f = _mel_to_hz(np.linspace(_hz_to_mel(np.asarray(fmin))[0], _hz_to_mel(np.asarray(fmax))[0], n_mels + 2))
     fdiff = np.diff(mel_f)
     ramps = np.subtract.outer(mel_f, fftfreqs)
     for i in range(n_mels):

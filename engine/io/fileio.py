@@ -42,12 +42,14 @@ def place(tmp: str | os.PathLike, path: str | os.PathLike, discard: bool = True)
     path, tmp = Path(path), str(tmp)
     target = target_of(path)
     try:
+        old: os.stat_result | None
         try:
             old = target.stat()
         except FileNotFoundError:
             old = None
-        keep = old is not None and stat.S_ISREG(old.st_mode)
-        if keep:
+        if old is not None and not stat.S_ISREG(old.st_mode):
+            old = None  # not a regular file: nothing to keep
+        if old is not None:
             try:
                 os.chown(tmp, old.st_uid, old.st_gid)
             except (OSError, AttributeError):  # AttributeError: no owners to keep (Windows)
@@ -55,7 +57,7 @@ def place(tmp: str | os.PathLike, path: str | os.PathLike, discard: bool = True)
             os.chmod(tmp, stat.S_IMODE(old.st_mode))
         else:
             os.chmod(tmp, file_mode())
-        if not (keep and (old.st_nlink > 1 or not _same_owner(tmp, old))):
+        if old is None or not (old.st_nlink > 1 or not _same_owner(tmp, old)):
             os.replace(tmp, target)
             return path
     except BaseException:
@@ -152,7 +154,7 @@ _swept: set[str] = set()
 _swept_lock = threading.Lock()
 
 
-def sweep_stale_temps(folder: str | os.PathLike, force: bool = False) -> list[Path]:
+def sweep_stale_temps(folder: str | os.PathLike[str], force: bool = False) -> list[Path]:
     """Remove the temporary files a killed process left in `folder` (kill -9 during a long synthesis left up to
     78 MB, hidden, for ever): only names temp_beside makes, only when that process is gone and the file is older
     than STALE_SECONDS. Once per folder per process unless force. Returns what was removed."""

@@ -260,6 +260,7 @@ class StreamingDecoder:
                 self._start_run(t)
             take = min(n - i, CHUNK_SIZE - t % CHUNK_SIZE, BLOCK_FRAMES)
             lat = dec.latent(codes[i:i + take])
+            assert self._run is not None  # started just above when missing
             wav = self._run.step(lat)
             self._history = np.concatenate([self._history, lat])[-LEFT_CONTEXT:]
             self.frames += take

@@ -183,7 +183,7 @@ class CodecEncoder:
             d2 = self._matmul_t(xa, self.books_aug[level])
         else:
             diff = x[:, None, :] - book[None, :, :]
-            d2 = np.sum(diff * diff, axis=-1, dtype=np.float32)
+            d2 = np.asarray(np.sum(diff * diff, axis=-1, dtype=np.float32))  # an array: the sum runs along an axis
         return np.sqrt(np.maximum(d2, np.float32(0)))
 
     def _matmul_t(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ changes no result and saves no weight reads (engine/synthesis/generation.py stil
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import ncnn
 import numpy as np
@@ -23,7 +24,7 @@ from .bundle import Bundle
 from .ncnn_graph import ParamLayer, layers_param_text, parse_param
 from .ncnn_mats import InputRow, as_mat, extract, extract_raw
 
-Input = np.ndarray | ncnn.Mat
+Input: TypeAlias = np.ndarray | ncnn.Mat
 Cache = list[ncnn.Mat]  # k_out_0, v_out_0, k_out_1, ... as extracted raw (opaque), fed back unchanged
 
 

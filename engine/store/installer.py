@@ -63,8 +63,9 @@ def free_bytes(folder: Path) -> int:
 def estimated_bundle_bytes(repo: RemoteRepo, precision: str, repo_id: str) -> int:
     """Converted size: the catalogue's figure, else the download size times the 0.6B-Base ratio."""
     entry = find_entry(repo_id)
-    if entry is not None and entry.bundle_size(precision) is not None:
-        return int(entry.bundle_size(precision))
+    size = entry.bundle_size(precision) if entry is not None else None
+    if size is not None:
+        return int(size)
     ref = CATALOGUE[0]
     ratio = ref.bundle_bytes.get(precision, max(ref.bundle_bytes.values())) / ref.download_bytes
     return int(repo.size * ratio)
@@ -83,7 +84,7 @@ def repo_for(source: str) -> str:
 
 def pending_downloads(store: ModelStore) -> list[PendingDownload]:
     """Unfinished downloads in the store; unreadable ones are left out (StoreError if the folder cannot be read)."""
-    out = []
+    out: list[PendingDownload] = []
     root = store.downloads_dir()
     with store.reading():
         if not root.is_dir():

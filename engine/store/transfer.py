@@ -110,6 +110,8 @@ class _Attempt(threading.Thread):
 
 
 def _range_start(content_range: str | None) -> int | None:
+    if content_range is None:
+        return None
     try:  # "bytes 123-456/789"
         return int(content_range.split()[1].split("-")[0])
     except (AttributeError, IndexError, ValueError):
