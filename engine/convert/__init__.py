@@ -73,9 +73,8 @@ def convert_checkpoint(
         if unknown:
             raise ConvertError(f"unknown part(s) {', '.join(unknown)}; known: {', '.join(known)}")
     ckpt = Checkpoint.open(src)
-    wanted = parts
     # every part's module is imported, never skipped: a build missing one must fail, not write half a bundle
-    parts = [(mod, label) for mod, label in PARTS if wanted is None or mod in wanted]
+    chosen = [(mod, label) for mod, label in PARTS if parts is None or mod in parts]
     try:
         check_free_space(Path(dest), estimated_bundle_bytes(ckpt, precision))
         with BundleWriter(dest, overwrite=overwrite, protect=[Path(src)]) as writer:
@@ -83,10 +82,10 @@ def convert_checkpoint(
             writer.manifest["config"] = ckpt.config
             writer.manifest["generation_config"] = ckpt.generation_config
             writer.manifest["speech_config"] = ckpt.speech_config
-            for i, (mod, label) in enumerate(parts):
-                options.report(i / len(parts), f"converting {label}")
+            for i, (mod, label) in enumerate(chosen):
+                options.report(i / len(chosen), f"converting {label}")
                 module = importlib.import_module(f"{__name__}.{mod}")
-                sub = _SubProgress(options, i / len(parts), 1 / len(parts), label)
+                sub = _SubProgress(options, i / len(chosen), 1 / len(chosen), label)
                 module.convert(ckpt, writer, sub)
             options.report(1.0, "writing manifest")
             return writer.finish()

@@ -284,9 +284,9 @@ def build_tf_graph(b: _Builder, s: EncoderSpec) -> Graph:
         v = heads(b.linear(g, h, f"{p}.self_attn.v_proj", H, nkv * hd), nkv)
         q = op("RotaryEmbed", [q, cos, sin], params={0: 0})
         k = op("RotaryEmbed", [k, cos, sin], params={0: 0})
-        a, _, _ = g.layer("SDPA", [q, k, v, mask, g.input(f"k_in_{i}"), g.input(f"v_in_{i}")],
-                          outputs=[f"att_{i}", f"k_out_{i}", f"v_out_{i}"],
-                          params={5: 1, 6: 1.0 / math.sqrt(hd), 7: 1})
+        a, _, _ = g.layer_outputs("SDPA", [q, k, v, mask, g.input(f"k_in_{i}"), g.input(f"v_in_{i}")],
+                                  outputs=[f"att_{i}", f"k_out_{i}", f"v_out_{i}"],
+                                  params={5: 1, 6: 1.0 / math.sqrt(hd), 7: 1})
         g.output(f"k_out_{i}")
         g.output(f"v_out_{i}")
         a = op("Permute", [a], params={0: 2})  # (B, nh, hd)

@@ -25,7 +25,7 @@ the memory traffic. Other Linears of an fp32 bundle stay fp32 and carry featmask
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,7 @@ import numpy as np
 
 from ..errors import ConvertError
 from ..runtime import q8
-from ..runtime.ncnn_graph import Graph, Packed, raw, tagged
+from ..runtime.ncnn_graph import Graph, Packed, Weight, raw, tagged
 from . import smooth
 from .checkpoint import Checkpoint
 
@@ -191,7 +191,7 @@ class _Builder:
                             name=name)
 
     def op(self, type: str, inputs: list[str], outputs: Any = 1, params: dict[int, Any] | None = None,
-           weights: list = (), name: str | None = None) -> Any:
+           weights: Sequence[Weight | Packed] = (), name: str | None = None) -> Any:
         """A layer other than a Linear: tiny work per decode step, so it runs on one thread (no OpenMP fork and
         barrier per layer; those dominate such layers and stall badly on a busy machine)."""
         params = dict(params or {})
@@ -235,7 +235,7 @@ class _Builder:
             k = self.heads(k, s, s.kv_heads, self.w(a + "k_norm.weight"))
             v = self.heads(v, s, s.kv_heads, None)
             ins = [q, k, v] + ([mask] if mask else []) + [f"k_in_{i}", f"v_in_{i}"]
-            att, _, _ = self.g.layer(  # multi-threaded: its work grows with the context
+            att, _, _ = self.g.layer_outputs(  # multi-threaded: its work grows with the context
                 "SDPA", ins, outputs=[f"{tag}_att_{i}", f"k_out_{i}", f"v_out_{i}"],
                 params={5: 1 if mask else 0, 6: float(s.head_dim ** -0.5), 7: 1},
             )

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, overload
 
 import numpy as np
 
@@ -122,12 +123,34 @@ class Graph:
         self.layer("Input", [], outputs=[name], name=name)
         return name
 
+    @overload
+    def layer(
+        self,
+        type: str,
+        inputs: Sequence[str],
+        outputs: Literal[1] = 1,
+        params: Mapping[int, ParamValue] | None = None,
+        weights: Sequence[Weight | Packed] = (),
+        name: str | None = None,
+    ) -> str: ...
+
+    @overload
+    def layer(
+        self,
+        type: str,
+        inputs: Sequence[str],
+        outputs: int | Sequence[str],
+        params: Mapping[int, ParamValue] | None = None,
+        weights: Sequence[Weight | Packed] = (),
+        name: str | None = None,
+    ) -> str | list[str]: ...
+
     def layer(
         self,
         type: str,
         inputs: Sequence[str],
         outputs: int | Sequence[str] = 1,
-        params: dict[int, ParamValue] | None = None,
+        params: Mapping[int, ParamValue] | None = None,
         weights: Sequence[Weight | Packed] = (),
         name: str | None = None,
     ) -> str | list[str]:
@@ -142,6 +165,19 @@ class Graph:
             outs = list(outputs)
         self.layers.append(_Layer(type, name, list(inputs), outs, dict(params or {}), list(weights)))
         return outs[0] if len(outs) == 1 else outs
+
+    def layer_outputs(
+        self,
+        type: str,
+        inputs: Sequence[str],
+        outputs: int | Sequence[str],
+        params: Mapping[int, ParamValue] | None = None,
+        weights: Sequence[Weight | Packed] = (),
+        name: str | None = None,
+    ) -> list[str]:
+        """Add a layer and return the names of all its outputs, one or several, as a list."""
+        blobs = self.layer(type, inputs, outputs, params, weights, name)
+        return [blobs] if isinstance(blobs, str) else blobs
 
     def output(self, blob: str) -> str:
         """Mark a blob as extracted by the caller: it keeps its name even when other layers consume it."""
