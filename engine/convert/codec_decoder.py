@@ -23,7 +23,7 @@ runtime a bundle has these marks; older bundles must never run with bf16 storage
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -39,16 +39,17 @@ HEAVY = {"Input", "InnerProduct", "Convolution", "ConvolutionDepthWise", "Deconv
 
 
 def _one_thread(g: Graph, which) -> None:
+    # param 31 (the featmask) is always an int flag word; ParamValue allows arrays too
     for layer in g.layers:
         if which(layer):
-            layer.params[31] = int(layer.params.get(31, 0)) | FEATMASK_ONE_THREAD
+            layer.params[31] = int(cast(int, layer.params.get(31, 0))) | FEATMASK_ONE_THREAD
 
 
 def _fp32_except(g: Graph, bf16_layers: set[str]) -> None:
     """Featmask bit 2 on every layer (and every Split the writer adds) but the bf16 convolutions and their Casts."""
     for layer in g.layers:
         if layer.name not in bf16_layers and not (layer.type == "Cast" and layer.inputs[0] in bf16_layers):
-            layer.params[31] = int(layer.params.get(31, 0)) | FEATMASK_NO_BF16
+            layer.params[31] = int(cast(int, layer.params.get(31, 0))) | FEATMASK_NO_BF16
     g.split_params = {31: FEATMASK_NO_BF16}
 
 
@@ -175,10 +176,11 @@ def build_graph(ckpt: Checkpoint, fp16: bool) -> tuple[Graph, dict[str, Any]]:
 
 
 def convert(ckpt: Checkpoint, writer, options) -> None:
-    dc = ckpt.speech_config.get("decoder_config") or {}
+    dc: dict[str, Any] = ckpt.speech_config.get("decoder_config") or {}
     options.report(0.0, "codebooks")
     table, sizes, offsets = _codebook_tables(ckpt, dc)
-    if int(dc.get("codebook_dim", table.shape[1])) != table.shape[1]:
+    width = int(table.shape[1])
+    if int(dc.get("codebook_dim", width)) != width:
         raise ConvertError("decoder codebook_dim does not match the output projection width")
     # fp16 bundles store the table in fp16 when it fits (rows are widened to fp32 when read).
     if options.precision == "fp16" and np.abs(table).max() < 60000:

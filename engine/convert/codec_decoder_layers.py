@@ -30,6 +30,14 @@ def cfg(dc: dict[str, Any], key: str) -> Any:
 class DecoderBuilder:
     """Adds decoder pieces to a Graph; tracks the streaming state blobs it creates."""
 
+    # the transformer's shape and the upsampling strides, set from the config before the first layer is added
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    past: int
+    _strides: dict[str, int]
+
     def __init__(self, ckpt: Checkpoint, fp16: bool):
         self.g = Graph()
         self.st = ckpt.speech
