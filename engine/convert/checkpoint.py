@@ -7,13 +7,13 @@ import mmap
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..errors import ConvertError
 
-_DTYPES = {
+_DTYPES: dict[str, np.dtype[Any]] = {
     "F32": np.dtype("<f4"),
     "F16": np.dtype("<f2"),
     "BF16": np.dtype("<u2"),
@@ -43,7 +43,6 @@ class SafetensorsFile:
 
     def __init__(self, path: Path):
         self.path = path
-        self._file = None
         try:
             self._file = open(path, "rb")
             size = path.stat().st_size
@@ -136,6 +135,18 @@ class SafetensorsFile:
         self._file.close()
 
 
+class Weights(Protocol):
+    """What the converters read a checkpoint's weights through: a SafetensorsFile, or smoothed weights over one."""
+
+    def keys(self) -> list[str]: ...
+    def __contains__(self, name: str) -> bool: ...
+    def shape(self, name: str) -> tuple[int, ...]: ...
+    def get(self, name: str, dtype: np.dtype | type = np.float32) -> np.ndarray: ...
+    def get_rows(self, name: str, start: int, stop: int) -> np.ndarray: ...
+    def element_count(self) -> int: ...
+    def close(self) -> None: ...
+
+
 @dataclass
 class Checkpoint:
     """A hub-layout Qwen3-TTS checkpoint folder (config JSON + main and speech-tokenizer weights)."""
@@ -144,7 +155,7 @@ class Checkpoint:
     config: dict[str, Any]
     generation_config: dict[str, Any]
     speech_config: dict[str, Any]
-    main: SafetensorsFile
+    main: Weights
     speech: SafetensorsFile
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -71,6 +71,9 @@ class SmoothedWeights:
     def element_count(self) -> int:
         return self._main.element_count()
 
+    def close(self) -> None:
+        """Nothing to close: the file read through belongs to the checkpoint these weights were made from."""
+
 
 def smoothed(ckpt: Checkpoint, alpha: float | None = ALPHA) -> tuple[Checkpoint, dict[str, Any]]:
     """The checkpoint with smoothed weights, and a summary for the bundle manifest. alpha None: per site, the
