@@ -95,14 +95,14 @@ class CodePredictor:
         finally:
             self.governor.stop()
 
-    def _predict_one(self, past_hidden: np.ndarray, c0: int, choose: Choose) -> np.ndarray:
+    def _predict_one(self, net: SequenceNet, past_hidden: np.ndarray, c0: int, choose: Choose) -> np.ndarray:
         """One frame on a SequenceNet: one row per call, its input the table's own row (as few numpy calls as
         possible: each costs tens of microseconds after a call has streamed the weights through the caches)."""
         codes: list[int] = []
-        _, cache = self.net.run(past_hidden, *self._rope_mats[0], None, None, ())
+        _, cache = net.run(past_hidden, *self._rope_mats[0], None, None, ())
         x = self._codec[c0]
         for g in range(1, self.groups):
-            (logits,), cache = self.net.run(x, *self._rope_mats[g], None, cache, (self._heads[g - 1],))
+            (logits,), cache = net.run(x, *self._rope_mats[g], None, cache, (self._heads[g - 1],))
             codes.append(self._checked(choose(logits, g), g))
             if g < self.groups - 1:
                 x = self._cp[g - 1, codes[-1]]
@@ -114,7 +114,8 @@ class CodePredictor:
             raise EngineError(f"code predictor choice {code} for group {group} is out of range")
         return code
 
-    def _predict_stacked(self, past_hidden: np.ndarray, c0s: np.ndarray, chooses: list[Choose]) -> np.ndarray:
+    def _predict_stacked(self, net: SequenceNet, past_hidden: np.ndarray, c0s: np.ndarray,
+                         chooses: list[Choose]) -> np.ndarray:
         """All rows in one call per position on the q8 graph with attention inside (rows stacked as heads, see
         engine/runtime/step_graph.py stacked_attention_param_text): no round trip through Python per layer."""
         r = c0s.shape[0]
@@ -122,11 +123,11 @@ class CodePredictor:
             self._rope_rows[r] = [(as_mat(np.repeat(c, r, 0)), as_mat(np.repeat(s, r, 0)))
                                   for c, s in zip(self._cos, self._sin, strict=True)]
         rope = self._rope_rows[r]
-        _, cache = self.net.run(past_hidden, *rope[0], None, None, ())
+        _, cache = net.run(past_hidden, *rope[0], None, None, ())
         x = self._codec[c0s]  # the net's reused input Mat takes the rows as they are (fp16 tables widen exactly)
         picked: list[list[int]] = []  # per group, the code of each row (Python ints: no numpy call per code)
         for g in range(1, self.groups):
-            (logits,), cache = self.net.run(x, *rope[g], None, cache, (self._heads[g - 1],))
+            (logits,), cache = net.run(x, *rope[g], None, cache, (self._heads[g - 1],))
             logits = logits.reshape(r, -1)
             picked.append([self._checked(chooses[j](logits[j], g), g) for j in range(r)])
             if g < self.groups - 1:
@@ -134,25 +135,26 @@ class CodePredictor:
         return np.array(picked, dtype=np.int64).T.copy()
 
     def _predict_many(self, past_hidden: np.ndarray, c0s: np.ndarray, chooses: list[Choose]) -> np.ndarray:
-        if isinstance(self.net, SequenceNet) and self.net.max_rows > 1:
-            return self._predict_stacked(past_hidden, c0s, chooses)
-        if isinstance(self.net, SequenceNet):
-            return np.stack([self._predict_one(h, int(c0), choose) for h, c0, choose in zip(past_hidden, c0s, chooses,
-                                                                                            strict=True)])
+        net = self.net
+        if isinstance(net, SequenceNet) and net.max_rows > 1:
+            return self._predict_stacked(net, past_hidden, c0s, chooses)
+        if isinstance(net, SequenceNet):
+            return np.stack([self._predict_one(net, h, int(c0), choose)
+                             for h, c0, choose in zip(past_hidden, c0s, chooses, strict=True)])
         r = c0s.shape[0]
         codes = np.empty((r, self.groups - 1), dtype=np.int64)
-        caches: list = [None] * len(self.net.sites)
+        caches: list = [None] * len(net.sites)
 
         def attend(site, q, k, v):
             heads, m, hd = q.shape
             stacked = [a.transpose(1, 0, 2).reshape(-1, 1, hd) for a in (q, k, v)]
-            att, caches[site.layer] = self.net.attention(site, *stacked, None, caches[site.layer])
+            att, caches[site.layer] = net.attention(site, *stacked, None, caches[site.layer])
             return att.reshape(m, heads, hd).transpose(1, 0, 2)
 
         def run(x: np.ndarray, pos: int, outputs) -> list[np.ndarray]:
             if r == 1:  # Mats go from net to net as they are (same numbers, no numpy round trips)
-                return self.net.run_one(x, *self._rope_mats[pos], None, caches, outputs)
-            return self.net.run(x, np.repeat(self._cos[pos], r, 0), np.repeat(self._sin[pos], r, 0), attend, outputs)
+                return net.run_one(x, *self._rope_mats[pos], None, caches, outputs)
+            return net.run(x, np.repeat(self._cos[pos], r, 0), np.repeat(self._sin[pos], r, 0), attend, outputs)
 
         run(past_hidden, 0, ())
         x = as_rows(self._codec, c0s)
