@@ -85,6 +85,8 @@ class SoundDeviceBackend:
     def output_rate(self, wanted: int) -> int:
         """wanted if the output device takes it, else its own rate (e.g. WASAPI shared mode is fixed-rate)."""
         sd = self._sd
+        if sd is None:
+            return wanted
         try:
             sd.check_output_settings(samplerate=wanted, channels=1, dtype="float32")
             return wanted

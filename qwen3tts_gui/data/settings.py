@@ -13,8 +13,9 @@ import stat
 import sys
 import tempfile
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast, overload
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QSettings
 
@@ -43,9 +44,15 @@ class Option(Generic[T]):
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
-    def __get__(self, obj: Settings | None, owner: type) -> T:
+    @overload
+    def __get__(self, obj: None, owner: type) -> Option[T]: ...
+
+    @overload
+    def __get__(self, obj: Settings, owner: type) -> T: ...
+
+    def __get__(self, obj: Settings | None, owner: type) -> T | Option[T]:
         if obj is None:
-            return self  # type: ignore[return-value]
+            return self
         raw = obj.qsettings.value(self.key)
         if raw is None:
             return self._copy_default()
@@ -88,21 +95,25 @@ class Option(Generic[T]):
             value = json.loads(raw) if isinstance(raw, str) else raw
             if not isinstance(value, kind):
                 raise TypeError
-            if self.items is not None and not all(isinstance(x, self.items) for x in value):
+            if self.items is not None and not all(isinstance(x, self.items) for x in cast(Iterable[Any], value)):  # a list or dict
                 raise TypeError
             return value
         if kind is QByteArray:
             return raw if isinstance(raw, QByteArray) else QByteArray(raw)  # type: ignore[return-value]
         value = kind(raw)  # type: ignore[call-arg]
-        if isinstance(value, str) and "\0" in value:
+        if _has_nul(value):
             raise ValueError  # no path or name holds a NUL; Path() would raise on it later
         return value
+
+
+def _has_nul(value: object) -> bool:
+    return isinstance(value, str) and "\0" in value
 
 
 class Settings:
     # model
     model_path = Option("model/path", "")
-    recent_models = Option("model/recent", [], items=str)
+    recent_models: Option[list[str]] = Option("model/recent", [], items=str)
     last_checkpoint_dir = Option("model/last_checkpoint_dir", "")
     hub_endpoint = Option("model/hub_endpoint", "")  # a mirror; empty: HF_ENDPOINT, else huggingface.co
     download_precision = Option("model/download_precision", "")  # empty: the store's default
@@ -127,7 +138,7 @@ class Settings:
     device = Option("engine/device", "auto")
     gpu_precision = Option("engine/gpu_precision", "fp32", choices=("fp32", "fp16"))
     text = Option("generate/text", "")  # where older versions kept the text box's text (now saved_text.py)
-    generation_values = Option("generate/values", {})  # the settings box's values the user set (not defaults)
+    generation_values: Option[dict[str, Any]] = Option("generate/values", {})  # the settings box's values the user set (not defaults)
     # the take history kept in <data>/takes
     takes_limit_mb = Option("takes/limit_mb", 500, minimum=MIN_TAKES_MB, maximum=MAX_TAKES_MB)
     wav_float = Option("save/wav_float", False)  # WAV files as 32-bit float instead of 16-bit PCM
@@ -139,7 +150,7 @@ class Settings:
     batch_size = Option("batch/lines_at_once", 0, minimum=0, maximum=MAX_BATCH_SIZE)
     # [[text, voice, language, instruction], ...]: where older versions kept the batch lines (now in a file of
     # their own, batch_store.py); read once to move them there
-    batch_lines = Option("batch/lines", [])
+    batch_lines: Option[list[list[str]]] = Option("batch/lines", [])
     # window
     geometry = Option("window/geometry", QByteArray())
     window_state = Option("window/state", QByteArray())

@@ -18,6 +18,7 @@ import threading
 import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -220,7 +221,7 @@ def _checked_meta(array: np.ndarray) -> dict:
         raise TakeFileError("its metadata is not a table of values")
     if meta.get("format") != FORMAT:
         raise TakeFileError(f"it has the unknown take format {str(meta.get('format'))[:20]!r}")
-    out = {}
+    out: dict[str, Any] = {}
     for key, optional in (("text", False), ("voice_name", False), ("language", False), ("ended_by", False),
                           ("created", True), ("instruct", True), ("speaker", True)):
         value = meta.get(key)
@@ -233,7 +234,9 @@ def _checked_meta(array: np.ndarray) -> dict:
         raise TakeFileError("its seed is not a whole number")
     out["seed"] = seed
     out["settings"] = checked_settings(meta.get("settings"))
-    timings = meta.get("timings") if isinstance(meta.get("timings"), dict) else {}
+    timings = meta.get("timings")
+    if not isinstance(timings, dict):
+        timings = {}
     out["timings"] = Timings(**{k: v for k, v in timings.items() if k in _TIMING_NAMES and _number(v)})
     return out
 
@@ -242,7 +245,7 @@ def checked_settings(value: object) -> GenerationSettings:
     """GenerationSettings from a JSON table, every value of its field's type and in range. Raises TakeFileError."""
     if not isinstance(value, dict):
         raise TakeFileError("its settings are not a table of values")
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     for name, kind in _SETTING_FIELDS.items():
         if name not in value:
             continue

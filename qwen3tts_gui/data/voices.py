@@ -28,7 +28,7 @@ class VoiceLibrary:
 
         A file that cannot be listed (damaged, a dangling or looping symlink, a pipe) is skipped and its problem
         queued once for take_problems(): nothing in the folder can stop the app from starting."""
-        out = []
+        out: list[VoiceEntry] = []
         try:
             paths = sorted(self.folder.glob(f"*{SUFFIX}")) if self.folder.is_dir() else []
         except OSError as e:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..context import AppContext
+from ..data.takes import Take
 from ..diagnostics import user_message
 from ..engine_adapter import EngineError, designed_voice
 
@@ -32,7 +33,7 @@ class DesignPanel(QWidget):
     def __init__(self, ctx: AppContext, parent: QWidget | None = None):
         super().__init__(parent)
         self.ctx = ctx
-        self._last = None  # (take, description) of the last preview, for "Save as voice"
+        self._last: tuple[Take, str] | None = None  # (take, description) of the last preview, for "Save as voice"
         title = QLabel("Design a voice")
         title.setObjectName("SectionTitle")
         hint = QLabel("Describe the voice: who speaks, how old, how it sounds, the mood.")
@@ -84,7 +85,7 @@ class DesignPanel(QWidget):
     def preview_sentence(self) -> str:
         return self.preview_text.text().strip() or DEFAULT_PREVIEW
 
-    def designed(self, take, description: str) -> None:
+    def designed(self, take: Take, description: str) -> None:
         """The main window reports each finished preview (a Take) made from `description`."""
         self._last = (take, description)
         self.status.setText(f"Preview #{take.number} ready: play it in Output, regenerate, or save it as a voice.")

@@ -56,6 +56,7 @@ class FoldersDialog(QDialog):
         self.wav_float.setChecked(s.wav_float)
         grid.addWidget(self.wav_float, row, 1, 1, 2)
         self.history_bytes = history_bytes
+        self.clear_history = clear_history
         self.takes_limit = QSpinBox(minimum=MIN_TAKES_MB, maximum=MAX_TAKES_MB, singleStep=100, suffix=" MB")
         self.takes_limit.setValue(s.takes_limit_mb)
         self.takes_limit.setToolTip(f"Every take is kept in {takes_dir()} so it is there after a restart; the "
@@ -63,7 +64,7 @@ class FoldersDialog(QDialog):
         self.history_used = QLabel()
         self.history_used.setObjectName("Muted")
         clear = QPushButton("Clear all takes…")
-        clear.clicked.connect(lambda: (clear_history(), self._show_used()))
+        clear.clicked.connect(self._clear_history)
         limit_row = QHBoxLayout()
         limit_row.addWidget(self.takes_limit)
         limit_row.addWidget(self.history_used, 1)
@@ -79,6 +80,10 @@ class FoldersDialog(QDialog):
         lay = QVBoxLayout(self)
         lay.addLayout(grid)
         lay.addWidget(buttons)
+
+    def _clear_history(self) -> None:
+        self.clear_history()
+        self._show_used()
 
     def _show_used(self) -> None:
         self.history_used.setText(f"{self.history_bytes() / 2**20:.1f} MB used now")
