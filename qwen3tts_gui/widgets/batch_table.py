@@ -7,9 +7,9 @@ import itertools
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QComboBox, QStyledItemDelegate
+from PySide6.QtWidgets import QComboBox, QStyledItemDelegate, QWidget
 
 from ..data.batch_lines import BatchLine, LineState, Row
 from .language_combo import language_title
@@ -23,7 +23,7 @@ _STATE_COLORS = {LineState.DONE: "#2e9d5b", LineState.FAILED: "#d64541", LineSta
 
 
 class BatchModel(QAbstractTableModel):
-    def __init__(self, parent=None):
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.lines: list[BatchLine] = []
         self.locked = False  # no edits while running
@@ -178,12 +178,14 @@ class ComboDelegate(QStyledItemDelegate):
             combo.addItem(label, value)
         return combo
 
-    def setEditorData(self, editor: QComboBox, index):
+    def setEditorData(self, editor: QWidget, index):
+        assert isinstance(editor, QComboBox)  # made by createEditor
         value = index.data(Qt.ItemDataRole.EditRole) or ""
         i = editor.findData(value)
         editor.setCurrentIndex(max(i, 0))
 
-    def setModelData(self, editor: QComboBox, model, index):
+    def setModelData(self, editor: QWidget, model, index):
+        assert isinstance(editor, QComboBox)  # made by createEditor
         model.setData(index, editor.currentData(), Qt.ItemDataRole.EditRole)
 
 

@@ -36,6 +36,8 @@ class NewVoiceEditor(QWidget):
     """The "New from file… / Record" buttons, and below them the editor, shown once there is a reference."""
 
     created = Signal(object)  # the Path of the new voice file in the library
+    meter: LevelMeter  # made below the recorder that feeds them
+    rec_time: QLabel
 
     def __init__(self, ctx: AppContext, parent: QWidget | None = None):
         super().__init__(parent)
@@ -263,6 +265,7 @@ class NewVoiceEditor(QWidget):
         if self._ref is None or not self.ctx.can_start(self):
             return
         synth = self.ctx.synth
+        assert synth is not None  # can_start checked that a model is open
         samples, sr = self._ref
         a, b = self.ref_wave.selected_samples()
         trimmed = (a, b) != (0, len(samples))

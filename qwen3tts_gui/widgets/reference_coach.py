@@ -27,9 +27,10 @@ class ReferenceCoach(QWidget):
         self.notes = list(notes)
         while self._layout.count():
             item = self._layout.takeAt(0)
-            if item.widget():
-                item.widget().hide()  # deleteLater alone leaves it painted until the next event loop turn
-                item.widget().deleteLater()
+            widget = item.widget() if item is not None else None
+            if widget:
+                widget.hide()  # deleteLater alone leaves it painted until the next event loop turn
+                widget.deleteLater()
         for note in notes:
             mark, color = _MARK.get(note.level, _MARK["warn"])
             label = QLabel(f"<span style='color:{color}; font-weight:600'>{mark}</span>&nbsp; {note.text}")
