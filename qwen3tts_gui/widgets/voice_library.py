@@ -66,7 +66,8 @@ class VoiceLibraryView(QWidget):
         lay.addWidget(self.details)
 
     def refresh(self, select: Path | None = None) -> None:
-        keep = select or (self.selected_entry().path if self.selected_entry() else None)
+        selected = self.selected_entry()
+        keep = select or (selected.path if selected else None)
         if keep is None and self.ctx.settings.last_voice:
             keep = Path(self.ctx.settings.last_voice)
         self.list.blockSignals(True)
@@ -139,7 +140,8 @@ class VoiceLibraryView(QWidget):
 
     def _offer_recreate(self, entry: VoiceEntry, voice: Voice) -> None:
         """A voice from another model cannot be used as is, but its saved reference can make it again."""
-        if voice.ref_audio is None or len(voice.ref_audio) == 0:
+        ref_audio = voice.ref_audio
+        if ref_audio is None or len(ref_audio) == 0:
             self.ctx.dialogs.error(self, "Cannot use this voice",
                                    f"“{entry.name}” was made with a different model and has no reference audio "
                                    "to make it again; create a new voice from a recording.")
@@ -154,7 +156,8 @@ class VoiceLibraryView(QWidget):
         ) or not self.ctx.can_start(self):
             return
         synth = self.ctx.synth
-        worker = CallWorker(lambda: synth.create_voice((voice.ref_audio, SAMPLE_RATE), ref_text=voice.ref_text,
+        assert synth is not None  # can_start checked that a model is open
+        worker = CallWorker(lambda: synth.create_voice((ref_audio, SAMPLE_RATE), ref_text=voice.ref_text,
                                                        name=voice.name or entry.name, language=voice.language),
                             "making the voice again", self)
         worker.done.connect(lambda new: self._voice_recreated(entry.path, new))
