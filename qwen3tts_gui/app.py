@@ -9,6 +9,7 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
+from typing import cast
 
 from . import APP_ID, APP_NAME, __version__
 
@@ -20,7 +21,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                                      allow_abbrev=False)
     parser.add_argument("--model", type=Path, help="model bundle folder to open (remembered for next time)")
     parser.add_argument("--version", action="version", version=f"{APP_NAME} {__version__}")
-    args, args.qt_args = parser.parse_known_args(argv)
+    args, qt_args = parser.parse_known_args(argv)
+    args.qt_args = qt_args
     return args
 
 
@@ -108,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     QCoreApplication.setOrganizationName(APP_NAME)
     QCoreApplication.setApplicationName(APP_ID)
-    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "qwen3tts-gui", *args.qt_args])
+    # the app only ever makes a QApplication; instance() is typed as the QCoreApplication base
+    app = cast(QApplication, QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "qwen3tts-gui",
+                                                                      *args.qt_args]))
     app.setApplicationDisplayName(APP_NAME)
     app.setStyle("Fusion")
     app.setStyleSheet(load_style_sheet())

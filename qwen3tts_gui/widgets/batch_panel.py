@@ -107,8 +107,8 @@ class BatchPanel(QWidget):
         self.model.rowsInserted.connect(lambda *_: self._update_buttons())
         self.model.rowsRemoved.connect(lambda *_: self._update_buttons())
         self.model.dataChanged.connect(lambda *_: self._update_buttons())
-        QShortcut(QKeySequence.StandardKey.Paste, self.table, activated=self.paste_lines)
-        QShortcut(QKeySequence.StandardKey.Delete, self.table, activated=self.remove_selected)
+        QShortcut(QKeySequence.StandardKey.Paste, self.table).activated.connect(self.paste_lines)
+        QShortcut(QKeySequence.StandardKey.Delete, self.table).activated.connect(self.remove_selected)
 
         self.add_btn = QPushButton("Add line")
         self.add_btn.clicked.connect(self.add_line)
