@@ -34,6 +34,14 @@ def _value(defaults: GenerationSettings, name: str):
     return getattr(FALLBACK, name) if v is None else v
 
 
+def _set_spin(spin: QSpinBox | QDoubleSpinBox, value: float | str) -> None:
+    """Show a remembered value as the box's own kind of number (TypeError, ValueError when it is none)."""
+    if isinstance(spin, QSpinBox):
+        spin.setValue(int(value))
+    else:
+        spin.setValue(float(value))
+
+
 def _widget(item: QWidget | QHBoxLayout) -> QWidget:
     """A layout wrapped in a widget, so it can move between grid cells."""
     if isinstance(item, QWidget):
@@ -51,7 +59,8 @@ class GenerationSettingsBox(QWidget):
         super().__init__(parent)
         self.settings = settings
         self.defaults = FALLBACK
-        self.toggle = QToolButton(text="Generation settings")
+        self.toggle = QToolButton()
+        self.toggle.setText("Generation settings")
         self.toggle.setObjectName("Disclosure")
         self.toggle.setCheckable(True)
         self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
@@ -130,7 +139,7 @@ class GenerationSettingsBox(QWidget):
         reset.setToolTip("Reset every value to the model's generation_config.json")
         reset.clicked.connect(self.reset_to_defaults)
 
-        rows = [
+        rows: list[tuple[str, QWidget | QHBoxLayout, str, QWidget | QHBoxLayout]] = [
             ("Seed", seed_row, "Temperature", self.temperature),
             ("Top-k", self.top_k, "Top-p", self.top_p),
             ("Repetition penalty", self.repetition_penalty, "Maximum length", length_row),
@@ -255,13 +264,12 @@ class GenerationSettingsBox(QWidget):
         self._loading = True
         try:
             self.greedy.setChecked(bool(user.get("greedy", defaults.greedy)))
-            for name, spin, kind in (("temperature", self.temperature, float), ("top_k", self.top_k, int),
-                                     ("top_p", self.top_p, float),
-                                     ("repetition_penalty", self.repetition_penalty, float)):
+            for name, spin in (("temperature", self.temperature), ("top_k", self.top_k), ("top_p", self.top_p),
+                               ("repetition_penalty", self.repetition_penalty)):
                 try:
-                    spin.setValue(kind(user.get(name, _value(defaults, name))))
+                    _set_spin(spin, user.get(name, _value(defaults, name)))
                 except (TypeError, ValueError):  # a hand-edited value: the default instead
-                    spin.setValue(kind(_value(defaults, name)))
+                    _set_spin(spin, _value(defaults, name))
             try:
                 self.max_frames.setValue(int(user.get("max_frames", defaults.max_frames or 0) or 0))
             except (TypeError, ValueError):
