@@ -21,7 +21,8 @@ from engine import DEFAULT_BATCH_SIZE, Cancelled, GenerationSettings, SynthesisJ
 from engine.nets.code_predictor import CodePredictor
 from engine.nets.talker import Talker
 from engine.runtime.bundle import Bundle
-from engine.runtime.step_graph import StepNet, step_param_text
+from engine.runtime.ncnn_graph import parse_param
+from engine.runtime.step_graph import StepNet, stacked_attention_param_text, step_param_text
 from engine.synthesis.synthesizer import Synthesizer
 from engine.types import MAX_BATCH_SIZE
 from tests.bundles import OUTPUTS, bundle_for, fixture_models
@@ -143,6 +144,26 @@ def test_q8_code_predictor_attention_inside_equals_the_cut_out_attention(model, 
         assert len(logs_a) == len(logs_b) == rows * (inside.groups - 1)
         for (ka, ga, a), (kb, gb, b) in zip(logs_a, logs_b, strict=True):
             assert (ka, ga) == (kb, gb) and np.array_equal(a, b), f"rows {rows}: row {ka} group {ga} differs"
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_q8_code_predictor_weight_free_layers_run_on_one_thread(model):
+    """In the q8 code predictor's graph with attention inside, every layer that only moves or combines values
+    (Reshape, Permute, the elementwise layers, norms, rotary) carries ncnn's one-thread featmask, the layers that
+    stack rows as heads included: on two threads each would otherwise wake the second thread for almost no work.
+    Only the weight layers (Gemm), the attention itself and the graph's plumbing (Input, Split, Noop) may use
+    every thread."""
+    bundle = Bundle.open(bundle_for(model, "q8", parts=["talker"]))
+    meta = bundle.part("talker")
+    spec = meta["code_predictor"]
+    text = bundle.file(f"{meta['cp_graph']}.param").read_text(encoding="utf-8")
+    layers = parse_param(stacked_attention_param_text(text, spec["heads"], spec["head_dim"]))
+    stacking = [layer.name for layer in layers
+                if layer.name.endswith(("__rowsfirst", "__stack", "__unstack", "__headsfirst"))]
+    assert len(stacking) == 8 * int(spec["layers"])  # q, k, v in and the output back, each a Permute and a Reshape
+    many = {layer.name for layer in layers if layer.params.get("31", "0") != str(1 << 7)}
+    assert {layer.type for layer in layers if layer.name in many} <= {"Gemm", "SDPA", "Input", "Split", "Noop"}
+    assert not many & set(stacking)
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -38,6 +38,11 @@ from .ncnn_graph import ParamLayer, layers_param_text, parse_param
 from .ncnn_mats import InputRow, as_mat, extract, extract_mat, extract_raw
 from .sequence_net import SequenceNet
 
+# ncnn's per-layer featmask (param 31), bit 7: run the layer on one thread. A copy layer (Reshape, Permute) does
+# almost no work, and on two threads each one wakes the sleeping second thread (code predictor, 40 such layers
+# added below, int8 Gemms on two threads: docs/performance.md "CPU speed"); the result is the same bits.
+ONE_THREAD = f"31={1 << 7}"
+
 
 @dataclass(frozen=True)
 class AttentionSite:
@@ -86,7 +91,8 @@ def stacked_attention_param_text(param_text: str, heads: int, head_dim: int) -> 
     stays in the graph with its KV cache, the rows stacked as extra heads. Permute and Reshape do what the
     numpy around a cut-out attention did ((heads, R, head_dim) -> (R * heads, 1, head_dim) and back), so each
     head, and each row, is computed on its own; one call per position then serves every row without a round trip
-    through Python per layer."""
+    through Python per layer. The layers added here run on one thread, as the converter's own weight-free layers
+    do (ONE_THREAD)."""
     out: list[ParamLayer] = []
     for line in parse_param(param_text):
         if line.type == "Squeeze":  # rows stay a matrix (see step_param_text)
@@ -96,16 +102,17 @@ def stacked_attention_param_text(param_text: str, heads: int, head_dim: int) -> 
                 raise BundleError(f"attention layer {line.name} is not an unmasked attention with a KV cache")
             stacked = []
             for blob in line.inputs[:3]:
-                out.append(ParamLayer("Permute", f"{blob}__rowsfirst", (blob,), (f"{blob}__rows",), ("0=2",)))
+                out.append(ParamLayer("Permute", f"{blob}__rowsfirst", (blob,), (f"{blob}__rows",),
+                                      ("0=2", ONE_THREAD)))
                 out.append(ParamLayer("Reshape", f"{blob}__stack", (f"{blob}__rows",), (f"{blob}__heads",),
-                                      (f"0={head_dim}", "1=1", "2=-1")))
+                                      (f"0={head_dim}", "1=1", "2=-1", ONE_THREAD)))
                 stacked.append(f"{blob}__heads")
             att = line.outputs[0]
             out.append(ParamLayer("SDPA", line.name, (*stacked, *line.inputs[3:]), (f"{att}__heads", *line.outputs[1:]),
                                   line.tokens))
             out.append(ParamLayer("Reshape", f"{att}__unstack", (f"{att}__heads",), (f"{att}__rows",),
-                                  (f"0={head_dim}", f"1={heads}", "2=-1")))
-            out.append(ParamLayer("Permute", f"{att}__headsfirst", (f"{att}__rows",), (att,), ("0=2",)))
+                                  (f"0={head_dim}", f"1={heads}", "2=-1", ONE_THREAD)))
+            out.append(ParamLayer("Permute", f"{att}__headsfirst", (f"{att}__rows",), (att,), ("0=2", ONE_THREAD)))
             continue
         out.append(line)
     return layers_param_text(out)
