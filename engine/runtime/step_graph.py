@@ -40,7 +40,8 @@ from .sequence_net import SequenceNet
 
 # ncnn's per-layer featmask (param 31), bit 7: run the layer on one thread. A copy layer (Reshape, Permute) does
 # almost no work, and on two threads each one wakes the sleeping second thread (code predictor, 40 such layers
-# added below, int8 Gemms on two threads: docs/performance.md "CPU speed"); the result is the same bits.
+# added below, int8 Gemms on two threads: docs/performance.md "CPU speed: self-tuning and the memory floor");
+# the result is the same bits.
 ONE_THREAD = f"31={1 << 7}"
 
 
