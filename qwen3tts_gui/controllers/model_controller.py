@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QMainWindow, QProgressDialog
 
-from .. import APP_NAME
 from ..context import AppContext
 from ..data.paths import candidate_paths, unique_path
 from ..diagnostics import log
 from ..downloads import ModelDownloader
 from ..engine_adapter import convert_checkpoint, is_demo_bundle, make_demo_bundle
+from ..widgets.job_dialog import job_progress_dialog
 from ..widgets.models_dialog import ModelsDialog
 from ..widgets.welcome import WelcomeView
 from ..workers import CallWorker, ProgressWorker
@@ -136,22 +136,7 @@ class ModelController(QObject):
         if not self.ctx.can_start(self.window, needs_model=False):
             return None
         worker = ProgressWorker(fn, doing, self)
-        dialog = QProgressDialog(label, "Cancel" if cancellable else "", 0, 1000, self.window)
-        dialog.setWindowTitle(APP_NAME)
-        dialog.setWindowModality(Qt.WindowModality.WindowModal)
-        dialog.setMinimumDuration(0)
-        dialog.setAutoClose(False)
-        dialog.setAutoReset(False)
-        dialog.setMinimumWidth(460)
-        if not cancellable:
-            dialog.setCancelButton(None)
-        dialog.canceled.connect(worker.cancel)
-        dialog.canceled.connect(lambda: dialog.setLabelText("Cancelling…"))
-
-        def show_progress(fraction: float, message: str) -> None:
-            dialog.setValue(int(fraction * 1000))
-            dialog.setLabelText(message)
-        worker.progress.connect(show_progress)
+        dialog = job_progress_dialog(self.window, label, worker, cancellable)
         worker.done.connect(lambda path: self.ctx.when_idle(lambda: self.open_model(Path(path))))
         worker.failed.connect(lambda msg: self.ctx.dialogs.error(self.window, f"Failed {doing}", msg))
         worker.cancelled.connect(lambda: self.status.emit(f"Stopped {doing}", 5000))

@@ -7,12 +7,11 @@ default settings and is tuned again the next time it is opened; the result goes 
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMainWindow, QProgressDialog
+from PySide6.QtWidgets import QMainWindow
 
-from .. import APP_NAME
 from ..context import AppContext
 from ..diagnostics import log
+from ..widgets.job_dialog import job_progress_dialog
 from ..workers import ProgressWorker
 
 TITLE = "Tuning for this computer…"
@@ -27,22 +26,9 @@ def start_tuning(window: QMainWindow, ctx: AppContext, synth) -> ProgressWorker 
     """Tune `synth` as the engine job, with a cancellable progress dialog; None when another job runs."""
     worker = ProgressWorker(lambda progress, cancel: synth.tune(progress=progress, cancel=cancel),
                             "tuning for this computer", window)
-    dialog = QProgressDialog(f"{TITLE}\nOnce per model and computer: the fastest thread counts are measured.",
-                             "Cancel", 0, 1000, window)
-    dialog.setWindowTitle(APP_NAME)
-    dialog.setWindowModality(Qt.WindowModality.WindowModal)
-    dialog.setMinimumDuration(0)
-    dialog.setAutoClose(False)
-    dialog.setAutoReset(False)
-    dialog.setMinimumWidth(460)
-    dialog.canceled.connect(worker.cancel)
-    dialog.canceled.connect(lambda: dialog.setLabelText("Cancelling…"))
-
-    def show_progress(fraction: float, message: str) -> None:
-        dialog.setValue(int(fraction * 1000))
-        dialog.setLabelText(f"{TITLE}\n{message}")
-
-    worker.progress.connect(show_progress)
+    dialog = job_progress_dialog(
+        window, f"{TITLE}\nOnce per model and computer: the fastest thread counts are measured.", worker,
+        heading=TITLE)
     status = window.statusBar()
 
     def done(record) -> None:
