@@ -7,6 +7,7 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     run_synthesis(events, on_frame, on_audio, check_cancel)   the one loop consuming synthesis events
     SynthesisJob, JobEvent, BatchRun   several syntheses sharing each model step (Synthesizer.synthesize_many)
     DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE   its default and largest batch size; check_batch_size(n)   the one check
+    check_batch_request(settings, n)   what synthesize_many asks of its settings and batch size
     GenerationSettings         sampling and output options of one synthesis (validated by the Synthesizer)
     FrameEvent, AudioChunk, SynthesisResult, SynthesisEvent, Timings   what synthesis yields
     Voice                      a cloned voice (x-vector, optional reference codes); Voice.load / save
@@ -135,6 +136,7 @@ from .types import (  # noqa: E402
     SynthesisJob,
     SynthesisResult,
     Timings,
+    check_batch_request,
     check_batch_size,
 )
 from .voice import VOICE_SUFFIX, Voice, VoiceSummary  # noqa: E402
@@ -178,6 +180,7 @@ __all__ = [
     "DEFAULT_MAX_CHARS",
     "FRAME_RATE",
     "MAX_BATCH_SIZE",
+    "check_batch_request",
     "check_batch_size",
     "OFFERED_PRECISIONS",
     "SAMPLE_RATE",

@@ -168,3 +168,11 @@ def check_batch_size(batch_size: object) -> int:
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise TextError(f"Batch size must be a whole number from 1 to {MAX_BATCH_SIZE}, not {batch_size!r}.")
     return batch_size
+
+
+def check_batch_request(settings: GenerationSettings, batch_size: object) -> int:
+    """What synthesize_many asks beyond one synthesis's checks (the engine and the app's test fake share it):
+    no streamed audio (each job is decoded when it ends) and a valid batch size, returned as an int."""
+    if settings.stream_audio:
+        raise TextError("Batched synthesis decodes each job when it ends; it cannot stream audio.")
+    return check_batch_size(batch_size)

@@ -29,7 +29,7 @@ from ..runtime.device import CPU, DEFAULT_DEVICE, DEFAULT_GPU_PRECISION, Device,
 from ..runtime.tuning import TuningRecord
 from ..text.prompt import Prompt, PromptIds
 from ..text.tokenizer import TextTokenizer, clean_text
-from ..types import GenerationSettings, JobEvent, SynthesisEvent, SynthesisJob, check_batch_size
+from ..types import GenerationSettings, JobEvent, SynthesisEvent, SynthesisJob, check_batch_request
 from ..voice import Voice
 from . import planning
 from .contract import AudioSource, SynthesizerContract, VoiceChoice
@@ -364,9 +364,7 @@ class Synthesizer:
             batch_size = self.suggested_batch_size
         settings = settings or GenerationSettings()
         self.check_settings(settings)
-        if settings.stream_audio:
-            raise TextError("Batched synthesis decodes each job when it ends; it cannot stream audio.")
-        check_batch_size(batch_size)
+        check_batch_request(settings, batch_size)
         planned: list[tuple[int, Job]] = []
         failed: list[tuple[int, EngineError]] = []
         for i, job in enumerate(jobs):

@@ -38,7 +38,7 @@ from engine import (
     Voice,
     VoiceChoice,
     VoiceError,
-    check_batch_size,
+    check_batch_request,
     estimated_frames,
 )
 from engine.nets.weight_reads import FrameWeights
@@ -268,9 +268,7 @@ class FakeSynthesizer:
             batch_size = self.suggested_batch_size
         settings = settings or GenerationSettings()
         self.check_settings(settings)
-        if settings.stream_audio:
-            raise TextError("Batched synthesis decodes each job when it ends; it cannot stream audio.")
-        check_batch_size(batch_size)
+        check_batch_request(settings, batch_size)
         runs, failed = [], []
         for i, job in enumerate(jobs):
             own = replace(settings, max_frames=job.max_frames or settings.max_frames,
