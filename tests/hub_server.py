@@ -245,3 +245,22 @@ class HubServer:
                     self.wfile.write(body)
 
         return Handler
+
+
+def isolate_store(tmp_path: Path, monkeypatch, chunk: int) -> Path:
+    """A private model store and hub cache under tmp_path, no token from the environment, `chunk`-byte download
+    blocks, the hub reachable (run_tests.sh sets HF_HUB_OFFLINE=1 so nothing reaches a real hub; the tests talk
+    to 127.0.0.1 only), and room on the disk (the catalogue's sizes are full-size, GBs; the fixture checkpoint is
+    4 MB: a small CI disk must not refuse it)."""
+    import huggingface_hub.constants
+
+    from engine.store import installer
+
+    monkeypatch.setenv("QWEN3TTS_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "DOWNLOAD_CHUNK_SIZE", chunk)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(installer, "free_bytes", lambda folder: 1 << 40)
+    return tmp_path

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from engine.errors import Cancelled
-from engine.store import CATALOGUE, HubError, ModelStore, StoreError, install, installer, pending_downloads
+from engine.store import CATALOGUE, HubError, ModelStore, StoreError, install, pending_downloads
 from qwen3tts_cli.main import main
-from tests.hub_server import HubServer, Repo
+from tests.hub_server import HubServer, Repo, isolate_store
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "tests" / "fixtures" / "models" / "tiny06b"
@@ -38,18 +38,7 @@ def tiny_repo(**kw) -> Repo:
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     """A private store and hub cache; no token from the environment; small download chunks."""
-    import huggingface_hub.constants
-
-    monkeypatch.setenv("QWEN3TTS_MODELS_DIR", str(tmp_path / "models"))
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    monkeypatch.delenv("HF_TOKEN", raising=False)
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    monkeypatch.setattr(huggingface_hub.constants, "DOWNLOAD_CHUNK_SIZE", CHUNK)
-    # run_tests.sh sets HF_HUB_OFFLINE=1 so nothing reaches a real hub; these tests talk to 127.0.0.1 only
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    # the catalogue's sizes are full-size (GBs); the fixture checkpoint is 4 MB: a small CI disk must not refuse it
-    monkeypatch.setattr(installer, "free_bytes", lambda folder: 1 << 40)
-    return tmp_path
+    return isolate_store(tmp_path, monkeypatch, CHUNK)
 
 
 @pytest.fixture

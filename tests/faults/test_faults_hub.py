@@ -16,7 +16,7 @@ import pytest
 
 from engine.errors import Cancelled
 from engine.store import HubError, ModelStore, StoreError, install, installer
-from tests.hub_server import HubServer, Repo
+from tests.hub_server import HubServer, Repo, isolate_store
 
 from .conftest import ROOT, one_line, run_cli
 
@@ -29,16 +29,7 @@ CHUNK = 64 * 1024
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     """A private store and hub cache, no token from the environment, small download chunks, room on the disk."""
-    import huggingface_hub.constants
-
-    monkeypatch.setenv("QWEN3TTS_MODELS_DIR", str(tmp_path / "models"))
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    monkeypatch.delenv("HF_TOKEN", raising=False)
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    monkeypatch.setattr(huggingface_hub.constants, "DOWNLOAD_CHUNK_SIZE", CHUNK)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(installer, "free_bytes", lambda folder: 1 << 40)
-    return tmp_path
+    return isolate_store(tmp_path, monkeypatch, CHUNK)
 
 
 def tiny_repo() -> Repo:
