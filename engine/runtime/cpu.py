@@ -1,11 +1,16 @@
 """CPU facts and the OpenMP set-up that must happen before ncnn is first imported.
 
-The ncnn wheel runs its parallel loops on libgomp. By default libgomp's idle threads spin between parallel
-regions; a decode step opens hundreds of small regions, and when another program holds a core every region waits
-for a spinner the OS has descheduled: generation went from ~0.25 s to 5 s per frame at a load average of 4 on a
-2-core machine. Letting idle threads sleep (OMP_WAIT_POLICY=PASSIVE) removes the collapse; the small layers already
-run on one thread (featmask), so only the big matrix products pay a wake-up. Figures: docs/performance.md, "Busy machines".
-A value the user set in the environment is kept.
+The ncnn wheel runs its parallel loops on libgomp, whose idle threads spin for a while between parallel regions
+before they sleep. A decode step opens hundreds of small regions, so how long they spin decides two things:
+- quiet, a thread that has gone to sleep costs a wake-up per region: sleeping at once (OMP_WAIT_POLICY=PASSIVE)
+  made two threads slower than one for q8 generation (full-size 0.6B, AMD EPYC, 2 cores: 143 ms/frame on two
+  against 74 on one), while a spin of GOMP_SPINCOUNT=30000 (about 0.1-0.3 ms) took two threads to 55-63;
+- busy, libgomp's default spin (300000, about 3 ms) burns the time slice of a thread whose partner the OS has
+  descheduled: generation went from ~0.25 s to 5 s per frame at a load average of 4 on a 2-core machine.
+The thread governor (engine/runtime/thread_governor.py) moves generation to one thread when other programs hold
+the cores, and one thread opens no team, so a short spin only matters while two threads pay off. libgomp also
+cuts the spin to 100 by itself when it runs more threads than there are CPUs (the decoder's beside generation's).
+Figures: docs/performance.md, "Busy machines". A value the user set in the environment is kept.
 """
 
 from __future__ import annotations
@@ -18,13 +23,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE"}
+SPIN_COUNT = "30000"  # GOMP_SPINCOUNT: see the module docstring
+OPENMP_CHOICES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")  # either one set by the user: their choice stands
 
 
 def configure_openmp() -> None:
     """Set the OpenMP defaults unless the user chose otherwise. Effective only before ncnn is imported."""
-    for key, value in OPENMP_DEFAULTS.items():
-        os.environ.setdefault(key, value)
+    if not any(key in os.environ for key in OPENMP_CHOICES):
+        os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
 
 
 def openmp_settings() -> str:

@@ -23,6 +23,7 @@ from ..errors import BundleError
 from .bundle import Bundle
 from .ncnn_graph import ParamLayer, layers_param_text, parse_param
 from .ncnn_mats import InputRow, as_mat, extract, extract_raw
+from .openmp import limited, team_limit
 
 Input: TypeAlias = np.ndarray | ncnn.Mat
 Cache = list[ncnn.Mat]  # k_out_0, v_out_0, k_out_1, ... as extracted raw (opaque), fed back unchanged
@@ -48,7 +49,8 @@ class SequenceNet:
             param_text = squeeze_free_param_text(text)
         self.net = bundle.net(graph, threads, precision, param_text=param_text, packing=packing)
         self.max_rows = max_rows  # rows (sequences) per decode call: float graphs one, see the module docstring
-        self._fixed_threads = fixed_threads
+        self._loaded_threads = threads if fixed_threads else None  # int8 Gemms: their load-time count
+        self._team: int | None = None  # fewer threads than loaded for the next calls (engine/runtime/openmp.py)
         self._cache_in = [f"{kv}_in_{i}" for i in range(layers) for kv in ("k", "v")]
         self._cache_out = [f"{kv}_out_{i}" for i in range(layers) for kv in ("k", "v")]
         self._row: InputRow | None = None  # a decode step's input, reused
@@ -56,18 +58,30 @@ class SequenceNet:
     @property
     def weight_threads(self) -> int:
         """Threads the weight layers run on now."""
-        return int(self.net.opt.num_threads)
+        if self._loaded_threads is None:
+            return int(self.net.opt.num_threads)
+        return self._team or self._loaded_threads
 
     @property
     def fixed_threads(self) -> bool:
-        """True when the weight layers keep their load-time thread count (int8 Gemms)."""
-        return self._fixed_threads
+        """True when the weight layers keep their load-time thread count (int8 Gemms where teams cannot be
+        limited per thread, engine/runtime/openmp.py)."""
+        return self._loaded_threads is not None and not limited()
+
+    def can_run_at(self, threads: int) -> bool:
+        """True when set_threads(threads) takes effect: always for float graphs; int8 graphs up to their load-time
+        count where teams can be limited, else only at it."""
+        return (self._loaded_threads is None or threads == self._loaded_threads
+                or (limited() and threads <= self._loaded_threads))
 
     def set_threads(self, threads: int) -> None:
         """Thread count of the next calls (engine/runtime/thread_governor.py): results do not depend on it (the GEMV
-        kernel adds each output in one order on one thread; checked on the full-size graphs)."""
-        if not self._fixed_threads:
+        kernel adds each output in one order on one thread, the int8 Gemm sums exactly; checked on the full-size
+        graphs). An int8 graph runs on fewer threads than loaded by limiting its teams, never on more."""
+        if self._loaded_threads is None:
             self.net.opt.num_threads = threads
+        else:
+            self._team = threads if limited() and threads < self._loaded_threads else None
 
     def run(self, x: np.ndarray, cos: Input, sin: Input, mask: Input | None, cache: Cache | None,
             outputs: Sequence[str]) -> tuple[list[np.ndarray], Cache]:
@@ -88,10 +102,12 @@ class SequenceNet:
         if cache is not None:
             for name, mat in zip(self._cache_in, cache, strict=True):
                 ex.input(name, mat)
-        outs = [extract(ex, name) for name in outputs]
+        with team_limit(self._team):
+            outs = [extract(ex, name) for name in outputs]
+            grown = extract_raw(ex, self._cache_out)
         if vector:
             outs = [o.reshape(-1) for o in outs]
-        return outs, extract_raw(ex, self._cache_out)
+        return outs, grown
 
 
 def squeeze_free_param_text(text: str) -> str:

@@ -36,6 +36,7 @@ from .bundle import Bundle, make_net_options
 from .device import gpu_load
 from .ncnn_graph import ParamLayer, layers_param_text, parse_param
 from .ncnn_mats import InputRow, as_mat, extract, extract_mat, extract_raw
+from .openmp import limited, team_limit
 from .sequence_net import SequenceNet
 
 # ncnn's per-layer featmask (param 31), bit 7: run the layer on one thread. A copy layer (Reshape, Permute) does
@@ -155,12 +156,13 @@ class StepNet:
 
     Q8_MAX_ROWS = {"int8": 8, "block": 3}  # int8: the largest batch (engine/types.py MAX_BATCH_SIZE)
     # ncnn's int8 Gemm fixes its thread count when the net loads (a later opt.num_threads only prints a warning
-    # per layer per call), so the governor steers only the attention nets of an int8 graph. The count is measured
-    # per computer (engine/synthesis/self_tuning.py); this is only the count before a tuning exists. Neither is
-    # right everywhere: full-size 0.6B q8, 2 cores, one frame took 93 ms on one thread against 161 on two on an
-    # AMD EPYC (sleeping OpenMP threads: each two-thread Gemm call pays wake-ups), while on an Intel Xeon
-    # (Sapphire Rapids class) generation took 191-224 ms/frame on one against 145-148 on two. One thread is kept
-    # as the untuned default because it also suffers least when other programs hold the cores.
+    # per layer per call). Where teams can be limited per thread (libgomp, engine/runtime/openmp.py) int8 graphs
+    # load at every core and the governor runs them on fewer; elsewhere they load at the count measured for this
+    # computer (engine/synthesis/self_tuning.py) and only their attention nets follow the governor. This is the
+    # count before a tuning exists there; neither count is right everywhere: full-size 0.6B q8, 2 cores, one
+    # frame took 93 ms on one thread against 161 on two on an AMD EPYC with sleeping OpenMP threads, while on an
+    # Intel Xeon (Sapphire Rapids class) generation took 191-224 ms/frame on one against 145-148 on two. One
+    # thread is kept as the untuned default because it also suffers least when other programs hold the cores.
     INT8_THREADS = 1
 
     def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str, int8_threads: int | None = None):
@@ -173,10 +175,9 @@ class StepNet:
         if q8_format is None:
             raise BundleError(f"{what} has no 8-bit layers; float bundles run their stored graph (SequenceNet).")
         self.max_rows = self.Q8_MAX_ROWS[q8_format]
-        self._fixed_threads = q8_format == "int8"
-        self._int8_threads = int8_threads or self.INT8_THREADS
-        self.net = bundle.net(graph, self._int8_threads if self._fixed_threads else threads, precision,
-                              param_text=step_text, packing=False)
+        self._loaded_threads = (int8_threads or self.INT8_THREADS) if q8_format == "int8" else None
+        self._team: int | None = None  # fewer threads than loaded for the next calls (engine/runtime/openmp.py)
+        self.net = bundle.net(graph, self._loaded_threads or threads, precision, param_text=step_text, packing=False)
         self._sdpa: dict[tuple[str, ...], ncnn.Net] = {}
         self._row: InputRow | None = None  # run_one's input, reused
         for site in self.sites:
@@ -192,20 +193,30 @@ class StepNet:
 
     @property
     def weight_threads(self) -> int:
-        """Threads the weight layers run on now (int8 graphs: their load-time count, whatever set_threads says)."""
-        return self._int8_threads if self._fixed_threads else int(self.net.opt.num_threads)
+        """Threads the weight layers run on now."""
+        if self._loaded_threads is None:
+            return int(self.net.opt.num_threads)
+        return self._team or self._loaded_threads
 
     @property
     def fixed_threads(self) -> bool:
-        """True when the weight layers keep their load-time thread count (int8 Gemms)."""
-        return self._fixed_threads
+        """True when the weight layers keep their load-time thread count (int8 Gemms where teams cannot be
+        limited per thread)."""
+        return self._loaded_threads is not None and not limited()
+
+    def can_run_at(self, threads: int) -> bool:
+        """True when set_threads(threads) takes effect for the weight layers (see SequenceNet.can_run_at)."""
+        return (self._loaded_threads is None or threads == self._loaded_threads
+                or (limited() and threads <= self._loaded_threads))
 
     def set_threads(self, threads: int) -> None:
-        """Thread count of the next calls (engine/runtime/thread_governor.py picks it) for the attention nets and the 8-bit
-        block Gemm of older bundles (which reads it at every call, with identical results at 1 and 2 threads);
-        int8 graphs keep their load-time count (INT8_THREADS)."""
-        if not self._fixed_threads:
+        """Thread count of the next calls (engine/runtime/thread_governor.py picks it) for the attention nets and the
+        8-bit block Gemm of older bundles (which reads it at every call, with identical results at 1 and 2
+        threads); int8 graphs run on fewer threads than loaded by limiting their teams, never on more."""
+        if self._loaded_threads is None:
             self.net.opt.num_threads = threads
+        else:
+            self._team = threads if limited() and threads < self._loaded_threads else None
         for net in self._sdpa.values():
             net.opt.num_threads = threads
 
@@ -217,10 +228,11 @@ class StepNet:
         ex.input("in0", as_mat(rows))
         ex.input("cos", as_mat(cos))
         ex.input("sin", as_mat(sin))
-        for site in self.sites:
-            q, k, v = (extract(ex, b) for b in (site.q, site.k, site.v))
-            ex.input(site.out, as_mat(attend(site, q, k, v)))
-        return [extract(ex, name).reshape(r, -1) for name in outputs]
+        with team_limit(self._team):
+            for site in self.sites:
+                q, k, v = (extract(ex, b) for b in (site.q, site.k, site.v))
+                ex.input(site.out, as_mat(attend(site, q, k, v)))
+            return [extract(ex, name).reshape(r, -1) for name in outputs]
 
     def run_one(self, row: np.ndarray, cos: ncnn.Mat, sin: ncnn.Mat, mask: ncnn.Mat | None, caches: list,
                 outputs: Sequence[str]) -> list[np.ndarray]:
@@ -234,13 +246,14 @@ class StepNet:
         ex.input("in0", self._row.set(row))
         ex.input("cos", cos)
         ex.input("sin", sin)
-        for site, sdpa in zip(self.sites, self._site_nets, strict=True):
-            (rq, q), (rk, k), (rv, v) = ex.extract(site.q, 0), ex.extract(site.k, 0), ex.extract(site.v, 0)
-            if rq or rk or rv:
-                raise BundleError(f"The model graph failed to produce the attention inputs of layer {site.layer}.")
-            att, caches[site.layer] = _attend(sdpa, q, k, v, mask, caches[site.layer])
-            ex.input(site.out, att)
-        return [extract(ex, name).reshape(1, -1) for name in outputs]
+        with team_limit(self._team):
+            for site, sdpa in zip(self.sites, self._site_nets, strict=True):
+                (rq, q), (rk, k), (rv, v) = ex.extract(site.q, 0), ex.extract(site.k, 0), ex.extract(site.v, 0)
+                if rq or rk or rv:
+                    raise BundleError(f"The model graph failed to produce the attention inputs of layer {site.layer}.")
+                att, caches[site.layer] = _attend(sdpa, q, k, v, mask, caches[site.layer])
+                ex.input(site.out, att)
+            return [extract(ex, name).reshape(1, -1) for name in outputs]
 
     def attention(self, site: AttentionSite, q: np.ndarray, k: np.ndarray, v: np.ndarray,
                   mask: np.ndarray | None, cache: tuple[ncnn.Mat, ncnn.Mat] | None

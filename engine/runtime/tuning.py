@@ -37,7 +37,7 @@ from ..errors import Cancelled
 from ..io.fileio import write_atomic
 from ..io.safefile import regular_file_problem
 
-TUNER_VERSION = 2  # part of the key: a tuner that measures differently tunes again
+TUNER_VERSION = 3  # part of the key: a tuner that measures differently tunes again (3: OpenMP spin, int8 teams)
 RECORD_FORMAT = "qwen3tts-tuning"
 MAX_RECORD_BYTES = 64 * 1024  # a record is well under 4 KB; anything larger is not ours
 TIE_MARGIN = 0.03  # medians within 3 % of the best are tied: frame times on a quiet 2-core machine vary by 2-5 %

@@ -31,6 +31,7 @@ from ..nets.talker import Talker
 from ..runtime.bundle import Bundle
 from ..runtime.cpu import cpu_model, load_average, physical_cores, usable_cpus
 from ..runtime.device import faster_gpu
+from ..runtime.openmp import limited
 from ..runtime.thread_governor import ThreadGovernor
 from ..runtime.tuning import (
     CandidateFigure,
@@ -247,18 +248,20 @@ class ThreadPlan:
 
 
 def thread_plan(record: TuningRecord | None, explicit_threads: int | None, cores: int) -> ThreadPlan:
-    """An explicit thread count applies to every network; else the tuned counts (int8 Gemms loaded at them, the
-    thread governors starting at them and free to move between them and the other end); else all cores (int8
-    Gemms at their default). Decoding beside generation follows the tuning whatever the thread count."""
+    """An explicit thread count applies to every network; else the tuned counts (the thread governors starting at
+    them and free to move between them and the other end); else all cores. int8 Gemms load at the governor's upper
+    count where teams can be limited per thread (engine/runtime/openmp.py: the governor then moves them too),
+    else at the tuned count or their default. Decoding beside generation follows the tuning whatever the count."""
     overlap = record.settings.overlap_decode if record is not None else True
     if explicit_threads:
         n = int(explicit_threads)
         return ThreadPlan(n, (None, None), (n, n), n, overlap)
+    every = (cores, cores) if limited() else None
     if record is not None:
         s = record.settings
         tuned = (min(cores, s.talker_threads), min(cores, s.code_predictor_threads))
-        return ThreadPlan(cores, tuned, tuned, min(cores, s.decoder_threads), overlap)
-    return ThreadPlan(cores, (None, None), (None, None), cores, True)
+        return ThreadPlan(cores, tuned, every or tuned, min(cores, s.decoder_threads), overlap)
+    return ThreadPlan(cores, (None, None), every or (None, None), cores, True)
 
 
 def decoder_choice(bundle: Bundle, request: str, record: TuningRecord | None) -> str:
@@ -337,12 +340,13 @@ def _greedy(logits: np.ndarray, group: int) -> int:
 
 
 def _net_at(parts: Parts, part: str, threads: int):
-    """The part's net for `threads`: its own net when the count can change per call (float graphs) or already
-    matches, else a new load (int8 Gemms fix their count at load)."""
+    """The part's net for `threads`: its own net when it can run at that count (float graphs; int8 graphs loaded
+    for at least that many threads where teams can be limited), else a new load (int8 Gemms fix their count at
+    load)."""
     owner = parts.talker if part == "talker" else parts.code_predictor
     if (part, threads) in parts.spare:
         return parts.spare[(part, threads)]
-    if not owner.net.fixed_threads or owner.net.weight_threads == threads:
+    if owner.net.can_run_at(threads):
         return owner.net
     return owner.load_net(threads, threads)
 
