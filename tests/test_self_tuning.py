@@ -1,7 +1,9 @@
 """The self-tuner on real networks with injected timings (engine/synthesis/self_tuning.py): what a CPU where one
-int8 thread wins, one where two win, or where the networks differ gets; the chosen counts really loaded into
-the ncnn nets; the record reused at the next open; an explicit thread count winning; cancel midway leaving
-everything as it was; a damaged record ignored with a note; and results unchanged by tuning."""
+int8 thread wins, one where two win, or where the networks differ gets; the chosen counts put in place (where
+OpenMP teams can be limited per thread, engine/runtime/openmp.py, the int8 nets are loaded once at every core and
+the thread governors start at the tuned counts; elsewhere the nets are loaded at the tuned counts); the record
+reused at the next open; an explicit thread count winning; cancel midway leaving everything as it was; a damaged
+record ignored with a note; and results unchanged by tuning."""
 
 from __future__ import annotations
 
@@ -9,7 +11,12 @@ import numpy as np
 import pytest
 
 from engine import Cancelled, GenerationSettings, Synthesizer, Voice, run_synthesis
-from engine.runtime.tuning import TuningKey, load_record, record_path
+from engine.nets.code_predictor import CodePredictor
+from engine.nets.talker import Talker
+from engine.runtime import openmp
+from engine.runtime.cpu import physical_cores
+from engine.runtime.step_graph import StepNet
+from engine.runtime.tuning import TuningKey, load_record, record_path, thread_candidates
 from engine.synthesis.self_tuning import tune_synthesizer, tuning_key
 from tests.bundles import bundle_for
 
@@ -24,6 +31,18 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(tmp_path))
     quiet(monkeypatch)
     return tmp_path
+
+
+@pytest.fixture(params=["team limits", "no team limits"])
+def teams(request, monkeypatch) -> bool:
+    """Both ways int8 nets are run: with per-thread OpenMP team limits (libgomp: Linux) and without (elsewhere;
+    here libgomp is hidden from the engine)."""
+    if request.param == "no team limits":
+        monkeypatch.setattr(openmp, "_libgomp", lambda: None)
+        return False
+    if not openmp.limited():
+        pytest.skip("libgomp is not among this process's libraries: OpenMP teams cannot be limited here")
+    return True
 
 
 def quiet(monkeypatch, load: float = 0.25):
@@ -43,11 +62,31 @@ def cpu(talker: dict, code_predictor: dict, stream=None, decode=None):
 
 ONE_WINS = cpu({1: 25, 2: 44}, {1: 68, 2: 117})  # the AMD EPYC: one int8 thread, 93 vs 161 ms per frame
 TWO_WIN = cpu({1: 55, 2: 40}, {1: 140, 2: 107})  # the Intel Xeon: two, 145 vs 191-224 ms per frame
+BUDGET = 1.0  # seconds: the injected timings decide; the minimum rounds are all a test needs
 
 
 def ncnn_threads(net) -> int:
     """The thread count the loaded ncnn net itself has (int8 Gemms keep their load-time count)."""
     return int(net.net.opt.num_threads)
+
+
+def loaded_threads(synth: Synthesizer) -> tuple[int, int]:
+    return ncnn_threads(synth._talker.net), ncnn_threads(synth._code_predictor.net)
+
+
+def governors(synth: Synthesizer) -> tuple[int, int]:
+    return synth._talker.governor.current, synth._code_predictor.governor.current
+
+
+def count_loads(monkeypatch) -> list[tuple[str, int | None]]:
+    """Every net loaded from now on: (part, int8 thread count)."""
+    loads: list[tuple[str, int | None]] = []
+    for cls, part in ((Talker, "talker"), (CodePredictor, "code predictor")):
+        def load_net(self, threads, int8_threads=None, _real=cls.load_net, _part=part):
+            loads.append((_part, int8_threads))
+            return _real(self, threads, int8_threads)
+        monkeypatch.setattr(cls, "load_net", load_net)
+    return loads
 
 
 def codes(synth: Synthesizer) -> np.ndarray:
@@ -59,61 +98,85 @@ def codes(synth: Synthesizer) -> np.ndarray:
 
 @pytest.mark.parametrize("timing, expected", [(ONE_WINS, (1, 1)), (TWO_WIN, (2, 2)),
                                               (cpu({1: 30, 2: 45}, {1: 90, 2: 60}), (1, 2))])
-def test_the_faster_int8_thread_count_is_loaded_into_the_nets(q8_bundle, cache, timing, expected):
+def test_the_faster_int8_thread_count_is_put_in_place(q8_bundle, cache, monkeypatch, teams, timing, expected):
     synth = Synthesizer(q8_bundle)
+    cores = synth.threads
     assert synth.tuning_needed and synth.tuning is None
-    record = tune_synthesizer(synth, timing=timing)
+    assert loaded_threads(synth) == ((cores, cores) if teams else (StepNet.INT8_THREADS,) * 2)
+    before = (synth._talker.net, synth._code_predictor.net)
+    loads = count_loads(monkeypatch)
+    timed_at: set[tuple[str, int, int]] = set()
+
+    def timing_seen(part, candidate, seconds):  # each count is timed on a net running at that count
+        if part in ("talker", "code predictor"):
+            owner = synth._talker if part == "talker" else synth._code_predictor
+            timed_at.add((part, candidate, owner.net.weight_threads))
+        return timing(part, candidate, seconds)
+
+    record = tune_synthesizer(synth, timing=timing_seen, budget=BUDGET)
     s = record.settings
     assert (s.talker_threads, s.code_predictor_threads) == expected
+    counts = thread_candidates(physical_cores())
+    assert {(p, c) for p, c, _ in timed_at} == {(p, c) for p in ("talker", "code predictor") for c in counts}
+    assert all(c == w for _, c, w in timed_at)
     # the CPU's generation figure at the chosen counts, for the device choice's "auto"
     ms = {(1, 1): 25 + 68, (2, 2): 40 + 107, (1, 2): 30 + 60}[expected]
     assert record.device_ms == {"cpu": ms}
-    assert synth.thread_counts == expected
-    assert (ncnn_threads(synth._talker.net), ncnn_threads(synth._code_predictor.net)) == expected
-    assert (synth._talker.governor.current, synth._code_predictor.governor.current) == expected
+    assert synth.thread_counts == governors(synth) == expected
+    if teams:  # one net per part, loaded at every core; its teams are limited to the governor's count
+        assert loads == [] and (synth._talker.net, synth._code_predictor.net) == before
+        assert loaded_threads(synth) == (cores, cores)
+        assert synth._talker.governor.max_threads == synth._code_predictor.governor.max_threads == cores
+    else:  # a net per count, the winners kept
+        assert loads and all(n != StepNet.INT8_THREADS for _, n in loads)
+        assert loaded_threads(synth) == expected
     assert not synth.tuning_needed and synth.tuning == record
-    # the next open reads the record and loads the nets at the tuned counts straight away
+    # the next open reads the record: the governors start at the tuned counts (the nets loaded at them where
+    # teams cannot be limited)
     again = Synthesizer(q8_bundle)
     assert not again.tuning_needed and again.tuning == record and again.tuning_note is None
-    assert again.thread_counts == expected
-    assert (ncnn_threads(again._talker.net), ncnn_threads(again._code_predictor.net)) == expected
+    assert again.thread_counts == governors(again) == expected
+    assert loaded_threads(again) == ((cores, cores) if teams else expected)
 
 
 def test_decoder_threads_and_overlap_follow_the_streamed_timing(q8_bundle, cache):
     synth = Synthesizer(q8_bundle)
-    tune_synthesizer(synth, timing=cpu({1: 25, 2: 44}, {1: 68, 2: 117}, stream={(True, 1): 120, (True, 2): 100}))
+    tune_synthesizer(synth, timing=cpu({1: 25, 2: 44}, {1: 68, 2: 117}, stream={(True, 1): 120, (True, 2): 100}),
+                     budget=BUDGET)
     assert synth.decoder_threads == 2 and synth.overlap_decode
     synth = Synthesizer(q8_bundle, tuning=False)
     assert synth.tuning is None and not synth.tuning_needed
-    tune_synthesizer(synth, timing=cpu({1: 25, 2: 44}, {1: 68, 2: 117}, stream={(True, 1): 100, (True, 2): 120}))
+    tune_synthesizer(synth, timing=cpu({1: 25, 2: 44}, {1: 68, 2: 117}, stream={(True, 1): 100, (True, 2): 120}),
+                     budget=BUDGET)
     assert synth.decoder_threads == 1
 
 
 def test_decoder_precision_is_chosen_only_where_auto_allows_it(q8_bundle, cache):
     bf16_faster = cpu({1: 25}, {1: 68}, decode={"fp32": 40, "bf16": 25})
     auto = Synthesizer(q8_bundle, decoder_precision="auto")
-    record = tune_synthesizer(auto, timing=bf16_faster)
+    record = tune_synthesizer(auto, timing=bf16_faster, budget=BUDGET)
     assert record.settings.decoder_bf16_faster is True
     assert auto.decoder_precision == "bf16"
     exact = Synthesizer(q8_bundle, decoder_precision="fp32")
     assert exact.tuning == record and exact.decoder_precision == "fp32"  # the user's exact decoder stays
     assert Synthesizer(q8_bundle, decoder_precision="auto").decoder_precision == "bf16"
-    tune_synthesizer(auto, timing=cpu({1: 25}, {1: 68}, decode={"fp32": 25, "bf16": 40}))
+    tune_synthesizer(auto, timing=cpu({1: 25}, {1: 68}, decode={"fp32": 25, "bf16": 40}), budget=BUDGET)
     assert auto.decoder_precision == "fp32"
 
 
-def test_an_explicit_thread_count_wins(q8_bundle, cache):
+def test_an_explicit_thread_count_wins(q8_bundle, cache, teams):
     synth = Synthesizer(q8_bundle, threads=1)
-    record = tune_synthesizer(synth, timing=TWO_WIN)
+    record = tune_synthesizer(synth, timing=TWO_WIN, budget=BUDGET)
     assert (record.settings.talker_threads, record.settings.code_predictor_threads) == (2, 2)  # the machine's
-    assert synth.thread_counts == (1, 1) and ncnn_threads(synth._talker.net) == 1
+    assert synth.thread_counts == governors(synth) == loaded_threads(synth) == (1, 1)
     assert Synthesizer(q8_bundle, threads=1).thread_counts == (1, 1)
     assert Synthesizer(q8_bundle).thread_counts == (2, 2)
 
 
-def test_cancel_midway_leaves_everything_as_it_was(q8_bundle, cache):
+def test_cancel_midway_leaves_everything_as_it_was(q8_bundle, cache, teams):
     synth = Synthesizer(q8_bundle)
-    before = (synth.thread_counts, synth._talker.net, synth._code_predictor.net, synth.decoder_threads)
+    before = (synth.thread_counts, governors(synth), synth._talker.net, synth._code_predictor.net,
+              synth.decoder_threads)
     asked = []
 
     def cancel():
@@ -121,23 +184,31 @@ def test_cancel_midway_leaves_everything_as_it_was(q8_bundle, cache):
         return len(asked) > 5
 
     with pytest.raises(Cancelled):
-        tune_synthesizer(synth, timing=TWO_WIN, cancel=cancel)
-    assert (synth.thread_counts, synth._talker.net, synth._code_predictor.net, synth.decoder_threads) == before
+        tune_synthesizer(synth, timing=TWO_WIN, cancel=cancel, budget=BUDGET)
+    assert (synth.thread_counts, governors(synth), synth._talker.net, synth._code_predictor.net,
+            synth.decoder_threads) == before
     assert synth.tuning_needed and load_record(tuning_key(synth._bundle)).record is None
     codes(synth)  # still works
 
 
-def test_tuning_changes_no_result(q8_bundle, cache):
-    synth = Synthesizer(q8_bundle)
+def test_tuning_changes_no_result(q8_bundle, cache, teams):
+    """Codes at every core, then at the tuned one thread (the same int8 nets with their teams limited, or nets
+    loaded for one thread), then at two again: the same codes (the governors held still to make sure)."""
+    synth = Synthesizer(q8_bundle, adaptive_threads=False)
     before = codes(synth)
-    tune_synthesizer(synth, timing=TWO_WIN)
+    tune_synthesizer(synth, timing=ONE_WINS, budget=BUDGET)
+    assert synth.thread_counts == (1, 1)
+    np.testing.assert_array_equal(codes(synth), before)
+    assert (synth._talker.net.weight_threads, synth._code_predictor.net.weight_threads) == (1, 1)
+    tune_synthesizer(synth, timing=TWO_WIN, budget=BUDGET)
     assert synth.thread_counts == (2, 2)
     np.testing.assert_array_equal(codes(synth), before)
 
 
 def test_progress_rises_to_the_end(q8_bundle, cache):
     seen = []
-    tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, progress=lambda f, m: seen.append((f, m)))
+    tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, progress=lambda f, m: seen.append((f, m)),
+                     budget=BUDGET)
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and all(m for _, m in seen)
 
@@ -160,9 +231,9 @@ def test_the_key_names_this_cpu_and_the_bundle(q8_bundle):
     assert tuning_key(Bundle.open(bundle_for("tiny06b", "fp32"))).digest() != key.digest()
 
 
-def test_a_tuning_made_on_a_busy_machine_is_redone_when_it_is_quiet(q8_bundle, cache, monkeypatch):
+def test_a_tuning_made_on_a_busy_machine_is_redone_when_it_is_quiet(q8_bundle, cache, teams, monkeypatch):
     quiet(monkeypatch, load=9.0)  # other programs held the cores while it was measured
-    record = tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS)
+    record = tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, budget=BUDGET)
     assert record.busy and "busy" in record.summary()
     still_busy = Synthesizer(q8_bundle)
     assert still_busy.tuning == record and not still_busy.tuning_needed  # used while the machine stays busy
@@ -171,7 +242,7 @@ def test_a_tuning_made_on_a_busy_machine_is_redone_when_it_is_quiet(q8_bundle, c
     later = Synthesizer(q8_bundle)
     assert later.tuning == record and later.tuning_needed  # its counts apply until the new tuning
     assert later.thread_counts == (1, 1)
-    tune_synthesizer(later, timing=TWO_WIN)
+    tune_synthesizer(later, timing=TWO_WIN, budget=BUDGET)
     assert not later.tuning_needed and not later.tuning.busy and later.thread_counts == (2, 2)
     assert not Synthesizer(q8_bundle).tuning_needed
 
@@ -192,7 +263,8 @@ def test_auto_uses_a_gpu_only_where_the_tuning_measured_it_faster(cache, gpu_ms,
     def with_gpu(part, candidate, seconds):
         return gpu_ms / 1000 if part == "gpu" else timing(part, candidate, seconds)
 
-    record = tune_synthesizer(Synthesizer(bundle, device="cpu"), timing=with_gpu, include_software_gpus=True)
+    record = tune_synthesizer(Synthesizer(bundle, device="cpu"), timing=with_gpu, include_software_gpus=True,
+                              budget=BUDGET)
     assert record.device_ms == {"cpu": 90.0, "gpu:0": gpu_ms}
     assert record.settings.gpu_faster is on_gpu
     assert ("gpu:0 faster than the CPU" in record.summary()) is on_gpu
@@ -206,7 +278,7 @@ def test_auto_uses_a_gpu_only_where_the_tuning_measured_it_faster(cache, gpu_ms,
 def test_a_software_gpu_is_not_timed(cache):
     _a_gpu()
     record = tune_synthesizer(Synthesizer(bundle_for("tiny06b", "fp32"), device="cpu"),
-                              timing=cpu({1: 30, 2: 45}, {1: 60, 2: 90}))
+                              timing=cpu({1: 30, 2: 45}, {1: 60, 2: 90}), budget=BUDGET)
     assert list(record.device_ms) == ["cpu"] and record.settings.gpu_faster is None
     assert any(f.setting == "device" and "not timed" in f.part for f in record.figures)
     assert not Synthesizer(bundle_for("tiny06b", "fp32")).device.on_gpu

@@ -172,10 +172,12 @@ class Synthesizer:
 
     @property
     def thread_counts(self) -> tuple[int, int]:
-        """The threads the talker's and the code predictor's weight layers run on now: fewer than `threads` while
-        the thread governor has backed off under load; q8 bundles' int8 matrix products keep the count they were
-        loaded with (ncnn fixes it at load: the tuned count, an explicit `threads`, else StepNet.INT8_THREADS)."""
-        return self._talker.net.weight_threads, self._code_predictor.net.weight_threads
+        """The threads the talker's and the code predictor's weight layers run on from their next call: the thread
+        governor's count (the tuned one at first, fewer than `threads` under load) where the net can run at it, else
+        the count ncnn fixed at load (int8 Gemms where OpenMP teams cannot be limited, engine/runtime/openmp.py)."""
+        talker, cp = ((p.governor.current if p.net.can_run_at(p.governor.current) else p.net.weight_threads)
+                      for p in (self._talker, self._code_predictor))
+        return talker, cp
 
     @property
     def suggested_batch_size(self) -> int:
