@@ -59,7 +59,7 @@ def test_step_graph_rewrite():
 def _nets(model: str, precision: str, threads: int = 2) -> tuple[Talker, CodePredictor]:
     bundle = Bundle.open(bundle_for(model, precision, parts=("talker",)))
     fixed = StepNet.INT8_THREADS
-    StepNet.INT8_THREADS = threads  # q8 Gemms take their thread count at load: run them at `threads` too
+    StepNet.INT8_THREADS = threads  # q8 Gemms take their thread count at load and never run on more
     try:
         talker, cp = Talker(bundle, threads), CodePredictor(bundle, threads)
     finally:
@@ -78,6 +78,7 @@ def test_rows_identical_to_alone(model, precision, threads):
     if precision == "q8":
         assert talker.net.max_rows == cp.net.max_rows == MAX_BATCH_SIZE  # all rows in one call
         assert talker.net.net.opt.num_threads == cp.net.net.opt.num_threads == threads
+        assert talker.net.weight_threads == cp.net.weight_threads == threads  # no team limit: all `threads` run
     rng = np.random.default_rng(7)
     h = talker.hidden_size
     n = MAX_BATCH_SIZE

@@ -23,9 +23,11 @@ from engine.convert.talker import Q8_BLOCK, _Builder
 from engine.errors import ConvertError
 from engine.nets.code_predictor import CodePredictor
 from engine.nets.talker import Talker
-from engine.runtime import q8
+from engine.runtime import openmp, q8
 from engine.runtime.bundle import Bundle, make_net_options
 from engine.runtime.ncnn_graph import Graph
+from engine.runtime.step_graph import StepNet
+from engine.runtime.thread_governor import ThreadGovernor
 from tests.bundles import MODELS, bundle_for, convert_parts, fixture_models
 from tests.test_talker import CASES, engines, load_case, teacher_forced_run
 
@@ -329,19 +331,33 @@ def test_legacy_block_bundle_still_runs(legacy_bundle):
         assert np.array_equal(together[j], talker.step_many([talker.start(p)[0]], step[j:j + 1])[1][0])
 
 
-def test_int8_graphs_keep_their_load_time_threads(capfd):
-    """ncnn's int8 Gemm fixes its thread count at load; the governor's changes go to the attention nets only
-    (changing the Gemm's count made ncnn print a warning per layer and call, and had no effect)."""
+@pytest.mark.parametrize("teams", [True, False], ids=["team limits", "no team limits"])
+def test_int8_graphs_keep_their_load_time_threads(capfd, monkeypatch, teams):
+    """ncnn's int8 Gemm fixes its thread count at load, and changing a net's opt.num_threads afterwards made ncnn
+    print a "load-time value" warning per layer and call (and had no effect), so it never changes: the governor's
+    count goes to the talker's attention nets and, where OpenMP teams can be limited per thread
+    (engine/runtime/openmp.py), to a limit on the Gemms' teams; elsewhere the Gemms keep their load-time count."""
+    if not teams:
+        monkeypatch.setattr(openmp, "_libgomp", lambda: None)
+    elif not openmp.limited():
+        pytest.skip("libgomp is not among this process's libraries: OpenMP teams cannot be limited here")
     bundle = Bundle.open(bundle_for(SYNTH_MODELS[0], "q8", parts=["talker"]))
-    talker = Talker(bundle, 2)
-    assert talker.net.net.opt.num_threads == talker.net.INT8_THREADS == 1
+    talker = Talker(bundle, 2, int8_threads=2)
+    cp = CodePredictor(bundle, 2, int8_threads=2)
+    assert Talker(bundle, 2).net.net.opt.num_threads == StepNet.INT8_THREADS  # the count without a tuning
+    rng = np.random.default_rng(0)
     capfd.readouterr()
-    for threads in (2, 1, 2):
-        talker.net.set_threads(threads)
-        assert talker.net.net.opt.num_threads == 1
+    for threads in (2, 1, 2, 1):
+        # the governors hold `threads`, so every call below sets it
+        talker.governor = cp.governor = ThreadGovernor(2, adaptive=False, start=threads)
+        seq = talker.start(rng.standard_normal((3, talker.hidden_size)).astype(np.float32))[0]
+        hidden, _ = talker.step_many([seq], rng.standard_normal((1, talker.hidden_size)).astype(np.float32))
+        cp.predict(hidden[0], 0, lambda logits, group: int(np.argmax(logits)))
+        for net in (talker.net, cp.net):
+            assert net.net.opt.num_threads == 2
+            assert net.weight_threads == (threads if teams else 2)
+            assert net.fixed_threads is not teams
         assert all(net.opt.num_threads == threads for net in talker.net._sdpa.values())
-        seq = talker.start(np.ones((3, talker.hidden_size), np.float32))[0]
-        talker.step_many([seq], np.ones((1, talker.hidden_size), np.float32))
     assert "load-time value" not in capfd.readouterr().err
 
 
