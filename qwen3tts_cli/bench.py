@@ -66,7 +66,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         record = synth.tune()
         for f in record.figures:
             figure = f"{f.median_ms:8.1f} ms" + (f"  ({f.samples} samples)" if f.samples else "")
-            out(f"  {f.setting:23s} {f.value:29s} {f.part:26s} {figure if f.median_ms else ''}"
+            out(f"  {f.setting:23s} {f.value:49s} {f.part:26s} {figure if f.median_ms else ''}"
                 + ("  chosen" if f.chosen else ""))
     if synth.tuning is not None:
         out(f"tuning        {synth.tuning.summary()} (measured {synth.tuning.measured}, load {synth.tuning.load_average})"

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import EngineError
 from ..runtime.bundle import Bundle
+from ..runtime.cpu_load import shared_cpu_load
 from ..runtime.ncnn_mats import as_mat
 from ..runtime.sequence_net import SequenceNet
 from ..runtime.step_graph import StepNet, stacked_code_predictor_net
@@ -38,7 +39,8 @@ class CodePredictor:
         self.hidden_size = int(meta["talker"]["hidden"])  # inputs and the feedback are talker width
         self.layers = int(spec["layers"])
         self.net = self.load_net(threads, int8_threads)
-        self.governor = ThreadGovernor(threads, adaptive=adaptive_threads, start=start_threads)
+        self.governor = ThreadGovernor(threads, adaptive=adaptive_threads, start=start_threads,
+                                       load=shared_cpu_load())
         self._codec = bundle.table(meta["tables"]["codec"], in_memory=True)  # both read at every frame
         self._cp = bundle.table(meta["tables"]["cp_codec"], in_memory=True)  # (groups-1, codebook, talker hidden)
         self._cp_flat = self._cp.reshape(-1, self._cp.shape[-1])  # row (g-1)*codebook + code

@@ -26,7 +26,9 @@ from ..codec_format import SAMPLE_RATE
 from ..errors import CodesError, EngineError
 from ..runtime.bundle import Bundle
 from ..runtime.cpu import has_bf16_dot_product
+from ..runtime.cpu_load import crowded_team
 from ..runtime.device import DEFAULT_GPU_PRECISION, Device, gpu_failures, resolve_device
+from ..runtime.openmp import team_limit
 
 CHUNK_SIZE = 300  # official chunked_decode
 LEFT_CONTEXT = 25
@@ -209,7 +211,8 @@ class _Run:
         mats = {k: ncnn.Mat(np.ascontiguousarray(v, dtype=np.float32)).clone() for k, v in feeds.items()}
         for k, m in mats.items():
             ex.input(k, m)
-        out = {name: _extract(ex, name) for name in dec._outputs}
+        with team_limit(crowded_team(dec.threads)):  # one thread while other programs hold the cores
+            out = {name: _extract(ex, name) for name in dec._outputs}
         del ex, mats
         wav = out["wav"].reshape(-1)
         new_conv = [out[s["name"] + "_out"] for s in dec._states]

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import EngineError
 from ..runtime.bundle import Bundle
+from ..runtime.cpu_load import shared_cpu_load
 from ..runtime.ncnn_mats import as_mat
 from ..runtime.sequence_net import SequenceNet
 from ..runtime.step_graph import StepNet
@@ -120,7 +121,8 @@ class Talker:
         self.vocab_size = int(meta["vocab_size"])
         self.layers = int(spec["layers"])
         self.net = self.load_net(threads, int8_threads)
-        self.governor = ThreadGovernor(threads, adaptive=adaptive_threads, start=start_threads)
+        self.governor = ThreadGovernor(threads, adaptive=adaptive_threads, start=start_threads,
+                                       load=shared_cpu_load())
         self._codec = bundle.table(meta["tables"]["codec"], in_memory=True)  # read every frame
         self._rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]))
         self._zeros = np.zeros((1, 1024), np.float32)

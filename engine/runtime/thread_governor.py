@@ -7,6 +7,9 @@ The governor times each call at the current count and now and then tries the oth
 lower recent median is used. A losing try is repeated less and less often (every 8, 16, ... 128 calls), so a
 steady machine pays for at most one slow call in 128; two calls in a row twice as slow as usual trigger a try at once, so a
 busier machine is noticed within a frame or two, a quieter one within 128 calls.
+Given a CpuLoad (engine/runtime/cpu_load.py), the governor also reads how many cores other programs use: while they
+hold the cores the upper count needs it runs one thread at once and does not try more (on a busy machine a try is
+the slowest call there is), and when they let go it tries the upper count at the next call.
 ncnn reads opt.num_threads at every extractor creation for the layers these graphs use (checked: identical
 results at 1 and 2 threads, no "load-time value" warning).
 """
@@ -17,6 +20,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from .cpu_load import CpuLoad, crowded
+
 WINDOW = 5  # recent calls per thread count whose median decides
 FIRST_TRY = 3  # calls before the first try of the other count
 MIN_GAP, MAX_GAP = 8, 128  # calls between tries of the losing count
@@ -26,10 +31,15 @@ SLOWDOWN = 2.0  # a call this many times slower than the recent median triggers 
 
 class ThreadGovernor:
     def __init__(self, max_threads: int, adaptive: bool = True, clock: Callable[[], float] = time.perf_counter,
-                 start: int | None = None):
+                 start: int | None = None, load: CpuLoad | None = None):
         """Choices: `start` (default max_threads: the count measured fastest by the self-tuner, or all cores) and
-        the other end, 1 or max_threads, so a count tuned on a busy machine can still move up when it is quiet."""
+        the other end, 1 or max_threads, so a count tuned on a busy machine can still move up when it is quiet.
+        load: other programs' CPU use (None: timings alone decide)."""
         self._clock = clock
+        self._load = load
+        self.limit: int | None = None  # while set, calls use at most this many threads and are not timed
+        self._untimed = False
+        self._crowded_before = False
         self.max_threads = max(1, int(max_threads))
         first = min(self.max_threads, max(1, int(start))) if start else self.max_threads
         other = self.max_threads if first == 1 else 1
@@ -51,16 +61,33 @@ class ThreadGovernor:
     def start(self) -> int:
         """Thread count for the call about to run; call stop() when it is done."""
         self._trying = None
-        if self.adaptive and self._calls >= self._next_try:
+        self._untimed = self.limit is not None and self.limit < self.max_threads
+        if self._untimed:  # a limit set by the caller (generation beside streamed decoding): nothing to learn
+            return max(1, min(self.current, self.limit or 1))
+        crowded = self._crowded() if self.adaptive else None
+        if crowded:
+            if self.current != 1:  # other programs hold the cores: one thread now, without a try
+                self.current, self._gap = 1, MIN_GAP
+                self._times[1].clear()
+            self._next_try = max(self._next_try, self._calls + 1)  # and no try of more while they do
+        elif crowded is False and self._crowded_before and self.current == 1:
+            self._next_try = self._calls  # they let go: try the upper count now
+        self._crowded_before = bool(crowded) or (self._crowded_before and crowded is None)
+        if self.adaptive and self._calls >= self._next_try and not crowded:
             self._trying = next(n for n in self.choices if n != self.current)
             self._times[self._trying].clear()  # its old times may come from another load
         self._t0 = self._clock()
         return self._trying or self.current
 
+    def _crowded(self) -> bool | None:
+        """True while other programs use the cores the upper count needs, False while they leave them free, None
+        when unknown or in between (timings decide)."""
+        return crowded(self._load, self.max_threads)
+
     def stop(self) -> None:
         seconds = self._clock() - self._t0
         self._calls += 1
-        if not self.adaptive:
+        if not self.adaptive or self._untimed:
             return
         used = self._trying or self.current
         if self._trying is None:

@@ -144,6 +144,8 @@ class TunedSettings:
     overlap_decode: bool
     decoder_bf16_faster: bool | None = None  # None: not measured (a bundle without bf16 decoder marks)
     gpu_faster: bool | None = None  # None: not measured (no GPU, or the device choice does not exist yet)
+    # the most threads generation uses while its audio is decoded as it goes (the decoder's thread competes)
+    streaming_threads: int | None = None  # None: not measured; no limit
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,8 @@ class TuningRecord:
         s = self.settings
         dec = f"decoder {s.decoder_threads} thread{'s' if s.decoder_threads != 1 else ''}"
         dec += " beside generation" if s.overlap_decode else " after each frame"
+        if s.streaming_threads is not None and s.streaming_threads < max(s.talker_threads, s.code_predictor_threads):
+            dec += f" (generation on {s.streaming_threads} while it decodes)"
         if s.decoder_bf16_faster is not None:
             dec += ", bf16 faster" if s.decoder_bf16_faster else ", fp32 as fast"
         line = (f"tuned for this computer in {self.seconds:.1f} s: talker {s.talker_threads}, code predictor "
@@ -214,7 +218,8 @@ class TuningRecord:
             raise ValueError(f"it was written by another version of the tuner ({data.get('version')!r})")
         key = _typed(TuningKey, data.get("key"), "key")
         settings = _typed(TunedSettings, data.get("settings"), "settings")
-        if min(settings.talker_threads, settings.code_predictor_threads, settings.decoder_threads) < 1:
+        if min(settings.talker_threads, settings.code_predictor_threads, settings.decoder_threads,
+               settings.streaming_threads or 1) < 1:
             raise ValueError("a thread count in it is below one")
         raw_figures = data.get("figures", [])
         if not isinstance(raw_figures, list):
@@ -262,6 +267,7 @@ def _typed(cls, data: Any, what: str):
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "bool | None": (bool, type(None)),
+    "int | None": (int, type(None)),
 }
 
 

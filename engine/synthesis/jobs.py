@@ -37,13 +37,16 @@ class Job:
 
 
 def job_events(talker: Talker, code_predictor: CodePredictor, decoder: CodecDecoder, job: Job, load_seconds: float,
-               overlap_decode: bool) -> Iterator[SynthesisEvent]:
+               overlap_decode: bool, streaming_threads: int | None = None) -> Iterator[SynthesisEvent]:
     """The events of one job: a FrameEvent per frame (each followed by the audio chunks ready, when it streams),
-    then its SynthesisResult."""
+    then its SynthesisResult. streaming_threads: the most threads generation uses while the audio streams (the
+    self-tuner's measurement: the decoder competes for the cores)."""
     t_start = time.perf_counter()
     timings = Timings(load=load_seconds)
     seq = job.sequence
     stream = StreamedAudio(decoder, job.ref_codes, timings, overlap_decode) if job.stream_audio else None
+    if stream is not None:
+        talker.governor.limit = code_predictor.governor.limit = streaming_threads
     try:
         for frame, seconds in generate(talker, code_predictor, seq, timings):
             yield job.frame_event(frame, time.perf_counter() - t_start, seconds)
@@ -60,6 +63,7 @@ def job_events(talker: Talker, code_predictor: CodePredictor, decoder: CodecDeco
     finally:
         if stream is not None:
             stream.close()
+            talker.governor.limit = code_predictor.governor.limit = None
     yield job_result(decoder, job, timings, t_start, stream.audio(seq.position) if stream is not None else None)
 
 

@@ -30,6 +30,7 @@ from ..nets.codec_decoder import DECODER_PRECISIONS, CodecDecoder, decoder_net_p
 from ..nets.talker import Talker
 from ..runtime.bundle import Bundle
 from ..runtime.cpu import cpu_model, load_average, physical_cores, usable_cpus
+from ..runtime.cpu_load import shared_cpu_load
 from ..runtime.device import faster_gpu
 from ..runtime.openmp import limited
 from ..runtime.thread_governor import ThreadGovernor
@@ -100,6 +101,7 @@ class Parts:
     # what a measurement reports: (part, candidate, measured seconds) -> seconds; tests inject CPUs through it
     timing: Callable[[str, Any, float], float] = lambda part, candidate, seconds: seconds
     spare: dict[tuple[str, int], Any] = field(default_factory=dict)  # nets loaded for the run, by (part, threads)
+    streaming_threads: int | None = None  # what apply_settings chose for generation while audio streams
 
 
 def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder_request: str = "fp32",
@@ -174,13 +176,18 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
             decoders.clear()
 
         say(0.6, "Timing the speech decoder beside generation…")
-        # inline decoding only competes on one core: with two or more, decoding beside generation was 1.2-1.9x
-        # faster end to end on every run measured (README "Overlap", AMD EPYC, q8 and fp32)
-        configs = [(True, n) for n in counts] + ([(False, 1)] if counts == [1] else [])
+        # generation's threads are timed with the decoder's: a decoder thread beside two generation threads
+        # competes for two cores (full-size 0.6B q8, AMD EPYC, 2 cores, per streamed frame: generation on 2 with
+        # the decoder beside on 1, 114-120 ms; generation on 1 beside it, 90-98; on 2 decoding after each frame,
+        # 93-99; all on a machine with one other busy process)
+        top = counts[-1]
+        configs = [(g, True, d) for g in counts for d in counts] + [(top, False, top)]
         stream_decoders = {n: _decoder_at(parts, precision, n) for n in counts}
 
-        def streamed(config: tuple[bool, int]) -> dict[str, float]:
-            overlap, n = config
+        def streamed(config: tuple[int, bool, int]) -> dict[str, float]:
+            gen, overlap, n = config
+            parts.talker.governor = ThreadGovernor(min(gen, talker_threads), adaptive=False)
+            parts.code_predictor.governor = ThreadGovernor(min(gen, cp_threads), adaptive=False)
             stream = parts.stream(stream_decoders[n], overlap)
             t = time.perf_counter()
             try:
@@ -195,10 +202,10 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
                                    cancel=cancel, clock=clock,
                                    on_sample=lambda c, f: say(min(0.99, (clock() - t0) / budget),
                                                               "Timing the speech decoder beside generation…"))
-        overlap, decoder_threads = pick(stream_samples, "stream")
+        streaming_threads, overlap, decoder_threads = pick(stream_samples, "stream")
         figures += [replace(f, value=_config_name(c)) for c, f in
                     zip(configs, _figures(stream_samples, "decoding", "stream", "streamed frame",
-                                          (overlap, decoder_threads)), strict=True)]
+                                          (streaming_threads, overlap, decoder_threads)), strict=True)]
         parts.spare[("decoder", decoder_threads)] = stream_decoders[decoder_threads]
         cpu_ms = (median(samples[talker_threads]["talker"]) + median(samples[cp_threads]["code predictor"])) * 1000
         device_ms = {"cpu": round(cpu_ms, 2), **gpu_ms}
@@ -208,7 +215,8 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
         figures += [replace(f, chosen=f.value.split(" ")[0] == gpu) for f in gpu_figures]
         settings = TunedSettings(talker_threads=talker_threads, code_predictor_threads=cp_threads,
                                  decoder_threads=decoder_threads, overlap_decode=overlap,
-                                 decoder_bf16_faster=bf16_faster, gpu_faster=(gpu is not None) if gpu_ms else None)
+                                 decoder_bf16_faster=bf16_faster, gpu_faster=(gpu is not None) if gpu_ms else None,
+                                 streaming_threads=streaming_threads)
         say(1.0, "Tuned.")
         return TuningRecord(tuning_key(parts.bundle), settings, tuple(figures), clock() - t0, utc_now(),
                             load_average(), device_ms)
@@ -225,14 +233,16 @@ def apply_settings(parts: Parts, settings: TunedSettings, decoder_precision: str
         or _net_at(parts, "talker", settings.talker_threads)
     parts.code_predictor.net = parts.spare.pop(("code predictor", settings.code_predictor_threads), None) \
         or _net_at(parts, "code predictor", settings.code_predictor_threads)
-    parts.talker.governor = ThreadGovernor(parts.cores, adaptive=parts.adaptive_threads, start=settings.talker_threads)
+    parts.talker.governor = ThreadGovernor(parts.cores, adaptive=parts.adaptive_threads, start=settings.talker_threads,
+                                           load=shared_cpu_load())
     parts.code_predictor.governor = ThreadGovernor(parts.cores, adaptive=parts.adaptive_threads,
-                                                   start=settings.code_predictor_threads)
+                                                   start=settings.code_predictor_threads, load=shared_cpu_load())
     decoder = parts.spare.pop(("decoder", settings.decoder_threads), None)
     if decoder is None or decoder.precision != decoder_precision:
         decoder = _decoder_at(parts, decoder_precision, settings.decoder_threads)
     parts.decoder = decoder
     parts.overlap_decode = settings.overlap_decode
+    parts.streaming_threads = settings.streaming_threads
     parts.spare.clear()
 
 
@@ -245,6 +255,7 @@ class ThreadPlan:
     int8: tuple[int | None, int | None]  # load-time count of the int8 Gemms (talker, code predictor); None: default
     decoder: int
     overlap_decode: bool
+    streaming_threads: int | None = None  # generation's upper count while audio streams (None: no limit)
 
 
 def thread_plan(record: TuningRecord | None, explicit_threads: int | None, cores: int) -> ThreadPlan:
@@ -260,7 +271,8 @@ def thread_plan(record: TuningRecord | None, explicit_threads: int | None, cores
     if record is not None:
         s = record.settings
         tuned = (min(cores, s.talker_threads), min(cores, s.code_predictor_threads))
-        return ThreadPlan(cores, tuned, every or tuned, min(cores, s.decoder_threads), overlap)
+        return ThreadPlan(cores, tuned, every or tuned, min(cores, s.decoder_threads), overlap,
+                          s.streaming_threads and min(cores, s.streaming_threads))
     return ThreadPlan(cores, (None, None), every or (None, None), cores, True)
 
 
@@ -299,6 +311,7 @@ def tune_synthesizer(synth, progress: Progress | None = None, cancel: Callable[[
     else:
         apply_settings(parts, record.settings, precision)
     synth._decoder, synth.overlap_decode = parts.decoder, parts.overlap_decode
+    synth.streaming_threads = None if synth._explicit_threads else parts.streaming_threads
     return record
 
 
@@ -370,6 +383,7 @@ def _figures(samples, setting: str, part: str, label: str, chosen) -> list[Candi
                             c == chosen) for c, parts in samples.items()]
 
 
-def _config_name(config: tuple[bool, int]) -> str:
-    overlap, n = config
-    return f"{'beside generation' if overlap else 'after each frame'}, {n} thread{'s' if n > 1 else ''}"
+def _config_name(config: tuple[int, bool, int]) -> str:
+    gen, overlap, n = config
+    return (f"{'beside generation' if overlap else 'after each frame'}, {n} thread{'s' if n > 1 else ''}; "
+            f"generation {gen}")

@@ -107,7 +107,7 @@ class Synthesizer:
         (self._bundle, self._talker, self._code_predictor, self._decoder), self.device = load_placed(device, load)
         # streamed audio decodes on its own thread while the next frames generate (docs/performance.md, "Overlap"),
         # unless this computer's tuning found otherwise
-        self.overlap_decode = plan.overlap_decode
+        self.overlap_decode, self.streaming_threads = plan.overlap_decode, plan.streaming_threads
         self._speaker_net = None
         self._encoder_net = None
 
@@ -352,7 +352,7 @@ class Synthesizer:
 
     def _device_events(self, job: Job) -> Iterator[SynthesisEvent]:
         yield from job_events(self._talker, self._code_predictor, self._decoder, job, self.load_seconds,
-                              self.overlap_decode)
+                              self.overlap_decode, self.streaming_threads)
 
     def synthesize_many(self, jobs: Sequence[SynthesisJob], settings: GenerationSettings | None = None,
                         batch_size: int | None = None, longest_first: bool = False) -> BatchRun:
