@@ -73,3 +73,66 @@ def test_a_tuned_start_count_still_moves_to_the_other_end():
     m.run(gov, 10)
     assert gov.current == 1
     assert ThreadGovernor(2, start=5).choices == [2, 1]  # a start above the cores is the cores
+
+
+class FakeLoad:
+    """Other programs' CPU use as the governor reads it (engine/runtime/cpu_load.py CpuLoad)."""
+
+    def __init__(self, other: float | None, cpus: int = 2):
+        self.other, self.cpus = other, cpus
+
+    def other_cores(self) -> float | None:
+        return self.other
+
+
+def test_other_programs_on_the_cores_mean_one_thread_at_once_and_no_tries():
+    # timings alone would keep two threads here (two look faster), and every try under load is the slowest call
+    m = Machine({2: 0.10, 1: 0.17})
+    load = FakeLoad(0.0)
+    gov = ThreadGovernor(2, clock=m.clock, load=load)
+    m.run(gov, 50)
+    assert gov.current == 2
+    load.other = 1.0  # one busy process on a 2-core machine
+    used = m.run(gov, 300)
+    assert used[0] == 1 and set(used) == {1} and gov.current == 1
+
+
+def test_when_other_programs_let_go_the_upper_count_is_tried_at_the_next_call():
+    m = Machine({2: 0.10, 1: 0.17})
+    load = FakeLoad(1.0)
+    gov = ThreadGovernor(2, clock=m.clock, load=load)
+    m.run(gov, 300)  # without the load reading, the next try would be up to MAX_GAP calls away
+    load.other = 0.1
+    used = m.run(gov, 2)
+    assert used == [2, 2] and gov.current == 2
+
+
+def test_between_busy_and_quiet_or_unknown_the_timings_decide():
+    for other in (0.4, None):  # between QUIET and BUSY; not readable (not Linux)
+        m = Machine({2: 1.0, 1: 0.2})
+        gov = ThreadGovernor(2, clock=m.clock, load=FakeLoad(other))
+        used = m.run(gov, 10)
+        assert 2 in used and gov.current == 1  # it had to try to find out
+
+
+def test_spare_cores_are_not_counted_as_crowded():
+    # 8 CPUs, generation on 2: six busy cores elsewhere leave ours free
+    m = Machine({2: 0.10, 1: 0.17})
+    gov = ThreadGovernor(2, clock=m.clock, load=FakeLoad(5.9, cpus=8))
+    m.run(gov, 20)
+    assert gov.current == 2
+    gov._load = FakeLoad(6.6, cpus=8)
+    assert m.run(gov, 1) == [1]
+
+
+def test_a_limit_caps_the_count_and_teaches_nothing():
+    m, plain = Machine({2: 0.10, 1: 5.0}), Machine({2: 0.10, 1: 5.0})  # one thread would look terrible if timed
+    gov, same = ThreadGovernor(2, clock=m.clock), ThreadGovernor(2, clock=plain.clock)
+    m.run(gov, 21)
+    plain.run(same, 21)
+    gov.limit = 1
+    assert set(m.run(gov, 50)) == {1}
+    gov.limit = None
+    assert m.run(gov, 40) == plain.run(same, 40)  # as if the limited calls had not happened
+    gov.limit = 4  # above the upper count: no effect
+    assert m.run(gov, 1) == plain.run(same, 1)

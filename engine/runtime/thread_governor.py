@@ -87,7 +87,10 @@ class ThreadGovernor:
     def stop(self) -> None:
         seconds = self._clock() - self._t0
         self._calls += 1
-        if not self.adaptive or self._untimed:
+        if self._untimed:
+            self._next_try += 1  # limited calls do not bring the next try closer
+            return
+        if not self.adaptive:
             return
         used = self._trying or self.current
         if self._trying is None:
