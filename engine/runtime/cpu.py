@@ -1,16 +1,26 @@
 """CPU facts and the OpenMP set-up that must happen before ncnn is first imported.
 
 The ncnn wheel runs its parallel loops on libgomp, whose idle threads spin for a while between parallel regions
-before they sleep. A decode step opens hundreds of small regions, so how long they spin decides two things:
-- quiet, a thread that has gone to sleep costs a wake-up per region: sleeping at once (OMP_WAIT_POLICY=PASSIVE)
-  made two threads slower than one for q8 generation (full-size 0.6B, AMD EPYC, 2 cores: 143 ms/frame on two
-  against 74 on one), while a spin of GOMP_SPINCOUNT=30000 (about 0.1-0.3 ms) took two threads to 55-63;
-- busy, libgomp's default spin (300000, about 3 ms) burns the time slice of a thread whose partner the OS has
-  descheduled: generation went from ~0.25 s to 5 s per frame at a load average of 4 on a 2-core machine.
-The thread governor (engine/runtime/thread_governor.py) moves generation to one thread when other programs hold
-the cores, and one thread opens no team, so a short spin only matters while two threads pay off. libgomp also
-cuts the spin to 100 by itself when it runs more threads than there are CPUs (the decoder's beside generation's).
-Figures: docs/performance.md, "Busy machines". A value the user set in the environment is kept.
+before they sleep. A decode step opens hundreds of small regions, so how long they spin decides two things.
+Full-size 0.6B q8 generation on two threads, AMD EPYC, 2 cores, ms per frame (min / median of 15 frames,
+alternating in one run; "busy": another program holding about one core):
+
+| GOMP_SPINCOUNT | quiet-ish | busy |
+|---|---|---|
+| 0 (OMP_WAIT_POLICY=PASSIVE) | 131-143 | 215 |
+| 300 | 109 / 120 | 101-106 / 105-119 |
+| 1000 | 65 / 71 | 148-178 / 151-193 |
+| 3000 | 64 / 73 | 252-317 / 315-354 |
+| 30000 | 60 / 71 | 2290-2330 / 2425-2446 |
+| one thread, for comparison | 71 / 88 | 73-77 / 83-88 |
+
+A sleeping thread costs a wake-up per region; a spinning one burns the time slice its partner needs when another
+program holds a core (and libgomp's default, 300000, took generation from 0.25 s to 5 s per frame at a load
+average of 4). 1000 (about 10 microseconds) keeps nearly all of the quiet gain and bounds the busy loss at about
+twice one thread's time; the thread governor (engine/runtime/thread_governor.py) moves generation to one thread,
+which opens no team, as soon as other programs hold the cores (engine/runtime/cpu_load.py). libgomp cuts the spin
+to 100 by itself while it runs more threads than there are CPUs. Figures: docs/performance.md, "Busy machines".
+A value the user set in the environment is kept.
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SPIN_COUNT = "30000"  # GOMP_SPINCOUNT: see the module docstring
+SPIN_COUNT = "1000"  # GOMP_SPINCOUNT: see the module docstring
 OPENMP_CHOICES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")  # either one set by the user: their choice stands
 
 
