@@ -13,3 +13,15 @@ _CACHE = tempfile.mkdtemp(prefix="qwen3tts-test-cache-")
 atexit.register(shutil.rmtree, _CACHE, True)
 os.environ["QWEN3TTS_CACHE_DIR"] = _CACHE
 FIXTURES = ROOT / "tests" / "fixtures"
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _other_programs_unknown(monkeypatch):
+    """The thread governors read other programs' CPU use from /proc; in tests that is whatever else runs on the
+    machine, so it reads as unknown (timings alone decide) unless a test injects a load of its own."""
+    from engine.runtime import cpu_load
+
+    monkeypatch.setattr(cpu_load, "_shared", cpu_load.CpuLoad(read=lambda: None))
