@@ -139,16 +139,46 @@ def test_the_faster_int8_thread_count_is_put_in_place(q8_bundle, cache, monkeypa
     assert loaded_threads(again) == ((cores, cores) if teams else expected)
 
 
-def test_decoder_threads_and_overlap_follow_the_streamed_timing(q8_bundle, cache):
+STREAM_CONFIGS = [(1, True, 1), (1, True, 2), (2, True, 1), (2, True, 2), (2, False, 2)]  # (generation, beside, decoder)
+
+
+@pytest.mark.parametrize("fastest", STREAM_CONFIGS)
+def test_streaming_arrangement_follows_the_streamed_timing(q8_bundle, cache, fastest):
+    """Generation's threads are timed together with the decoder's arrangement: on 2 cores a decoder beside two
+    generation threads competes for them, so one generation thread beside it, or decoding after each frame, can
+    win; whichever does is what a streamed synthesis uses, and what the next open reads."""
+    stream = dict.fromkeys(STREAM_CONFIGS, 120)
+    stream[fastest] = 90
     synth = Synthesizer(q8_bundle)
-    tune_synthesizer(synth, timing=cpu({1: 25, 2: 44}, {1: 68, 2: 117}, stream={(True, 1): 120, (True, 2): 100}),
-                     budget=BUDGET)
-    assert synth.decoder_threads == 2 and synth.overlap_decode
-    synth = Synthesizer(q8_bundle, tuning=False)
-    assert synth.tuning is None and not synth.tuning_needed
-    tune_synthesizer(synth, timing=cpu({1: 25, 2: 44}, {1: 68, 2: 117}, stream={(True, 1): 100, (True, 2): 120}),
-                     budget=BUDGET)
-    assert synth.decoder_threads == 1
+    record = tune_synthesizer(synth, timing=cpu({1: 55, 2: 40}, {1: 140, 2: 107}, stream=stream), budget=BUDGET)
+    gen, beside, decoder = fastest
+    s = record.settings
+    assert (s.streaming_threads, s.overlap_decode, s.decoder_threads) == fastest
+    assert (s.talker_threads, s.code_predictor_threads) == (2, 2)  # generation alone: its own timing
+    assert (synth.streaming_threads, synth.overlap_decode, synth.decoder_threads) == fastest
+    again = Synthesizer(q8_bundle)
+    assert (again.streaming_threads, again.overlap_decode, again.decoder_threads) == fastest
+    assert Synthesizer(q8_bundle, threads=2).streaming_threads is None  # an explicit count applies everywhere
+
+
+def test_a_streamed_synthesis_generates_on_the_streaming_count_and_others_on_all(q8_bundle, cache):
+    stream = dict.fromkeys(STREAM_CONFIGS, 120)
+    stream[(1, True, 1)] = 90
+    synth = Synthesizer(q8_bundle, adaptive_threads=False)  # the governors' own tries would blur the counts
+    tune_synthesizer(synth, timing=cpu({1: 55, 2: 40}, {1: 140, 2: 107}, stream=stream), budget=BUDGET)
+    used: list[int] = []
+    for part in (synth._talker, synth._code_predictor):
+        real = part.net.set_threads
+        part.net.set_threads = lambda n, real=real: used.append(n) or real(n)
+    voice = Voice(xvector=np.random.default_rng(0).standard_normal(synth.hidden_size).astype(np.float32),
+                  model_id=synth.model_id)
+    streamed = GenerationSettings(greedy=True, max_frames=4, ignore_eos=True, stream_audio=True)
+    run_synthesis(synth.synthesize("Hello there.", voice, "english", streamed))
+    assert used[0] == 2 and set(used[1:]) == {1}  # the prompt's prefill runs before any audio is decoded
+    assert synth._talker.governor.limit is None and synth._code_predictor.governor.limit is None
+    used.clear()
+    codes(synth)  # not streamed: generation alone, on the tuned two
+    assert used and set(used) == {2}
 
 
 def test_decoder_precision_is_chosen_only_where_auto_allows_it(q8_bundle, cache):

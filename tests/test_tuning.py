@@ -147,7 +147,7 @@ def test_thread_candidates():
 
 # -------------------------------------------------------------------------------------------------- the record
 
-RECORD = TuningRecord(KEY, TunedSettings(talker_threads=2, code_predictor_threads=1, decoder_threads=1,
+RECORD = TuningRecord(KEY, TunedSettings(talker_threads=2, code_predictor_threads=1, decoder_threads=1, streaming_threads=1,
                                          overlap_decode=True, decoder_bf16_faster=False),
                       (CandidateFigure("talker threads", "2", "talker step", 40.5, 6, True),), 9.5,
                       "2026-12-01T23:00:00Z", "0.50 0.40 0.30", {"cpu": 120.5, "gpu:0": 300.0})
@@ -192,6 +192,10 @@ GOOD = json.dumps(RECORD.to_json()).encode()
      "bool for 'decoder_threads'"),
     (json.dumps({**RECORD.to_json(), "settings": {**RECORD.to_json()["settings"], "decoder_threads": 0}}).encode(),
      "below one"),
+    (json.dumps({**RECORD.to_json(), "settings": {**RECORD.to_json()["settings"], "streaming_threads": 0}}).encode(),
+     "below one"),
+    (json.dumps({**RECORD.to_json(), "settings": {**RECORD.to_json()["settings"], "streaming_threads": "1"}}).encode(),
+     "str for 'streaming_threads'"),
     (json.dumps({**RECORD.to_json(), "settings": None}).encode(), "settings is not a table"),
     (json.dumps({**RECORD.to_json(), "figures": {"a": 1}}).encode(), "figures are not a list"),
     (json.dumps({**RECORD.to_json(), "device_ms": {"cpu": "fast"}}).encode(), "per-device figures"),

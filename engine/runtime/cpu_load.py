@@ -90,7 +90,9 @@ def shared_cpu_load() -> CpuLoad:
 def crowded(load: CpuLoad | None, threads: int) -> bool | None:
     """True while other programs use the cores `threads` threads need, False while they leave them free, None when
     unknown or in between."""
-    other = load.other_cores() if load is not None and threads > 1 else None
+    if load is None or threads <= 1:
+        return None
+    other = load.other_cores()
     if other is None:
         return None
     spare = max(0, load.cpus - threads)  # cores the count leaves to others

@@ -219,7 +219,7 @@ class TuningRecord:
         key = _typed(TuningKey, data.get("key"), "key")
         settings = _typed(TunedSettings, data.get("settings"), "settings")
         if min(settings.talker_threads, settings.code_predictor_threads, settings.decoder_threads,
-               settings.streaming_threads or 1) < 1:
+               1 if settings.streaming_threads is None else settings.streaming_threads) < 1:
             raise ValueError("a thread count in it is below one")
         raw_figures = data.get("figures", [])
         if not isinstance(raw_figures, list):
