@@ -42,6 +42,9 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
     "overlap.py": (
         ["--model", "{demo}", "--frames", "4", "--rounds", "1"],
         [rf"^round 1 {kind} +decoder \d thr: RTF +{NUM}, first audio +{NUM} s" for kind in ("overlap", "inline")]),
+    "spin_count.py": (
+        ["--model", "{demo}", "--spins", "0,1000", "--frames", "3", "--rounds", "1", "--busy", "0"],
+        [rf"^\| 1 \| 0 \| {name} \| {NUM} \| {NUM} \| {NUM} \|$" for name in ("spin 0", "spin 1000", "one thread")]),
     "threads_under_load.py": (
         ["--model", "{demo}", "--frames", "4", "--rounds", "1"],
         [rf"^round 1 {kind} +{NUM} ms/frame median" for kind in ("governor", "fixed")]),
