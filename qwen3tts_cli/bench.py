@@ -74,7 +74,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     talker_threads, cp_threads = synth.thread_counts
     out(f"bundle        {args.model} ({synth.precision}; weight layers on {talker_threads} (talker) and {cp_threads} "
         f"(code predictor) threads; speech decoder {synth.decoder_precision} on {synth.decoder_threads}, "
-        f"{'beside generation' if synth.overlap_decode else 'after each frame'})")
+        f"{'beside generation' if synth.overlap_decode else 'after each frame'}"
+        + (f"; generation on {synth.streaming_threads} while audio streams" if synth.streaming_threads else "") + ")")
     weights = synth.frame_weights()
     out(f"weights       {weights.total / 1e9:.3f} GB read per frame: talker {weights.talker / 1e9:.3f} GB, code "
         f"predictor {weights.code_predictor_calls} calls of {weights.code_predictor_layers / 1e9:.3f} GB and its "
