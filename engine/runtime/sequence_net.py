@@ -74,6 +74,10 @@ class SequenceNet:
         return (self._loaded_threads is None or threads == self._loaded_threads
                 or (limited() and threads <= self._loaded_threads))
 
+    def threads_at(self, threads: int) -> int:
+        """The threads the weight layers run on after set_threads(threads)."""
+        return threads if self.can_run_at(threads) else self.weight_threads
+
     def set_threads(self, threads: int) -> None:
         """Thread count of the next calls (engine/runtime/thread_governor.py): results do not depend on it (the GEMV
         kernel adds each output in one order on one thread, the int8 Gemm sums exactly; checked on the full-size

@@ -212,6 +212,10 @@ class StepNet:
         return (self._loaded_threads is None or threads == self._loaded_threads
                 or (limited() and threads <= self._loaded_threads))
 
+    def threads_at(self, threads: int) -> int:
+        """The threads the weight layers run on after set_threads(threads)."""
+        return threads if self.can_run_at(threads) else self.weight_threads
+
     def set_threads(self, threads: int) -> None:
         """Thread count of the next calls (engine/runtime/thread_governor.py picks it) for the attention nets and the
         8-bit block Gemm of older bundles (which reads it at every call, with identical results at 1 and 2

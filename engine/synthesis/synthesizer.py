@@ -2,9 +2,8 @@
 
 Synthesizer(bundle_dir, threads=None) loads a model; what its callers may use is engine/synthesis/contract.py's
 SynthesizerContract, which it implements (checked by mypy and tests/gui/test_contract.py). Here: loading the
-networks, voices, and checking and planning a request; synthesis/planning.py holds the rules, prompting.py makes
-the prompt, generation.py makes the frames and jobs.py turns them into events and audio.
-"""
+networks, voices, and checking and planning a request; planning.py has the rules, prompting.py the prompt,
+generation.py the frames, and jobs.py turns them into events and audio."""
 from __future__ import annotations
 
 import secrets
@@ -105,11 +104,9 @@ class Synthesizer:
             return bundle, talker, code_predictor, decoder
 
         (self._bundle, self._talker, self._code_predictor, self._decoder), self.device = load_placed(device, load)
-        # streamed audio decodes on its own thread while the next frames generate (docs/performance.md, "Overlap"),
-        # unless this computer's tuning found otherwise
+        # how streamed audio is decoded, and generation's threads meanwhile: this computer's tuning, else beside it
         self.overlap_decode, self.streaming_threads = plan.overlap_decode, plan.streaming_threads
-        self._speaker_net = None
-        self._encoder_net = None
+        self._speaker_net = self._encoder_net = None
 
     @contextmanager
     def _on_device(self) -> Iterator[None]:
@@ -175,8 +172,7 @@ class Synthesizer:
         """The threads the talker's and the code predictor's weight layers run on from their next call: the thread
         governor's count (the tuned one at first, fewer than `threads` under load) where the net can run at it, else
         the count ncnn fixed at load (int8 Gemms where OpenMP teams cannot be limited, engine/runtime/openmp.py)."""
-        talker, cp = ((p.governor.current if p.net.can_run_at(p.governor.current) else p.net.weight_threads)
-                      for p in (self._talker, self._code_predictor))
+        talker, cp = (p.net.threads_at(p.governor.current) for p in (self._talker, self._code_predictor))
         return talker, cp
 
     @property
