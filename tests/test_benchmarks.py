@@ -82,11 +82,13 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
 LIVE = {"calibrate_demo.py", "codec_decoder_speed.py", "codec_encoder_official.py", "codec_encoder_speed.py",
         "official_check.py", "talker_fullsize_parity.py", "vs_official.py"}
 HELPERS = {"_official.py", "bench_env.py"}  # imported by the scripts, not run
+OWN_TEST = {"peer_compare.py"}  # needs another program: a test of its own below gives it a stand-in
 
 
 def test_every_benchmark_has_a_smoke_run():
     scripts = {p.name for p in BENCH.glob("*.py")}
-    assert scripts - HELPERS == set(SMOKE) | LIVE, "every benchmark needs a smoke run (here or in the live tier)"
+    assert scripts - HELPERS == set(SMOKE) | LIVE | OWN_TEST, \
+        "every benchmark needs a smoke run (here or in the live tier)"
     live_tests = (ROOT / "tests" / "parity_live" / "test_benchmarks_live.py").read_text(encoding="utf-8")
     missing = sorted(name for name in LIVE if f'"{name}"' not in live_tests)
     assert not missing, f"no live smoke run for {missing}"
@@ -118,3 +120,33 @@ def test_benchmark_runs_and_prints_its_figures(script: str, demo_bundle: Path, t
     assert proc.returncode == 0, f"{script} exited with {proc.returncode}:\n{output[-3000:]}"
     missing = [f for f in figures if not re.search(f, output, re.MULTILINE)]  # progress lines go to stderr
     assert not missing, f"{script} no longer prints {missing}:\n{output[-3000:]}"
+
+
+def test_peer_compare_runs_both_sides_and_tabulates(demo_bundle: Path, tmp_path: Path):
+    """benchmarks/peer_compare.py against a stand-in for qwentts.cpp that prints the peer's figures line; ours is a
+    real `qwen3tts bench` on the demo bundle. Checks that both sides' figures are read and tabulated."""
+    peer = tmp_path / "peer"
+    (peer / "build").mkdir(parents=True)
+    fake = peer / "build" / "qwen-tts"
+    fake.write_text("#!/bin/sh\ncat > /dev/null\n"
+                    "echo '[Perf] Prefill 12.0 ms'\n"
+                    "echo '[Perf] TalkerDecode 60 frames (21.5 ms/frame)'\n"
+                    "echo '[Perf] CodePredictor 900 steps (40.5 ms/frame)'\n"
+                    "echo '[Perf] CodecDecode 5000.0 ms'\n"
+                    "echo '[Perf] Total 9000.0 ms (60 frames, 62.5 ms/frame AR, audio 4.8 s, RTF 1.875)'\n")
+    fake.chmod(0o755)
+    out, xvec = tmp_path / "runs", tmp_path / "xvec.spk"
+    xvec.write_bytes(b"\0" * 4096)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
+    script = str(BENCH / "peer_compare.py")
+    proc = subprocess.run([sys.executable, script, "run", "--peer", str(peer), "--xvec", str(xvec), "--q8",
+                           str(demo_bundle), "--fp32", str(demo_bundle), "--out", str(out), "--rounds", "1",
+                           "--only", "peer Q8_0 2t,ours q8 tuned"], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = subprocess.run([sys.executable, script, "table", "--out", str(out), "--max-foreign", "1.01"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(r"^\| peer Q8_0 2t \| 1 / 0 \| 62\.5 \| - \| 21\.5 / 40\.5 \| 1\.9 \|", proc.stdout, re.M), proc.stdout
+    assert re.search(rf"^\| ours q8 tuned \| 1 / 0 \| {NUM} \| {NUM} \| {NUM} / {NUM} \| {NUM} \|", proc.stdout,
+                     re.M), proc.stdout
