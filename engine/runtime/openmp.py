@@ -38,7 +38,8 @@ def _libgomp() -> ctypes.CDLL | None:
     except OSError:
         return None
     paths = {line.split(None, 5)[-1] for line in maps.splitlines() if "libgomp" in line and "/" in line}
-    for path in sorted(paths):
+    # the wheel's own copy first (ncnn.libs/): another library may have brought a second libgomp along
+    for path in sorted(paths, key=lambda p: ("ncnn" not in p, p)):
         try:
             lib = ctypes.CDLL(path)
             lib.omp_get_dynamic.restype = lib.omp_get_max_threads.restype = ctypes.c_int
