@@ -29,7 +29,49 @@ Input: TypeAlias = np.ndarray | ncnn.Mat
 Cache = list[ncnn.Mat]  # k_out_0, v_out_0, k_out_1, ... as extracted raw (opaque), fed back unchanged
 
 
-class SequenceNet:
+class WeightThreads:
+    """The thread count of a net's weight layers, shared by SequenceNet and StepNet (engine/runtime/step_graph.py).
+    Float graphs follow ncnn's opt.num_threads at every call; int8 graphs keep the count their Gemms were loaded with
+    (`_loaded_threads`) and run on fewer by limiting the OpenMP teams of their calls (`_team`,
+    engine/runtime/openmp.py), never on more. Results do not depend on the count (the GEMV kernel adds each output
+    in one order on one thread, the int8 Gemm sums exactly; checked on the full-size graphs)."""
+
+    net: ncnn.Net
+    _loaded_threads: int | None  # int8 Gemms: their load-time count; None for float graphs
+    _team: int | None  # fewer threads than loaded for the next calls
+
+    @property
+    def weight_threads(self) -> int:
+        """Threads the weight layers run on now."""
+        if self._loaded_threads is None:
+            return int(self.net.opt.num_threads)
+        return self._team or self._loaded_threads
+
+    @property
+    def fixed_threads(self) -> bool:
+        """True when the weight layers keep their load-time thread count (int8 Gemms where teams cannot be
+        limited per thread)."""
+        return self._loaded_threads is not None and not limited()
+
+    def can_run_at(self, threads: int) -> bool:
+        """True when set_threads(threads) takes effect: always for float graphs; int8 graphs up to their load-time
+        count where teams can be limited, else only at it."""
+        return (self._loaded_threads is None or threads == self._loaded_threads
+                or (limited() and threads <= self._loaded_threads))
+
+    def threads_at(self, threads: int) -> int:
+        """The threads the weight layers run on after set_threads(threads)."""
+        return threads if self.can_run_at(threads) else self.weight_threads
+
+    def set_threads(self, threads: int) -> None:
+        """Thread count of the weight layers' next calls (engine/runtime/thread_governor.py picks it)."""
+        if self._loaded_threads is None:
+            self.net.opt.num_threads = threads
+        else:
+            self._team = threads if limited() and threads < self._loaded_threads else None
+
+
+class SequenceNet(WeightThreads):
     """The stored graph (inputs in0, cos, sin, [mask], k_in_i/v_in_i; outputs as named, k_out_i/v_out_i)."""
 
     def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str, *, param_text: str | None = None,
@@ -54,38 +96,6 @@ class SequenceNet:
         self._cache_in = [f"{kv}_in_{i}" for i in range(layers) for kv in ("k", "v")]
         self._cache_out = [f"{kv}_out_{i}" for i in range(layers) for kv in ("k", "v")]
         self._row: InputRow | None = None  # a decode step's input, reused
-
-    @property
-    def weight_threads(self) -> int:
-        """Threads the weight layers run on now."""
-        if self._loaded_threads is None:
-            return int(self.net.opt.num_threads)
-        return self._team or self._loaded_threads
-
-    @property
-    def fixed_threads(self) -> bool:
-        """True when the weight layers keep their load-time thread count (int8 Gemms where teams cannot be
-        limited per thread, engine/runtime/openmp.py)."""
-        return self._loaded_threads is not None and not limited()
-
-    def can_run_at(self, threads: int) -> bool:
-        """True when set_threads(threads) takes effect: always for float graphs; int8 graphs up to their load-time
-        count where teams can be limited, else only at it."""
-        return (self._loaded_threads is None or threads == self._loaded_threads
-                or (limited() and threads <= self._loaded_threads))
-
-    def threads_at(self, threads: int) -> int:
-        """The threads the weight layers run on after set_threads(threads)."""
-        return threads if self.can_run_at(threads) else self.weight_threads
-
-    def set_threads(self, threads: int) -> None:
-        """Thread count of the next calls (engine/runtime/thread_governor.py): results do not depend on it (the GEMV
-        kernel adds each output in one order on one thread, the int8 Gemm sums exactly; checked on the full-size
-        graphs). An int8 graph runs on fewer threads than loaded by limiting its teams, never on more."""
-        if self._loaded_threads is None:
-            self.net.opt.num_threads = threads
-        else:
-            self._team = threads if limited() and threads < self._loaded_threads else None
 
     def run(self, x: np.ndarray, cos: Input, sin: Input, mask: Input | None, cache: Cache | None,
             outputs: Sequence[str]) -> tuple[list[np.ndarray], Cache]:

@@ -36,8 +36,8 @@ from .bundle import Bundle, make_net_options
 from .device import gpu_load
 from .ncnn_graph import ParamLayer, layers_param_text, parse_param
 from .ncnn_mats import InputRow, as_mat, extract, extract_mat, extract_raw
-from .openmp import limited, team_limit
-from .sequence_net import SequenceNet
+from .openmp import team_limit
+from .sequence_net import SequenceNet, WeightThreads
 
 # ncnn's per-layer featmask (param 31), bit 7: run the layer on one thread. A copy layer (Reshape, Permute) does
 # almost no work, and on two threads each one wakes the sleeping second thread (code predictor, 40 such layers
@@ -150,7 +150,7 @@ def sdpa_param_text(site: AttentionSite) -> str:
 Attend = Callable[[AttentionSite, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
-class StepNet:
+class StepNet(WeightThreads):
     """A loaded step graph plus one SDPA net per distinct attention layout.
 
     run() takes R rows and hands each attention site's q, k, v ((heads, R, head_dim) float32) to `attend`, which
@@ -194,36 +194,11 @@ class StepNet:
                 self._sdpa[site.params] = net
         self._site_nets = [self._sdpa[site.params] for site in self.sites]  # run_one's, in layer order
 
-    @property
-    def weight_threads(self) -> int:
-        """Threads the weight layers run on now."""
-        if self._loaded_threads is None:
-            return int(self.net.opt.num_threads)
-        return self._team or self._loaded_threads
-
-    @property
-    def fixed_threads(self) -> bool:
-        """True when the weight layers keep their load-time thread count (int8 Gemms where teams cannot be
-        limited per thread)."""
-        return self._loaded_threads is not None and not limited()
-
-    def can_run_at(self, threads: int) -> bool:
-        """True when set_threads(threads) takes effect for the weight layers (see SequenceNet.can_run_at)."""
-        return (self._loaded_threads is None or threads == self._loaded_threads
-                or (limited() and threads <= self._loaded_threads))
-
-    def threads_at(self, threads: int) -> int:
-        """The threads the weight layers run on after set_threads(threads)."""
-        return threads if self.can_run_at(threads) else self.weight_threads
-
     def set_threads(self, threads: int) -> None:
-        """Thread count of the next calls (engine/runtime/thread_governor.py picks it) for the attention nets and the
-        8-bit block Gemm of older bundles (which reads it at every call, with identical results at 1 and 2
-        threads); int8 graphs run on fewer threads than loaded by limiting their teams, never on more."""
-        if self._loaded_threads is None:
-            self.net.opt.num_threads = threads
-        else:
-            self._team = threads if limited() and threads < self._loaded_threads else None
+        """Thread count of the next calls (engine/runtime/thread_governor.py picks it) for the weight layers
+        (WeightThreads; the 8-bit block Gemm of older bundles reads it at every call, with identical results at 1
+        and 2 threads) and the attention nets."""
+        super().set_threads(threads)
         for net in self._sdpa.values():
             net.opt.num_threads = threads
 
