@@ -27,6 +27,15 @@ class AudioUnavailable(Exception):
     """A device cannot be used; the message says why, in one line."""
 
 
+def close_stream(stream: AudioStream, what: str) -> None:
+    """Stop and close an audio stream; a failure is logged, never raised (the app goes on without it)."""
+    try:
+        stream.stop()
+        stream.close()
+    except Exception:
+        log.exception(f"closing the audio {what} failed")
+
+
 class AudioStream(Protocol):
     def start(self) -> None: ...
     def stop(self) -> None: ...
@@ -274,11 +283,7 @@ class Player(QObject):
         stream, self._stream = self._stream, None
         self._timer.stop()
         if stream is not None:
-            try:
-                stream.stop()
-                stream.close()
-            except Exception:
-                log.exception("closing the audio output failed")
+            close_stream(stream, "output")
             self.playing_changed.emit(False)
         self._show_buffering(False)
         self.owner = None

@@ -11,7 +11,7 @@ import time
 import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from .audio_io import AudioBackend, AudioStream, AudioUnavailable
+from .audio_io import AudioBackend, AudioStream, AudioUnavailable, close_stream
 from .diagnostics import log
 
 
@@ -71,11 +71,7 @@ class Recorder(QObject):
         stream, self._stream = self._stream, None
         self._timer.stop()
         if stream is not None:
-            try:
-                stream.stop()
-                stream.close()
-            except Exception:
-                log.exception("closing the audio input failed")
+            close_stream(stream, "input")
         with self._lock:
             samples = np.concatenate(self._blocks) if self._blocks else np.zeros(0, np.float32)
             self._blocks = []
