@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from engine import DEFAULT_BATCH_SIZE, Cancelled, GenerationSettings, SynthesisJob, SynthesisResult, TextError
+from engine.errors import BundleError
 from engine.nets.code_predictor import CodePredictor
 from engine.nets.talker import Talker
 from engine.runtime.bundle import Bundle
@@ -44,15 +45,27 @@ def test_step_graph_rewrite():
     text, sites = step_param_text(param)
     lines = text.splitlines()
     assert lines[0] == "7767517"
-    assert [(s.q, s.k, s.v, s.out, s.params) for s in sites] == [("q", "k", "v", "att_0", ("5=1", "6=0.5", "7=1"))]
+    assert [(s.q, s.k, s.v, s.out, s.params, s.cache_in, s.cache_out) for s in sites] == [
+        ("q", "k", "v", "att_0", ("5=1", "6=0.5", "7=1"), ("k_in_0", "v_in_0"), ("k_out_0", "v_out_0"))]
     types = [line.split()[0] for line in lines[2:]]
-    assert types == ["Input", "InnerProduct", "Slice", "Input", "Noop"]
-    assert lines[3] == "InnerProduct ip_1 1 1 in0 ip_1 0=8 1=1 2=32 31=2"  # weights and options untouched
-    assert lines[5] == "Input att_0__in 0 1 att_0"  # the attention output comes from the caller
+    assert types == ["Input", "Input", "Split", "Input", "Input", "InnerProduct", "Slice", "SDPA", "Noop"]
+    assert lines[7] == "InnerProduct ip_1 1 1 in0 ip_1 0=8 1=1 2=32 31=2"  # weights and options untouched
+    assert lines[9] == "SDPA sdpa_0 6 3 q k v mask__s0 k_in_0 v_in_0 att_0 k_out_0 v_out_0 5=1 6=0.5 7=1"
     layer_count, blob_count = map(int, lines[1].split())
     assert layer_count == len(lines) - 2
     assert blob_count == len({b for line in lines[2:] for b in line.split()[4 + int(line.split()[2]):][:int(line.split()[3])]})
-    assert "mask" not in text and "k_in_0" not in text
+
+
+def test_step_graph_rejects_side_blobs_outside_attention():
+    """The mask and the caches are not fed when attention is cut out, so no other layer may read them."""
+    param = "\n".join([
+        "7767517", "4 6",
+        "Input in0 0 1 in0", "Input mask 0 1 mask",
+        "BinaryOp add 2 1 in0 mask sum 0=0",
+        "SDPA sdpa_0 5 3 sum sum sum k_in_0 v_in_0 att_0 k_out_0 v_out_0 6=0.5 7=1",
+    ])
+    with pytest.raises(BundleError, match="reads a mask or cache blob"):
+        step_param_text(param)
 
 
 @functools.cache

@@ -151,12 +151,8 @@ class Talker:
             seq.position = n
             return seq, hidden.reshape(n, -1)[-1].copy(), logits.reshape(n, -1)[-1].copy()
         seq = TalkerSequence(len(self.net.sites))
-
-        def attend(site, q, k, v):
-            att, seq.caches[site.layer] = self.net.attention(site, q, k, v, mask, None)
-            return att
-
-        hidden, logits = self.net.run(rows, cos, sin, attend, ("hidden", "logits"))
+        hidden, logits = self.net.run_one(rows, as_mat(cos), as_mat(sin), as_mat(mask), seq.caches,
+                                          ("hidden", "logits"))
         seq.position = n
         return seq, hidden[-1].copy(), logits[-1].copy()
 
