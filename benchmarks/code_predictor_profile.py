@@ -9,7 +9,7 @@ per thread count and, at position 1 of a frame (one key in the cache, as most of
   of a blob already computed is measured and subtracted;
 - sums them per layer type, and for the weight layers (int8 Gemm) prints bytes and GB/s;
 - times the whole call as the engine makes it (one extractor, the head's logits and the ten cache blobs) and a
-  whole frame (predict(): 16 calls, sampling and the embedding rows), so per-call and per-frame overhead show.
+  whole frame (predict(): 15 calls, positions 0 and 1 in one; sampling and the embedding rows), so per-call and per-frame overhead show.
 Prints the load average before and after; nothing is asserted.
 """
 
@@ -27,14 +27,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.nets.code_predictor import CodePredictor  # noqa: E402
-from engine.nets.talker import net_precision  # noqa: E402
 from engine.runtime.bandwidth import layer_weight_bytes  # noqa: E402
 from engine.runtime.bundle import Bundle  # noqa: E402
 from engine.runtime.cpu import cpu_model, load_average  # noqa: E402
 from engine.runtime.ncnn_graph import parse_param  # noqa: E402
 from engine.runtime.ncnn_mats import InputRow  # noqa: E402
-from engine.runtime.sequence_net import SequenceNet  # noqa: E402
-from engine.runtime.step_graph import StepNet, stacked_attention_param_text  # noqa: E402
+from engine.runtime.stacked_graph import stacked_attention_param_text  # noqa: E402
 
 
 def load(bundle: Bundle, threads: int) -> tuple[CodePredictor, str]:
@@ -42,9 +40,7 @@ def load(bundle: Bundle, threads: int) -> tuple[CodePredictor, str]:
     spec = meta["code_predictor"]
     text = stacked_attention_param_text(bundle.file(f"{meta['cp_graph']}.param").read_text(), int(spec["heads"]),
                                         int(spec["head_dim"]))
-    cp = CodePredictor(bundle, threads, adaptive_threads=False)
-    cp.net = SequenceNet(bundle, meta["cp_graph"], threads, net_precision(bundle, meta), param_text=text,
-                         packing=False, max_rows=StepNet.Q8_MAX_ROWS["int8"], fixed_threads=True)
+    cp = CodePredictor(bundle, threads, adaptive_threads=False, int8_threads=threads)
     return cp, text
 
 
@@ -119,8 +115,8 @@ def profile(cp: CodePredictor, text: str, rounds: int) -> None:
         cp.predict(hidden[0], 5, choose)
         frames.append(time.perf_counter() - t)
     frame = statistics.median(frames) * 1000
-    print(f"  whole frame (predict: 16 calls, greedy choice, embedding rows): median {frame:.1f} ms = 16 x "
-          f"{frame / 16:.2f} ms per call; fastest {min(frames) * 1000:.1f} ms")
+    print(f"  whole frame (predict: 15 calls, positions 0 and 1 in one, greedy choice, embedding rows): median "
+          f"{frame:.1f} ms = 15 x {frame / 15:.2f} ms per call; fastest {min(frames) * 1000:.1f} ms")
 
 
 def main() -> int:

@@ -23,7 +23,8 @@ from engine.nets.code_predictor import CodePredictor
 from engine.nets.talker import Talker
 from engine.runtime.bundle import Bundle
 from engine.runtime.ncnn_graph import parse_param
-from engine.runtime.step_graph import StepNet, stacked_attention_param_text, step_param_text
+from engine.runtime.stacked_graph import StackedNet, stacked_attention_param_text
+from engine.runtime.step_graph import StepNet, step_param_text
 from engine.synthesis.synthesizer import Synthesizer
 from engine.types import MAX_BATCH_SIZE
 from tests.bundles import OUTPUTS, bundle_for, fixture_models
@@ -132,14 +133,14 @@ def test_rows_identical_to_alone(model, precision, threads):
 
 @pytest.mark.parametrize("model", MODELS)
 def test_q8_code_predictor_attention_inside_equals_the_cut_out_attention(model, monkeypatch):
-    """The q8 code predictor's graph with attention inside (rows stacked as heads by Permute/Reshape) gives every
-    logit bit-identical to the step graph with attention cut out and run per call in its own SDPA net, for one
-    row and for several rows."""
+    """The q8 code predictor's graph with attention inside (rows stacked as heads by Permute/Reshape; positions 0
+    and 1 in one call, their attention in two calls of an SDPA net) gives every logit bit-identical to the step
+    graph with attention cut out and run per call in its own SDPA net, for one row and for several rows."""
     from engine.nets import code_predictor
 
     bundle = Bundle.open(bundle_for(model, "q8", parts=["talker"]))
     inside = CodePredictor(bundle, 1)
-    assert not isinstance(inside.net, StepNet) and inside.net.max_rows == MAX_BATCH_SIZE
+    assert isinstance(inside.net, StackedNet) and inside.net.max_rows == MAX_BATCH_SIZE
     monkeypatch.setattr(code_predictor, "stacked_code_predictor_net", lambda *a: None)
     cut_out = CodePredictor(bundle, 1)
     assert isinstance(cut_out.net, StepNet)

@@ -2,10 +2,10 @@
 
 Position 0 is the talker hidden, position 1 is C(c0) (its logits give code 1), position g is the embedding of
 code g-1 (logits give code g). Each position is one call per frame on a float bundle's stored graph
-(engine/runtime/sequence_net.py), or one call for all frames being predicted together on a q8 bundle (its step graph with
-the attention inside, rows stacked as heads: engine/runtime/step_graph.py stacked_attention_param_text; bundles of the older
-8-bit block format run the step graph with attention cut out); the KV cache starts empty every frame. Only the lm_head of the current group runs (ncnn
-evaluates lazily).
+(engine/runtime/sequence_net.py). A q8 bundle makes one call for all frames being predicted together, rows stacked
+as attention heads (engine/runtime/stacked_graph.py), and positions 0 and 1 share one call; bundles of the older
+8-bit block format run the step graph (engine/runtime/step_graph.py). The KV cache starts empty every frame. Only
+the lm_head of the current group runs (ncnn evaluates lazily).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from ..runtime.bundle import Bundle
 from ..runtime.cpu_load import shared_cpu_load
 from ..runtime.ncnn_mats import as_mat
 from ..runtime.sequence_net import SequenceNet
-from ..runtime.step_graph import StepNet, stacked_code_predictor_net
+from ..runtime.stacked_graph import StackedNet, stacked_code_predictor_net
+from ..runtime.step_graph import StepNet
 from ..runtime.thread_governor import ThreadGovernor
 from .talker import RopeTable, as_rows, check_ids, decode_net, net_precision
 
@@ -49,6 +50,7 @@ class CodePredictor:
         self._sin = [rope.sin[p:p + 1] for p in range(self.groups)]
         self._rope_mats = [(as_mat(c), as_mat(s)) for c, s in zip(self._cos, self._sin, strict=True)]  # reused
         self._rope_rows = {1: self._rope_mats}  # row count -> the 16 positions' RoPE Mats for that many rows
+        self._start_rope: dict[int, tuple] = {}  # row count -> the (cos, sin) Mats of StackedNet.start's rows
         self._heads = [f"logits_{g}" for g in range(self.groups - 1)]
         self._offsets = np.arange(self.groups - 1, dtype=np.int64) * self.codebook_size
 
@@ -116,29 +118,30 @@ class CodePredictor:
             raise EngineError(f"code predictor choice {code} for group {group} is out of range")
         return code
 
-    def _predict_stacked(self, net: SequenceNet, past_hidden: np.ndarray, c0s: np.ndarray,
+    def _predict_stacked(self, net: StackedNet, past_hidden: np.ndarray, c0s: np.ndarray,
                          chooses: list[Choose]) -> np.ndarray:
-        """All rows in one call per position on the q8 graph with attention inside (rows stacked as heads, see
-        engine/runtime/step_graph.py stacked_attention_param_text): no round trip through Python per layer."""
+        """All rows in one call per position, positions 0 and 1 together (engine/runtime/stacked_graph.py): no
+        round trip through Python per layer after the first call."""
         r = c0s.shape[0]
         if r not in self._rope_rows:
             self._rope_rows[r] = [(as_mat(np.repeat(c, r, 0)), as_mat(np.repeat(s, r, 0)))
                                   for c, s in zip(self._cos, self._sin, strict=True)]
+        if r not in self._start_rope:  # positions 0 and 1 of r rows: the r position-0 rows first
+            self._start_rope[r] = tuple(as_mat(np.repeat(np.concatenate(t[:2]), r, 0)) for t in (self._cos, self._sin))
         rope = self._rope_rows[r]
-        _, cache = net.run(past_hidden, *rope[0], None, None, ())
-        x = self._codec[c0s]  # the net's reused input Mat takes the rows as they are (fp16 tables widen exactly)
+        (logits,), cache = net.start(np.concatenate([past_hidden, self._codec[c0s]]), *self._start_rope[r],
+                                     (self._heads[0],))
         picked: list[list[int]] = []  # per group, the code of each row (Python ints: no numpy call per code)
         for g in range(1, self.groups):
-            (logits,), cache = net.run(x, *rope[g], None, cache, (self._heads[g - 1],))
             logits = logits.reshape(r, -1)
             picked.append([self._checked(chooses[j](logits[j], g), g) for j in range(r)])
-            if g < self.groups - 1:
-                x = self._cp[g - 1][picked[-1]]
+            if g < self.groups - 1:  # the net's reused input Mat takes the embedding rows as they are
+                (logits,), cache = net.run(self._cp[g - 1][picked[-1]], *rope[g + 1], None, cache, (self._heads[g],))
         return np.array(picked, dtype=np.int64).T.copy()
 
     def _predict_many(self, past_hidden: np.ndarray, c0s: np.ndarray, chooses: list[Choose]) -> np.ndarray:
         net = self.net
-        if isinstance(net, SequenceNet) and net.max_rows > 1:
+        if isinstance(net, StackedNet):
             return self._predict_stacked(net, past_hidden, c0s, chooses)
         if isinstance(net, SequenceNet):
             return np.stack([self._predict_one(net, h, int(c0), choose)

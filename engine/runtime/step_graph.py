@@ -17,8 +17,8 @@ Batching must not change any result, so a row's numbers may not depend on the ot
   (`sdpa_param_text`, same parameters, so caches pass between the two ways) and feeds the result in as the
   attention layer's output blob, which ncnn then takes as computed: the in-graph attention layer never runs.
 
-The code predictor of a q8 bundle keeps its attention inside instead (stacked_attention_param_text): all its rows
-are at one position, so they attend in one SDPA per layer with the rows stacked as extra heads.
+The code predictor of a q8 bundle stacks its rows as attention heads instead (engine/runtime/stacked_graph.py): all
+its rows are at one position, so they attend in one SDPA per layer.
 
 The weights in the .bin are untouched and shared: only weight-free layers change, so one loaded net serves every
 row count, and bundles need no re-conversion.
@@ -39,13 +39,7 @@ from .device import gpu_load
 from .ncnn_graph import ParamLayer, layers_param_text, parse_param
 from .ncnn_mats import InputRow, as_mat, extract, extract_mat, extract_raw
 from .openmp import team_limit
-from .sequence_net import SequenceNet, WeightThreads
-
-# ncnn's per-layer featmask (param 31), bit 7: run the layer on one thread. A copy layer (Reshape, Permute) does
-# almost no work, and on two threads each one wakes the sleeping second thread (code predictor, 40 such layers
-# added below, int8 Gemms on two threads: docs/performance.md "CPU speed: self-tuning and the memory floor");
-# the result is the same bits.
-ONE_THREAD = f"31={1 << 7}"
+from .sequence_net import WeightThreads
 
 
 @dataclass(frozen=True)
@@ -89,55 +83,6 @@ def step_param_text(param_text: str) -> tuple[str, list[AttentionSite]]:
     if not sites:
         raise BundleError("the graph has no attention layers to batch")
     return layers_param_text(out), sites
-
-
-def stacked_attention_param_text(param_text: str, heads: int, head_dim: int) -> str:
-    """Rewrite a q8 code-predictor .param for rows that are all at one position (its KV cache starts empty every
-    frame, so the rows of a call always are): rows stay a matrix as in step_param_text, and each attention layer
-    stays in the graph with its KV cache, the rows stacked as extra heads. Permute and Reshape do what the
-    numpy around a cut-out attention did ((heads, R, head_dim) -> (R * heads, 1, head_dim) and back), so each
-    head, and each row, is computed on its own; one call per position then serves every row without a round trip
-    through Python per layer. The layers added here run on one thread, as the converter's own weight-free layers
-    do (ONE_THREAD)."""
-    out: list[ParamLayer] = []
-    for line in parse_param(param_text):
-        if line.type == "Squeeze":  # rows stay a matrix (see step_param_text)
-            line = ParamLayer("Noop", line.name, line.inputs, line.outputs)
-        if line.type == "SDPA":
-            if len(line.inputs) != 5 or len(line.outputs) != 3:
-                raise BundleError(f"attention layer {line.name} is not an unmasked attention with a KV cache")
-            stacked = []
-            for blob in line.inputs[:3]:
-                out.append(ParamLayer("Permute", f"{blob}__rowsfirst", (blob,), (f"{blob}__rows",),
-                                      ("0=2", ONE_THREAD)))
-                out.append(ParamLayer("Reshape", f"{blob}__stack", (f"{blob}__rows",), (f"{blob}__heads",),
-                                      (f"0={head_dim}", "1=1", "2=-1", ONE_THREAD)))
-                stacked.append(f"{blob}__heads")
-            att = line.outputs[0]
-            # one thread too: at most 17 positions per frame, a second thread only adds its wake-up (full-size
-            # 0.6B q8, AMD EPYC, 2 threads: SDPA 0.33 ms of a 3.4 ms call, against 0.04 ms on one thread)
-            tokens = tuple(t for t in line.tokens if not t.startswith("31=")) + (ONE_THREAD,)
-            out.append(ParamLayer("SDPA", line.name, (*stacked, *line.inputs[3:]), (f"{att}__heads", *line.outputs[1:]),
-                                  tokens))
-            out.append(ParamLayer("Reshape", f"{att}__unstack", (f"{att}__heads",), (f"{att}__rows",),
-                                  (f"0={head_dim}", f"1={heads}", "2=-1", ONE_THREAD)))
-            out.append(ParamLayer("Permute", f"{att}__headsfirst", (f"{att}__rows",), (att,), ("0=2", ONE_THREAD)))
-            continue
-        out.append(line)
-    return layers_param_text(out)
-
-
-def stacked_code_predictor_net(bundle: Bundle, graph: str, heads: int, head_dim: int, precision: str,
-                               int8_threads: int | None = None) -> SequenceNet | None:
-    """The q8 code predictor's net with attention inside (stacked_attention_param_text), or None for bundles of
-    the older 8-bit block format (their Gemm rounds rows in blocks: they keep StepNet and its row limit)."""
-    text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
-    what = f"The {graph} network of the model bundle {bundle.path}"
-    if _q8_format(step_param_text(text)[0], what) != "int8":
-        return None
-    return SequenceNet(bundle, graph, int8_threads or StepNet.INT8_THREADS, precision,
-                       param_text=stacked_attention_param_text(text, heads, head_dim), packing=False,
-                       max_rows=StepNet.Q8_MAX_ROWS["int8"], fixed_threads=True)
 
 
 def sdpa_param_text(site: AttentionSite) -> str:
