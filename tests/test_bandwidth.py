@@ -7,7 +7,10 @@ import math
 
 import pytest
 
+from engine.nets.weight_reads import frame_weights
 from engine.runtime.bandwidth import floor_and_share, measure_read_bandwidth, weights_read
+from engine.runtime.bundle import Bundle
+from tests.bundles import bundle_for
 
 # in0 -> [q8 Gemm 8x4 + scale table] -> a -> [fp Gemm 3x8] -> out_a ; in0 -> [InnerProduct 5x4, int8] -> out_b;
 # a -> [head Gemm 2x8] -> logits_0
@@ -76,3 +79,21 @@ def test_bandwidth_reads_the_bytes_it_says():
     bw = measure_read_bandwidth(2, repeats=1, total_bytes=8 << 20)
     assert bw.readers == 2 and bw.array_bytes == 8 << 20
     assert bw.one_reader > 0 and bw.all_readers > 0
+
+
+@pytest.mark.parametrize("precision", ["fp32", "q8"])
+def test_frame_weights_count_each_code_predictor_call(precision):
+    """Per frame the code predictor reads its layers once per code (15) and each head once; float bundles make
+    one more call for position 0 (every layer but the last one's attention output and MLP), q8 bundles run
+    positions 0 and 1 together."""
+    bundle = Bundle.open(bundle_for("tiny06b", precision, parts=("talker",)))
+    w = frame_weights(bundle)
+    layers = int(bundle.part("talker")["code_predictor"]["layers"])
+    assert w.code_predictor_layers > 0 and w.code_predictor_heads > 0 and w.talker > 0
+    assert w.total == w.talker + w.code_predictor
+    position_0 = w.code_predictor - 15 * w.code_predictor_layers - w.code_predictor_heads
+    if precision == "q8":
+        assert w.code_predictor_calls == 15 and position_0 == 0
+    else:
+        assert w.code_predictor_calls == 16
+        assert w.code_predictor_layers * (layers - 1) / layers < position_0 < w.code_predictor_layers

@@ -69,7 +69,7 @@ class CodePredictor:
         load; default StepNet.INT8_THREADS)."""
         bundle, meta, compact = self._load
         spec = meta["code_predictor"]
-        return (bundle.precision == "q8" and stacked_code_predictor_net(
+        return (stacked_code_predictor_net(
             bundle, meta["cp_graph"], int(spec["heads"]), int(spec["head_dim"]),
             net_precision(bundle, meta, compact), int8_threads)) or decode_net(bundle, meta, meta["cp_graph"],
                                                                                threads, compact, int8_threads)

@@ -1,7 +1,8 @@
 """The weight bytes one generated frame reads, per network, counted from the bundle's graphs
-(engine/runtime/bandwidth.py weights_read): the talker's step, and the code predictor's 16 calls per frame (the
-talker hidden state at position 0, whose call needs every layer but the last one's attention output and MLP, then
-codes 1..15, each call all five layers and one of the 15 heads)."""
+(engine/runtime/bandwidth.py weights_read): the talker's step, and the code predictor's calls: one per code 1..15,
+each all five layers and one of the 15 heads, plus, on float and older 8-bit bundles, a call of its own for the
+talker hidden state at position 0 (every layer but the last one's attention output and MLP). q8 bundles run
+positions 0 and 1 in one call (engine/runtime/stacked_graph.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 from ..runtime.bandwidth import weights_read
 from ..runtime.bundle import Bundle
+from ..runtime.stacked_graph import runs_stacked
 from .talker import net_precision
 
 
@@ -39,4 +41,6 @@ def frame_weights(bundle: Bundle) -> FrameWeights:
     per_code = [weights_read(cp_text, [h, *c_cache], float_bytes) for h in heads]
     head_bytes = weights_read(cp_text, heads, float_bytes, only="logits_")
     full_call = per_code[0] - weights_read(cp_text, heads[:1], float_bytes, only="logits_")
+    if runs_stacked(bundle, meta["cp_graph"]):  # position 0 rides along with position 1
+        return FrameWeights(talker, full_call, len(heads), sum(per_code), head_bytes)
     return FrameWeights(talker, full_call, 1 + len(heads), first + sum(per_code), head_bytes)

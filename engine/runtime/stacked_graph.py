@@ -130,12 +130,19 @@ def _one_thread(tokens: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(t for t in tokens if not t.startswith("31=")) + (ONE_THREAD,)
 
 
+def runs_stacked(bundle: Bundle, graph: str) -> bool:
+    """True when the code-predictor graph runs as a StackedNet: q8 bundles of the int8 format. The older 8-bit
+    block format's Gemm rounds rows in blocks, so those keep StepNet and its row limit; float graphs run as stored."""
+    if bundle.precision != "q8":
+        return False
+    text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
+    return _q8_format(step_param_text(text)[0], f"The {graph} network of the model bundle {bundle.path}") == "int8"
+
+
 def stacked_code_predictor_net(bundle: Bundle, graph: str, heads: int, head_dim: int, precision: str,
                                int8_threads: int | None = None) -> StackedNet | None:
-    """The q8 code predictor's net with attention inside (stacked_attention_param_text), or None for bundles of
-    the older 8-bit block format (their Gemm rounds rows in blocks: they keep StepNet and its row limit)."""
-    text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
-    what = f"The {graph} network of the model bundle {bundle.path}"
-    if _q8_format(step_param_text(text)[0], what) != "int8":
+    """The q8 code predictor's StackedNet, or None where it does not run stacked (runs_stacked)."""
+    if not runs_stacked(bundle, graph):
         return None
+    text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
     return StackedNet(bundle, graph, int8_threads or StepNet.INT8_THREADS, precision, text, heads, head_dim)
