@@ -104,7 +104,8 @@ def time_one(name: str, cmd: list[str], extra_env: dict[str, str]) -> tuple[dict
     busy0, total0 = cpu_seconds()
     own0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.time()
-    proc = subprocess.run(cmd, env=env, input=TEXT if name.startswith("peer") else "", capture_output=True, text=True)
+    proc = subprocess.run(cmd, env=env, input=TEXT if name.startswith("peer") else "", capture_output=True, text=True,
+                          cwd=ROOT)  # python -m puts the working folder first on the path: this checkout's engine
     wall = time.time() - start
     busy1, total1 = cpu_seconds()
     own1 = resource.getrusage(resource.RUSAGE_CHILDREN)
