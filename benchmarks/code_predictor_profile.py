@@ -9,7 +9,8 @@ per thread count and, at position 1 of a frame (one key in the cache, as most of
   of a blob already computed is measured and subtracted;
 - sums them per layer type, and for the weight layers (int8 Gemm) prints bytes and GB/s;
 - times the whole call as the engine makes it (one extractor, the head's logits and the ten cache blobs) and a
-  whole frame (predict(): 15 calls, positions 0 and 1 in one; sampling and the embedding rows), so per-call and per-frame overhead show.
+  whole frame (predict(): 15 calls, positions 0 and 1 in one; sampling and the embedding rows), so per-call and per-frame overhead show,
+  alternating with the same frame made with positions 0 and 1 in calls of their own (16 calls, the codes compared).
 Prints the load average before and after; nothing is asserted.
 """
 
@@ -108,15 +109,35 @@ def profile(cp: CodePredictor, text: str, rounds: int) -> None:
     print(f"  whole call as the engine makes it (extractor, inputs, logits, ten cache blobs): median {call:.2f} ms "
           f"({call - total:+.2f} ms beside the layers' medians), fastest {fastest:.2f} ms ({fastest - lowest:+.2f} ms "
           f"beside the layers' fastest, {lowest:.2f} ms)")
-    frames = []
+    frames: list[float] = []
+    apart: list[float] = []
     choose = lambda logits, g: int(np.argmax(logits))  # noqa: E731
-    for _ in range(max(5, rounds // 3)):
+    for _ in range(max(5, rounds // 3)):  # alternating: the engine's frame, then positions 0 and 1 in calls of their own
         t = time.perf_counter()
-        cp.predict(hidden[0], 5, choose)
+        codes = cp.predict(hidden[0], 5, choose)
         frames.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        same = np.array_equal(codes, separate_start(cp, hidden, 5))
+        apart.append(time.perf_counter() - t)
     frame = statistics.median(frames) * 1000
     print(f"  whole frame (predict: 15 calls, positions 0 and 1 in one, greedy choice, embedding rows): median "
           f"{frame:.1f} ms = 15 x {frame / 15:.2f} ms per call; fastest {min(frames) * 1000:.1f} ms")
+    print(f"  the same frame with positions 0 and 1 in calls of their own (16 calls, alternating with the above): "
+          f"median {statistics.median(apart) * 1000:.1f} ms; codes {'identical' if same else 'DIFFERENT'}")
+
+
+def separate_start(cp: CodePredictor, hidden: np.ndarray, c0: int) -> np.ndarray:
+    """A greedy frame as the engine made it before positions 0 and 1 shared a call: 16 calls of the stacked graph."""
+    rope = cp.position_rope
+    _, cache = cp.net.run(hidden, *rope[0], None, None, ())
+    x = cp.codec_embedding[[c0]]
+    codes = []
+    for g in range(1, cp.groups):
+        (logits,), cache = cp.net.run(x, *rope[g], None, cache, (f"logits_{g - 1}",))
+        codes.append(int(np.argmax(logits)))
+        if g < cp.groups - 1:
+            x = cp._cp[g - 1][[codes[-1]]]  # white-box: the engine's own embedding table
+    return np.array(codes)
 
 
 def main() -> int:
