@@ -136,7 +136,7 @@ def separate_start(cp: CodePredictor, hidden: np.ndarray, c0: int) -> np.ndarray
         (logits,), cache = cp.net.run(x, *rope[g], None, cache, (f"logits_{g - 1}",))
         codes.append(int(np.argmax(logits)))
         if g < cp.groups - 1:
-            x = cp._cp[g - 1][[codes[-1]]]  # white-box: the engine's own embedding table
+            x = cp.code_embeddings[g - 1][[codes[-1]]]
     return np.array(codes)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import ncnn
 import numpy as np
 
 from ..errors import EngineError
@@ -50,7 +51,7 @@ class CodePredictor:
         self._sin = [rope.sin[p:p + 1] for p in range(self.groups)]
         self._rope_mats = [(as_mat(c), as_mat(s)) for c, s in zip(self._cos, self._sin, strict=True)]  # reused
         self._rope_rows = {1: self._rope_mats}  # row count -> the 16 positions' RoPE Mats for that many rows
-        self._start_rope: dict[int, tuple] = {}  # row count -> the (cos, sin) Mats of StackedNet.start's rows
+        self._start_rope: dict[int, tuple[ncnn.Mat, ncnn.Mat]] = {}  # row count -> StackedNet.start's (cos, sin)
         self._heads = [f"logits_{g}" for g in range(self.groups - 1)]
         self._offsets = np.arange(self.groups - 1, dtype=np.int64) * self.codebook_size
 
@@ -63,6 +64,12 @@ class CodePredictor:
     def codec_embedding(self) -> np.ndarray:
         """The code-0 embedding table (codebook x talker hidden): a frame's first input is its code 0's row."""
         return self._codec
+
+    @property
+    def code_embeddings(self) -> np.ndarray:
+        """The tables of codes 1..15 (groups-1, codebook, talker hidden): after code g (1..14) is chosen, the next
+        position's input is row code of table g-1."""
+        return self._cp
 
     def load_net(self, threads: int, int8_threads: int | None = None) -> SequenceNet | StepNet:
         """A new net of the code predictor's graph at `threads` (a q8 bundle's int8 Gemms at int8_threads, fixed at
@@ -127,10 +134,11 @@ class CodePredictor:
             self._rope_rows[r] = [(as_mat(np.repeat(c, r, 0)), as_mat(np.repeat(s, r, 0)))
                                   for c, s in zip(self._cos, self._sin, strict=True)]
         if r not in self._start_rope:  # positions 0 and 1 of r rows: the r position-0 rows first
-            self._start_rope[r] = tuple(as_mat(np.repeat(np.concatenate(t[:2]), r, 0)) for t in (self._cos, self._sin))
+            cos, sin = (as_mat(np.repeat(np.concatenate(t[:2]), r, 0)) for t in (self._cos, self._sin))
+            self._start_rope[r] = cos, sin
         rope = self._rope_rows[r]
-        (logits,), cache = net.start(np.concatenate([past_hidden, self._codec[c0s]]), *self._start_rope[r],
-                                     (self._heads[0],))
+        cos, sin = self._start_rope[r]
+        (logits,), cache = net.start(np.concatenate([past_hidden, self._codec[c0s]]), cos, sin, (self._heads[0],))
         picked: list[list[int]] = []  # per group, the code of each row (Python ints: no numpy call per code)
         for g in range(1, self.groups):
             logits = logits.reshape(r, -1)

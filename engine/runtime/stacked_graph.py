@@ -116,10 +116,9 @@ class StackedNet(SequenceNet):
         with team_limit(self._team):
             for (q, k, v, att), sdpa in zip(self._stacked, self._site_nets, strict=True):
                 q2, k2, v2 = (extract(ex, blob) for blob in (q, k, v))  # (2R * heads, 1, head_dim): position 0 first
-                first = [as_mat(a[:a.shape[0] // 2]) for a in (q2, k2, v2)]
-                second = [as_mat(a[a.shape[0] // 2:]) for a in (q2, k2, v2)]
-                att0, past = _attend(sdpa, *first, None, None)
-                att1, grown = _attend(sdpa, *second, None, past)
+                half = q2.shape[0] // 2, k2.shape[0] // 2, v2.shape[0] // 2
+                att0, past = _attend(sdpa, as_mat(q2[:half[0]]), as_mat(k2[:half[1]]), as_mat(v2[:half[2]]), None, None)
+                att1, grown = _attend(sdpa, as_mat(q2[half[0]:]), as_mat(k2[half[1]:]), as_mat(v2[half[2]:]), None, past)
                 ex.input(att, as_mat(np.concatenate([np.asarray(att0), np.asarray(att1)])))
                 cache.extend(grown)
             outs = [extract(ex, name).reshape(2 * r, -1)[r:] for name in outputs]

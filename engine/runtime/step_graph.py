@@ -174,7 +174,7 @@ class StepNet(WeightThreads):
 
         One call, no round trip through Python per layer: full-size 0.6B q8 talker step, 2 threads, AMD EPYC,
         16.2 ms against 18.3 with the attention cut out and run in the SDPA nets (same bits; see
-        docs/performance.md "The talker's attention inside its graph")."""
+        docs/performance.md "Talker attention inside the step graph")."""
         ex = self.net.create_extractor()
         if self._row is None or self._row.shape != rows.shape:
             self._row = InputRow(rows.shape)
