@@ -363,19 +363,19 @@ def test_int8_graphs_keep_their_load_time_threads(capfd, monkeypatch, teams):
 
 def test_step_graph_tells_the_q8_format_apart():
     from engine.errors import BundleError
-    from engine.runtime.step_graph import _q8_format
+    from engine.runtime.step_graph import q8_format
 
     int8 = "Gemm g1 1 1 a b 2=0 3=1 4=0 5=1 6=0 7=0 8=4 9=8 10=-1 18=1"
     block = "Gemm g2 1 1 b c 2=0 3=1 4=0 5=1 6=0 7=0 8=4 9=8 18=802"
     float_gemm = "Gemm g3 1 1 c d 2=0 3=1 4=0 5=1 6=0 7=0 8=4 9=8"
-    assert _q8_format("\n".join(["7767517", "1 2", int8]), "x") == "int8"
-    assert _q8_format("\n".join(["7767517", "1 2", block]), "x") == "block"
-    assert _q8_format("\n".join(["7767517", "1 2", "InnerProduct ip 1 1 a b 0=4 1=0 2=32"]), "x") is None
+    assert q8_format("\n".join(["7767517", "1 2", int8]), "x") == "int8"
+    assert q8_format("\n".join(["7767517", "1 2", block]), "x") == "block"
+    assert q8_format("\n".join(["7767517", "1 2", "InnerProduct ip 1 1 a b 0=4 1=0 2=32"]), "x") is None
     for mixed in ([int8, block], [int8, float_gemm], [float_gemm]):
         with pytest.raises(BundleError, match=r"^The talker network of the model bundle B has Gemm layers this version "
                                               r"cannot run \(float ones, or two 8-bit formats mixed\); convert the "
                                               r"model again\.$"):
-            _q8_format("\n".join(["7767517", "2 3", *mixed]), "The talker network of the model bundle B")
+            q8_format("\n".join(["7767517", "2 3", *mixed]), "The talker network of the model bundle B")
 
 
 def test_step_graph_is_for_q8_bundles_only():

@@ -21,13 +21,12 @@ import ncnn
 import numpy as np
 
 from ..errors import BundleError
-from .bundle import Bundle, make_net_options
-from .device import gpu_load
+from .bundle import Bundle
 from .ncnn_graph import ParamLayer, layers_param_text, parse_param
 from .ncnn_mats import as_mat, extract
 from .openmp import team_limit
 from .sequence_net import Cache, SequenceNet
-from .step_graph import AttentionSite, StepNet, _attend, _q8_format, sdpa_param_text, step_param_text
+from .step_graph import StepNet, attend_once, q8_format, sdpa_net, step_param_text
 
 # ncnn's per-layer featmask (param 31), bit 7: run the layer on one thread. A copy layer (Reshape, Permute) does
 # almost no work, and on two threads each one wakes the sleeping second thread (code predictor, 40 such layers
@@ -84,21 +83,11 @@ class StackedNet(SequenceNet):
         _, sites = step_param_text(param_text)
         # each layer's stacked q, k, v and attention-output blobs (stacked_attention_param_text names them)
         self._stacked = [tuple(f"{blob}__heads" for blob in (s.q, s.k, s.v, s.out)) for s in sites]
-        nets: dict[tuple[str, ...], ncnn.Net] = {}
-        self._site_nets: list[ncnn.Net] = []  # start()'s attention, per layer
-        for site in sites:
-            params = _one_thread(site.params)  # as the graph's own attention layers
-            if params not in nets:
-                net = ncnn.Net()
-                make_net_options(net, precision, threads, bundle.device)
-                net.opt.use_packing_layout = False  # as the graph (the caches pass between the two unchanged)
-                with gpu_load(bundle.device, f"{graph} attention"):
-                    site_text = sdpa_param_text(AttentionSite(site.layer, "q", "k", "v", "att", params, ("", ""),
-                                                              ("", "")))
-                    if net.load_param_mem(site_text) != 0 or net.load_model(ncnn.DataReaderFromEmpty()) != 0:
-                        raise BundleError(f"model bundle {bundle.path}: the attention net for {graph} failed to load")
-                nets[params] = net
-            self._site_nets.append(nets[params])
+        # start()'s attention, per layer: one net per distinct parameters, fp32 and one thread as the graph's own
+        # attention layers, unpacked as the graph (the caches pass between the two unchanged)
+        nets = {params: sdpa_net(bundle, graph, params, threads, packing=False)
+                for params in {_one_thread(site.params) for site in sites}}
+        self._site_nets = [nets[_one_thread(site.params)] for site in sites]
 
     def start(self, rows: np.ndarray, cos: ncnn.Mat, sin: ncnn.Mat, outputs: Sequence[str]
               ) -> tuple[list[np.ndarray], Cache]:
@@ -115,14 +104,19 @@ class StackedNet(SequenceNet):
         cache: Cache = []
         with team_limit(self._team):
             for (q, k, v, att), sdpa in zip(self._stacked, self._site_nets, strict=True):
-                q2, k2, v2 = (extract(ex, blob) for blob in (q, k, v))  # (2R * heads, 1, head_dim): position 0 first
-                half = q2.shape[0] // 2, k2.shape[0] // 2, v2.shape[0] // 2
-                att0, past = _attend(sdpa, as_mat(q2[:half[0]]), as_mat(k2[:half[1]]), as_mat(v2[:half[2]]), None, None)
-                att1, grown = _attend(sdpa, as_mat(q2[half[0]:]), as_mat(k2[half[1]:]), as_mat(v2[half[2]:]), None, past)
+                # (2R * heads, 1, head_dim) each, the position-0 rows' heads first
+                (q0, q1), (k0, k1), (v0, v1) = (_halves(extract(ex, blob)) for blob in (q, k, v))
+                att0, past = attend_once(sdpa, q0, k0, v0, None, None)
+                att1, grown = attend_once(sdpa, q1, k1, v1, None, past)
                 ex.input(att, as_mat(np.concatenate([np.asarray(att0), np.asarray(att1)])))
                 cache.extend(grown)
             outs = [extract(ex, name).reshape(2 * r, -1)[r:] for name in outputs]
         return outs, cache
+
+
+def _halves(stacked: np.ndarray) -> tuple[ncnn.Mat, ncnn.Mat]:
+    half = stacked.shape[0] // 2
+    return as_mat(stacked[:half]), as_mat(stacked[half:])
 
 
 def _one_thread(tokens: tuple[str, ...]) -> tuple[str, ...]:
@@ -135,7 +129,7 @@ def runs_stacked(bundle: Bundle, graph: str) -> bool:
     if bundle.precision != "q8":
         return False
     text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
-    return _q8_format(step_param_text(text)[0], f"The {graph} network of the model bundle {bundle.path}") == "int8"
+    return q8_format(step_param_text(text)[0], f"The {graph} network of the model bundle {bundle.path}") == "int8"
 
 
 def stacked_code_predictor_net(bundle: Bundle, graph: str, heads: int, head_dim: int, precision: str,

@@ -124,24 +124,18 @@ class StepNet(WeightThreads):
         text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
         step_text, self.sites = step_param_text(text)
         what = f"The {graph} network of the model bundle {bundle.path}"
-        q8_format = _q8_format(step_text, what)
-        if q8_format is None:
+        weight_format = q8_format(step_text, what)
+        if weight_format is None:
             raise BundleError(f"{what} has no 8-bit layers; float bundles run their stored graph (SequenceNet).")
-        self.max_rows = self.Q8_MAX_ROWS[q8_format]
-        self._loaded_threads = (int8_threads or self.INT8_THREADS) if q8_format == "int8" else None
+        self.max_rows = self.Q8_MAX_ROWS[weight_format]
+        self._loaded_threads = (int8_threads or self.INT8_THREADS) if weight_format == "int8" else None
         self._team: int | None = None  # fewer threads than loaded for the next calls (engine/runtime/openmp.py)
         self.net = bundle.net(graph, self._loaded_threads or threads, precision, param_text=step_text, packing=False)
         self._sdpa: dict[tuple[str, ...], ncnn.Net] = {}
         self._row: InputRow | None = None  # run_one's input, reused
         for site in self.sites:
             if site.params not in self._sdpa:
-                net = ncnn.Net()
-                make_net_options(net, "fp32", threads, bundle.device)
-                with gpu_load(bundle.device, f"{graph} attention"):
-                    if (net.load_param_mem(sdpa_param_text(site)) != 0
-                            or net.load_model(ncnn.DataReaderFromEmpty()) != 0):
-                        raise BundleError(f"model bundle {bundle.path}: the attention net for {graph} failed to load")
-                self._sdpa[site.params] = net
+                self._sdpa[site.params] = sdpa_net(bundle, graph, site.params, threads)
         self._cache_out = [blob for site in self.sites for blob in site.cache_out]  # run_one's, in layer order
 
     def set_threads(self, threads: int) -> None:
@@ -199,16 +193,29 @@ class StepNet(WeightThreads):
                   ) -> tuple[np.ndarray, tuple[ncnn.Mat, ncnn.Mat]]:
         """One sequence's attention (heads, rows, head_dim) over its cache; returns the output and the grown
         cache (opaque Mats, to be fed back unchanged)."""
-        att, grown = _attend(self._sdpa[site.params], as_mat(q), as_mat(k), as_mat(v),
+        att, grown = attend_once(self._sdpa[site.params], as_mat(q), as_mat(k), as_mat(v),
                              None if mask is None else as_mat(mask), cache)
         return np.array(att, dtype=np.float32), grown
+
+
+def sdpa_net(bundle: Bundle, graph: str, params: tuple[str, ...], threads: int, packing: bool = True) -> ncnn.Net:
+    """A loaded one-layer SDPA net (sdpa_param_text) with the attention parameters `params`, on the bundle's
+    device, fp32."""
+    net = ncnn.Net()
+    make_net_options(net, "fp32", threads, bundle.device)
+    net.opt.use_packing_layout = packing
+    text = sdpa_param_text(AttentionSite(0, "q", "k", "v", "att", params, ("k_in", "v_in"), ("k_out", "v_out")))
+    with gpu_load(bundle.device, f"{graph} attention"):
+        if net.load_param_mem(text) != 0 or net.load_model(ncnn.DataReaderFromEmpty()) != 0:
+            raise BundleError(f"model bundle {bundle.path}: the attention net for {graph} failed to load")
+    return net
 
 
 _KV_OUT = ["k_out", "v_out"]
 
 
-def _attend(sdpa: ncnn.Net, q: ncnn.Mat, k: ncnn.Mat, v: ncnn.Mat, mask: ncnn.Mat | None,
-            cache: tuple[ncnn.Mat, ncnn.Mat] | None) -> tuple[ncnn.Mat, tuple[ncnn.Mat, ncnn.Mat]]:
+def attend_once(sdpa: ncnn.Net, q: ncnn.Mat, k: ncnn.Mat, v: ncnn.Mat, mask: ncnn.Mat | None,
+                cache: tuple[ncnn.Mat, ncnn.Mat] | None) -> tuple[ncnn.Mat, tuple[ncnn.Mat, ncnn.Mat]]:
     """One call of a one-layer SDPA net (sdpa_param_text): the attention output and the grown cache."""
     ex = sdpa.create_extractor()
     ex.input("q", q)
@@ -224,7 +231,7 @@ def _attend(sdpa: ncnn.Net, q: ncnn.Mat, k: ncnn.Mat, v: ncnn.Mat, mask: ncnn.Ma
     return att, (k_out, v_out)
 
 
-def _q8_format(step_text: str, what: str) -> str | None:
+def q8_format(step_text: str, what: str) -> str | None:
     """"int8" or "block" for a graph of q8 Gemms (q8.py), None for a float graph."""
     formats = {q8.format_of_term(q8.quantize_term(line)) for line in step_text.splitlines() if line.startswith("Gemm ")}
     if None in formats or len(formats) > 1:
