@@ -46,8 +46,7 @@ def test_step_graph_rewrite():
     text, sites = step_param_text(param)
     lines = text.splitlines()
     assert lines[0] == "7767517"
-    assert [(s.q, s.k, s.v, s.out, s.params, s.cache_in, s.cache_out) for s in sites] == [
-        ("q", "k", "v", "att_0", ("5=1", "6=0.5", "7=1"), ("k_in_0", "v_in_0"), ("k_out_0", "v_out_0"))]
+    assert [(s.q, s.k, s.v, s.out, s.params) for s in sites] == [("q", "k", "v", "att_0", ("5=1", "6=0.5", "7=1"))]
     types = [line.split()[0] for line in lines[2:]]
     assert types == ["Input", "Input", "Split", "Input", "Input", "InnerProduct", "Slice", "SDPA", "Noop"]
     assert lines[7] == "InnerProduct ip_1 1 1 in0 ip_1 0=8 1=1 2=32 31=2"  # weights and options untouched

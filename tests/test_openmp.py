@@ -157,7 +157,7 @@ def _run_for_a_while(work: Callable[[], list[np.ndarray]]) -> tuple[list[np.ndar
 
 
 def _talker_work(talker: Talker, rows: int) -> Callable[[], list[np.ndarray]]:
-    """Prefill `rows` sequences and step them ROUND_STEPS times (1 row: StepNet.run_one; more: StepNet.run)."""
+    """Prefill `rows` sequences and step them ROUND_STEPS times (1 row: StepNet.run, attention inside; more: StepNet.run_rows)."""
     rng = np.random.default_rng(rows)
     prompt = (rng.standard_normal((5, talker.hidden_size)) * 0.1).astype(np.float32)
     steps = (rng.standard_normal((ROUND_STEPS, rows, talker.hidden_size)) * 0.1).astype(np.float32)

@@ -214,7 +214,7 @@ def test_bad_input_raises_engine_error():
     with pytest.raises(EngineError):
         talker.start(np.zeros((3, talker.hidden_size + 1), np.float32))
     with pytest.raises(EngineError, match="before prefill"):
-        talker.step(TalkerSequence(talker.layers), np.zeros(talker.hidden_size, np.float32))
+        talker.step(TalkerSequence(), np.zeros(talker.hidden_size, np.float32))
     seq, _, _ = talker.start(np.zeros((3, talker.hidden_size), np.float32))
     with pytest.raises(EngineError):
         talker.step(seq, np.zeros(talker.hidden_size + 1, np.float32))

@@ -19,7 +19,7 @@ from ..errors import EngineError
 from ..runtime.bundle import Bundle
 from ..runtime.cpu_load import shared_cpu_load
 from ..runtime.ncnn_mats import as_mat
-from ..runtime.sequence_net import SequenceNet
+from ..runtime.sequence_net import Cache, SequenceNet
 from ..runtime.stacked_graph import StackedNet, stacked_code_predictor_net
 from ..runtime.step_graph import StepNet
 from ..runtime.thread_governor import ThreadGovernor
@@ -151,23 +151,32 @@ class CodePredictor:
         net = self.net
         if isinstance(net, StackedNet):
             return self._predict_stacked(net, past_hidden, c0s, chooses)
-        if isinstance(net, SequenceNet):
-            return np.stack([self._predict_one(net, h, int(c0), choose)
-                             for h, c0, choose in zip(past_hidden, c0s, chooses, strict=True)])
+        if isinstance(net, StepNet):
+            return self._predict_step_graph(net, past_hidden, c0s, chooses)
+        return np.stack([self._predict_one(net, h, int(c0), choose)
+                         for h, c0, choose in zip(past_hidden, c0s, chooses, strict=True)])
+
+    def _predict_step_graph(self, net: StepNet, past_hidden: np.ndarray, c0s: np.ndarray,
+                            chooses: list[Choose]) -> np.ndarray:
+        """Bundles of the older 8-bit block format: one row in one call per position, attention inside the graph;
+        several rows with the attention cut out, the rows stacked as heads in its SDPA net."""
         r = c0s.shape[0]
         codes = np.empty((r, self.groups - 1), dtype=np.int64)
-        caches: list = [None] * len(net.sites)
+        layer_caches: list = [None] * len(net.sites)  # several rows: per layer, their (k, v) stacked as heads
+        cache: Cache | None = None  # one row: the graph's cache list
 
         def attend(site, q, k, v):
             heads, m, hd = q.shape
             stacked = [a.transpose(1, 0, 2).reshape(-1, 1, hd) for a in (q, k, v)]
-            att, caches[site.layer] = net.attention(site, *stacked, None, caches[site.layer])
+            att, layer_caches[site.layer] = net.attention(site, *stacked, None, layer_caches[site.layer])
             return att.reshape(m, heads, hd).transpose(1, 0, 2)
 
         def run(x: np.ndarray, pos: int, outputs) -> list[np.ndarray]:
-            if r == 1:  # Mats go from net to net as they are (same numbers, no numpy round trips)
-                return net.run_one(x, *self._rope_mats[pos], None, caches, outputs)
-            return net.run(x, np.repeat(self._cos[pos], r, 0), np.repeat(self._sin[pos], r, 0), attend, outputs)
+            nonlocal cache
+            if r == 1:  # Mats go in as they are (same numbers, no numpy round trips)
+                outs, cache = net.run(x, *self._rope_mats[pos], None, cache, outputs)
+                return [o.reshape(1, -1) for o in outs]
+            return net.run_rows(x, np.repeat(self._cos[pos], r, 0), np.repeat(self._sin[pos], r, 0), attend, outputs)
 
         run(past_hidden, 0, ())
         x = as_rows(self._codec, c0s)

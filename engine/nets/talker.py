@@ -17,7 +17,7 @@ from ..errors import EngineError
 from ..runtime.bundle import Bundle
 from ..runtime.cpu_load import shared_cpu_load
 from ..runtime.ncnn_mats import as_mat
-from ..runtime.sequence_net import SequenceNet
+from ..runtime.sequence_net import Cache, SequenceNet
 from ..runtime.step_graph import StepNet
 from ..runtime.thread_governor import ThreadGovernor
 
@@ -94,11 +94,11 @@ def check_ids(ids: np.ndarray, limit: int, what: str) -> None:
 
 
 class TalkerSequence:
-    """One sequence's place in the talker: its KV cache (opaque Mats: per attention layer a (k, v) pair on the
-    step graph, the stored graph's cache list on a SequenceNet) and length."""
+    """One sequence's place in the talker: its KV cache (opaque Mats, k_out_0, v_out_0, k_out_1, ... as the graph
+    gave them: engine/runtime/sequence_net.py Cache) and length."""
 
-    def __init__(self, layers: int):
-        self.caches: list = [None] * layers
+    def __init__(self) -> None:
+        self.caches: Cache = []
         self.position = 0
 
 
@@ -121,6 +121,8 @@ class Talker:
         self.vocab_size = int(meta["vocab_size"])
         self.layers = int(spec["layers"])
         self.net = self.load_net(threads, int8_threads)
+        # a float graph's single row goes in as a vector: it takes ncnn's GEMV kernel (engine/runtime/sequence_net.py)
+        self._vector_rows = not isinstance(self.net, StepNet)
         self.governor = ThreadGovernor(threads, adaptive=adaptive_threads, start=start_threads,
                                        load=shared_cpu_load())
         self._codec = bundle.table(meta["tables"]["codec"], in_memory=True)  # read every frame
@@ -144,17 +146,11 @@ class Talker:
         mask = np.triu(np.full((n, n), MASKED, np.float32), 1)
         cos, sin = self._rope.rows(0, n)
         self.net.set_threads(self.governor.fixed())
-        if isinstance(self.net, SequenceNet):
-            seq = TalkerSequence(0)
-            (hidden, logits), seq.caches = self.net.run(rows[0] if n == 1 else rows, cos, sin, mask, None,
-                                                        ("hidden", "logits"))
-            seq.position = n
-            return seq, hidden.reshape(n, -1)[-1].copy(), logits.reshape(n, -1)[-1].copy()
-        seq = TalkerSequence(len(self.net.sites))
-        hidden, logits = self.net.run_one(rows, as_mat(cos), as_mat(sin), as_mat(mask), seq.caches,
-                                          ("hidden", "logits"))
+        seq = TalkerSequence()
+        (hidden, logits), seq.caches = self.net.run(rows[0] if n == 1 and self._vector_rows else rows, cos, sin, mask,
+                                                    None, ("hidden", "logits"))
         seq.position = n
-        return seq, hidden[-1].copy(), logits[-1].copy()
+        return seq, hidden.reshape(n, -1)[-1].copy(), logits.reshape(n, -1)[-1].copy()
 
     def step_many(self, seqs: list[TalkerSequence], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One new position for each sequence: rows (R, H), row j continues seqs[j]. Returns (hidden, logits),
@@ -177,29 +173,27 @@ class Talker:
     def _step_rows(self, seqs: list[TalkerSequence], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         positions = [s.position for s in seqs]
         self._rope.rows(0, max(positions) + 1)  # grow the table
-        if isinstance(self.net, SequenceNet):  # one row: its vector takes the GEMV kernel
+        if len(seqs) == 1:  # one call, attention inside the graph; Mats go in as they are
             (seq,), p = seqs, positions[0]
-            (hidden, logits), seq.caches = self.net.run(rows[0], *self._rope_mats_at(p), self._no_mask_mat(p + 1),
-                                                        seq.caches, ("hidden", "logits"))
+            (hidden, logits), seq.caches = self.net.run(rows[0] if self._vector_rows else rows,
+                                                        *self._rope_mats_at(p), self._no_mask_mat(p + 1), seq.caches,
+                                                        ("hidden", "logits"))
             seq.position += 1
-            return hidden[None], logits[None]
-        if len(seqs) == 1:  # one row: Mats go from net to net as they are (same numbers, no numpy round trips)
-            (seq,), p = seqs, positions[0]
-            hidden, logits = self.net.run_one(rows, *self._rope_mats_at(p), self._no_mask_mat(p + 1), seq.caches,
-                                              ("hidden", "logits"))
-            seq.position += 1
-            return hidden, logits
+            return hidden.reshape(1, -1), logits.reshape(1, -1)
+        net = self.net
+        assert isinstance(net, StepNet)  # float graphs take one row per call (max_rows)
         cos, sin = self._rope.cos[positions], self._rope.sin[positions]
         masks = {p: self._no_mask(p + 1) for p in set(positions)}
 
         def attend(site, q, k, v):
             out = np.zeros_like(q)
+            kv = slice(2 * site.layer, 2 * site.layer + 2)  # this layer's (k, v) in a sequence's cache list
             for j, s in enumerate(seqs):
-                out[:, j:j + 1], s.caches[site.layer] = self.net.attention(
-                    site, q[:, j:j + 1], k[:, j:j + 1], v[:, j:j + 1], masks[s.position], s.caches[site.layer])
+                out[:, j:j + 1], s.caches[kv] = net.attention(
+                    site, q[:, j:j + 1], k[:, j:j + 1], v[:, j:j + 1], masks[s.position], tuple(s.caches[kv]))
             return out
 
-        hidden, logits = self.net.run(rows, cos, sin, attend, ("hidden", "logits"))
+        hidden, logits = net.run_rows(rows, cos, sin, attend, ("hidden", "logits"))
         for s in seqs:
             s.position += 1
         return hidden, logits

@@ -72,7 +72,9 @@ class WeightThreads:
 
 
 class SequenceNet(WeightThreads):
-    """The stored graph (inputs in0, cos, sin, [mask], k_in_i/v_in_i; outputs as named, k_out_i/v_out_i)."""
+    """The stored graph (inputs in0, cos, sin, [mask], k_in_i/v_in_i; outputs as named, k_out_i/v_out_i), or a
+    rewrite of it over the same weights: the q8 step graph (engine/runtime/step_graph.py StepNet) and the code
+    predictor's stacked graph (engine/runtime/stacked_graph.py StackedNet) build on it."""
 
     def __init__(self, bundle: Bundle, graph: str, threads: int, precision: str, *, param_text: str | None = None,
                  packing: bool = True, max_rows: int = 1, fixed_threads: bool = False):

@@ -126,16 +126,22 @@ def _one_thread(tokens: tuple[str, ...]) -> tuple[str, ...]:
 def runs_stacked(bundle: Bundle, graph: str) -> bool:
     """True when the code-predictor graph runs as a StackedNet: q8 bundles of the int8 format. The older 8-bit
     block format's Gemm rounds rows in blocks, so those keep StepNet and its row limit; float graphs run as stored."""
-    if bundle.precision != "q8":
-        return False
-    text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
-    return q8_format(step_param_text(text)[0], f"The {graph} network of the model bundle {bundle.path}") == "int8"
+    return _stacked_text(bundle, graph) is not None
 
 
 def stacked_code_predictor_net(bundle: Bundle, graph: str, heads: int, head_dim: int, precision: str,
                                int8_threads: int | None = None) -> StackedNet | None:
     """The q8 code predictor's StackedNet, or None where it does not run stacked (runs_stacked)."""
-    if not runs_stacked(bundle, graph):
+    text = _stacked_text(bundle, graph)
+    if text is None:
+        return None
+    return StackedNet(bundle, graph, int8_threads or StepNet.INT8_THREADS, precision, text, heads, head_dim)
+
+
+def _stacked_text(bundle: Bundle, graph: str) -> str | None:
+    """The stored .param of a graph that runs stacked (runs_stacked), else None."""
+    if bundle.precision != "q8":
         return None
     text = bundle.file(f"{graph}.param").read_text(encoding="utf-8")
-    return StackedNet(bundle, graph, int8_threads or StepNet.INT8_THREADS, precision, text, heads, head_dim)
+    what = f"The {graph} network of the model bundle {bundle.path}"
+    return text if q8_format(step_param_text(text)[0], what) == "int8" else None

@@ -11,7 +11,7 @@ Batching must not change any result, so a row's numbers may not depend on the ot
   never do), so those take at most 3 rows per call;
 - rows stay a matrix (Squeeze becomes Noop) and the packed layout is off, so the layers between the Gemms see one
   row at a time;
-- attention stays in the graph with its mask and KV-cache inputs. One sequence's call (run_one: a prefill or a
+- attention stays in the graph with its mask and KV-cache inputs. One sequence's call (run(): a prefill or a
   decode step) runs it there, over that sequence's cache. A call of several sequences cuts it: the caller extracts
   each layer's q, k, v, runs each sequence's attention over its own cache in a separate one-layer SDPA net
   (`sdpa_param_text`, same parameters, so caches pass between the two ways) and feeds the result in as the
@@ -37,15 +37,14 @@ from . import q8
 from .bundle import Bundle, make_net_options
 from .device import gpu_load
 from .ncnn_graph import ParamLayer, layers_param_text, parse_param
-from .ncnn_mats import InputRow, as_mat, extract, extract_mat, extract_raw
+from .ncnn_mats import as_mat, extract, extract_mat, extract_raw
 from .openmp import team_limit
-from .sequence_net import WeightThreads
+from .sequence_net import SequenceNet
 
 
 @dataclass(frozen=True)
 class AttentionSite:
-    """One attention layer of a step graph: extract q, k, v and feed `out` to run it outside the graph; inside, its
-    cache goes in as `cache_in` and comes out grown as `cache_out`."""
+    """One attention layer of a step graph: extract q, k, v and feed `out` to run it outside the graph."""
 
     layer: int
     q: str
@@ -53,8 +52,6 @@ class AttentionSite:
     v: str
     out: str
     params: tuple[str, ...]  # the SDPA layer's k=v tokens (mask flag, scale, kv-cache mode)
-    cache_in: tuple[str, str]  # the graph's past k and v inputs of this layer
-    cache_out: tuple[str, str]  # its grown k and v outputs
 
 
 def step_param_text(param_text: str) -> tuple[str, list[AttentionSite]]:
@@ -72,8 +69,7 @@ def step_param_text(param_text: str) -> tuple[str, list[AttentionSite]]:
             if len(line.inputs) not in (5, 6) or len(line.outputs) != 3:
                 raise BundleError(f"attention layer {line.name} has no KV-cache inputs and outputs")
             q, k, v = line.inputs[:3]
-            sites.append(AttentionSite(len(sites), q, k, v, line.outputs[0], line.tokens,
-                                       (line.inputs[-2], line.inputs[-1]), (line.outputs[1], line.outputs[2])))
+            sites.append(AttentionSite(len(sites), q, k, v, line.outputs[0], line.tokens))
         else:
             if line.type == "Squeeze":  # rows stay a matrix: a 1-row vector would take the GEMV kernel
                 line = ParamLayer("Noop", line.name, line.inputs, line.outputs)
@@ -85,27 +81,27 @@ def step_param_text(param_text: str) -> tuple[str, list[AttentionSite]]:
     return layers_param_text(out), sites
 
 
-def sdpa_param_text(site: AttentionSite) -> str:
-    """A one-layer net running the cut-out attention with its KV cache: inputs q, k, v, (mask,) k_in, v_in;
-    outputs att, k_out, v_out."""
-    params = dict(tok.split("=", 1) for tok in site.params)
-    masked = params.get("5", "0") == "1"
+def sdpa_param_text(params: tuple[str, ...]) -> str:
+    """A one-layer net running an attention layer (its k=v tokens `params`) outside its graph, with its KV cache:
+    inputs q, k, v, (mask,) k_in, v_in; outputs att, k_out, v_out."""
+    masked = dict(tok.split("=", 1) for tok in params).get("5", "0") == "1"
     names = ["q", "k", "v"] + (["mask"] if masked else []) + ["k_in", "v_in"]
     layers = [ParamLayer("Input", n, (), (n,)) for n in names]
-    layers.append(ParamLayer("SDPA", "sdpa", tuple(names), ("att", "k_out", "v_out"), site.params))
+    layers.append(ParamLayer("SDPA", "sdpa", tuple(names), ("att", "k_out", "v_out"), params))
     return layers_param_text(layers)
 
 
 Attend = Callable[[AttentionSite, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
-class StepNet(WeightThreads):
+class StepNet(SequenceNet):
     """A loaded step graph plus one SDPA net per distinct attention layout.
 
-    run() takes R rows of several sequences and hands each attention site's q, k, v ((heads, R, head_dim) float32)
-    to `attend`, which returns the attention output in the same layout (one of the SDPA nets does the work:
-    attention()); run_one() is one sequence's call, its attention inside the graph. Callers pass at most `max_rows`
-    rows per call (the module docstring says why older q8 bundles take fewer)."""
+    run() is one sequence's call as on any SequenceNet (a prefill with its causal mask, or a decode step), the
+    attention inside the graph over the sequence's cache. run_rows() takes R rows of several sequences and hands
+    each attention site's q, k, v ((heads, R, head_dim) float32) to `attend`, which returns the attention output in
+    the same layout (attention() runs one sequence's in an SDPA net). Callers pass at most `max_rows` rows per call
+    (the module docstring says why older q8 bundles take fewer)."""
 
     Q8_MAX_ROWS = {"int8": 8, "block": 3}  # int8: the largest batch (engine/types.py MAX_BATCH_SIZE)
     # ncnn's int8 Gemm fixes its thread count when the net loads (a later opt.num_threads only prints a warning
@@ -127,16 +123,11 @@ class StepNet(WeightThreads):
         weight_format = q8_format(step_text, what)
         if weight_format is None:
             raise BundleError(f"{what} has no 8-bit layers; float bundles run their stored graph (SequenceNet).")
-        self.max_rows = self.Q8_MAX_ROWS[weight_format]
-        self._loaded_threads = (int8_threads or self.INT8_THREADS) if weight_format == "int8" else None
-        self._team: int | None = None  # fewer threads than loaded for the next calls (engine/runtime/openmp.py)
-        self.net = bundle.net(graph, self._loaded_threads or threads, precision, param_text=step_text, packing=False)
-        self._sdpa: dict[tuple[str, ...], ncnn.Net] = {}
-        self._row: InputRow | None = None  # run_one's input, reused
-        for site in self.sites:
-            if site.params not in self._sdpa:
-                self._sdpa[site.params] = sdpa_net(bundle, graph, site.params, threads)
-        self._cache_out = [blob for site in self.sites for blob in site.cache_out]  # run_one's, in layer order
+        int8 = weight_format == "int8"
+        super().__init__(bundle, graph, (int8_threads or self.INT8_THREADS) if int8 else threads, precision,
+                         param_text=step_text, packing=False, max_rows=self.Q8_MAX_ROWS[weight_format],
+                         fixed_threads=int8)
+        self._sdpa = {params: sdpa_net(bundle, graph, params, threads) for params in {s.params for s in self.sites}}
 
     def set_threads(self, threads: int) -> None:
         """Thread count of the next calls (engine/runtime/thread_governor.py picks it) for the weight layers
@@ -146,9 +137,13 @@ class StepNet(WeightThreads):
         for net in self._sdpa.values():
             net.opt.num_threads = threads
 
-    def run(self, rows: np.ndarray, cos: np.ndarray, sin: np.ndarray, attend: Attend,
-            outputs: Sequence[str]) -> list[np.ndarray]:
-        """Rows (R, width) at RoPE rows cos/sin (R, head_dim/2) -> each output blob's first R rows."""
+    def run_rows(self, rows: np.ndarray, cos: np.ndarray, sin: np.ndarray, attend: Attend,
+                 outputs: Sequence[str]) -> list[np.ndarray]:
+        """Rows (R, width) of several sequences at RoPE rows cos/sin (R, head_dim/2) -> each output blob's first R
+        rows. The attention output fed in as the attention layer's output blob stands for that layer: ncnn never
+        runs it. (One sequence's call, run(), runs it inside the graph over the sequence's cache: full-size 0.6B q8
+        talker step, 2 threads, AMD EPYC, 16.2 ms against 18.3 this way; docs/performance.md "Talker attention
+        inside the step graph".)"""
         r = rows.shape[0]
         ex = self.net.create_extractor()
         ex.input("in0", as_mat(rows))
@@ -160,41 +155,13 @@ class StepNet(WeightThreads):
                 ex.input(site.out, as_mat(attend(site, q, k, v)))
             return [extract(ex, name).reshape(r, -1) for name in outputs]
 
-    def run_one(self, rows: np.ndarray, cos: ncnn.Mat, sin: ncnn.Mat, mask: ncnn.Mat | None, caches: list,
-                outputs: Sequence[str]) -> list[np.ndarray]:
-        """One sequence's rows (L, width) at RoPE rows cos/sin (Mats, L rows): a decode step (L=1) or a prefill
-        with its causal mask (L, past + L). Attention runs inside the graph over caches[site.layer] ((k, v) Mats,
-        or None for an empty cache), each replaced by the grown cache; returns each output blob's L rows.
-
-        One call, no round trip through Python per layer: full-size 0.6B q8 talker step, 2 threads, AMD EPYC,
-        16.2 ms against 18.3 with the attention cut out and run in the SDPA nets (same bits; see
-        docs/performance.md "Talker attention inside the step graph")."""
-        ex = self.net.create_extractor()
-        if self._row is None or self._row.shape != rows.shape:
-            self._row = InputRow(rows.shape)
-        ex.input("in0", self._row.set(rows))
-        ex.input("cos", cos)
-        ex.input("sin", sin)
-        if mask is not None:
-            ex.input("mask", mask)
-        for site in self.sites:
-            if caches[site.layer] is not None:
-                ex.input(site.cache_in[0], caches[site.layer][0])
-                ex.input(site.cache_in[1], caches[site.layer][1])
-        with team_limit(self._team):
-            outs = [extract(ex, name).reshape(rows.shape[0], -1) for name in outputs]
-            grown = extract_raw(ex, self._cache_out)
-        for site in self.sites:
-            caches[site.layer] = (grown[2 * site.layer], grown[2 * site.layer + 1])
-        return outs
-
     def attention(self, site: AttentionSite, q: np.ndarray, k: np.ndarray, v: np.ndarray,
                   mask: np.ndarray | None, cache: tuple[ncnn.Mat, ncnn.Mat] | None
                   ) -> tuple[np.ndarray, tuple[ncnn.Mat, ncnn.Mat]]:
-        """One sequence's attention (heads, rows, head_dim) over its cache; returns the output and the grown
-        cache (opaque Mats, to be fed back unchanged)."""
+        """One sequence's attention (heads, rows, head_dim) over its cache of this layer (None: empty); returns the
+        output and the grown cache (opaque Mats, to be fed back unchanged)."""
         att, grown = attend_once(self._sdpa[site.params], as_mat(q), as_mat(k), as_mat(v),
-                             None if mask is None else as_mat(mask), cache)
+                                 None if mask is None else as_mat(mask), cache)
         return np.array(att, dtype=np.float32), grown
 
 
@@ -204,7 +171,7 @@ def sdpa_net(bundle: Bundle, graph: str, params: tuple[str, ...], threads: int, 
     net = ncnn.Net()
     make_net_options(net, "fp32", threads, bundle.device)
     net.opt.use_packing_layout = packing
-    text = sdpa_param_text(AttentionSite(0, "q", "k", "v", "att", params, ("k_in", "v_in"), ("k_out", "v_out")))
+    text = sdpa_param_text(params)
     with gpu_load(bundle.device, f"{graph} attention"):
         if net.load_param_mem(text) != 0 or net.load_model(ncnn.DataReaderFromEmpty()) != 0:
             raise BundleError(f"model bundle {bundle.path}: the attention net for {graph} failed to load")
