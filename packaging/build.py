@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT / "packaging"))
 
 from make_icons import render  # noqa: E402
 
+from qwen3tts_gui.data.paths import resources_dir  # noqa: E402
 from qwen3tts_gui.qt_system_libs import DEB_PACKAGES  # noqa: E402
 
 APP = "qwen3tts-studio"
@@ -98,7 +99,7 @@ def make_deb(onedir: Path, dist: Path, build: Path, icons: Path) -> Path:
         shutil.copyfile(icons / f"icon-{size}.png", d / f"{APP_ID}.png")
     scal = root / "usr" / "share" / "icons" / "hicolor" / "scalable" / "apps"
     scal.mkdir(parents=True)
-    shutil.copyfile(ROOT / "resources" / "icon.svg", scal / f"{APP_ID}.svg")
+    shutil.copyfile(resources_dir() / "icon.svg", scal / f"{APP_ID}.svg")
     size_kb = sum(f.stat().st_size for f in root.rglob("*") if f.is_file()) // 1024
     debian = root / "DEBIAN"
     debian.mkdir()

@@ -1,4 +1,4 @@
-"""Render resources/icon.svg into the icon files installers need (PNG sizes, .ico, .icns). Uses Qt only."""
+"""Render qwen3tts_gui/resources/icon.svg into the icon files installers need (PNG sizes, .ico, .icns). Uses Qt only."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ def render(out_dir: Path) -> dict[str, Path]:
     from PySide6.QtSvg import QSvgRenderer
 
     _app = QGuiApplication.instance() or QGuiApplication(sys.argv[:1])
-    renderer = QSvgRenderer(str(ROOT / "resources" / "icon.svg"))
+    svg = ROOT / "qwen3tts_gui" / "resources" / "icon.svg"
+    renderer = QSvgRenderer(str(svg))
     if not renderer.isValid():
-        raise SystemExit("resources/icon.svg is not a valid SVG")
+        raise SystemExit(f"{svg} is not a valid SVG")
     out_dir.mkdir(parents=True, exist_ok=True)
     files: dict[str, Path] = {}
     images = {}

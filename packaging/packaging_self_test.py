@@ -44,6 +44,7 @@ def run(workdir: Path) -> None:
     from qwen3tts_gui.workers import SynthesisWorker
 
     app = QApplication.instance() or QApplication([sys.argv[0]])
+    _check_look(app)
     t0 = time.monotonic()
     bundle = make_demo_bundle(workdir / "demo-bundle")
     print(f"ok: demo bundle built in {time.monotonic() - t0:.1f} s")
@@ -85,6 +86,17 @@ def run(workdir: Path) -> None:
     _check_download_client()
     _check_gpu(bundle, voice, settings, result.codes)
     del app
+
+
+def _check_look(app) -> None:
+    """The style sheet, the window icon and the images the sheet names made it into the bundle, where the app
+    looks for them."""
+    from qwen3tts_gui.app import apply_look
+
+    missing = apply_look(app)
+    if missing:
+        raise RuntimeError(f"the app's look is incomplete; missing {', '.join(missing)}")
+    print("ok: style sheet and icon found")
 
 
 def _check_download_client() -> None:

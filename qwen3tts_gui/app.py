@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from . import APP_ID, APP_NAME, __version__
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QApplication
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -63,14 +67,47 @@ def configure_runtime() -> None:
     sys.setswitchinterval(0.002)
 
 
+STYLE_SHEET = "style.qss"
+WINDOW_ICON = "icon.svg"
+
+
 def load_style_sheet() -> str:
     from .data.paths import resource
 
-    path = resource("style.qss")
+    path = resource(STYLE_SHEET)
     if path is None:
         return ""
     # Style sheet urls are relative to the working directory; point them at the resources folder instead.
     return path.read_text(encoding="utf-8").replace("@RESOURCES@", path.parent.as_posix())
+
+
+def missing_resources() -> list[str]:
+    """The files of the app's look that cannot be found: the style sheet, the window icon and every image the
+    style sheet names. Empty when the app looks as in its screenshots."""
+    from .data.paths import resource, resources_dir
+
+    missing = [name for name in (STYLE_SHEET, WINDOW_ICON) if resource(name) is None]
+    sheet = resource(STYLE_SHEET)
+    if sheet is not None:
+        for name in re.findall(r"url\(@RESOURCES@/([^)]+)\)", sheet.read_text(encoding="utf-8")):
+            if resource(name) is None and name not in missing:
+                missing.append(name)
+    return [str(resources_dir() / name) for name in missing]
+
+
+def apply_look(app: QApplication) -> list[str]:
+    """The Fusion style, the style sheet and the window icon, for the app and its README screenshots alike.
+    Returns what missing_resources() says is missing."""
+    from PySide6.QtGui import QIcon
+
+    from .data.paths import resource
+
+    app.setStyle("Fusion")
+    app.setStyleSheet(load_style_sheet())
+    icon = resource(WINDOW_ICON)
+    if icon:
+        app.setWindowIcon(QIcon(str(icon)))
+    return missing_resources()
 
 
 def _exists(path: Path) -> bool:
@@ -88,12 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     home_note = ensure_home()
 
     from PySide6.QtCore import QCoreApplication, QTimer
-    from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
     from .audio_io import SoundDeviceBackend
     from .context import AppContext
-    from .data.paths import resource
     from .data.settings import user_settings
     from .diagnostics import log, setup_logging, user_message
     from .engine_adapter import installed_model
@@ -114,11 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     app = cast(QApplication, QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "qwen3tts-gui",
                                                                       *args.qt_args]))
     app.setApplicationDisplayName(APP_NAME)
-    app.setStyle("Fusion")
-    app.setStyleSheet(load_style_sheet())
-    icon = resource("icon.svg")
-    if icon:
-        app.setWindowIcon(QIcon(str(icon)))
+    missing = apply_look(app)
+    if missing:
+        log.warning("the app's look is incomplete; missing %s", ", ".join(missing))
 
     settings = user_settings()
     ctx = AppContext(settings, SoundDeviceBackend())

@@ -51,6 +51,7 @@ def test_installed_app_self_test_passes(installed):
     print(res.stdout, res.stderr)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "self-test passed" in res.stdout
+    assert "ok: style sheet and icon found" in res.stdout
 
 
 def test_installed_cli_synthesises_with_demo_bundle(installed, tmp_path):

@@ -28,12 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from PySide6.QtCore import QEventLoop, QSettings  # noqa: E402
-from PySide6.QtGui import QIcon  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from qwen3tts_gui.app import load_style_sheet  # noqa: E402
+from qwen3tts_gui.app import apply_look  # noqa: E402
 from qwen3tts_gui.context import AppContext, Dialogs  # noqa: E402
-from qwen3tts_gui.data.paths import resource  # noqa: E402
 from qwen3tts_gui.data.settings import Settings  # noqa: E402
 from qwen3tts_gui.data.voices import VoiceLibrary  # noqa: E402
 from qwen3tts_gui.engine_adapter import make_demo_bundle, open_synthesizer  # noqa: E402
@@ -85,6 +83,16 @@ def settle(app: QApplication, seconds: float = 0.4) -> None:
         time.sleep(0.01)
 
 
+def make_app() -> QApplication:
+    """The application as the app itself sets it up (style, style sheet, icon: qwen3tts_gui.app.apply_look)."""
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    app.setApplicationDisplayName("Qwen3-TTS Studio")
+    missing = apply_look(app)
+    if missing:
+        raise SystemExit(f"the app's look is incomplete; missing {', '.join(missing)}")
+    return app
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", type=Path, help="bundle to use (default: a fresh demo bundle)")
@@ -97,13 +105,7 @@ def main() -> int:
     os.environ["XDG_DATA_HOME"] = str(tmp / "data")
     model = args.model or make_demo_bundle(tmp / "models" / "demo")
 
-    app = QApplication([sys.argv[0]])
-    app.setApplicationDisplayName("Qwen3-TTS Studio")
-    app.setStyle("Fusion")
-    app.setStyleSheet(load_style_sheet())
-    icon = resource("icon.svg")
-    if icon:
-        app.setWindowIcon(QIcon(str(icon)))
+    app = make_app()
     settings = Settings(QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat))
     settings.output_dir = str(tmp / "out")
     settings.batch_dir = str(tmp / "out" / "Chapter 1")

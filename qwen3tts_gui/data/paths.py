@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,14 +47,16 @@ def output_dir() -> Path:
     return Path(platformdirs.user_music_dir()) / APP_NAME
 
 
+def resources_dir() -> Path:
+    """The app's style sheet and images: qwen3tts_gui/resources, in a checkout, an installed wheel (package data)
+    and the PyInstaller bundle (its spec collects the folder to the same place beside the frozen package)."""
+    return Path(__file__).resolve().parent.parent / "resources"
+
+
 def resource(name: str) -> Path | None:
-    """A file from resources/: next to the package in a source tree, inside it when installed or frozen."""
-    here = Path(__file__).resolve().parent
-    candidates = [here / "resources" / name, here.parent / "resources" / name]
-    frozen = getattr(sys, "_MEIPASS", None)
-    if frozen:
-        candidates.insert(0, Path(frozen) / "resources" / name)
-    return next((c for c in candidates if c.is_file()), None)
+    """A file from resources_dir(), or None when it is missing."""
+    path = resources_dir() / name
+    return path if path.is_file() else None
 
 
 def readable_name(text: str, limit: int = 40, fallback: str = "speech") -> str:
