@@ -53,7 +53,8 @@ class TakeHistory(QObject):
             self.ctx.dialogs.notice(self.window, "Some takes could not be read", "\n".join(problems))
 
     def next_number(self) -> int:
-        self.count += 1
+        """The new take's number, claimed on disk at once (another copy of the app on this folder skips it)."""
+        self.count = self.store.claim_number(self.count)
         return self.count
 
     def keep(self, take: Take) -> None:

@@ -4,7 +4,8 @@ One folder per take in <data>/takes/NNNNNN/: take.npz (audio, codes, the rest as
 voice.qvoice (the engine's voice file, so Regenerate works after a restart even when the voice was deleted from
 the library).
 A take is written into a hidden folder, synced and renamed into place, so a crash or a power cut never leaves
-half a take. A take that cannot be read is skipped, named once and left for the user; folders this app did not
+half a take. Its number is claimed by making that hidden folder (mkdir is atomic and exclusive): two copies of
+the app on one folder (a stale lock, a second data folder pointing here) never give two takes the same number. A take that cannot be read is skipped, named once and left for the user; folders this app did not
 name are not takes. The oldest takes go when the history grows past the user's size limit.
 """
 
@@ -31,6 +32,7 @@ _TAKE_DIR = re.compile(r"[0-9]{6,9}")
 _PARTIAL = re.compile(r"\.[0-9]{6,9}\.partial")
 STALE_SECONDS = 60
 STRAY_GAP = 1_000_000  # takes are numbered one after another: a folder this far above the rest is not one of them
+CLAIM_TRIES = 10_000  # numbers tried past the last one before a take is left to fail in save(), with its reason
 
 
 class TakeStore:
@@ -38,22 +40,59 @@ class TakeStore:
         self.folder = Path(folder)
         self._problems: list[str] = []
         self._known: set[int] = set()  # takes read or written here: only these count for the size limit
+        self._claimed: set[int] = set()  # numbers whose hidden folder this store made and has not used yet
 
     def _dir(self, number: int) -> Path:
         return self.folder / f"{number:06d}"
+
+    def _partial(self, number: int) -> Path:
+        return self.folder / f".{number:06d}.partial"
+
+    # --- number ----------------------------------------------------------------------------------------------
+    def claim_number(self, after: int) -> int:
+        """The first number above `after` that no take has and no other writer holds, claimed by making its
+        hidden folder (exclusively: of two copies of the app asking at once, one gets it and the other moves
+        on). When the folder cannot be written at all, after + 1: save() then says why."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return after + 1
+        for number in range(after + 1, after + 1 + CLAIM_TRIES):
+            if os.path.lexists(self._dir(number)):
+                continue
+            try:
+                os.mkdir(self._partial(number))
+            except FileExistsError:  # another writer's take (or a killed one's, swept at a later start)
+                continue
+            except OSError:
+                return number
+            if os.path.lexists(self._dir(number)):  # put in place by another copy between the two looks
+                os.rmdir(self._partial(number))
+                continue
+            self._claimed.add(number)
+            return number
+        return after + 1
 
     # --- write -----------------------------------------------------------------------------------------------
     def save(self, take: Take) -> bool:
         """Keep a take; False (and a queued problem) when the disk refuses: the take stays in the session."""
         final = self._dir(take.number)
-        tmp = self.folder / f".{take.number:06d}.partial"
+        tmp = self._partial(take.number)
         meta = dict(format=FORMAT, number=take.number, text=take.text, voice_name=take.voice_name,
                     language=take.language, settings=asdict(take.settings), seed=take.result.seed,
                     ended_by=take.result.ended_by, timings=asdict(take.result.timings), created=take.created,
                     instruct=take.instruct, speaker=take.voice if isinstance(take.voice, str) else None)
+        ours = take.number in self._claimed  # the hidden folder is this store's (empty: nothing written yet)
+        self._claimed.discard(take.number)
         try:
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
+            self.folder.mkdir(parents=True, exist_ok=True)
+            try:
+                os.mkdir(tmp)
+                ours = True
+            except FileExistsError:
+                if not ours:  # another copy of the app is writing a take of this number: never touched
+                    raise FileExistsError(errno.EEXIST, "another copy of the app is writing a take of that "
+                                          "number", str(tmp)) from None
             # each file is synced before it is renamed, the folder before it gets its name: after a power cut
             # a take is complete or absent
             write_take_file(tmp, take.result.audio, take.result.codes, meta)
@@ -68,7 +107,8 @@ class TakeStore:
             tmp.rename(final)
             _sync_folder(self.folder)
         except (OSError, VoiceError) as e:
-            shutil.rmtree(tmp, ignore_errors=True)
+            if ours:
+                shutil.rmtree(tmp, ignore_errors=True)
             why = os_reason(e) if isinstance(e, OSError) else str(e).rstrip(".")
             self._problems.append(f"Take #{take.number} could not be kept for the next session: {why}.")
             log.warning("cannot keep take %s: %s", take.number, e)

@@ -314,3 +314,23 @@ def test_a_take_never_replaces_a_folder_already_there(history):
     assert (history / "000004" / "notes.txt").read_text() == "mine"
     assert "already there" in store.take_problems()[0]
     assert sorted(p.name for p in history.iterdir()) == ["000001", "000002", "000003", "000004"]
+
+
+def test_a_take_number_is_claimed_past_takes_and_other_writers(history):
+    (history / ".000004.partial").mkdir()  # another copy of the app writing its take 4 right now
+    (history / ".000004.partial" / TAKE_FILE).write_bytes(b"half written")
+    (history / "000005").mkdir()  # put in place by another copy after this one read the history
+    store = TakeStore(history)
+    assert store.claim_number(3) == 6
+    assert store.save(_take(6))
+    assert (history / ".000004.partial" / TAKE_FILE).read_bytes() == b"half written"
+    assert store.claim_number(6) == 7
+
+
+def test_a_take_being_written_by_another_copy_is_never_removed(history):
+    (history / ".000004.partial").mkdir()
+    (history / ".000004.partial" / TAKE_FILE).write_bytes(b"half written")
+    store = TakeStore(history)
+    assert not store.save(_take(4))  # a number this store did not claim, held by another writer
+    assert (history / ".000004.partial" / TAKE_FILE).read_bytes() == b"half written"
+    assert "another copy of the app" in store.take_problems()[0]

@@ -1,0 +1,64 @@
+"""Two copies of the app on one data folder, as real processes: a second launch brings the running window forward
+instead of opening another, and where two windows still meet (a lock that could not be taken, a second data
+folder pointing at the same takes) every take of both is kept under a number of its own.
+
+Part of the fault suite (tests/faults); here because it needs the GUI fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from qwen3tts_gui.data.take_store import TakeStore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen")
+    return env
+
+
+def _wait_for(check, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_two_windows_on_one_takes_folder_keep_every_take(tmp_path):
+    folder = tmp_path / "takes"
+    folder.mkdir()
+    windows = [subprocess.Popen([sys.executable, "-m", "tests.gui.window_process", str(folder), name, "4"],
+                                cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for name in ("first", "second")]
+    try:
+        # both have read the (empty) history before either makes a take: both would number from 1
+        _wait_for(lambda: all((folder / f"{n}.ready").exists() for n in ("first", "second"))
+                  or any(w.poll() is not None for w in windows), 180, "both windows to open")
+        (folder / "go").touch()
+        outputs = [w.communicate(timeout=180) for w in windows]
+    finally:
+        for w in windows:
+            if w.poll() is None:
+                w.kill()
+    results = []
+    for w, (out, err) in zip(windows, outputs, strict=True):
+        assert w.returncode == 0, err[-2000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    for result in results:
+        assert result["notices"] == [] and result["errors"] == [], result
+    numbers = results[0]["numbers"] + results[1]["numbers"]
+    assert sorted(numbers) == list(range(1, 9))  # eight takes, eight numbers, none shared
+    kept = TakeStore(folder).load_all()
+    assert sorted(t.number for t in kept) == list(range(1, 9))
+    texts = {t.number: t.text for t in kept}
+    for name, result in zip(("first", "second"), results, strict=True):
+        for i, number in enumerate(result["numbers"]):
+            assert texts[number] == f"Take {i + 1} of the window called {name}."
