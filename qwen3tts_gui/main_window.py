@@ -206,7 +206,7 @@ class MainWindow(QMainWindow):
         file_menu = bar.addMenu("&File")
         self.open_action = QAction("&Open model…", self, shortcut=QKeySequence.StandardKey.Open,
                                    triggered=self.choose_model)
-        self.import_action = QAction("&Import checkpoint…", self, triggered=self.import_checkpoint)
+        self.import_action = QAction("&Import checkpoint…", self, triggered=lambda: self.import_checkpoint())
         self.demo_action = QAction("Use the &demo model", self, triggered=self.use_demo_model)
         self.models_action = QAction("&Models…", self, triggered=self.show_models)
         self.recent_menu = file_menu.addMenu("Recent models")

@@ -11,7 +11,8 @@ from ..context import AppContext
 from ..data.paths import candidate_paths, unique_path
 from ..diagnostics import log
 from ..downloads import ModelDownloader
-from ..engine_adapter import convert_checkpoint, is_demo_bundle, make_demo_bundle
+from ..engine_adapter import DEFAULT_PRECISION, convert_checkpoint, is_demo_bundle, make_demo_bundle
+from ..widgets.download_panel import precision_label
 from ..widgets.job_dialog import job_progress_dialog
 from ..widgets.models_dialog import ModelsDialog
 from ..widgets.welcome import WelcomeView
@@ -81,7 +82,7 @@ class ModelController(QObject):
         """Installed and downloadable models (the dialog is modal; a download goes on after it closes)."""
         dialog = ModelsDialog(self.downloader, self.window)
         dialog.open_model.connect(self.open_model)
-        dialog.import_checkpoint.connect(self.import_checkpoint)
+        dialog.import_checkpoint.connect(self.import_checkpoint)  # with the precision chosen in the dialog
         dialog.open()
         return dialog
 
@@ -95,7 +96,10 @@ class ModelController(QObject):
         self.status.emit(f"Installed {path.name}", 5000)
         self.ctx.when_idle(lambda: self.open_model(path))
 
-    def import_checkpoint(self) -> None:
+    def import_checkpoint(self, precision: str = "") -> None:
+        """Convert a checkpoint folder at `precision`: the one chosen beside the Import button, else the one
+        chosen last (the download precision setting), else the store's default."""
+        precision = precision or self.ctx.settings.download_precision or DEFAULT_PRECISION
         start = self.ctx.settings.last_checkpoint_dir or str(Path.home())
         folder = self.ctx.dialogs.open_dir(
             self.window, "Checkpoint folder (config.json, model.safetensors, speech_tokenizer/)", start
@@ -104,12 +108,15 @@ class ModelController(QObject):
             return
         src = Path(folder)
         self.ctx.settings.last_checkpoint_dir = str(src.parent)
+        self.ctx.settings.download_precision = precision
         # "demo" is the app's own demo model's folder, which the app may replace: an import never lands there
         name = src.name if src.name != DEMO_NAME else f"{DEMO_NAME} (imported)"
         dest = unique_path(self.ctx.models_folder() / name)
         self.run_long_job(
-            lambda progress, cancel: convert_checkpoint(src, dest, progress=progress, cancel=cancel),
-            "converting the checkpoint", f"Converting {src.name}…", cancellable=True,
+            lambda progress, cancel: convert_checkpoint(src, dest, precision=precision, progress=progress,
+                                                        cancel=cancel),
+            "converting the checkpoint", f"Converting {src.name} ({precision_label(precision)})…",
+            cancellable=True,
         )
 
     def use_demo_model(self) -> None:

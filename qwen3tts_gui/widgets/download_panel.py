@@ -64,6 +64,9 @@ class DownloadPanel(QWidget):
         chosen = self.ctx.settings.download_precision or DEFAULT_PRECISION
         self.precision_combo.setCurrentIndex(max(self.precision_combo.findData(chosen), 0))
         self.precision_combo.setToolTip(TRADE_OFF)
+        # the choice shown is the one used: by Download, by Import checkpoint beside it and by File > Import
+        self.precision_combo.activated.connect(
+            lambda _i: setattr(self.ctx.settings, "download_precision", self.precision()))
         self.trade_off = QLabel(TRADE_OFF)
         self.trade_off.setObjectName("Muted")
         self.trade_off.setWordWrap(True)

@@ -35,7 +35,7 @@ from .download_panel import DownloadPanel
 
 class ModelsDialog(QDialog):
     open_model = Signal(object)  # Path
-    import_checkpoint = Signal()
+    import_checkpoint = Signal(str)  # the precision chosen in the Download section
 
     def __init__(self, downloader: ModelDownloader, parent=None):
         super().__init__(parent)
@@ -250,7 +250,7 @@ class ModelsDialog(QDialog):
         self.refresh()
 
     def _import(self) -> None:
-        self.import_checkpoint.emit()
+        self.import_checkpoint.emit(self.panel.precision())
         self.accept()
 
     def _save_endpoint(self) -> None:

@@ -24,7 +24,7 @@ every part of the app within seconds.</li>
 
 class WelcomeView(QWidget):
     open_model = Signal()
-    import_checkpoint = Signal()
+    import_checkpoint = Signal(str)  # the precision chosen beside the button ("" without a download panel)
     use_demo = Signal()
 
     def __init__(self, downloader: ModelDownloader | None = None, parent: QWidget | None = None):
@@ -43,7 +43,8 @@ class WelcomeView(QWidget):
         self.open_btn.setObjectName("PrimaryButton")
         self.open_btn.clicked.connect(self.open_model)
         self.import_btn = QPushButton("Import checkpoint…")
-        self.import_btn.clicked.connect(self.import_checkpoint)
+        self.import_btn.clicked.connect(
+            lambda: self.import_checkpoint.emit(self.download.precision() if self.download is not None else ""))
         self.demo_btn = QPushButton("Try the demo model")
         self.demo_btn.clicked.connect(self.use_demo)
         self.status = QLabel("")

@@ -1,0 +1,57 @@
+"""Import checkpoint converts at the precision shown beside the button (welcome screen, File > Models), and
+File > Import uses the one chosen last."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from qwen3tts_gui.data.paths import models_dir
+
+CHECKPOINT = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "tiny06b"
+
+
+def _imported_precisions() -> dict[str, str]:
+    folder = models_dir()
+    return {d.name: json.loads((d / "manifest.json").read_text())["precision"]
+            for d in (folder.iterdir() if folder.is_dir() else []) if (d / "manifest.json").is_file()}
+
+
+def _wait_opened(qtbot, window, count: int) -> None:
+    qtbot.waitUntil(lambda: len(_imported_precisions()) == count and window.ctx.job is None, timeout=60000)
+    qtbot.waitUntil(lambda: window.ctx.model_path is not None and window.ctx.job is None, timeout=10000)
+
+
+def test_welcome_import_converts_at_the_precision_shown_beside_it(qtbot, make_window, dialogs, settings):
+    window = make_window(model=False, voice=False)
+    panel = window.welcome.download
+    assert panel.precision() == "q8"  # "Fast (8-bit)", the documented default
+    dialogs.dirs = [str(CHECKPOINT)]
+    window.welcome.import_btn.click()
+    _wait_opened(qtbot, window, 1)
+    assert not dialogs.errors, dialogs.errors
+    assert _imported_precisions() == {"tiny06b": "q8"}
+    assert window.ctx.model_path == models_dir() / "tiny06b"
+
+
+@pytest.mark.parametrize("precision", ["fp16", "fp32"])
+def test_models_dialog_import_keeps_the_chosen_precision_and_file_import_follows(qtbot, make_window, dialogs,
+                                                                                 settings, precision):
+    window = make_window(model=False, voice=False)
+    dialog = window.show_models()
+    combo = dialog.panel.precision_combo
+    combo.setCurrentIndex(combo.findData(precision))
+    combo.activated.emit(combo.currentIndex())  # as a user's pick does
+    dialogs.dirs = [str(CHECKPOINT)]
+    dialog._import()
+    _wait_opened(qtbot, window, 1)
+    assert _imported_precisions() == {"tiny06b": precision}
+    assert settings.download_precision == precision
+
+    # File > Import checkpoint… has no choice of its own: the one chosen last (and shown in the panels)
+    dialogs.dirs = [str(CHECKPOINT)]
+    window.import_action.trigger()
+    _wait_opened(qtbot, window, 2)
+    assert set(_imported_precisions().values()) == {precision}
