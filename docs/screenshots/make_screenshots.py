@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from PySide6.QtCore import QEventLoop, QSettings  # noqa: E402
+from PySide6.QtCore import QEventLoop, QObject, QSettings, Qt, Slot  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from qwen3tts_gui.app import apply_look  # noqa: E402
@@ -81,6 +81,24 @@ def settle(app: QApplication, seconds: float = 0.4) -> None:
     while time.monotonic() < end:
         app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
         time.sleep(0.01)
+
+
+class MidTakeShot(QObject):
+    """Saves the window at a given frame of a take, from a slot the worker blocks on (a blocking queued
+    connection), so the picture shows the take mid-way however fast the model is."""
+
+    def __init__(self, app: QApplication, window: MainWindow, index: int, path: Path):
+        super().__init__()
+        self.app, self.window, self.index, self.path = app, window, index, path
+        self.taken = False
+
+    @Slot(object)
+    def frame(self, event) -> None:
+        if self.taken or event.index < self.index:
+            return
+        settle(self.app, 0.3)  # the progress panel's throttled updates land
+        self.window.grab().save(str(self.path))
+        self.taken = True
 
 
 def make_app() -> QApplication:
@@ -167,14 +185,17 @@ def main() -> int:
     box.max_frames.setValue(400)
     box.seed.setValue(99)
     window.text_edit.setPlainText(text + " The codec tokens appear frame by frame while it works.")
+    # The demo model makes a frame in a few ms: the worker waits at frame 79 while the picture is taken.
+    shot = MidTakeShot(app, window, 79, args.out / "progress.png")
     for seed in range(99, 120):  # random weights may stop early: find a take that runs long enough
         box.seed.setValue(seed)
         assert window.generate()
-        wait_until(app, lambda: window.progress.frames >= 70 or window.synth_worker is None)
-        if window.synth_worker is not None:
+        window.synth_worker.frame.connect(shot.frame, Qt.ConnectionType.BlockingQueuedConnection)
+        wait_until(app, lambda: shot.taken or window.synth_worker is None)
+        if shot.taken:
             break
-    settle(app, 0.2)
-    window.grab().save(str(args.out / "progress.png"))
+    if not shot.taken:
+        raise SystemExit("no take ran long enough for the mid-generation picture")
     window.cancel_generation()
     wait_until(app, lambda: window.synth_worker is None)
     box.toggle.setChecked(False)
