@@ -150,7 +150,7 @@ def test_thread_candidates():
 RECORD = TuningRecord(KEY, TunedSettings(talker_threads=2, code_predictor_threads=1, decoder_threads=1, streaming_threads=1,
                                          overlap_decode=True, decoder_bf16_faster=False),
                       (CandidateFigure("talker threads", "2", "talker step", 40.5, 6, True),), 9.5,
-                      "2026-12-01T23:00:00Z", "0.50 0.40 0.30", {"cpu": 120.5, "gpu:0": 300.0})
+                      "2026-12-01T23:00:00Z", "0.50 0.40 0.30", {"cpu": 120.5})
 
 
 def test_record_round_trip_and_key_digest(tmp_path):
@@ -191,9 +191,9 @@ GOOD = json.dumps(RECORD.to_json()).encode()
     (json.dumps({**RECORD.to_json(), "settings": {**RECORD.to_json()["settings"], "decoder_threads": True}}).encode(),
      "bool for 'decoder_threads'"),
     (json.dumps({**RECORD.to_json(), "settings": {**RECORD.to_json()["settings"], "decoder_threads": 0}}).encode(),
-     "below one"),
+     "decoder threads (0) is not a count the tuner tries on 2 cores (1, 2)"),
     (json.dumps({**RECORD.to_json(), "settings": {**RECORD.to_json()["settings"], "streaming_threads": 0}}).encode(),
-     "below one"),
+     "streaming threads (0) is not a count"),
     (json.dumps({**RECORD.to_json(), "settings": {**RECORD.to_json()["settings"], "streaming_threads": "1"}}).encode(),
      "str for 'streaming_threads'"),
     (json.dumps({**RECORD.to_json(), "settings": None}).encode(), "settings is not a table"),

@@ -16,8 +16,10 @@ This module holds what is independent of the model:
 - TuningKey / TuningRecord and their file in the cache folder: one small JSON file per key (CPU model, cores,
   ncnn version, the model's shape, the bundle's precision and format, the devices ncnn sees, this tuner's
   version). A later open with the same key reads it back (a few hundred bytes: no measurable start-up cost); a
-  new key tunes again. A file that is damaged, foreign (another key), too large, not a regular file or of a wrong
-  shape is ignored with a note, never an error, and replaced by the next tuning.
+  new key tunes again. A file that is damaged, foreign (another key), too large, not a regular file, of a wrong
+  shape or holding anything this tuner could not have written (a count beyond the key's cores, a device that is
+  not one of this computer's GPUs, a verdict its figures contradict, a number out of range) is ignored with a
+  note, never an error, and replaced by the next tuning.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import statistics
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -36,6 +39,7 @@ from typing import Any, TypeVar
 from ..errors import Cancelled
 from ..io.fileio import write_atomic
 from ..io.safefile import regular_file_problem
+from .device import faster_gpu, scan_gpus
 
 TUNER_VERSION = 3  # part of the key: a tuner that measures differently tunes again (3: OpenMP spin, int8 teams)
 RECORD_FORMAT = "qwen3tts-tuning"
@@ -211,29 +215,33 @@ class TuningRecord:
 
     @classmethod
     def from_json(cls, data: Any) -> TuningRecord:
-        """Raises ValueError naming what is wrong with `data`."""
+        """Raises ValueError naming what is wrong with `data`: anything this tuner could not have written (a field
+        of the wrong type, a count outside this key's cores, a device that is not one of this computer's GPUs, a
+        verdict its figures contradict, a number that is not finite or not in range) is a damaged record."""
         if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT:
             raise ValueError("it is not a tuning record of this app")
         if data.get("version") != TUNER_VERSION:
-            raise ValueError(f"it was written by another version of the tuner ({data.get('version')!r})")
+            raise ValueError(f"it was written by another version of the tuner ({_shown(data.get('version'))})")
         key = _typed(TuningKey, data.get("key"), "key")
+        _check_key(key)
         settings = _typed(TunedSettings, data.get("settings"), "settings")
-        if min(settings.talker_threads, settings.code_predictor_threads, settings.decoder_threads,
-               1 if settings.streaming_threads is None else settings.streaming_threads) < 1:
-            raise ValueError("a thread count in it is below one")
+        _check_settings(settings, key)
         raw_figures = data.get("figures", [])
-        if not isinstance(raw_figures, list):
-            raise ValueError("its figures are not a list")
+        if not isinstance(raw_figures, list) or len(raw_figures) > MAX_FIGURES:
+            raise ValueError(f"its figures are not a list of at most {MAX_FIGURES}")
         figures = tuple(_typed(CandidateFigure, f, "figure") for f in raw_figures)
+        for figure in figures:
+            _check_figure(figure)
         device_ms = data.get("device_ms", {})
-        if not isinstance(device_ms, dict) or not all(
-                isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
-                for k, v in device_ms.items()):
+        if not isinstance(device_ms, dict) or not all(isinstance(k, str) and _number(v) for k, v in device_ms.items()):
             raise ValueError("its per-device figures are not a table of milliseconds")
+        _check_devices(device_ms, settings.gpu_faster)
         seconds, measured, load = data.get("seconds", 0.0), data.get("measured", ""), data.get("load_average", "")
-        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not isinstance(measured, str) \
-                or not isinstance(load, str):
-            raise ValueError("its time stamp is not readable")
+        if not _number(seconds) or not 0 <= seconds <= MAX_TUNING_SECONDS:
+            raise ValueError(f"its tuning time ({_shown(seconds)} s) is not a time a tuning takes")
+        if not isinstance(measured, str) or measured and not _MEASURED.fullmatch(measured):
+            raise ValueError(f"its time stamp ({_shown(measured)}) is not readable")
+        _check_load(load, key.logical)
         return cls(key, settings, figures, float(seconds), measured, load,
                    {k: float(v) for k, v in device_ms.items()})
 
@@ -269,6 +277,109 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "bool | None": (bool, type(None)),
     "int | None": (int, type(None)),
 }
+
+
+# What a record of this tuner can hold; anything outside is a damaged or forged file (a thread count of 10^9, a
+# load average of 999, a figure for a GPU that is not there all came from hand-edited records).
+MAX_CPUS = 4096  # logical CPUs: more than any machine this runs on
+MAX_TEXT = 512  # characters of a name in the key or a figure (a CPU's name, the model's shapes: under 200)
+MAX_FIGURES = 256  # candidate figures (4 thread counts: 8 generation, 17 streaming, 2 decoder, one per GPU)
+MAX_SAMPLES = 10_000  # measurements of one candidate (the tuner takes at most 8)
+MAX_FRAME_MS = 3_600_000.0  # an hour for a frame or a step: no tuning with such a candidate would ever finish
+MAX_TUNING_SECONDS = 86_400.0  # a tuning has a 15 s budget; a day is far past any slow machine's minimum rounds
+# the 1-minute load average per logical CPU: 10-12 was measured on 2 cores with five busy programs beside the
+# tuner; a machine loaded 16 times over does not finish a tuning
+MAX_LOAD_PER_CPU = 16.0
+_GPU_NAME = re.compile(r"gpu:(0|[1-9][0-9]{0,2})")  # what gpu_timing names a GPU it timed
+_MEASURED = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")  # utc_now()
+_LOAD = re.compile(r"[0-9]{1,6}\.[0-9]{2}")  # one of load_average()'s three figures
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _shown(v: Any) -> str:
+    """A value as a note shows it: short (a forged record may hold a 400-digit count or a megabyte of text)."""
+    text = repr(v) if not isinstance(v, int) or abs(v) < 10**12 else f"a {len(str(abs(v)))}-digit number"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_text(value: str, what: str) -> None:
+    if len(value) > MAX_TEXT:
+        raise ValueError(f"its {what} is longer than the {MAX_TEXT} characters this app writes")
+
+
+def _check_key(key: TuningKey) -> None:
+    for name in ("cpu", "ncnn", "model", "precision", "format", "device"):
+        _check_text(getattr(key, name), f"key's {name}")
+    if not 1 <= key.cores <= key.logical <= MAX_CPUS:
+        raise ValueError(f"its key's core counts ({_shown(key.cores)} cores, {_shown(key.logical)} CPUs) are not "
+                         "a computer's")
+    if key.tuner != TUNER_VERSION:
+        raise ValueError(f"its key names another version of the tuner ({_shown(key.tuner)})")
+
+
+def _check_settings(settings: TunedSettings, key: TuningKey) -> None:
+    """Every thread count is one the tuner tries on the key's cores (thread_candidates)."""
+    counts = thread_candidates(key.cores)
+    for f in fields(TunedSettings):
+        value = getattr(settings, f.name)
+        if f.name.endswith("_threads") and value is not None and value not in counts:
+            raise ValueError(f"its {f.name.replace('_', ' ')} ({_shown(value)}) is not a count the tuner tries on "
+                             f"{key.cores} core{'s' if key.cores != 1 else ''} ({', '.join(map(str, counts))})")
+
+
+def _check_figure(figure: CandidateFigure) -> None:
+    for name in ("setting", "value", "part"):
+        _check_text(getattr(figure, name), f"figure's {name}")
+    if not (0 <= figure.median_ms <= MAX_FRAME_MS or figure.median_ms == math.inf):  # inf: never measured
+        raise ValueError(f"its figure for {_shown(figure.value)} ({_shown(figure.median_ms)} ms) is not a time")
+    if not 0 <= figure.samples <= MAX_SAMPLES:
+        raise ValueError(f"its figure for {_shown(figure.value)} counts {_shown(figure.samples)} samples")
+
+
+def _check_devices(device_ms: dict[str, Any], gpu_faster: bool | None) -> None:
+    """Names the tuner writes ("cpu", "gpu:N" for a GPU of this computer it times: never a software GPU), times
+    in range, and a GPU verdict that follows from them."""
+    for name, ms in device_ms.items():
+        if name != "cpu" and not _GPU_NAME.fullmatch(name):
+            raise ValueError(f"its per-device figures name {_shown(name)}, which is not a device")
+        if not 0 <= ms <= MAX_FRAME_MS:
+            raise ValueError(f"its figure for {name} ({_shown(ms)} ms per frame) is not a time")
+    gpus = [name for name in device_ms if name != "cpu"]
+    if device_ms and "cpu" not in device_ms:
+        raise ValueError("its per-device figures have no CPU figure to compare with")
+    if gpus and gpu_faster is None:
+        raise ValueError("it has GPU figures but no GPU verdict")
+    if not gpus and gpu_faster is not None:
+        raise ValueError("its GPU verdict has no GPU figure")
+    if gpu_faster is not None and gpu_faster != (faster_gpu(device_ms) is not None):
+        raise ValueError("its GPU verdict contradicts its figures")
+    if gpus:
+        seen = scan_gpus().gpus  # the tuner scanned them too when it timed these
+        for name in gpus:
+            index = int(name.split(":", 1)[1])
+            if index >= len(seen):
+                raise ValueError(f"it has a figure for {name}, a GPU this computer does not have")
+            if seen[index].software:
+                raise ValueError(f"it has a figure for {name} ({seen[index].name}), a software GPU the tuner never "
+                                 "times")
+
+
+def _check_load(load: Any, cpus: int) -> None:
+    """"" (none kept), "n/a" (no load figure on this OS) or load_average()'s three figures, each one a machine
+    that finished a tuning could have had."""
+    if not isinstance(load, str):
+        raise ValueError("its load average is not text")
+    if load in ("", "n/a"):
+        return
+    figures = load.split(" ")
+    if len(figures) != 3 or not all(_LOAD.fullmatch(f) for f in figures):
+        raise ValueError(f"its load average ({_shown(load)}) is not one this app writes")
+    if max(float(f) for f in figures) > MAX_LOAD_PER_CPU * cpus:
+        raise ValueError(f"its load average ({_shown(load)}) is more than {cpus} CPU{'s' if cpus != 1 else ''} "
+                         "could have had while tuning")
 
 
 # -------------------------------------------------------------------------------------------------- the file
