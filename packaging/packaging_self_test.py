@@ -83,6 +83,7 @@ def run(workdir: Path) -> None:
     if not np.allclose(data[:, 0], result.audio, atol=1e-4):
         raise RuntimeError("WAV round trip changed the samples")
     print(f"ok: wrote and re-read {out.name} ({data.shape[0]} samples at {sr} Hz)")
+    _check_single_window(workdir)
     _check_download_client()
     _check_gpu(bundle, voice, settings, result.codes)
     del app
@@ -97,6 +98,16 @@ def _check_look(app) -> None:
     if missing:
         raise RuntimeError(f"the app's look is incomplete; missing {', '.join(missing)}")
     print("ok: style sheet and icon found")
+
+
+def _check_single_window(workdir: Path) -> None:
+    """The single-window lock and its local socket (QtNetwork) are frozen in."""
+    from qwen3tts_gui.single_instance import SingleInstance, Start
+
+    instance = SingleInstance(workdir / "data")
+    if instance.start() is not Start.FIRST or instance.problem:
+        raise RuntimeError(f"the single-window lock failed: {instance.problem}")
+    print("ok: single-window lock and socket")
 
 
 def _check_download_client() -> None:

@@ -129,10 +129,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from .audio_io import SoundDeviceBackend
     from .context import AppContext
+    from .data.paths import data_dir
     from .data.settings import user_settings
     from .diagnostics import log, setup_logging, user_message
     from .engine_adapter import installed_model
     from .main_window import MainWindow
+    from .single_instance import SingleInstance, Start, bring_forward
 
     log_path = setup_logging()
     if home_note:
@@ -149,13 +151,24 @@ def main(argv: list[str] | None = None) -> int:
     app = cast(QApplication, QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "qwen3tts-gui",
                                                                       *args.qt_args]))
     app.setApplicationDisplayName(APP_NAME)
+    instance = SingleInstance(data_dir())  # held (lock and socket) until the process ends
+    start = instance.start()
+    if start is Start.HANDED_OVER:
+        log.info("already open: its window was brought to the front")
+        print(f"qwen3tts-gui: {APP_NAME} is already open; its window was brought to the front.", file=sys.stderr)
+        return 0
     missing = apply_look(app)
     if missing:
         log.warning("the app's look is incomplete; missing %s", ", ".join(missing))
 
     settings = user_settings()
     ctx = AppContext(settings, SoundDeviceBackend())
+    if start is Start.UNANSWERED:
+        ctx.notices.append((f"{APP_NAME} is already open", (
+            f"Another window of {APP_NAME} uses the same data folder ({data_dir()}) but did not answer. This "
+            "window works beside it: every take of both is kept, and the window closed last keeps its settings.")))
     window = MainWindow(ctx)
+    instance.show_requested.connect(lambda: bring_forward(window))
 
     def excepthook(kind, value, tb):  # a bug in a GUI slot: log it, show one line, keep running
         log.error("unhandled exception\n%s", "".join(traceback.format_exception(kind, value, tb)))

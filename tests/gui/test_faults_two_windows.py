@@ -14,9 +14,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from qwen3tts_gui.data.take_store import TakeStore
 
 ROOT = Path(__file__).resolve().parents[2]
+STARTED = "started; log file"  # the app's log line once its window is up
+ASKED = "another launch asked for this window"
 
 
 def _env() -> dict[str, str]:
@@ -62,3 +66,62 @@ def test_two_windows_on_one_takes_folder_keep_every_take(tmp_path):
     for name, result in zip(("first", "second"), results, strict=True):
         for i, number in enumerate(result["numbers"]):
             assert texts[number] == f"Take {i + 1} of the window called {name}."
+
+
+@pytest.fixture
+def launch():
+    """launch() starts the app as a user would (python -m qwen3tts_gui); every copy is ended after the test."""
+    apps: list[subprocess.Popen] = []
+
+    def start() -> subprocess.Popen:
+        apps.append(subprocess.Popen([sys.executable, "-m", "qwen3tts_gui"], cwd=ROOT, env=_env(),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        return apps[-1]
+
+    yield start
+    for app in apps:
+        if app.poll() is None:
+            app.terminate()  # closes the window as a logout would
+        try:
+            app.wait(60)
+        except subprocess.TimeoutExpired:
+            app.kill()
+            app.wait()
+
+
+def _log_count(words: str) -> int:
+    from qwen3tts_gui.data.paths import log_file
+
+    try:
+        return log_file().read_text(encoding="utf-8").count(words)
+    except FileNotFoundError:
+        return 0
+
+
+def _wait_started(app: subprocess.Popen, windows: int) -> None:
+    _wait_for(lambda: _log_count(STARTED) == windows or app.poll() is not None, 180, "the window to open")
+    assert app.poll() is None, app.communicate()[1][-2000:]
+
+
+def test_a_second_launch_brings_the_running_window_forward(launch):
+    first = launch()
+    _wait_started(first, 1)
+    second = launch()
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err[-2000:]
+    assert "already open; its window was brought to the front" in err
+    assert _log_count(ASKED) == 1  # the first one heard it
+    assert _log_count(STARTED) == 1  # the second never opened a window
+    assert first.poll() is None
+
+
+def test_a_killed_window_does_not_keep_the_next_launch_out(launch):
+    first = launch()
+    _wait_started(first, 1)
+    first.kill()  # kill -9: no clean-up of the lock or the socket
+    first.wait()
+    again = launch()
+    _wait_started(again, 2)
+    third = launch()  # the new window is the one later launches reach
+    assert third.wait(60) == 0
+    assert _log_count(ASKED) == 1
