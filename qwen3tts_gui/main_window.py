@@ -27,7 +27,8 @@ from .controllers.batch_voices import BatchVoices
 from .controllers.generation_controller import GenerationController
 from .controllers.model_controller import ModelController
 from .controllers.take_history import TakeHistory
-from .data.paths import data_dir, takes_dir
+from .data.folders import KeptFolder, folder_problem, unusable_folders
+from .data.paths import data_dir, log_dir, takes_dir
 from .data.saved_text import TEXT_FILE, restore_text, save_text
 from .data.takes import Take
 from .diagnostics import current_log_file, log
@@ -147,6 +148,7 @@ class MainWindow(QMainWindow):
             panel.voice_changed.connect(self._update_actions)
         self._model_changed()
         self._restore_window()
+        self._say_what_is_not_kept()
         self.history.restore()
         problems = ctx.settings.take_problems()
         if problems:  # the values were reset to defaults and removed: this shows once, not at every start
@@ -154,6 +156,22 @@ class MainWindow(QMainWindow):
         for title, text in ctx.notices:
             ctx.dialogs.notice(self, title, text)
         ctx.notices.clear()
+
+    def _say_what_is_not_kept(self) -> None:
+        """Folders that cannot keep files (a file or a looping link where a folder goes) are named once, at the
+        start: the app works, but what they should keep is lost when it closes."""
+        folders = [KeptFolder("Takes are not kept for the next session", self.history.store.folder),
+                   KeptFolder("New voices cannot be saved", self.ctx.library.folder),
+                   KeptFolder("The text box's text is not kept", self.text_file.parent)]
+        settings_folder = self.ctx.settings.folder()
+        if settings_folder is not None:
+            folders.append(KeptFolder("Settings are not kept", settings_folder))
+        folders.append(KeptFolder("The log is not written (problems are not recorded)", log_dir()))
+        lost = unusable_folders(folders)
+        self.history.unusable = folder_problem(self.history.store.folder)
+        if lost:
+            self.ctx.notices.insert(0, ("Some of your work will not be kept", "\n".join(lost) + (
+                "\n\nMove or rename what is named, then start the app again.")))
 
     # --- layout ------------------------------------------------------------------------------------------
     def _build_studio(self) -> QWidget:

@@ -28,6 +28,7 @@ class TakeHistory(QObject):
         self.count = 0  # the number of the last take: the next one is count + 1
         self.writing = 0  # takes handed to the writer whose outcome has not come back yet
         self.loading = False  # the history is being read
+        self.unusable: str | None = None  # why the takes folder cannot keep takes (said once, at the start)
         self._epoch = 0
         self.store = TakeStore(folder)
         self.keeper = TakeKeeper(self.store, self)
@@ -65,7 +66,9 @@ class TakeHistory(QObject):
     def _kept(self, number: int, kept: bool, removed: list, problems: list) -> None:
         self.writing -= 1
         self.output.drop_takes(removed)
-        if not kept:  # a message that stays until read: the status line is overwritten by the next one
+        if not kept and self.unusable:  # named in the window at the start: not again for every take
+            self.status.emit(f"Take #{number} is not kept for the next session: {self.unusable}.", 10000)
+        elif not kept:  # a message that stays until read: the status line is overwritten by the next one
             self.ctx.dialogs.notice(self.window, "A take was not kept", "\n".join(problems) + (
                 f"\n\nTake #{number} stays here until the app is closed: save it with File > Save take as… "
                 "to keep it."))

@@ -188,6 +188,12 @@ class Settings:
     def sync(self) -> None:
         self.qsettings.sync()
 
+    def folder(self) -> Path | None:
+        """The folder of the settings file (None for the Windows registry)."""
+        if sys.platform == "win32" and self.qsettings.format() != QSettings.Format.IniFormat:
+            return None
+        return Path(self.qsettings.fileName()).parent
+
 
 def user_settings() -> Settings:
     """The user's settings (QCoreApplication's organisation and application names must be set).

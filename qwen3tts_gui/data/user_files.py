@@ -8,6 +8,7 @@ does not overwrite what the user may still want.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -27,6 +28,8 @@ def open_regular(path: Path, max_bytes: int) -> BinaryIO:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         raise
+    except NotADirectoryError:  # a part of its path is a file: nothing is there (the window names that file once)
+        raise FileNotFoundError(errno.ENOENT, "a part of its path is a file", str(path)) from None
     except OSError as e:
         raise UnusableFile(f"it cannot be opened ({e.strerror or e})") from None
     try:
