@@ -3,20 +3,20 @@ File > Import uses the one chosen last."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from qwen3tts_gui.data.paths import models_dir
+from qwen3tts_gui.engine_adapter import ModelStore
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "tiny06b"
 
 
 def _imported_precisions() -> dict[str, str]:
-    folder = models_dir()
-    return {d.name: json.loads((d / "manifest.json").read_text())["precision"]
-            for d in (folder.iterdir() if folder.is_dir() else []) if (d / "manifest.json").is_file()}
+    """Installed models and their precision, as the store lists them (work folders of a conversion still
+    running are not listed)."""
+    return {m.name: m.precision for m in ModelStore(models_dir()).installed()}
 
 
 def _wait_opened(qtbot, window, count: int) -> None:
