@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QUrl
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence, QShortcut
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDesktopServices,
+    QGuiApplication,
+    QKeySequence,
+    QScreen,
+    QShortcut,
+)
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -42,6 +50,7 @@ from .widgets.folders_dialog import FoldersDialog
 from .widgets.language_combo import LanguageCombo
 from .widgets.output_panel import OutputPanel
 from .widgets.progress_panel import ProgressPanel
+from .widgets.screen_fit import first_geometry, still_fits
 from .widgets.settings_box import GenerationSettingsBox
 from .widgets.speaker_panel import SpeakerPanel
 from .widgets.voice_panel import VoicePanel
@@ -60,7 +69,6 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.ctx = ctx
         self.setWindowTitle(APP_NAME)
-        self.resize(1280, 860)
         self.setMinimumSize(960, 640)
 
         self.downloader = ModelDownloader(ctx, self)
@@ -280,10 +288,28 @@ class MainWindow(QMainWindow):
         if not self.ctx.settings.recent_models:
             self.recent_menu.addAction("(none yet)").setEnabled(False)
 
+    def place_window(self, screen: QScreen | None = None) -> None:
+        """Size and place the window on `screen` (the one it opens on): the saved geometry where it still fits
+        there, else 1280x860 or what the screen's available area holds, centred; maximised when even the
+        minimum size does not fit."""
+        screen = screen or self.screen() or QGuiApplication.primaryScreen()
+        available = screen.availableGeometry()
+        saved = self.ctx.settings.geometry
+        if not saved.isEmpty() and self.restoreGeometry(saved) and (
+                self.isMaximized() or still_fits(self.geometry(), available)):
+            return
+        self.setWindowState(self.windowState() & ~Qt.WindowState.WindowMaximized)
+        self.setScreen(screen)
+        rect = first_geometry(available, self.minimumSize())
+        if rect is None:
+            self.setGeometry(available)
+            self.setWindowState(self.windowState() | Qt.WindowState.WindowMaximized)
+        else:
+            self.setGeometry(rect)
+
     def _restore_window(self) -> None:
         s = self.ctx.settings
-        if not s.geometry.isEmpty():
-            self.restoreGeometry(s.geometry)
+        self.place_window()
         if not s.window_state.isEmpty():
             self.restoreState(s.window_state)
         if not s.splitter.isEmpty():

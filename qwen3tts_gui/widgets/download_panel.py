@@ -28,6 +28,7 @@ from ..engine_adapter import (
     pending_downloads,
     precisions,
 )
+from .plain_height import PlainHeight
 
 # How the precision choice reads; the fast one first, the exact one a click away. Precisions not listed show as
 # they are named.
@@ -45,7 +46,7 @@ def precision_label(precision: str) -> str:
     return PRECISION_LABELS.get(precision, precision)
 
 
-class DownloadPanel(QWidget):
+class DownloadPanel(PlainHeight, QWidget):
     installed = Signal(object)  # Path of the new bundle
 
     def __init__(self, downloader: ModelDownloader, parent: QWidget | None = None):

@@ -12,7 +12,6 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QPushButton,
     QTreeWidget,
@@ -31,6 +30,7 @@ from ..engine_adapter import (
     pending_downloads,
 )
 from .download_panel import DownloadPanel
+from .plain_height import WrappedLabel
 
 
 class ModelsDialog(QDialog):
@@ -66,9 +66,8 @@ class ModelsDialog(QDialog):
             row.addWidget(b)
         row.addStretch(1)
         row.addWidget(import_btn)
-        self.folder_label = QLabel("")
+        self.folder_label = WrappedLabel("")
         self.folder_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.folder_label.setWordWrap(True)
         move_btn = QPushButton("Move…")
         move_btn.clicked.connect(self._move)
         folder_row = QHBoxLayout()
