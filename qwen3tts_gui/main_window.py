@@ -15,6 +15,7 @@ from PySide6.QtGui import (
     QShortcut,
 )
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -55,6 +56,7 @@ from .widgets.settings_box import GenerationSettingsBox
 from .widgets.speaker_panel import SpeakerPanel
 from .widgets.voice_panel import VoicePanel
 from .widgets.welcome import WelcomeView
+from .widgets.wheel_guard import install_wheel_guard
 from .workers import SynthesisWorker
 
 
@@ -70,6 +72,7 @@ class MainWindow(QMainWindow):
         self.ctx = ctx
         self.setWindowTitle(APP_NAME)
         self.setMinimumSize(960, 640)
+        install_wheel_guard(QApplication.instance())
 
         self.downloader = ModelDownloader(ctx, self)
         self.downloader.failed.connect(lambda msg: self.ctx.dialogs.error(self, "Download failed", msg))
