@@ -20,6 +20,8 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
         ChunkProgress   which chunk progress shows while chunks run side by side
         RecordingLength   how long the recording will be (every chunk's estimate + pauses, refined as they finish)
         run_long_synthesis(events, on_frame, on_audio, ...)   the one loop consuming them (engine/longform/consuming.py)
+        ChunkJournal, ChunkPlan, JournalError, same_voice   a long text's finished chunks kept on disk as they are
+            made, so that a later run continues where a closed, crashed or killed one stopped (engine/longform/journal.py)
     estimated_frames(text)   a synthesis's length estimate from its text (its first FrameEvent.estimated_frames)
     split_text, TextChunk, DEFAULT_MAX_CHARS   the text splitter
     read_text_file, decode_text, MAX_TEXT_FILE_BYTES   a text file as str: UTF-8, or UTF-16 with its mark (one reader)
@@ -89,6 +91,7 @@ from .io.safefile import load_npy_bytes, load_npy_file, npy_bytes_needed, regula
 from .io.text_file import MAX_TEXT_FILE_BYTES, decode_text, read_text_file  # noqa: E402
 from .longform.consuming import run_long_synthesis  # noqa: E402
 from .longform.joining import JoinSettings  # noqa: E402
+from .longform.journal import ChunkJournal, ChunkPlan, JournalError, same_voice  # noqa: E402
 from .longform.recording_length import RecordingLength  # noqa: E402
 from .longform.runaway import GuardSettings  # noqa: E402
 from .longform.runner import (  # noqa: E402
@@ -249,6 +252,10 @@ __all__ = [
     "load_npy_bytes",
     "run_synthesis",
     "run_long_synthesis",
+    "ChunkJournal",
+    "ChunkPlan",
+    "JournalError",
+    "same_voice",
     "save_audio",
     "split_for_synthesis",
     "split_text",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -80,7 +80,7 @@ class ChunkAudio:
     samples: np.ndarray  # what this chunk adds to the recording: pause, then its faded audio
     start_sample: int  # where `samples` start in the recording
     result: SynthesisResult  # the chunk alone: raw audio, codes, seed, timings
-    attempts: int
+    attempts: int  # 0: an earlier run made it (synthesize_long's `made`)
 
 
 @dataclass
@@ -146,8 +146,11 @@ def split_for_synthesis(text: str, language: str = "auto", max_chars: int = DEFA
 
 
 def synthesize_long(synth, text: str, voice, language: str = "auto", settings: GenerationSettings | None = None,
-                    options: LongTextOptions | None = None, instruct: str | None = None) -> Iterator[LongEvent]:
-    """Validate everything a chunk-independent check can (before the first event), then generate."""
+                    options: LongTextOptions | None = None, instruct: str | None = None,
+                    made: Mapping[int, Callable[[], SynthesisResult]] | None = None) -> Iterator[LongEvent]:
+    """Validate everything a chunk-independent check can (before the first event), then generate. `made`: chunks
+    an earlier run of the same text, voice, settings and seed finished (a journal.ChunkJournal's): each is read
+    when its turn comes and put into the recording as it was (ChunkAudio with attempts 0), never generated."""
     options = options or LongTextOptions()
     options.join.check()
     options.guard.check()
@@ -164,11 +167,12 @@ def synthesize_long(synth, text: str, voice, language: str = "auto", settings: G
     if not chunks:
         raise TextError("The text is empty; type something to speak.")
     seed = settings.seed if settings.seed is not None else secrets.randbits(32)
-    return _generate(synth, chunks, voice, language, settings, options, seed, instruct)
+    return _generate(synth, chunks, voice, language, settings, options, seed, instruct, made or {})
 
 
 def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: GenerationSettings,
-              options: LongTextOptions, seed: int, instruct: str | None = None) -> Iterator[LongEvent]:
+              options: LongTextOptions, seed: int, instruct: str | None = None,
+              made: Mapping[int, Callable[[], SynthesisResult]] | None = None) -> Iterator[LongEvent]:
     """Chunks through synth.synthesize_many, a window of them at a time: the first attempts of a window in one
     run, then its retries in another. One at a time (batch size 1) the window is one chunk, so a retry follows
     its chunk at once; side by side it is 2 x batch_size chunks, so slots stay filled while memory stays at a few
@@ -178,9 +182,11 @@ def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: Ge
     n = len(chunks)
     size = options.batch_size or 1
     recording = _Recording(chunks, options.join)
-    to_speak = [i for i, c in enumerate(chunks) if speakable(c)]
+    earlier = {i: load for i, load in (made or {}).items() if 0 <= i < n and speakable(chunks[i])}
+    to_speak = [i for i, c in enumerate(chunks) if speakable(c) and i not in earlier]
     window = 2 * size if size > 1 else 1
     for w in range(0, len(to_speak), window):
+        yield from recording.made_before(to_speak[w], earlier)
         todo = {i: "" for i in to_speak[w:w + window]}  # chunk -> why it is being tried again
         for attempt in range(options.guard.retries + 1):
             if not todo:
@@ -240,6 +246,7 @@ def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: Ge
                         del result
             finally:
                 batch.close()
+    yield from recording.made_before(n, earlier)
     yield recording.finish(seed, time.perf_counter() - t0)
 
 
@@ -309,6 +316,12 @@ class _Recording:
             yield ChunkAudio(k, n, chunk.text, piece, self.written, result, attempts)
             self.written += len(piece)
             del piece, result
+
+    def made_before(self, below: int, made: dict[int, Callable[[], SynthesisResult]]) -> Iterator[LongEvent]:
+        """Put the chunks an earlier run made, up to `below`, into the recording (read one at a time, and only
+        when every chunk before them is done: memory stays at one chunk)."""
+        for i in sorted(k for k in made if k < below):
+            yield from self.done(i, made.pop(i)(), "", 0)
 
     def finish(self, seed: int, total: float) -> LongResult:
         seconds = self.written / SAMPLE_RATE

@@ -1,0 +1,350 @@
+"""A long text's finished chunks kept on disk as they are made: closing the app, a crash or a kill in the middle
+of a chapter loses at most the chunks being generated, and the next run continues from the rest.
+
+    folder/journal.json       what is spoken (ChunkPlan): model, text, its chunks, voice, language, settings with
+                              the base seed, instruction, joining; written once, before the first chunk
+    folder/voice.qvoice       the cloned voice, when there is one (a later run may no longer have it)
+    folder/NNNN.audio.npy     chunk NNNN's own audio (float32) and codes: written as the chunk finishes, each
+    folder/NNNN.codes.npy     file synced and renamed into place; NNNN.json (seed, how it ended) is written last
+    folder/NNNN.json          and says the chunk is complete
+
+Chunk i's first attempt uses seed base + i whatever came before it (runner.py), so a run that continues makes
+the same chunks an unbroken run would have made. Everything read back is checked (regular files only, sizes
+and types): a damaged chunk is made again; a damaged journal.json is not a journal.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, TypeGuard
+
+import numpy as np
+
+from ..codec_format import SAMPLE_RATE
+from ..errors import EngineError, TextError, VoiceError
+from ..io.fileio import write_atomic
+from ..io.safefile import load_npy_bytes
+from ..types import GenerationSettings, SynthesisResult
+from ..voice import Voice
+from .joining import JoinSettings
+
+JOURNAL_FILE = "journal.json"
+VOICE_FILE = "voice.qvoice"
+FORMAT = "qwen3tts-chunk-journal"
+VERSION = 1
+MAX_JOURNAL_BYTES = 64 * 2**20  # the text of a book (16 M characters) and its chunks, as JSON
+MAX_CHUNK_SECONDS = 3600  # far past any chunk the runaway guard lets through
+GROUPS = 16
+_MAX_WHOLE = 2**63 - 1
+
+
+class JournalError(EngineError):
+    """The folder holds no usable journal, or one of another text; the message says which, in one line."""
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    """What decides every chunk's audio, and what a later run needs to continue: the text's chunks as spoken,
+    the model, the voice (a preset speaker's name, or None: a designed voice or a cloned one kept beside the
+    plan), language, settings (their seed is the base seed), instruction, and how the chunks are joined."""
+
+    model_id: str
+    text: str
+    chunks: tuple[str, ...]
+    language: str
+    settings: GenerationSettings
+    speaker: str | None = None
+    instruct: str | None = None
+    join: JoinSettings = JoinSettings()
+    max_chars: int = 0
+    voice_name: str = ""  # what the voice is called where it is shown
+
+    @classmethod
+    def of(cls, model_id: str, text: str, chunks: list[str], language: str, voice: object,
+           settings: GenerationSettings, instruct: str | None = None, join: JoinSettings | None = None,
+           max_chars: int = 0, voice_name: str = "") -> ChunkPlan:
+        """The plan of a text about to be spoken in `voice` (a cloned Voice, a preset speaker or its name, None)."""
+        speaker = voice if isinstance(voice, str) else getattr(voice, "name", None) \
+            if voice is not None and not isinstance(voice, Voice) else None
+        return cls(model_id=model_id, text=text, chunks=tuple(chunks), language=language, settings=settings,
+                   speaker=speaker, instruct=instruct or None, join=join or JoinSettings(), max_chars=max_chars,
+                   voice_name=voice_name)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(format=FORMAT, version=VERSION, model_id=self.model_id, text=self.text,
+                    chunks=list(self.chunks), language=self.language, settings=asdict(self.settings),
+                    speaker=self.speaker, instruct=self.instruct, join=asdict(self.join), max_chars=self.max_chars,
+                    voice_name=self.voice_name)
+
+    @classmethod
+    def from_json(cls, data: object) -> ChunkPlan:
+        """A plan from its JSON table, every value checked (JournalError names the first wrong one)."""
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise JournalError("it is not a chunk journal")
+        if data.get("version") != VERSION:
+            raise JournalError(f"it is a chunk journal of another version ({str(data.get('version'))[:20]!r})")
+        for key, optional in (("model_id", False), ("text", False), ("language", False), ("speaker", True),
+                              ("instruct", True), ("voice_name", False)):
+            value = data.get(key)
+            if not (isinstance(value, str) or (optional and value is None)):
+                raise JournalError(f"its {key} is not text")
+        chunks = data.get("chunks")
+        if not isinstance(chunks, list) or not chunks or not all(isinstance(c, str) for c in chunks):
+            raise JournalError("its chunks are not a list of texts")
+        max_chars = data.get("max_chars")
+        if not _whole(max_chars) or max_chars < 0:
+            raise JournalError("its max_chars is not a whole number")
+        return cls(model_id=data["model_id"], text=data["text"], chunks=tuple(chunks), language=data["language"],
+                   settings=_settings(data.get("settings")), speaker=data["speaker"], instruct=data["instruct"],
+                   join=_join(data.get("join")), max_chars=max_chars, voice_name=data["voice_name"])
+
+    def differs_from(self, other: ChunkPlan) -> str | None:
+        """Why chunks made under `other` are not this plan's chunks (in a few words), or None when they are. How
+        chunks are joined and named does not change them."""
+        for what, mine, theirs in (("another model", self.model_id, other.model_id),
+                                   ("another text", self.chunks, other.chunks),
+                                   ("another language", self.language, other.language),
+                                   ("another speaker", self.speaker, other.speaker),
+                                   ("another instruction", self.instruct, other.instruct)):
+            if mine != theirs:
+                return what
+        a, b = asdict(self.settings), asdict(other.settings)
+        if a["seed"] != b["seed"]:
+            return f"seed {b['seed']}"
+        for name in ("stream_audio",):  # how audio reaches the caller, not which audio it is
+            a.pop(name), b.pop(name)
+        if a != b:
+            changed = sorted(k for k in a if a[k] != b[k])
+            return f"other settings ({', '.join(changed)})"
+        return None
+
+
+def same_voice(a: Voice, b: Voice) -> bool:
+    """Whether two cloned voices speak alike: the same model, reference codes and transcript, and x-vectors
+    equal to float32 rounding (the speaker encoder run again on the same reference gives the same vector)."""
+    codes_a, codes_b = a.ref_codes, b.ref_codes
+    same_codes = (codes_a is None and codes_b is None) or (
+        codes_a is not None and codes_b is not None and np.array_equal(codes_a, codes_b))
+    return (a.model_id == b.model_id and (a.ref_text or None) == (b.ref_text or None) and same_codes
+            and a.xvector.shape == b.xvector.shape and bool(np.allclose(a.xvector, b.xvector, rtol=1e-5, atol=1e-6)))
+
+
+@dataclass
+class MadeChunk:
+    """A chunk found complete in the journal; its audio and codes are read when it is used (load)."""
+
+    chunk: int
+    seed: int
+    ended_by: str
+    attempts: int
+    journal: ChunkJournal
+
+    def load(self) -> SynthesisResult:
+        return self.journal.load(self)
+
+
+class ChunkJournal:
+    def __init__(self, folder: Path, plan: ChunkPlan):
+        self.folder = Path(folder)
+        self.plan = plan
+
+    # --- make, open ------------------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, folder: str | os.PathLike, plan: ChunkPlan, voice: object = None) -> ChunkJournal:
+        """A new journal in `folder` (made if missing; one that holds a journal already is refused): the voice
+        (a cloned Voice is kept; a preset speaker is named in the plan), then the plan, before the first chunk
+        is made. The plan's settings must carry the base seed."""
+        if plan.settings.seed is None:
+            raise JournalError("a chunk journal needs the base seed fixed before the first chunk")
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.path.lexists(folder / JOURNAL_FILE):
+            raise JournalError(f"{folder} holds a chunk journal already")
+        if isinstance(voice, Voice):
+            voice_bytes = Voice(xvector=voice.xvector, model_id=voice.model_id, ref_codes=voice.ref_codes,
+                                ref_text=voice.ref_text, language=voice.language, name=voice.name,
+                                created=voice.created).to_bytes()  # its reference audio is for playback only
+            write_atomic(folder / VOICE_FILE, voice_bytes)
+        write_atomic(folder / JOURNAL_FILE, json.dumps(plan.to_json(), ensure_ascii=False).encode("utf-8"))
+        return cls(folder, plan)
+
+    @classmethod
+    def open(cls, folder: str | os.PathLike) -> ChunkJournal:
+        """The journal in `folder`. JournalError when there is none or it cannot be used."""
+        folder = Path(folder)
+        try:
+            data = _read_regular(folder / JOURNAL_FILE, MAX_JOURNAL_BYTES)
+        except FileNotFoundError:
+            raise JournalError(f"{folder} holds no chunk journal") from None
+        except (OSError, ValueError) as e:
+            raise JournalError(f"the chunk journal in {folder} cannot be read: {_reason(e)}") from None
+        try:
+            parsed = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise JournalError(f"the chunk journal in {folder} is damaged: it is not JSON") from None
+        try:
+            return cls(folder, ChunkPlan.from_json(parsed))
+        except JournalError as e:
+            raise JournalError(f"the chunk journal in {folder} cannot be used: {e}") from None
+
+    @staticmethod
+    def exists(folder: str | os.PathLike) -> bool:
+        return os.path.lexists(Path(folder) / JOURNAL_FILE)
+
+    def voice(self) -> Voice | str | None:
+        """The voice the chunks are spoken in: the kept cloned voice, the preset speaker's name, or None.
+        VoiceError when the kept voice cannot be read."""
+        if self.plan.speaker is not None:
+            return self.plan.speaker
+        path = self.folder / VOICE_FILE
+        if not os.path.lexists(path):
+            return None
+        if os.path.islink(path):
+            raise VoiceError(f"{path} is a symbolic link; the journal's own voice file never is")
+        return Voice.load(path, model_id=self.plan.model_id)
+
+    # --- chunks ----------------------------------------------------------------------------------------------
+    def keep(self, chunk: int, result: SynthesisResult, attempts: int = 1) -> None:
+        """Keep chunk `chunk` (0-based) as it finishes: its arrays, then the note that says it is complete."""
+        if not 0 <= chunk < len(self.plan.chunks):
+            raise JournalError(f"chunk {chunk + 1} is not one of the plan's {len(self.plan.chunks)}")
+        stem = self.folder / f"{chunk + 1:04d}"
+        write_atomic(stem.with_suffix(".audio.npy"), _npy(np.asarray(result.audio, np.float32)))
+        write_atomic(stem.with_suffix(".codes.npy"), _npy(np.asarray(result.codes, np.int64)))
+        note = dict(seed=int(result.seed) if result.seed is not None else None, ended_by=result.ended_by,
+                    attempts=int(attempts))
+        write_atomic(stem.with_suffix(".json"), json.dumps(note).encode("ascii"))
+
+    def made(self) -> dict[int, MadeChunk]:
+        """The chunks kept complete, by index (0-based). A damaged note is not a chunk: it is made again."""
+        out: dict[int, MadeChunk] = {}
+        for i in range(len(self.plan.chunks)):
+            path = self.folder / f"{i + 1:04d}.json"
+            if not os.path.lexists(path):
+                continue
+            try:
+                note = json.loads(_read_regular(path, 4096).decode("ascii"))
+            except (OSError, ValueError):
+                continue
+            if not isinstance(note, dict):
+                continue
+            seed, ended_by, attempts = note.get("seed"), note.get("ended_by"), note.get("attempts")
+            if not (_whole(seed) and isinstance(ended_by, str) and _whole(attempts)):
+                continue
+            out[i] = MadeChunk(i, seed, ended_by, attempts, self)
+        return out
+
+    def load(self, made: MadeChunk) -> SynthesisResult:
+        """A made chunk's result. JournalError when its files are damaged (the chunk is then made again)."""
+        stem = self.folder / f"{made.chunk + 1:04d}"
+        limit = MAX_CHUNK_SECONDS * SAMPLE_RATE * 4 + 4096
+        try:
+            audio = load_npy_bytes(_read_regular(stem.with_suffix(".audio.npy"), limit))
+            codes = load_npy_bytes(_read_regular(stem.with_suffix(".codes.npy"), limit))
+        except (OSError, ValueError) as e:
+            raise JournalError(f"chunk {made.chunk + 1} in {self.folder} cannot be read: {_reason(e)}") from None
+        if audio.ndim != 1 or audio.dtype != np.float32 or not np.isfinite(audio).all():
+            raise JournalError(f"chunk {made.chunk + 1} in {self.folder} is damaged: its audio is not samples")
+        if codes.ndim != 2 or codes.shape[1] != GROUPS or codes.dtype.kind not in "iu":
+            raise JournalError(f"chunk {made.chunk + 1} in {self.folder} is damaged: its codes are not frames")
+        return SynthesisResult(audio=audio, codes=codes.astype(np.int64, copy=False), ended_by=made.ended_by,
+                               seed=made.seed)
+
+    def discard(self) -> None:
+        """Remove the journal's own files (nothing else in the folder), then the folder if that empties it."""
+        names = {JOURNAL_FILE, VOICE_FILE}
+        for i in range(len(self.plan.chunks)):
+            names.update(f"{i + 1:04d}{suffix}" for suffix in (".json", ".audio.npy", ".codes.npy"))
+        for name in names:
+            try:
+                os.unlink(self.folder / name)
+            except FileNotFoundError:
+                pass
+        try:
+            self.folder.rmdir()
+        except OSError:
+            pass  # it holds something else (a user's file, the command line's chunk files): left alone
+
+
+def _npy(array: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _read_regular(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file (never through a link, never a FIFO) of at most max_bytes."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("it is not a regular file")
+        if st.st_size > max_bytes:
+            raise ValueError(f"it is {st.st_size} bytes, more than the {max_bytes} it may have")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+
+
+def _reason(e: Exception) -> str:
+    if isinstance(e, OSError):
+        return e.strerror or str(e)
+    return str(e)
+
+
+def _whole(v: object) -> TypeGuard[int]:
+    return isinstance(v, int) and not isinstance(v, bool) and abs(v) <= _MAX_WHOLE
+
+
+def _settings(value: object) -> GenerationSettings:
+    if not isinstance(value, dict):
+        raise JournalError("its settings are not a table of values")
+    kwargs: dict[str, Any] = {}
+    for f in fields(GenerationSettings):
+        if f.name not in value:
+            continue
+        v = value[f.name]
+        kind = str(f.type)
+        if v is None and "None" in kind:
+            kwargs[f.name] = None
+            continue
+        base = kind.split(" | ")[0]
+        ok = (isinstance(v, bool) if base == "bool" else _whole(v) if base == "int"
+              else (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)) if base == "float"
+              else False)
+        if not ok:
+            raise JournalError(f"its setting {f.name} is {str(v)[:20]!r}, not a {base}")
+        kwargs[f.name] = v
+    settings = GenerationSettings(**kwargs)
+    if settings.seed is None:
+        raise JournalError("it has no base seed")
+    try:
+        settings.check()
+    except TextError as e:
+        raise JournalError(f"its settings are out of range ({e})") from None
+    return settings
+
+
+def _join(value: object) -> JoinSettings:
+    if not isinstance(value, dict):
+        raise JournalError("its joining is not a table of values")
+    kwargs = {}
+    for f in fields(JoinSettings):
+        v = value.get(f.name)
+        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)):
+            raise JournalError(f"its {f.name} is not a number")
+        kwargs[f.name] = float(v)
+    join = JoinSettings(**kwargs)
+    try:
+        join.check()
+    except TextError as e:
+        raise JournalError(f"its joining is out of range ({e})") from None
+    return join
