@@ -32,6 +32,7 @@ from .common import (
     text_of,
     tune_if_needed,
 )
+from .resume import check_chunks_dir, keep_chunk, open_journal
 
 TIMBRE_ONLY_NOTE = ("qwen3tts: no --ref-text: cloning the voice's timbre only; the reference's transcript (--ref-text) "
                     "lets the model copy its delivery too.")
@@ -160,11 +161,7 @@ def _long_text_options(args: argparse.Namespace, text: str):
         raise UsageError(f"--codes-out keeps the codes of one synthesis; this text is {len(chunks)} chunks "
                          "(--chunks-dir keeps each chunk's audio).")
     if args.chunks_dir is not None:
-        d = args.chunks_dir
-        if d.exists() and (not d.is_dir() or any(d.iterdir())):
-            raise UsageError(f"--chunks-dir {d} must be a new or empty folder; nothing in it is overwritten.")
-        if not (d.parent if str(d.parent) else Path(".")).is_dir():
-            raise UsageError(f"Cannot make --chunks-dir {d}: its parent folder does not exist.")
+        check_chunks_dir(args.chunks_dir)
     return options
 
 
@@ -174,41 +171,55 @@ def _synth_long(args: argparse.Namespace, synth, voice, settings, text: str, opt
         AudioFileWriter,
         ChunkAudio,
         ChunkFrame,
+        EngineError,
         run_long_synthesis,
         save_audio,
         synthesize_long,
         write_atomic,
     )
 
+    journal, made = None, {}
+    if args.chunks_dir is not None:  # each chunk kept as it is made; a stopped run's chunks are not made again
+        journal, settings, voice, made = open_journal(args.chunks_dir, synth, voice, settings, text,
+                                                      synth.check_language(args.language), args.instruct, options,
+                                                      seed_given=args.seed is not None)
     events = synthesize_long(synth, text, voice, language=args.language, settings=settings, options=options,
-                             instruct=args.instruct)
+                             instruct=args.instruct, made={i: m.load for i, m in made.items()})
     bar = ProgressBar("synth")
     subtype = sample_format(args)
-    if args.chunks_dir is not None:
-        args.chunks_dir.mkdir(exist_ok=True)
 
     def frame(ev: ChunkFrame, done: int) -> None:  # the first chunk not yet written (chunks may run side by side)
         f = ev.frame
         within = min((f.index + 1) / max(f.estimated_frames, f.index + 1), 0.99)
         bar.update((done + within) / ev.chunks, f"chunk {ev.chunk + 1} of {ev.chunks}, frame {f.index + 1}")
 
-    made: list[int] = []  # the chunks written
-    with AudioFileWriter(args.output, subtype=subtype) as writer:
-        def audio(ev: ChunkAudio) -> None:
-            writer.write(ev.samples)
-            made.append(ev.chunk)
-            if args.chunks_dir is not None:
-                save_audio(args.chunks_dir / f"{ev.chunk + 1:04d}.wav", ev.result.audio, subtype=subtype)
+    written: list[int] = []  # the chunks in the recording
+    try:
+        with AudioFileWriter(args.output, subtype=subtype) as writer:
+            def audio(ev: ChunkAudio) -> None:
+                writer.write(ev.samples)
+                written.append(ev.chunk)
+                if args.chunks_dir is not None:
+                    if ev.attempts:  # made in this run (0: read back from the journal)
+                        keep_chunk(journal, ev)
+                    save_audio(args.chunks_dir / f"{ev.chunk + 1:04d}.wav", ev.result.audio, subtype=subtype)
 
-        result = run_long_synthesis(
-            events, on_frame=frame, on_audio=audio, on_skipped=lambda ev: bar.done(ev.message),
-            on_retry=lambda ev: bar.done(f"Chunk {ev.chunk + 1} of {ev.chunks}: {ev.reason}; trying again with "
-                                         f"seed {ev.seed}."))
+            result = run_long_synthesis(
+                events, on_frame=frame, on_audio=audio, on_skipped=lambda ev: bar.done(ev.message),
+                on_retry=lambda ev: bar.done(f"Chunk {ev.chunk + 1} of {ev.chunks}: {ev.reason}; trying again with "
+                                             f"seed {ev.seed}."))
+    except (KeyboardInterrupt, EngineError):
+        if journal is not None:
+            print(f"qwen3tts: the chunks made so far are kept in {args.chunks_dir}; the same command continues "
+                  "there.", file=sys.stderr)
+        raise
     if args.chunks_dir is not None:
         listing = "".join(f"{i + 1:04d}\t{c}\n" for i, c in enumerate(_chunk_texts(text, args.language, options)))
         write_atomic(args.chunks_dir / "chunks.tsv", listing.encode())
+        if not result.skipped:  # complete: the output holds every chunk (a left-out one is tried again next run)
+            journal.discard()
     t = result.timings
-    bar.done(f"wrote {args.output} ({result.seconds:.2f} s, {len(made)} of {result.chunks} chunks, seed {result.seed}, "
+    bar.done(f"wrote {args.output} ({result.seconds:.2f} s, {len(written)} of {result.chunks} chunks, seed {result.seed}, "
              f"{t.total:.1f} s, RTF {t.rtf:.2f})")
     return 1 if result.skipped else 0
 
@@ -262,7 +273,9 @@ def add_parser(sub) -> None:
     lt.add_argument("--retries", type=int, default=GuardSettings.retries,
                     help="new seeds for a chunk that runs away, loops or goes silent "
                          f"(default {GuardSettings.retries})")
-    lt.add_argument("--chunks-dir", type=Path, help="also keep each chunk's audio here (a new or empty folder)")
+    lt.add_argument("--chunks-dir", type=Path,
+                    help="keep each chunk here as it is made (a new or empty folder); if the run stops (Ctrl+C, a "
+                         "crash, a kill), the same command with the same folder continues where it stopped")
     lt.add_argument("--batch-size", type=int, default=None,
                     help=f"chunks generated side by side, each exactly as alone (1 to {MAX_BATCH_SIZE}; default: "
                          f"{DEFAULT_BATCH_SIZE} on q8 models, whose steps serve several chunks at once, 1 on fp32/fp16 "

@@ -1,0 +1,154 @@
+"""Hours of work are not lost: a chapter spoken with `qwen3tts synth --chunks-dir` keeps every chunk as it is made,
+and the same command after a kill -9 (a real process, on the demo model) or Ctrl+C continues where it stopped:
+the chunks made before are not generated again and the output is sample for sample the file of an unbroken run.
+The runner's side (synthesize_long with `made`) is tested on the demo model too."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from engine import GenerationSettings, LongTextOptions, Synthesizer, synthesize_long
+from engine.longform.consuming import run_long_synthesis
+from engine.longform.journal import ChunkJournal
+from qwen3tts_cli.main import main
+
+ROOT = Path(__file__).resolve().parent.parent
+REF = ROOT / "tests" / "fixtures" / "audio" / "en_24k_mono_2s.wav"
+CHAPTER = "\n\n".join(" ".join(f"Sentence {p * 6 + s + 1} of the chapter." for s in range(6)) for p in range(5))
+CHUNKS = 30
+
+
+@pytest.fixture(scope="module")
+def demo_bundle(tmp_path_factory) -> Path:
+    from engine.demo import make_demo_bundle
+
+    return make_demo_bundle(tmp_path_factory.mktemp("demo") / "bundle")
+
+
+def _command(bundle: Path, chapter: Path, out: Path, chunks_dir: Path | None, *extra: str) -> list[str]:
+    args = ["synth", "--model", str(bundle), "--text-file", str(chapter), "--ref", str(REF), "--x-vector-only",
+            "--max-chars", "30", "--max-frames", "4", "--batch-size", "1", "--threads", "1", "--float",
+            "-o", str(out), *extra]
+    return args + (["--chunks-dir", str(chunks_dir)] if chunks_dir is not None else [])
+
+
+def _made(chunks_dir: Path) -> list[str]:
+    return sorted(p.name for p in chunks_dir.glob("[0-9][0-9][0-9][0-9].json")) if chunks_dir.is_dir() else []
+
+
+def test_a_chapter_killed_mid_way_continues_where_it_stopped(demo_bundle, tmp_path, capsys):
+    chapter = tmp_path / "chapter.txt"
+    chapter.write_text(CHAPTER, encoding="utf-8")
+    chunks_dir, out = tmp_path / "chunks", tmp_path / "chapter.wav"
+    command = _command(demo_bundle, chapter, out, chunks_dir, "--seed", "11")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    run = subprocess.Popen([sys.executable, "-m", "qwen3tts_cli", *command], cwd=ROOT, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 300
+        while len(_made(chunks_dir)) < 5 and run.poll() is None and time.monotonic() < end:
+            time.sleep(0.02)
+        assert run.poll() is None, f"the run ended before it could be killed: {run.stderr.read()[-1000:]}"
+        run.send_signal(signal.SIGKILL)  # kill -9: no clean-up of any kind
+        run.wait()
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    kept = _made(chunks_dir)
+    assert 5 <= len(kept) < CHUNKS and not out.exists()
+
+    assert main(command) == 0  # the same command again
+    err = capsys.readouterr().err
+    assert f"continuing in {chunks_dir}: {len(kept)} of {CHUNKS} chunks were made before" in err
+    assert _made(chunks_dir) == [] and not (chunks_dir / "journal.json").exists()  # complete: the journal goes
+    assert sorted(p.name for p in chunks_dir.glob("*.wav")) == [f"{i:04d}.wav" for i in range(1, CHUNKS + 1)]
+    resumed, sr = sf.read(out, dtype="float32")
+
+    unbroken = tmp_path / "unbroken.wav"
+    assert main(_command(demo_bundle, chapter, unbroken, None, "--seed", "11")) == 0, capsys.readouterr().err
+    expected, _ = sf.read(unbroken, dtype="float32")
+    assert sr == 24000 and len(resumed) == len(expected) and np.array_equal(resumed, expected)
+
+
+def test_an_interrupted_run_without_a_seed_continues_with_its_own(demo_bundle, tmp_path, capsys, monkeypatch):
+    chapter = tmp_path / "chapter.txt"
+    chapter.write_text(CHAPTER, encoding="utf-8")
+    chunks_dir, out = tmp_path / "chunks", tmp_path / "chapter.wav"
+    real_keep, kept = ChunkJournal.keep, []
+
+    def interrupted_after_three(self, chunk, result, attempts=1):
+        if len(kept) == 3:
+            raise KeyboardInterrupt  # Ctrl+C while the fourth chunk is being kept
+        kept.append(chunk)
+        real_keep(self, chunk, result, attempts)
+
+    monkeypatch.setattr(ChunkJournal, "keep", interrupted_after_three)
+    assert main(_command(demo_bundle, chapter, out, chunks_dir)) == 130
+    assert "the same command continues there" in capsys.readouterr().err
+    seed = json.loads((chunks_dir / "journal.json").read_text())["settings"]["seed"]
+    assert isinstance(seed, int) and _made(chunks_dir) == ["0001.json", "0002.json", "0003.json"]
+    monkeypatch.setattr(ChunkJournal, "keep", real_keep)
+
+    assert main(_command(demo_bundle, chapter, out, chunks_dir)) == 0  # no --seed: the stopped run's
+    assert "3 of 30 chunks were made before" in capsys.readouterr().err
+    unbroken = tmp_path / "unbroken.wav"
+    assert main(_command(demo_bundle, chapter, unbroken, None, "--seed", str(seed))) == 0
+    assert np.array_equal(sf.read(out, dtype="float32")[0], sf.read(unbroken, dtype="float32")[0])
+
+
+@pytest.mark.parametrize("change, words", [
+    (["--seed", "12"], "seed 11"),
+    (["--seed", "11", "--temperature", "0.5"], "other settings (temperature)"),
+    (["--seed", "11", "--max-chars", "60"], "another text"),
+])
+def test_a_folder_of_another_run_is_refused_in_one_line(demo_bundle, tmp_path, capsys, monkeypatch, change, words):
+    chapter = tmp_path / "chapter.txt"
+    chapter.write_text(CHAPTER, encoding="utf-8")
+    chunks_dir = tmp_path / "chunks"
+
+    def stop(self, chunk, result, attempts=1):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ChunkJournal, "keep", stop)
+    assert main(_command(demo_bundle, chapter, tmp_path / "a.wav", chunks_dir, "--seed", "11")) == 130
+    capsys.readouterr()
+    before = sorted(os.listdir(chunks_dir))
+    assert main(_command(demo_bundle, chapter, tmp_path / "b.wav", chunks_dir, *change)) == 2
+    err = capsys.readouterr().err
+    assert f"holds chunks of {words}" in err and err.count("\n") == 1
+    assert sorted(os.listdir(chunks_dir)) == before
+
+
+def test_chunks_made_before_go_into_the_recording_as_they_were(demo_bundle, tmp_path):
+    synth = Synthesizer(demo_bundle, threads=1)
+    voice = synth.create_voice(str(REF))
+    settings = GenerationSettings(seed=5, max_frames=4)
+    options = LongTextOptions(max_chars=30)
+
+    def recording(made=None) -> tuple[np.ndarray, list[int]]:
+        pieces, generated = [], []
+        events = synthesize_long(synth, CHAPTER, voice, "english", settings, options, made=made)
+        run_long_synthesis(events, on_audio=lambda ev: (pieces.append(ev.samples),
+                                                        ev.attempts and generated.append(ev.chunk)))
+        return np.concatenate(pieces), generated
+
+    whole, generated = recording()
+    assert generated == list(range(CHUNKS))
+    chunk_results = {}
+    events = synthesize_long(synth, CHAPTER, voice, "english", settings, options)
+    run_long_synthesis(events, on_audio=lambda ev: chunk_results.__setitem__(ev.chunk, ev.result))
+    made = {i: (lambda r=chunk_results[i]: r) for i in (0, 1, 2, 7, 29)}  # a kill at 3; side by side: 7 too
+    again, generated = recording(made)
+    assert generated == [i for i in range(CHUNKS) if i not in made]
+    assert np.array_equal(again, whole)
