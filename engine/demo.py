@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .errors import EngineError
-from .io.fileio import write_atomic
+from .io.fileio import write_own_file
 from .runtime.bundle import DEMO_MARK, MANIFEST
 from .runtime.bundle_writer import is_bundle
 
@@ -51,7 +51,7 @@ def make_demo_bundle(dest: str | os.PathLike, progress: Progress | None = None, 
         config[DEMO_MARK] = True  # copied into the manifest: how the app knows this bundle is its own demo
         if kind != "base":
             _demo_kind(config, kind)
-        write_atomic(ckpt / "config.json", (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
+        write_own_file(ckpt / "config.json", (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
         return convert_checkpoint(ckpt, dest, precision=precision, progress=progress, overwrite=overwrite)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .codec_format import SAMPLE_RATE
 from .errors import VoiceError
-from .io.fileio import create_new, os_reason, write_atomic
+from .io.fileio import create_new, os_reason, write_atomic, write_own_file
 from .io.safefile import load_npy_bytes, npy_bytes_needed, regular_file_problem
 
 VOICE_FORMAT = "qwen3tts-voice"
@@ -67,12 +67,13 @@ class Voice:
                 z.writestr(f"{name}.npy", buf.getvalue())
         return out.getvalue()
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write atomically (temporary file + rename); an existing file keeps its mode."""
+    def save(self, path: str | os.PathLike, own_file: bool = False) -> Path:
+        """Write atomically (temporary file + rename); an existing file keeps its mode. own_file: a file of the
+        app's own voice library, never written through a link (engine/io/fileio.py write_own_file)."""
         path = Path(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            return write_atomic(path, self.to_bytes())
+            return (write_own_file if own_file else write_atomic)(path, self.to_bytes())
         except OSError as e:
             raise VoiceError(f"Cannot save the voice file {path}: {os_reason(e)}.") from None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
+import os
 from pathlib import Path
 
 from .data.paths import log_file
@@ -20,11 +21,9 @@ def setup_logging(path: Path | None = None) -> Path:
         return path
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists() and not path.is_file():
-            raise IsADirectoryError(path)  # a folder or a FIFO (opening that would wait forever): use stderr
-        handler: logging.Handler = logging.handlers.RotatingFileHandler(
-            path, maxBytes=1_000_000, backupCount=2, encoding="utf-8"
-        )
+        if path.is_symlink() or path.exists() and not path.is_file():
+            raise IsADirectoryError(path)  # a link, a folder or a FIFO (that would wait forever): use stderr
+        handler: logging.Handler = _OwnLogFile(path, maxBytes=1_000_000, backupCount=2, encoding="utf-8")
     except OSError:  # read-only home: keep working, log to stderr instead
         handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -32,6 +31,17 @@ def setup_logging(path: Path | None = None) -> Path:
     log.setLevel(logging.INFO)
     _configured[:] = [path]
     return path
+
+
+class _OwnLogFile(logging.handlers.RotatingFileHandler):
+    """The log, opened never through a link (a link planted at its name makes the open fail: logged to stderr)."""
+
+    def _open(self):
+        flags = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(self.baseFilename, flags, 0o666)
+        os.set_blocking(fd, True)
+        return open(fd, self.mode, encoding=self.encoding, errors=self.errors)
 
 
 def current_log_file() -> Path:

@@ -67,6 +67,7 @@ from engine import (
     synthesize_long,
     usable_cpus,
     write_atomic,
+    write_own_file,
 )
 from engine.store import (
     CATALOGUE,
@@ -90,6 +91,7 @@ __all__ = [
     "os_reason",
     "regular_file_problem",
     "write_atomic",
+    "write_own_file",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_DECODER_PRECISION",
     "MAX_BATCH_SIZE",

@@ -4,6 +4,13 @@ A crash, a full disk or a cancel never leaves a half-written file under the targ
 ordinary umask mode (mkstemp alone would leave it readable by its owner only); a replaced file keeps its mode and
 owner, a symlink keeps pointing where it did (its target is replaced) and a file with other hard links is
 rewritten in place once the complete new content has been written next to it (renaming would split the links).
+That is right for a path the user chose to save to.
+
+The app's own files (caches, the tuning records, the saved text, the batch lines, the models-folder pointer, a
+download's bookkeeping and parts) are different: a link planted in their place would have the app write its JSON
+into whatever the link names (run as root, /etc/passwd). write_own_file and open_own_file never follow a link at
+the file's name: a link, folder or other non-regular thing there is refused with one line (OwnFileError, the link
+left as it is), and the rename that puts a new file in place replaces the name itself, never a link's target.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 _umask_lock = threading.Lock()
 
@@ -25,6 +33,98 @@ def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
     """Write `data` to `path` atomically. Raises OSError (the temporary file is removed)."""
     path = Path(path)
     return place(_write_temp(target_of(path), memoryview(data)), path)
+
+
+class OwnFileError(OSError):
+    """Something other than a regular file is where the app keeps a file of its own; strerror says what, in words
+    a user acts on ("it is a symbolic link (to ...); ...")."""
+
+
+def check_own_file(path: str | os.PathLike) -> None:
+    """Nothing, or a regular file, at `path` (never following a link); else OwnFileError."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            to = os.readlink(os.fspath(path))
+        except OSError:
+            to = "?"
+        to = to if len(to) <= 120 else to[:117] + "..."
+        raise OwnFileError(errno.ELOOP, f"it is a symbolic link (to {to}) where the app keeps a file of its own; "
+                                        "the app never writes through a link: remove the link", str(path))
+    if stat.S_ISDIR(st.st_mode):
+        raise OwnFileError(errno.EISDIR, "it is a folder where the app keeps a file of its own; remove or rename "
+                                         "the folder", str(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise OwnFileError(errno.EEXIST, "it is not a regular file (a pipe, device or socket) where the app keeps a "
+                                         "file of its own; remove it", str(path))
+
+
+def write_own_file(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> Path:
+    """Write one of the app's own files atomically (fsync, then rename), never through a link: OwnFileError when
+    a link, folder or other non-regular thing is in its place (left as it is); OSError otherwise. The temporary
+    file is made exclusively beside `path`, and the rename replaces the name `path` itself: a link planted there
+    meanwhile is replaced, its target never written. A file with other hard links is not rewritten in place (its
+    links keep the old content)."""
+    path = Path(path)
+    check_own_file(path)
+    tmp = _write_temp(path, memoryview(data))
+    try:
+        os.chmod(tmp, file_mode())
+        check_own_file(path)
+        os.replace(tmp, path)
+    except BaseException:
+        _discard(tmp)
+        raise
+    return path
+
+
+def open_own_file(path: str | os.PathLike, truncate: bool) -> BinaryIO:
+    """One of the app's own files opened for writing, unbuffered, created if missing (emptied if truncate), never
+    through a link (O_NOFOLLOW where the system has it, and the opened file must be regular): OwnFileError
+    otherwise. For a file written in pieces, such as a download's part."""
+    check_own_file(path)
+    flags = (os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if truncate else 0) | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            check_own_file(path)  # says what is there
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OwnFileError(errno.EEXIST, "it is not a regular file where the app keeps a file of its own",
+                               str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "wb", buffering=0)
+
+
+def read_own_file(path: str | os.PathLike, max_bytes: int) -> bytes:
+    """The bytes of one of the app's own files, never through a link: FileNotFoundError when there is none,
+    OwnFileError when something else is in its place, ValueError when it is larger than max_bytes."""
+    check_own_file(path)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            check_own_file(path)
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OwnFileError(errno.EEXIST, "it is not a regular file where the app keeps a file of its own",
+                               str(path))
+        if st.st_size > max_bytes:
+            raise ValueError(f"it is {st.st_size} bytes, more than the {max_bytes} it may have")
+        return f.read(max_bytes + 1)[:max_bytes]
 
 
 def target_of(path: str | os.PathLike) -> Path:

@@ -21,7 +21,8 @@ import ncnn
 import numpy as np
 
 from ..errors import BundleError
-from ..io.fileio import write_atomic
+from ..io.fileio import read_own_file, write_own_file
+from .cache_folder import cache_dir
 from .device import CPU, Device, configure_gpu_net, gpu_load
 
 FORMAT = "qwen3tts-bundle"
@@ -34,6 +35,7 @@ PRECISIONS = ("fp32", "fp16", "bf16", "q8")  # every precision a bundle may have
 # less exact (docs/performance.md, "Precision"); the engine still converts and reads it, so existing bf16 bundles keep working.
 OFFERED_PRECISIONS = ("fp32", "fp16", "q8")
 NCNN_PRECISIONS = ("fp32", "fp16", "bf16")  # ncnn option sets; q8 weights live in the graphs themselves
+MAX_VERIFIED_BYTES = 16 * 2**20  # the verified-files record: about 200 bytes a file, a few KB a bundle
 
 
 def make_net_options(net: ncnn.Net, precision: str = "fp32", threads: int = 2, device: Device = CPU) -> None:
@@ -225,20 +227,20 @@ class _Part(dict):
 class _VerifiedCache:
     """Files whose checksum was verified, keyed by real path, with the size, mtime and inode they had then.
 
-    Kept in QWEN3TTS_CACHE_DIR (default: $XDG_CACHE_HOME/qwen3tts-studio, else ~/.cache/qwen3tts-studio),
-    not in the bundle, which may be read-only. Losing it only means verifying again."""
+    Kept in the app's cache folder (engine/runtime/cache_folder.py), not in the bundle, which may be read-only;
+    never through a link. Losing it only means verifying again."""
 
     def __init__(self, path: Path | None, entries: dict[str, list]):
         self.path, self.entries, self.changed = path, entries, False
 
     @classmethod
     def load(cls) -> _VerifiedCache:
-        path = _cache_dir() / "verified-bundle-files.json"
+        path = cache_dir() / "verified-bundle-files.json"
         try:
-            entries = json.loads(path.read_text(encoding="utf-8"))
+            entries = json.loads(read_own_file(path, MAX_VERIFIED_BYTES).decode("utf-8"))
             if not isinstance(entries, dict):
                 entries = {}
-        except (OSError, UnicodeDecodeError, ValueError):
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
             entries = {}
         return cls(path, entries)
 
@@ -262,13 +264,6 @@ class _VerifiedCache:
         live = {k: v for k, v in self.entries.items() if os.path.exists(k)}  # forget deleted bundles
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(self.path, json.dumps(live).encode())
+            write_own_file(self.path, json.dumps(live).encode())
         except OSError:
             pass  # no cache: the next load verifies again
-
-
-def _cache_dir() -> Path:
-    if os.environ.get("QWEN3TTS_CACHE_DIR"):
-        return Path(os.environ["QWEN3TTS_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "qwen3tts-studio"

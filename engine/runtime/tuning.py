@@ -37,27 +37,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import Cancelled
-from ..io.fileio import write_atomic
+from ..io.fileio import OwnFileError, check_own_file, write_own_file
 from ..io.safefile import regular_file_problem
+from .cache_folder import cache_dir
 from .device import faster_gpu, scan_gpus
 
 TUNER_VERSION = 3  # part of the key: a tuner that measures differently tunes again (3: OpenMP spin, int8 teams)
 RECORD_FORMAT = "qwen3tts-tuning"
 MAX_RECORD_BYTES = 64 * 1024  # a record is well under 4 KB; anything larger is not ours
 TIE_MARGIN = 0.03  # medians within 3 % of the best are tied: frame times on a quiet 2-core machine vary by 2-5 %
-APP_NAME = "Qwen3-TTS Studio"  # the platformdirs name of the app's folders (engine/store/store.py)
 
 C = TypeVar("C", bound=Hashable)
 Samples = dict[Any, dict[str, list[float]]]  # candidate -> part ("talker", "decoder", ...) -> seconds per sample
-
-
-def cache_dir() -> Path:
-    """The folder for tuning records: QWEN3TTS_CACHE_DIR if set, else the user cache folder (platformdirs)."""
-    if os.environ.get("QWEN3TTS_CACHE_DIR"):
-        return Path(os.environ["QWEN3TTS_CACHE_DIR"])
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
 
 
 def thread_candidates(cores: int) -> list[int]:
@@ -403,6 +394,11 @@ def load_record(key: TuningKey, folder: Path | None = None) -> Lookup:
     path = record_path(key, folder)
     if not os.path.lexists(path):
         return Lookup(None)
+    try:
+        check_own_file(path)
+    except OwnFileError as e:
+        return Lookup(None, f"The tuning record {path} is not usable ({e.strerror}); it is ignored and this computer "
+                            "is tuned again.")
     problem = regular_file_problem(path, "tuning record")
     if problem:
         return Lookup(None, f"{problem} It is ignored; this computer is tuned again.")
@@ -427,9 +423,10 @@ def save_record(record: TuningRecord, folder: Path | None = None) -> str | None:
     path = record_path(record.key, folder)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, (json.dumps(record.to_json(), indent=1) + "\n").encode("utf-8"))
+        write_own_file(path, (json.dumps(record.to_json(), indent=1) + "\n").encode("utf-8"))
     except OSError as e:
-        return f"The tuning could not be stored in {path.parent} ({e.strerror or e}); it applies until the model " \
+        where = path if isinstance(e, OwnFileError) else path.parent
+        return f"The tuning could not be stored in {where} ({e.strerror or e}); it applies until the model " \
                "is closed."
     return None
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..io.fileio import read_own_file, write_own_file
 from .catalogue import CATALOGUE, DEFAULT_PRECISION, find_entry
 from .hub import (
     DownloadProgress,
@@ -105,12 +106,9 @@ def pending_downloads(store: ModelStore) -> list[PendingDownload]:
 def _read_pending(folder: Path) -> dict:
     """A download folder's pending.json; {} unless it is a small regular file holding an object (a FIFO would
     block the reader, a huge file fill its memory)."""
-    path = folder / PENDING
     try:
-        if not path.is_file() or path.stat().st_size > PENDING_MAX_BYTES:
-            return {}
-        info = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError):
+        info = json.loads(read_own_file(folder / PENDING, PENDING_MAX_BYTES).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
         return {}
     return info if isinstance(info, dict) else {}
 
@@ -121,7 +119,7 @@ def _remote_file(d: dict) -> RemoteFile:
 
 def discard_download(store: ModelStore, name: str) -> bool:
     folder = store.downloads_dir() / check_name(name)
-    with download_lock(store, name):  # not while it is being downloaded
+    with download_lock(store, name, "removing the unfinished download"):  # not while it is being downloaded
         if not folder.is_dir():
             return False
         shutil.rmtree(folder, ignore_errors=True)
@@ -203,7 +201,7 @@ def _install(store: ModelStore, repo_id: str, name: str, precision: str, endpoin
         )
         source_info = {"repo_id": repo_id, "revision": repo.revision, "endpoint": without_credentials(endpoint),
                        "precision": precision}
-        (bundle_dir / SOURCE).write_text(json.dumps(source_info, indent=1), encoding="utf-8")
+        write_own_file(bundle_dir / SOURCE, json.dumps(source_info, indent=1).encode("utf-8"))
         final = store.root / name
         if final.exists():
             raise StoreError(f"{final} appeared while converting; {name} was not installed.")
@@ -230,8 +228,6 @@ def _install(store: ModelStore, repo_id: str, name: str, precision: str, endpoin
 
 def _claim_download_folder(raw: Path, repo: RemoteRepo, name: str, precision: str) -> None:
     """Reuse partial files only if they belong to this very commit of this repository."""
-    from ..io.fileio import write_atomic
-
     old = _read_pending(raw)
     same = bool(old) and old.get("repo_id") == repo.repo_id and old.get("revision") == repo.revision
     if raw.exists() and not same:
@@ -239,7 +235,7 @@ def _claim_download_folder(raw: Path, repo: RemoteRepo, name: str, precision: st
     raw.mkdir(parents=True, exist_ok=True)
     info = {"name": name, "repo_id": repo.repo_id, "revision": repo.revision, "precision": precision,
             "files": [asdict(f) for f in repo.files]}
-    write_atomic(raw / PENDING, json.dumps(info, indent=1).encode("utf-8"))
+    write_own_file(raw / PENDING, json.dumps(info, indent=1).encode("utf-8"))
 
 
 def _sweep_dead_work(root: Path, name: str) -> None:

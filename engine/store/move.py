@@ -178,9 +178,9 @@ def _sha256(path: Path) -> str:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    from ..io.fileio import write_atomic
+    from ..io.fileio import write_own_file
 
-    write_atomic(path, json.dumps(data).encode("utf-8"))
+    write_own_file(path, json.dumps(data).encode("utf-8"))
 
 
 @contextmanager
@@ -190,7 +190,7 @@ def _downloads_paused(store: ModelStore) -> Iterator[None]:
     names = sorted(p.name.removesuffix(".lock") for p in locks.glob("*.lock")) if locks.is_dir() else []
     with ExitStack() as held:
         for name in names:
-            held.enter_context(download_lock(store, name))
+            held.enter_context(download_lock(store, name, "moving the models"))
         yield
 
 

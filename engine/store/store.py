@@ -49,10 +49,10 @@ def default_models_dir(chosen: str | os.PathLike | None = None) -> Path:
         return Path(env).expanduser()
     if chosen:
         return Path(chosen).expanduser()
-    try:  # a regular file of a path's size only: a FIFO there would block the app's start
-        pointer = _pointer_file()
-        small = pointer.is_file() and pointer.stat().st_size <= 65536
-        moved = pointer.read_bytes().decode("utf-8").strip() if small else ""
+    from ..io.fileio import read_own_file
+
+    try:  # a regular file of a path's size only (a FIFO there would block the app's start), never through a link
+        moved = read_own_file(_pointer_file(), 65536).decode("utf-8").strip()
     except (OSError, ValueError):
         moved = ""
     if "\0" in moved or "\n" in moved:
@@ -208,8 +208,8 @@ class ModelStore:
 
 
 def remember_models_dir(folder: Path) -> None:
-    from ..io.fileio import write_atomic
+    from ..io.fileio import write_own_file
 
     pointer = _pointer_file()
     pointer.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(pointer, (str(folder) + "\n").encode("utf-8"))
+    write_own_file(pointer, (str(folder) + "\n").encode("utf-8"))

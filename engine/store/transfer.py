@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import Cancelled
+from ..io.fileio import open_own_file
 
 CANCELLED = "download cancelled; it resumes where it stopped next time"
 POLL = 0.1  # seconds between cancel checks and progress reports on the calling thread
@@ -91,7 +92,7 @@ class _Attempt(threading.Thread):
             with self._lock:
                 if self._stopped:
                     return
-                out = open(self.part, "r+b" if start else "wb", buffering=0)
+                out = open_own_file(self.part, truncate=not start)  # never through a link planted at its name
                 out.seek(start)
                 out.truncate()
                 self.position = start

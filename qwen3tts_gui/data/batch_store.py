@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..engine_adapter import os_reason, write_atomic
+from ..engine_adapter import os_reason, write_own_file
 from .batch_lines import MAX_LINES, Row
 from .user_files import UnusableFile, read_regular, set_aside
 
@@ -54,7 +54,7 @@ def save_rows(path: Path, rows: list[Row]) -> str | None:
     data = json.dumps([list(r) for r in rows], ensure_ascii=False).encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, data)
+        write_own_file(path, data)
     except OSError as e:
         return f"The batch lines could not be saved in {path}: {os_reason(e)}."
     return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..engine_adapter import os_reason, write_atomic
+from ..engine_adapter import os_reason, write_own_file
 from .settings import Settings
 from .user_files import UnusableFile, read_regular, set_aside
 
@@ -48,7 +48,7 @@ def save_text(path: Path, text: str) -> str | None:
     """Write the text box's text atomically; a problem in words, or None."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, text.encode("utf-8"))
+        write_own_file(path, text.encode("utf-8"))
     except OSError as e:
         return f"The text could not be kept for the next start in {path}: {os_reason(e)}."
     return None

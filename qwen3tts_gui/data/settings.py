@@ -206,10 +206,10 @@ def user_settings() -> Settings:
     problems, temporary = [], None
     for path in _settings_files():
         try:
-            mode = os.stat(path).st_mode
+            mode = os.lstat(path).st_mode  # a link is not followed: Qt would write the settings through it
         except OSError:
             continue  # absent (or unreachable: Qt then starts from the defaults by itself)
-        if stat.S_ISREG(mode) and os.stat(path).st_size <= MAX_SETTINGS_BYTES:
+        if stat.S_ISREG(mode) and os.lstat(path).st_size <= MAX_SETTINGS_BYTES:
             continue
         aside = next(p for p in (path.with_name(f"{path.name}.damaged{n or ''}") for n in range(10**6))
                      if not os.path.lexists(p))
@@ -228,6 +228,8 @@ def user_settings() -> Settings:
 
 
 def _unusable(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link (the app never writes its own files through a link)"
     return "is not a regular file" if not stat.S_ISREG(mode) else f"is over {MAX_SETTINGS_BYTES // 2**20} MB"
 
 

@@ -29,7 +29,7 @@ from ..engine_adapter import (
     Timings,
     load_npy_bytes,
     npy_bytes_needed,
-    write_atomic,
+    write_own_file,
 )
 from .user_files import UnusableFile, open_regular
 
@@ -67,7 +67,7 @@ def take_bytes(audio: np.ndarray, codes: np.ndarray, meta: dict) -> bytes:
 
 def write_take_file(folder: Path, audio: np.ndarray, codes: np.ndarray, meta: dict) -> Path:
     """folder/take.npz, synced to the disk before it gets its name (a power cut leaves the old file or none)."""
-    return write_atomic(folder / TAKE_FILE, take_bytes(audio, codes, meta))
+    return write_own_file(folder / TAKE_FILE, take_bytes(audio, codes, meta))
 
 
 def read_header(path: Path) -> TakeHeader:

@@ -100,7 +100,7 @@ class TakeStore:
                 # a cloned voice's reference audio is for playback in the voice panel only; a designed voice is
                 # nothing but its audio
                 voice = take.voice if is_designed(take.voice) else replace(take.voice, ref_audio=None)
-                voice.save(tmp / VOICE_FILE)
+                voice.save(tmp / VOICE_FILE, own_file=True)
             _sync_folder(tmp)
             if os.path.lexists(final):  # never replaced: it is someone's (a stray folder, another copy's take)
                 raise FileExistsError(errno.EEXIST, "a folder of that name is already there", str(final))

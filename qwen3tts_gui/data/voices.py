@@ -90,7 +90,7 @@ class VoiceLibrary:
         voice.name = new_name
         stem = readable_name(new_name, fallback="voice")
         if self.folder / f"{stem}{SUFFIX}" == path:
-            voice.save(path)
+            voice.save(path, own_file=True)
             return path
         target = self._save_new(voice, stem)
         path.unlink(missing_ok=True)

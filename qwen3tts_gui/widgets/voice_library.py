@@ -167,7 +167,7 @@ class VoiceLibraryView(QWidget):
 
     def _voice_recreated(self, path: Path, voice: Voice) -> None:
         try:
-            voice.save(path)  # same file, same name: it simply works with the new model now
+            voice.save(path, own_file=True)  # same file, same name: it simply works with the new model now
         except (VoiceError, OSError) as e:  # Voice.save reports a full disk as VoiceError
             self.ctx.dialogs.error(self, "Cannot save the voice", user_message(e, "saving the voice"))
             return
