@@ -85,6 +85,7 @@ def run(workdir: Path) -> None:
     print(f"ok: wrote and re-read {out.name} ({data.shape[0]} samples at {sr} Hz)")
     _check_single_window(workdir)
     _check_download_client()
+    _check_speech_server(synth)
     _check_gpu(bundle, voice, settings, result.codes)
     del app
 
@@ -108,6 +109,23 @@ def _check_single_window(workdir: Path) -> None:
     if instance.start() is not Start.FIRST or instance.problem:
         raise RuntimeError(f"the single-window lock failed: {instance.problem}")
     print("ok: single-window lock and socket")
+
+
+def _check_speech_server(synth) -> None:
+    """The speech server's HTTP stack (Starlette, uvicorn: loaded by name at run time) is in the bundle."""
+    import json
+    import urllib.request
+
+    from qwen3tts_server import BackgroundServer, ServerConfig
+
+    server = BackgroundServer(synth, ServerConfig(port=0))
+    address = server.start()
+    try:
+        with urllib.request.urlopen(f"{address}/v1/models", timeout=30) as response:
+            models = json.loads(response.read())["data"]
+    finally:
+        server.stop()
+    print(f"ok: the speech server answered at {address} ({models[0]['id']})")
 
 
 def _check_download_client() -> None:

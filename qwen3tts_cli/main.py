@@ -11,7 +11,7 @@ import sys
 
 from engine import EngineError, as_sentence, usable_cpus
 
-from . import batch, bench, models, synth, tools
+from . import batch, bench, models, serve, synth, tools
 from .models import resolve_model_option
 
 EXIT_USAGE = 2
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_parser(sub)
     tools.add_text_and_voice_parsers(sub)
     models.add_parser(sub)
+    serve.add_parser(sub)
     return p
 
 

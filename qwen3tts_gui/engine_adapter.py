@@ -1,7 +1,7 @@
 """The one place the GUI touches the engine; every other GUI module imports engine names from here.
 
 Only the engine's public API is used: the `engine` package exports (engine/__init__.py lists them) and the model
-store package (engine.store: catalogue, downloads, installed models). The engine's file, conversion and demo
+store package (engine.store: catalogue, downloads, installed models, the voice library). The engine's file, conversion and demo
 functions load their modules on first use, so the app starts quickly.
 """
 
@@ -74,7 +74,9 @@ from engine.store import (
     DEFAULT_PRECISION,
     ModelStore,
     StoreError,
+    VoiceLibrary,
     default_models_dir,
+    default_voices_dir,
     find_entry,
     format_bytes,
     move_store,
@@ -83,6 +85,8 @@ from engine.store import (
 )
 
 __all__ = [
+    "VoiceLibrary",
+    "default_voices_dir",
     "MAX_TEXT_FILE_BYTES",
     "decode_text",
     "gpu_choices",

@@ -21,7 +21,7 @@ def test_the_cli_the_gui_and_the_benchmarks_use_only_public_synthesizer_members(
 
     root = Path(engine.__file__).resolve().parents[1]
     files = [*sorted((root / "qwen3tts_cli").glob("*.py")), *sorted((root / "qwen3tts_gui").rglob("*.py")),
-             *sorted((root / "benchmarks").glob("*.py"))]
+             *sorted((root / "qwen3tts_server").glob("*.py")), *sorted((root / "benchmarks").glob("*.py"))]
     for path in files:
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"\bs(ynth\w*)?\._[a-z]", text), \
@@ -38,15 +38,16 @@ def test_the_installer_bundles_the_modules_the_engine_loads_on_first_use():
     assert not missing, f"add to the spec's hiddenimports: {missing}"
 
 
-def test_the_cli_imports_only_the_engines_public_names():
-    """qwen3tts_cli/ is a client of the engine like the GUI: it takes the names `engine` exports (and the
-    `engine.store` package's), never a module inside the engine; the engine never imports the CLI or the GUI."""
+def test_the_cli_and_the_server_import_only_the_engines_public_names():
+    """qwen3tts_cli/ and qwen3tts_server/ are clients of the engine like the GUI: they take the names `engine`
+    exports (and the `engine.store` package's), never a module inside the engine; the engine never imports the
+    CLI, the GUI or the server."""
     import ast
     from pathlib import Path
 
     root = Path(engine.__file__).resolve().parents[1]
     wrong = []
-    for path in sorted((root / "qwen3tts_cli").glob("*.py")):
+    for path in [*sorted((root / "qwen3tts_cli").glob("*.py")), *sorted((root / "qwen3tts_server").glob("*.py"))]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("engine"):
                 if node.module == "engine":
@@ -58,7 +59,8 @@ def test_the_cli_imports_only_the_engines_public_names():
     assert not wrong, f"the CLI reaches past the engine's public API: {wrong}"
     for path in sorted((root / "engine").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        assert "qwen3tts_cli" not in text and "qwen3tts_gui" not in text, f"{path.relative_to(root)} imports upward"
+        assert all(f"qwen3tts_{part}" not in text for part in ("cli", "gui", "server")), \
+            f"{path.relative_to(root)} imports upward"
 
 
 # Benchmarks that time or check one network or one converter variant on its own: the engine's public API has no

@@ -1,4 +1,5 @@
-"""The model store: the Qwen3-TTS catalogue, downloads through huggingface_hub, installed bundles by name.
+"""The model store: the Qwen3-TTS catalogue, downloads through huggingface_hub, installed bundles by name; and
+the voice library (VoiceLibrary: the saved voices, found by name).
 
 Qt-free; the CLI (`qwen3tts models ...`) and the app's Models dialog and welcome screen use these names only.
 """
@@ -8,6 +9,7 @@ from .hub import DownloadProgress, HubError, endpoint_url, format_bytes, format_
 from .installer import PendingDownload, discard_download, install, pending_downloads
 from .move import move_store
 from .store import ENV_DIR, InstalledModel, ModelStore, StoreError, default_models_dir, remember_models_dir
+from .voice_library import VoiceLibrary, default_voices_dir
 
 __all__ = [
     "CATALOGUE",
@@ -20,7 +22,9 @@ __all__ = [
     "ModelStore",
     "PendingDownload",
     "StoreError",
+    "VoiceLibrary",
     "default_models_dir",
+    "default_voices_dir",
     "discard_download",
     "endpoint_url",
     "find_entry",

@@ -26,7 +26,10 @@ def models_dir(chosen: str = "") -> Path:
 
 
 def voices_dir() -> Path:
-    return data_dir() / "voices"
+    """The voice library's default folder (the engine's, which the speech server shares)."""
+    from ..engine_adapter import default_voices_dir
+
+    return default_voices_dir()
 
 
 def takes_dir() -> Path:

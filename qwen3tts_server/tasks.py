@@ -1,0 +1,224 @@
+"""SpeechTask, the unit of work (one request's speech), and TaskQueue: the one thread that owns the engine.
+
+The HTTP side checks a request, makes a SpeechTask and submits it; the engine thread takes waiting tasks in
+order and runs them through engine_call.py, posting each task's events (Started, Audio, Finished, Failed) back to
+its request. Tasks that wait together and share their settings are generated side by side (the engine's
+batching: each one's audio is what it would be alone). A long text runs chunk by chunk, and tasks that arrive
+meanwhile are served between its chunks, so no one waits for a whole long text. A full queue refuses at once (429
+with Retry-After); a task whose client went away is cancelled before its next frame."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from engine import GenerationSettings, SynthesizerContract, VoiceChoice
+
+from .api_errors import ApiError
+
+log = logging.getLogger("qwen3tts_server")
+
+
+@dataclass
+class Started:
+    batched: int  # how many tasks are generated side by side with this one (itself included)
+    seed: int | None
+
+
+@dataclass
+class Audio:
+    samples: np.ndarray  # float32 at SAMPLE_RATE, in order
+
+
+@dataclass
+class Finished:
+    seconds: float  # audio seconds sent
+
+
+@dataclass
+class Failed:
+    error: ApiError
+
+
+TaskEvent = Started | Audio | Finished | Failed
+
+
+@dataclass(eq=False)
+class SpeechTask:
+    text: str
+    voice: VoiceChoice
+    language: str
+    instruct: str | None
+    settings: GenerationSettings  # the seed is fixed by now (every task's seed is known before it starts)
+    long: bool  # more than one chunk: the long-text path
+    stream: bool  # audio events as the frames are decoded (streamed formats); else one Audio at the end
+    post: Callable[[TaskEvent], None]  # delivers an event to the request (thread-safe)
+    deadline: float  # time.monotonic() by which the task must end
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    timeout_seconds: float = 0.0
+    stopped: ApiError | None = None  # why the engine stopped it early, if it did
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+    def stop_reason(self) -> ApiError | None:
+        """Why the task must stop now (its client left, or it ran out of time), else None."""
+        if self.cancelled.is_set():
+            self.stopped = ApiError(499, "The client closed the connection.")
+        elif time.monotonic() > self.deadline:
+            self.stopped = ApiError(504, f"The speech took longer than this server's limit of "
+                                         f"{self.timeout_seconds:g} s per request; send a shorter text.", "timeout")
+        return self.stopped
+
+    def batch_key(self) -> GenerationSettings:
+        """Tasks with equal keys may run side by side: one run's settings, with each task's seed and frame cap."""
+        return replace(self.settings, seed=None, max_frames=None)
+
+
+class TaskQueue:
+    def __init__(self, synth: SynthesizerContract, max_waiting: int, batch_wait: float = 0.05,
+                 batch_size: int | None = None):
+        from . import engine_call
+
+        self.synth = synth
+        self.max_waiting = max_waiting
+        self.batch_wait = batch_wait
+        self.batch_size = batch_size if batch_size is not None else synth.suggested_batch_size
+        self._engine_call = engine_call
+        self._waiting: deque[SpeechTask] = deque()
+        self._parked: deque[engine_call.LongSpeech] = deque()
+        self._cv = threading.Condition()
+        self._closed = False
+        self._task_seconds: deque[float] = deque(maxlen=32)  # recent tasks' durations, for Retry-After
+        self.running = 0  # tasks in the engine now (a group, and long texts between their chunks)
+        self.cancelled = 0  # tasks stopped because their client left
+        self._thread = threading.Thread(target=self._run, name="speech-engine", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------------------ the request side
+    def submit(self, task: SpeechTask) -> None:
+        """Queue a task, or ApiError 429 (with Retry-After) when max_waiting tasks already wait, 503 if closed."""
+        with self._cv:
+            if self._closed:
+                raise ApiError(503, "The server is shutting down.")
+            waiting = sum(not t.cancelled.is_set() for t in self._waiting)
+            if waiting >= self.max_waiting:
+                after = self.retry_after(waiting)
+                raise ApiError(429, f"{waiting} requests are waiting already, the most this server queues; try "
+                                    f"again in about {after} s.", "rate_limit_exceeded",
+                               headers={"Retry-After": str(after)})
+            self._waiting.append(task)
+            self._cv.notify_all()
+
+    def retry_after(self, waiting: int) -> int:
+        """Seconds until a place is likely free: the recent tasks' mean time per batch of waiting tasks."""
+        mean = sum(self._task_seconds) / len(self._task_seconds) if self._task_seconds else 5.0
+        return max(1, math.ceil(mean * (waiting + 1) / max(1, self.batch_size) / 2))
+
+    @property
+    def waiting(self) -> int:
+        with self._cv:
+            return sum(not t.cancelled.is_set() for t in self._waiting)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Refuse new tasks, cancel the waiting and running ones, and wait for the engine thread."""
+        with self._cv:
+            self._closed = True
+            for task in self._waiting:
+                task.post(Failed(ApiError(503, "The server is shutting down.")))
+                task.cancel()
+            self._waiting.clear()
+            for run in self._parked:
+                run.task.cancel()
+            self._cv.notify_all()
+        self._thread.join(timeout)
+
+    # ------------------------------------------------------------------------------ the engine thread
+    def _run(self) -> None:
+        while True:
+            group = self._next_group()
+            if group is None:
+                break
+            t0 = time.monotonic()
+            self.running = len(group) + len(self._parked)
+            try:
+                self._serve(group)
+            except BaseException as e:  # a task's failure never stops the server
+                log.exception("speech task failed")
+                for task in group:
+                    task.post(Failed(ApiError(500, f"The engine failed: {type(e).__name__}: {e}")))
+            finally:
+                if group:
+                    self._task_seconds.append((time.monotonic() - t0) / len(group))
+                self.running = len(self._parked)
+        for run in self._parked:  # closing: the long texts still running end here
+            run.close()
+
+    def _next_group(self) -> list[SpeechTask] | None:
+        """Waiting tasks to start now (one long task, or up to batch_size that share their settings); [] when none
+        wait but a long text is parked (it goes on for one chunk); None when closed."""
+        with self._cv:
+            while not self._closed and not self._waiting and not self._parked:
+                self._cv.wait()
+            if self._closed:
+                return None
+            if not self._waiting:
+                return []
+            if self.batch_size > 1 and self.batch_wait > 0 and not self._parked:
+                # an idle engine waits a moment for companions: requests sent together run side by side
+                end = time.monotonic() + self.batch_wait
+                while len(self._waiting) < self.batch_size and not self._closed:
+                    left = end - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cv.wait(left)
+            while self._waiting and self._waiting[0].cancelled.is_set():
+                self._waiting.popleft()
+            if not self._waiting:
+                return []
+            first = self._waiting.popleft()
+            group = [first]
+            if not first.long and self.batch_size > 1:
+                key = first.batch_key()
+                for task in list(self._waiting):
+                    if len(group) >= self.batch_size:
+                        break
+                    if not task.long and not task.cancelled.is_set() and task.batch_key() == key:
+                        self._waiting.remove(task)
+                        group.append(task)
+            return group
+
+    def _serve(self, group: list[SpeechTask]) -> None:
+        call = self._engine_call
+        if not group:  # nothing waits: the first parked long text goes on for one chunk
+            with self._cv:
+                run = self._parked.popleft()
+            if not run.advance():
+                with self._cv:
+                    self._parked.append(run)
+            else:
+                self._count([run.task])
+            return
+        if group[0].long:
+            run = call.LongSpeech(self.synth, group[0])
+            if not run.advance():
+                with self._cv:
+                    self._parked.append(run)
+            else:
+                self._count([run.task])
+            return
+        if len(group) == 1:
+            call.speak_alone(self.synth, group[0])
+        else:
+            call.speak_together(self.synth, group)
+        self._count(group)
+
+    def _count(self, ended: list[SpeechTask]) -> None:
+        self.cancelled += sum(t.stopped is not None and t.stopped.status == 499 for t in ended)

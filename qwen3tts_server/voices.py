@@ -1,0 +1,89 @@
+"""Voice names -> what the engine speaks with, and the voice list (`GET /v1/audio/voices`).
+
+A request names its voice; it never names a file. A Base model speaks with the voices of the app's library
+(engine.store.VoiceLibrary: by file name or voice name, any case) made with this model; a CustomVoice model with
+its preset speakers; a VoiceDesign model makes its voice from `instructions`, the description."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from engine import EngineError, SynthesizerContract, Voice, VoiceChoice, is_designed
+from engine.store import VoiceLibrary
+
+from .api_errors import ApiError
+
+BASE, CUSTOM_VOICE, VOICE_DESIGN = "base", "custom_voice", "voice_design"
+
+
+class VoiceBook:
+    """Resolves names for one loaded model. Voices loaded from files are kept while their file is unchanged."""
+
+    def __init__(self, synth: SynthesizerContract, library: VoiceLibrary):
+        self.synth = synth
+        self.library = library
+        self._lock = threading.Lock()  # the listing cache is shared by the requests' threads
+        self._loaded: dict[Path, tuple[tuple[int, int], Voice]] = {}
+
+    def resolve(self, name: str, instructions: str | None) -> VoiceChoice:
+        """The engine's voice for a request, or ApiError 400 saying which names there are."""
+        kind = self.synth.model_kind
+        if kind == VOICE_DESIGN:
+            if not instructions:
+                raise ApiError(400, "This VoiceDesign model makes its voice from a description: send it as "
+                                    "instructions, e.g. \"A warm, low female voice, calm and a little husky.\"",
+                               "missing_field", "instructions")
+            return None
+        if not name:
+            raise ApiError(400, f"The request needs 'voice': {self._names_hint()}", "missing_field", "voice")
+        if kind == CUSTOM_VOICE:
+            try:
+                return self.synth.speaker(name)
+            except EngineError as e:
+                raise ApiError(400, str(e), "voice_not_found", "voice") from None
+        with self._lock:
+            entry = self.library.find(name)
+        if entry is None:
+            raise ApiError(400, f"No voice is called {name!r}. {self._names_hint()}", "voice_not_found", "voice")
+        if is_designed(entry):
+            raise ApiError(400, f"{entry.name!r} is a designed voice: open it once in the app with this model to make "
+                                "it a voice the model can speak with.", "voice_not_usable", "voice")
+        return self._load(entry.path)
+
+    def _load(self, path: Path) -> Voice:
+        try:
+            st = path.stat()
+            stamp = (st.st_mtime_ns, st.st_size)
+            with self._lock:
+                kept = self._loaded.get(path)
+            if kept and kept[0] == stamp:
+                return kept[1]
+            voice = Voice.load(path, model_id=self.synth.model_id or None)
+        except (OSError, EngineError) as e:
+            raise ApiError(400, f"The voice {path.stem!r} cannot be used: {e}", "voice_not_usable", "voice") from None
+        with self._lock:
+            self._loaded[path] = (stamp, voice)
+        return voice
+
+    def listing(self) -> list[dict]:
+        """What `GET /v1/audio/voices` lists: the voices this model can speak with, each {id, name, ...}."""
+        kind = self.synth.model_kind
+        if kind == CUSTOM_VOICE:
+            return [{"id": s.name, "name": s.label, "type": "speaker"} for s in self.synth.speakers]
+        if kind == VOICE_DESIGN:
+            return []
+        with self._lock:
+            entries = self.library.entries()
+        model_id = self.synth.model_id
+        return [{"id": e.path.stem, "name": e.name, "type": "library", "language": e.language,
+                 "in_context": e.icl}
+                for e in entries if not is_designed(e) and (not model_id or e.model_id == model_id)]
+
+    def _names_hint(self) -> str:
+        names = [v["id"] for v in self.listing()]
+        if not names:
+            return ("This model has no voices in the library yet: make one in the app (Voices) with this model, "
+                    "then name it here.")
+        shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+        return f"Voices: {shown} (GET /v1/audio/voices lists them)."

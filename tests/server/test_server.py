@@ -1,0 +1,217 @@
+"""The speech server with real clients: the official `openai` package and curl, against the demo model.
+
+Each test compares what a client receives with the same speech synthesized here without the server, so a server
+that loses, reorders, re-encodes or mixes up audio fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from openai import OpenAI
+
+import engine
+from engine import (
+    DEFAULT_MAX_CHARS,
+    GenerationSettings,
+    LongTextOptions,
+    Voice,
+    split_for_synthesis,
+    synthesize_long,
+)
+
+from .conftest import (
+    FRAMES,
+    VOICES,
+    curl,
+    error_of,
+    local,
+    post_speech,
+    read_audio,
+    same_audio,
+    seed_with_frames,
+    start,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXT = "Good evening. This is a voice of the library, speaking through the server."
+
+
+def client(server, key: str = "not-needed") -> OpenAI:
+    return OpenAI(base_url=f"{server.address}/v1", api_key=key, max_retries=0, timeout=120)
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac", "pcm"])
+def test_openai_client_gets_what_a_local_synthesis_makes(server, synth, library, fmt):
+    """wav and pcm stream as the frames are decoded, flac is written whole: either way the samples are the local
+    synthesis's (streamed or whole), in 16 bits."""
+    response = client(server).audio.speech.create(model="tts-1", voice="anna", input=TEXT, response_format=fmt,
+                                                  extra_body={"seed": 11, "max_frames": FRAMES})
+    data = response.content
+    got = np.frombuffer(data, "<i2") if fmt == "pcm" else read_audio(data)
+    want = local(synth, TEXT, "Anna", library, seed=11, stream=fmt != "flac")
+    assert got.size > 0
+    assert same_audio(got, want, streamed=fmt != "flac")
+
+
+@pytest.mark.parametrize("fmt", ["mp3", "opus"])
+def test_compressed_formats_decode_to_the_speech(server, synth, library, fmt):
+    """mp3 (OpenAI's default format) and opus: the audio library reads them back at the speech's length."""
+    body = {"input": TEXT, "voice": "Bob", "seed": 3, "model": "demo", "max_frames": FRAMES}
+    if fmt != "mp3":
+        body["response_format"] = fmt
+    status, headers, data = post_speech(server.address, body)
+    assert status == 200 and headers["content-type"] == {"mp3": "audio/mpeg", "opus": "audio/ogg"}[fmt]
+    import io
+
+    import soundfile as sf
+
+    audio, rate = sf.read(io.BytesIO(data))
+    want = local(synth, TEXT, "Bob", library, seed=3)
+    assert rate == engine.SAMPLE_RATE
+    assert abs(len(audio) - len(want)) <= 2 * 1152 + 312  # codec padding of a frame or two at most
+
+
+def test_streaming_response_arrives_in_pieces_before_the_speech_ends(server, synth, library):
+    """with_streaming_response: the body comes in several pieces as the frames are decoded, and together they are
+    exactly the local streamed synthesis."""
+    seed = seed_with_frames(synth, TEXT, "Anna", library, FRAMES - 5)
+    pieces, times = [], []
+    t0 = time.monotonic()
+    with client(server).audio.speech.with_streaming_response.create(
+            model="tts-1", voice="Anna", input=TEXT, response_format="pcm", extra_body={"seed": seed, "max_frames": FRAMES}) as response:
+        assert response.headers["x-seed"] == str(seed)
+        for piece in response.iter_bytes():
+            pieces.append(piece)
+            times.append(time.monotonic() - t0)
+    got = np.frombuffer(b"".join(pieces), "<i2")
+    assert same_audio(got, local(synth, TEXT, "Anna", library, seed=seed, stream=True), streamed=True)
+    assert len(pieces) > 2
+    assert times[0] < times[-1]
+
+
+def test_curl_lists_models_and_voices_and_speaks(server, synth, library):
+    status, _, body = curl(f"{server.address}/v1/models")
+    assert status == 200 and [m["id"] for m in json.loads(body)["data"]] == ["demo"]
+    status, _, body = curl(f"{server.address}/v1/audio/voices")
+    assert status == 200 and [v["id"] for v in json.loads(body)["voices"]] == list(VOICES)
+    status, headers, data = post_speech(server.address, {"model": "demo", "input": TEXT, "voice": "bob",
+                                                         "response_format": "wav", "seed": 5,
+                                                         "max_frames": FRAMES})
+    assert status == 200 and headers["content-type"] == "audio/wav" and headers["x-seed"] == "5"
+    assert headers.get("transfer-encoding") == "chunked"  # streamed
+    assert same_audio(read_audio(data), local(synth, TEXT, "Bob", library, seed=5, stream=True), streamed=True)
+
+
+def test_requests_waiting_together_run_side_by_side_with_the_audio_they_get_alone(server, synth, library):
+    texts = ["The first line of four.", "A second, slightly longer line of the four.", "Third.",
+             "And the fourth line, which is the longest of them all by a few words."]
+    results: dict[int, tuple[int, dict, bytes]] = {}
+
+    def send(i: int) -> None:
+        results[i] = post_speech(server.address, {"input": texts[i], "voice": VOICES[i % 2], "seed": 100 + i,
+                                                  "response_format": "flac", "max_frames": FRAMES})
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(results[i][0] == 200 for i in range(4))
+    assert max(int(results[i][1]["x-batched"]) for i in range(4)) >= 2  # they ran side by side
+    for i in range(4):
+        alone = post_speech(server.address, {"input": texts[i], "voice": VOICES[i % 2], "seed": 100 + i,
+                                             "response_format": "flac", "max_frames": FRAMES})
+        assert alone[1]["x-batched"] == "1"
+        assert results[i][2] == alone[2]  # the same bytes side by side as alone
+        assert same_audio(read_audio(alone[2]), local(synth, texts[i], VOICES[i % 2], library, seed=100 + i))
+
+
+def test_a_long_input_goes_through_the_long_text_path(server, synth, library):
+    """Several chunks: split, generated chunk by chunk and joined with the app's pauses, as synthesize_long does."""
+    text = "\n\n".join(f"Paragraph {n}. " + "This sentence fills the paragraph with words. " * 6 for n in range(3))
+    assert len(split_for_synthesis(text, "auto", DEFAULT_MAX_CHARS)) > 1
+    status, _, data = post_speech(server.address, {"input": text, "voice": "Anna", "seed": 9,
+                                                   "response_format": "pcm", "max_frames": FRAMES})
+    assert status == 200
+    voice = Voice.load(library / "Anna.qvoice")
+    settings = GenerationSettings(**{**vars(synth.default_settings), "seed": 9, "max_frames": FRAMES})
+    want = np.concatenate([e.samples for e in synthesize_long(synth, text, voice, "auto", settings,
+                                                              LongTextOptions(batch_size=1))
+                           if isinstance(e, engine.ChunkAudio)])
+    assert same_audio(np.frombuffer(data, "<i2"), want)
+
+
+def test_the_api_key_is_required_when_set(synth, library):
+    server = start(synth, library, api_key="right-key-123")
+    try:
+        for key in ("wrong-key-123", "right-key-12", "right-key-1234"):
+            with pytest.raises(Exception) as caught:
+                client(server, key).audio.speech.create(model="tts-1", voice="Anna", input="Hi.")
+            assert getattr(caught.value, "status_code", None) == 401
+        status, headers, body = post_speech(server.address, {"input": "Hi.", "voice": "Anna"})
+        assert status == 401 and error_of(body)["code"] == "invalid_api_key" and headers["www-authenticate"] == "Bearer"
+        audio = client(server, "right-key-123").audio.speech.create(model="tts-1", voice="Anna", input="Hi.",
+                                                                    response_format="wav").content
+        assert audio[:4] == b"RIFF"
+        assert curl(f"{server.address}/health")[0] == 200  # the health line needs no key
+    finally:
+        server.stop()
+
+
+def test_a_request_addressed_to_another_host_name_is_refused(server):
+    """Without a key the server is this computer's: a web page that renamed itself to 127.0.0.1 (DNS rebinding)
+    still sends its own host name, and is refused."""
+    status, _, body = curl("-H", "Host: attacker.example", f"{server.address}/v1/models")
+    assert status == 403 and error_of(body)["code"] == "host_not_allowed"
+    assert curl("-H", "Host: localhost:8880", f"{server.address}/v1/models")[0] == 200
+
+
+def test_custom_voice_speakers_and_voice_design_descriptions(tmp_path, library):
+    for kind in ("custom_voice", "voice_design"):
+        synth = engine.Synthesizer(engine.make_demo_bundle(tmp_path / kind, kind=kind), threads=1, tuning=False)
+        server = start(synth, library)
+        try:
+            voices = json.loads(curl(f"{server.address}/v1/audio/voices")[2])["voices"]
+            if kind == "custom_voice":
+                assert {v["id"] for v in voices} == {s.name for s in synth.speakers}
+                ok = {"input": "Hi there.", "voice": "Serena", "instructions": "Cheerfully.", "max_frames": 8}
+                bad = {"input": "Hi there.", "voice": "Anna"}
+            else:
+                assert voices == []
+                ok = {"input": "Hi there.", "voice": "alloy", "instructions": "A calm low voice.", "max_frames": 8}
+                bad = {"input": "Hi there.", "voice": "alloy"}
+            status, _, data = post_speech(server.address, {**ok, "response_format": "wav"})
+            assert status == 200 and len(read_audio(data)) > 0
+            status, _, body = post_speech(server.address, bad)
+            assert status == 400 and error_of(body)["param"] in ("voice", "instructions")
+        finally:
+            server.stop()
+
+
+def test_qwen3tts_serve_runs_until_interrupted(demo_q8, library, tmp_path):
+    """The command line: listens, says where, speaks, and stops on Ctrl+C with exit code 0."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QWEN3TTS_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "qwen3tts_cli", "serve", "--model", str(demo_q8), "--port", "0",
+                             "--threads", "1", "--voices", str(library)], cwd=ROOT, env=env,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        match = re.search(r"at (http://127\.0\.0\.1:\d+)/v1", line)
+        assert match, line
+        status, _, data = post_speech(match.group(1), {"input": "Hello.", "voice": "Anna", "response_format": "wav"})
+        assert status == 200 and data[:4] == b"RIFF"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
