@@ -65,6 +65,7 @@ def cpu(talker: dict, code_predictor: dict, stream=None, decode=None):
 ONE_WINS = cpu({1: 25, 2: 44}, {1: 68, 2: 117})  # the AMD EPYC: one int8 thread, 93 vs 161 ms per frame
 TWO_WIN = cpu({1: 55, 2: 40}, {1: 140, 2: 107})  # the Intel Xeon: two, 145 vs 191-224 ms per frame
 BUDGET = 1.0  # seconds: the injected timings decide; the minimum rounds are all a test needs
+TIME_CAP = 120.0  # the run's hard stop, far off: every candidate is timed at least once (a loaded machine included)
 
 
 def ncnn_threads(net) -> int:
@@ -115,7 +116,7 @@ def test_the_faster_int8_thread_count_is_put_in_place(q8_bundle, cache, monkeypa
             timed_at.add((part, candidate, owner.net.weight_threads))
         return timing(part, candidate, seconds)
 
-    record = tune_synthesizer(synth, timing=timing_seen, budget=BUDGET)
+    record = tune_synthesizer(synth, timing=timing_seen, budget=BUDGET, time_cap=TIME_CAP)
     s = record.settings
     assert (s.talker_threads, s.code_predictor_threads) == expected
     counts = thread_candidates(physical_cores())
@@ -152,7 +153,7 @@ def test_streaming_arrangement_follows_the_streamed_timing(q8_bundle, cache, fas
     stream = dict.fromkeys(STREAM_CONFIGS, 120)
     stream[fastest] = 90
     synth = Synthesizer(q8_bundle)
-    record = tune_synthesizer(synth, timing=cpu({1: 55, 2: 40}, {1: 140, 2: 107}, stream=stream), budget=BUDGET)
+    record = tune_synthesizer(synth, timing=cpu({1: 55, 2: 40}, {1: 140, 2: 107}, stream=stream), budget=BUDGET, time_cap=TIME_CAP)
     gen, beside, decoder = fastest
     s = record.settings
     assert (s.streaming_threads, s.overlap_decode, s.decoder_threads) == fastest
@@ -167,7 +168,7 @@ def test_a_streamed_synthesis_generates_on_the_streaming_count_and_others_on_all
     stream = dict.fromkeys(STREAM_CONFIGS, 120)
     stream[(1, True, 1)] = 90
     synth = Synthesizer(q8_bundle, adaptive_threads=False)  # the governors' own tries would blur the counts
-    tune_synthesizer(synth, timing=cpu({1: 55, 2: 40}, {1: 140, 2: 107}, stream=stream), budget=BUDGET)
+    tune_synthesizer(synth, timing=cpu({1: 55, 2: 40}, {1: 140, 2: 107}, stream=stream), budget=BUDGET, time_cap=TIME_CAP)
     used: list[int] = []
     for part in (synth._talker, synth._code_predictor):
         real = part.net.set_threads
@@ -186,19 +187,19 @@ def test_a_streamed_synthesis_generates_on_the_streaming_count_and_others_on_all
 def test_decoder_precision_is_chosen_only_where_auto_allows_it(q8_bundle, cache):
     bf16_faster = cpu({1: 25}, {1: 68}, decode={"fp32": 40, "bf16": 25})
     auto = Synthesizer(q8_bundle, decoder_precision="auto")
-    record = tune_synthesizer(auto, timing=bf16_faster, budget=BUDGET)
+    record = tune_synthesizer(auto, timing=bf16_faster, budget=BUDGET, time_cap=TIME_CAP)
     assert record.settings.decoder_bf16_faster is True
     assert auto.decoder_precision == "bf16"
     exact = Synthesizer(q8_bundle, decoder_precision="fp32")
     assert exact.tuning == record and exact.decoder_precision == "fp32"  # the user's exact decoder stays
     assert Synthesizer(q8_bundle, decoder_precision="auto").decoder_precision == "bf16"
-    tune_synthesizer(auto, timing=cpu({1: 25}, {1: 68}, decode={"fp32": 25, "bf16": 40}), budget=BUDGET)
+    tune_synthesizer(auto, timing=cpu({1: 25}, {1: 68}, decode={"fp32": 25, "bf16": 40}), budget=BUDGET, time_cap=TIME_CAP)
     assert auto.decoder_precision == "fp32"
 
 
 def test_an_explicit_thread_count_wins(q8_bundle, cache, teams):
     synth = Synthesizer(q8_bundle, threads=1)
-    record = tune_synthesizer(synth, timing=TWO_WIN, budget=BUDGET)
+    record = tune_synthesizer(synth, timing=TWO_WIN, budget=BUDGET, time_cap=TIME_CAP)
     assert (record.settings.talker_threads, record.settings.code_predictor_threads) == (2, 2)  # the machine's
     assert synth.thread_counts == governors(synth) == loaded_threads(synth) == (1, 1)
     assert Synthesizer(q8_bundle, threads=1).thread_counts == (1, 1)
@@ -216,7 +217,7 @@ def test_cancel_midway_leaves_everything_as_it_was(q8_bundle, cache, teams):
         return len(asked) > 5
 
     with pytest.raises(Cancelled):
-        tune_synthesizer(synth, timing=TWO_WIN, cancel=cancel, budget=BUDGET)
+        tune_synthesizer(synth, timing=TWO_WIN, cancel=cancel, budget=BUDGET, time_cap=TIME_CAP)
     assert (synth.thread_counts, governors(synth), synth._talker.net, synth._code_predictor.net,
             synth.decoder_threads) == before
     assert synth.tuning_needed and load_record(tuning_key(synth._bundle)).record is None
@@ -228,11 +229,11 @@ def test_tuning_changes_no_result(q8_bundle, cache, teams):
     loaded for one thread), then at two again: the same codes (the governors held still to make sure)."""
     synth = Synthesizer(q8_bundle, adaptive_threads=False)
     before = codes(synth)
-    tune_synthesizer(synth, timing=ONE_WINS, budget=BUDGET)
+    tune_synthesizer(synth, timing=ONE_WINS, budget=BUDGET, time_cap=TIME_CAP)
     assert synth.thread_counts == (1, 1)
     np.testing.assert_array_equal(codes(synth), before)
     assert (synth._talker.net.weight_threads, synth._code_predictor.net.weight_threads) == (1, 1)
-    tune_synthesizer(synth, timing=TWO_WIN, budget=BUDGET)
+    tune_synthesizer(synth, timing=TWO_WIN, budget=BUDGET, time_cap=TIME_CAP)
     assert synth.thread_counts == (2, 2)
     np.testing.assert_array_equal(codes(synth), before)
 
@@ -240,7 +241,7 @@ def test_tuning_changes_no_result(q8_bundle, cache, teams):
 def test_progress_rises_to_the_end(q8_bundle, cache):
     seen = []
     tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, progress=lambda f, m: seen.append((f, m)),
-                     budget=BUDGET)
+                     budget=BUDGET, time_cap=TIME_CAP)
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and all(m for _, m in seen)
 
@@ -265,7 +266,7 @@ def test_the_key_names_this_cpu_and_the_bundle(q8_bundle):
 
 def test_a_tuning_made_on_a_busy_machine_is_redone_when_it_is_quiet(q8_bundle, cache, teams, monkeypatch):
     quiet(monkeypatch, load=9.0)  # other programs held the cores while it was measured
-    record = tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, budget=BUDGET)
+    record = tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, budget=BUDGET, time_cap=TIME_CAP)
     assert record.busy and "busy" in record.summary()
     still_busy = Synthesizer(q8_bundle)
     assert still_busy.tuning == record and not still_busy.tuning_needed  # used while the machine stays busy
@@ -274,7 +275,7 @@ def test_a_tuning_made_on_a_busy_machine_is_redone_when_it_is_quiet(q8_bundle, c
     later = Synthesizer(q8_bundle)
     assert later.tuning == record and later.tuning_needed  # its counts apply until the new tuning
     assert later.thread_counts == (1, 1)
-    tune_synthesizer(later, timing=TWO_WIN, budget=BUDGET)
+    tune_synthesizer(later, timing=TWO_WIN, budget=BUDGET, time_cap=TIME_CAP)
     assert not later.tuning_needed and not later.tuning.busy and later.thread_counts == (2, 2)
     assert not Synthesizer(q8_bundle).tuning_needed
 
@@ -301,7 +302,7 @@ def test_auto_uses_a_gpu_only_where_the_tuning_measured_it_faster(cache, monkeyp
     def with_gpu(part, candidate, seconds):
         return gpu_ms / 1000 if part == "gpu" else timing(part, candidate, seconds)
 
-    record = tune_synthesizer(Synthesizer(bundle, device="cpu"), timing=with_gpu, budget=BUDGET)
+    record = tune_synthesizer(Synthesizer(bundle, device="cpu"), timing=with_gpu, budget=BUDGET, time_cap=TIME_CAP)
     assert record.device_ms == {"cpu": 90.0, "gpu:0": gpu_ms}
     assert record.settings.gpu_faster is on_gpu
     assert ("gpu:0 faster than the CPU" in record.summary()) is on_gpu
@@ -315,7 +316,7 @@ def test_auto_uses_a_gpu_only_where_the_tuning_measured_it_faster(cache, monkeyp
 def test_a_software_gpu_is_not_timed(cache):
     _a_gpu()
     record = tune_synthesizer(Synthesizer(bundle_for("tiny06b", "fp32"), device="cpu"),
-                              timing=cpu({1: 30, 2: 45}, {1: 60, 2: 90}), budget=BUDGET)
+                              timing=cpu({1: 30, 2: 45}, {1: 60, 2: 90}), budget=BUDGET, time_cap=TIME_CAP)
     assert list(record.device_ms) == ["cpu"] and record.settings.gpu_faster is None
     assert any(f.setting == "device" and "not timed" in f.part for f in record.figures)
     assert not Synthesizer(bundle_for("tiny06b", "fp32")).device.on_gpu

@@ -148,7 +148,7 @@ def test_thread_candidates():
 # -------------------------------------------------------------------------------------------------- the record
 
 RECORD = TuningRecord(KEY, TunedSettings(talker_threads=2, code_predictor_threads=1, decoder_threads=1, streaming_threads=1,
-                                         overlap_decode=True, decoder_bf16_faster=False),
+                                         overlap_decode=True, decoder_bf16_faster=False, spin_count=10000),
                       (CandidateFigure("talker threads", "2", "talker step", 40.5, 6, True),), 9.5,
                       "2026-12-01T23:00:00Z", "0.50 0.40 0.30", {"cpu": 120.5})
 
@@ -196,6 +196,16 @@ GOOD = json.dumps(RECORD.to_json()).encode()
      "streaming threads (0) is not a count"),
     (json.dumps({**RECORD.to_json(), "settings": {**RECORD.to_json()["settings"], "streaming_threads": "1"}}).encode(),
      "str for 'streaming_threads'"),
+    (json.dumps({**RECORD.to_json(), "settings": {**RECORD.to_json()["settings"], "spin_count": -1}}).encode(),
+     "spin count (-1) is outside"),
+    (json.dumps({**RECORD.to_json(), "settings": {**RECORD.to_json()["settings"], "spin_count": 10**12}}).encode(),
+     "is outside"),
+    (json.dumps({**RECORD.to_json(), "settings": {**RECORD.to_json()["settings"], "spin_count": "1000"}}).encode(),
+     "str for 'spin_count'"),
+    (json.dumps({**RECORD.to_json(), "settings": {**RECORD.to_json()["settings"], "spin_count": True}}).encode(),
+     "bool for 'spin_count'"),
+    (json.dumps({**RECORD.to_json(), "settings": {**RECORD.to_json()["settings"], "spin_count": 1000.0}}).encode(),
+     "float for 'spin_count'"),
     (json.dumps({**RECORD.to_json(), "settings": None}).encode(), "settings is not a table"),
     (json.dumps({**RECORD.to_json(), "figures": {"a": 1}}).encode(), "figures are not a list"),
     (json.dumps({**RECORD.to_json(), "device_ms": {"cpu": "fast"}}).encode(), "per-device figures"),
@@ -244,7 +254,8 @@ def test_a_record_that_cannot_be_stored_is_a_note(tmp_path):
 def test_summary_names_the_choices():
     line = RECORD.summary()
     assert "talker 2" in line and "code predictor 1 thread;" in line and "decoder 1 thread beside" in line
-    assert "fp32 as fast" in line
+    assert "fp32 as fast" in line and "OpenMP spin count 10000" in line
+    assert "spin" not in replace(RECORD, settings=replace(RECORD.settings, spin_count=None)).summary()
 
 
 def test_summary_says_when_the_machine_was_busy():

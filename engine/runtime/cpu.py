@@ -20,7 +20,12 @@ average of 4). 1000 (about 10 microseconds) keeps nearly all of the quiet gain a
 twice one thread's time; the thread governor (engine/runtime/thread_governor.py) moves generation to one thread,
 which opens no team, as soon as other programs hold the cores (engine/runtime/cpu_load.py). libgomp cuts the spin
 to 100 by itself while it runs more threads than there are CPUs. Figures: docs/performance.md, "Busy machines".
-A value the user set in the environment is kept.
+
+The best count is a property of the CPU: on a 2-vCPU Intel Xeon (Sapphire/Emerald Rapids class) 1000 was the main
+loss (generation 95-105 ms/frame at 1000, 59-69 at 10000-100000, one thread 109-110). So 1000 is only the first
+start's value: the self-tuner measures candidates in processes of their own (engine/synthesis/spin_tuning.py) and
+keeps its choice in the tuning record, which configure_openmp() reads at the next start. A value the user set in
+the environment (either variable) is kept.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 # GOMP_SPINCOUNT: see the module docstring. Measured on the AMD EPYC only (no other CPU kind was at hand); the
@@ -40,10 +47,44 @@ SPIN_COUNT = "1000"
 OPENMP_CHOICES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")  # either one set by the user: their choice stands
 
 
-def configure_openmp() -> None:
-    """Set the OpenMP defaults unless the user chose otherwise. Effective only before ncnn is imported."""
-    if not any(key in os.environ for key in OPENMP_CHOICES):
-        os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
+@dataclass(frozen=True)
+class SpinSetting:
+    """The GOMP_SPINCOUNT this process's libgomp was given, and where it came from."""
+
+    count: int | None  # None: the user's own OpenMP waiting settings (OMP_WAIT_POLICY, or a count not a number)
+    source: str  # "user", "tuned" (this CPU's tuning record) or "default" (SPIN_COUNT)
+
+
+_spin = SpinSetting(None, "default")
+
+
+def configure_openmp() -> SpinSetting:
+    """Set the OpenMP spin count unless the user chose otherwise: this CPU's tuned count (the newest tuning record
+    measured on it), else SPIN_COUNT. Effective only before ncnn is imported (libgomp reads it once, at load)."""
+    global _spin
+    if any(key in os.environ for key in OPENMP_CHOICES):
+        value = os.environ.get("GOMP_SPINCOUNT", "")
+        _spin = SpinSetting(int(value) if value.isdigit() and "OMP_WAIT_POLICY" not in os.environ else None, "user")
+        return _spin
+    from .tuning import stored_spin_count
+
+    tuned = stored_spin_count(cpu_model(), physical_cores(), usable_cpus(), _ncnn_version())
+    _spin = SpinSetting(int(SPIN_COUNT), "default") if tuned is None else SpinSetting(tuned, "tuned")
+    os.environ["GOMP_SPINCOUNT"] = str(_spin.count)
+    return _spin
+
+
+def spin_setting() -> SpinSetting:
+    """What configure_openmp() gave libgomp in this process."""
+    return _spin
+
+
+def _ncnn_version() -> str:
+    """ncnn's version as the tuning key spells it (ncnn.__version__), read without importing ncnn."""
+    try:
+        return metadata.version("ncnn")
+    except metadata.PackageNotFoundError:
+        return "?"
 
 
 def openmp_settings() -> str:

@@ -42,9 +42,12 @@ from ..io.safefile import regular_file_problem
 from .cache_folder import cache_dir
 from .device import faster_gpu, scan_gpus
 
-TUNER_VERSION = 3  # part of the key: a tuner that measures differently tunes again (3: OpenMP spin, int8 teams)
+TUNER_VERSION = 4  # part of the key: a tuner that measures differently tunes again (3: OpenMP spin, int8 teams;
+# 4: the spin count measured per CPU)
 RECORD_FORMAT = "qwen3tts-tuning"
 MAX_RECORD_BYTES = 64 * 1024  # a record is well under 4 KB; anything larger is not ours
+MAX_SPIN_COUNT = 10**9  # GOMP_SPINCOUNT candidates go up to 100000; a stored value beyond this is not ours
+MAX_RECORDS_READ = 64  # records read at start-up for the spin count (one per model, precision and ncnn version)
 TIE_MARGIN = 0.03  # medians within 3 % of the best are tied: frame times on a quiet 2-core machine vary by 2-5 %
 
 C = TypeVar("C", bound=Hashable)
@@ -63,11 +66,13 @@ def thread_candidates(cores: int) -> list[int]:
 def alternate(candidates: Sequence[C], measure: Callable[[C], Mapping[str, float]], *, min_rounds: int = 2,
               max_rounds: int = 8, deadline: float | None = None, cancel: Callable[[], bool] | None = None,
               clock: Callable[[], float] = time.monotonic,
-              on_sample: Callable[[C, Mapping[str, float]], None] | None = None) -> Samples:
+              on_sample: Callable[[C, Mapping[str, float]], None] | None = None,
+              hard_deadline: float | None = None) -> Samples:
     """Time every candidate once per round: measure(candidate) runs it and returns seconds per part. Rounds go
     forward, then backward, and so on. After min_rounds, stops when clock() has passed `deadline` or another
-    round would end after it (judged by the last round's length). cancel() is checked before every measurement:
-    True raises Cancelled."""
+    round would end after it (judged by the last round's length). Past `hard_deadline` it stops before the next
+    measurement whatever the rounds (once one is made): candidates not measured then are never picked.
+    cancel() is checked before every measurement: True raises Cancelled."""
     if not candidates:
         raise ValueError("nothing to tune")
     samples: Samples = {c: {} for c in candidates}
@@ -76,6 +81,8 @@ def alternate(candidates: Sequence[C], measure: Callable[[C], Mapping[str, float
         for c in (candidates if r % 2 == 0 else list(reversed(candidates))):
             if cancel is not None and cancel():
                 raise Cancelled("Tuning was cancelled.")
+            if hard_deadline is not None and clock() >= hard_deadline and any(samples.values()):
+                return samples
             figures = measure(c)
             for part, seconds in figures.items():
                 samples[c].setdefault(part, []).append(float(seconds))
@@ -141,6 +148,9 @@ class TunedSettings:
     gpu_faster: bool | None = None  # None: not measured (no GPU, or the device choice does not exist yet)
     # the most threads generation uses while its audio is decoded as it goes (the decoder's thread competes)
     streaming_threads: int | None = None  # None: not measured; no limit
+    # GOMP_SPINCOUNT for this CPU (engine/synthesis/spin_tuning.py), applied before ncnn loads at the next start;
+    # None: not measured (the user chose OpenMP's waiting, or the budget ran out first)
+    spin_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +186,8 @@ class TuningRecord:
             dec += f" (generation on {s.streaming_threads} while it decodes)"
         if s.decoder_bf16_faster is not None:
             dec += ", bf16 faster" if s.decoder_bf16_faster else ", fp32 as fast"
+        if s.spin_count is not None:
+            dec += f"; OpenMP spin count {s.spin_count}"
         line = (f"tuned for this computer in {self.seconds:.1f} s: talker {s.talker_threads}, code predictor "
                 f"{s.code_predictor_threads} thread{'s' if s.code_predictor_threads != 1 else ''}; {dec}")
         if s.gpu_faster:
@@ -319,6 +331,8 @@ def _check_settings(settings: TunedSettings, key: TuningKey) -> None:
         if f.name.endswith("_threads") and value is not None and value not in counts:
             raise ValueError(f"its {f.name.replace('_', ' ')} ({_shown(value)}) is not a count the tuner tries on "
                              f"{key.cores} core{'s' if key.cores != 1 else ''} ({', '.join(map(str, counts))})")
+    if settings.spin_count is not None and not 0 <= settings.spin_count <= MAX_SPIN_COUNT:
+        raise ValueError(f"its spin count ({_shown(settings.spin_count)}) is outside 0..{MAX_SPIN_COUNT}")
 
 
 def _check_figure(figure: CandidateFigure) -> None:
@@ -403,11 +417,7 @@ def load_record(key: TuningKey, folder: Path | None = None) -> Lookup:
     if problem:
         return Lookup(None, f"{problem} It is ignored; this computer is tuned again.")
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_RECORD_BYTES + 1)
-        if len(data) > MAX_RECORD_BYTES:
-            raise ValueError(f"it is larger than the {MAX_RECORD_BYTES} bytes a record may have")
-        record = TuningRecord.from_json(json.loads(data.decode("utf-8")))
+        record = _read_record(path)
         if record.key != key:
             raise ValueError("it belongs to another computer, model or version")
     except (OSError, UnicodeDecodeError, ValueError, TypeError, RecursionError) as e:
@@ -415,6 +425,15 @@ def load_record(key: TuningKey, folder: Path | None = None) -> Lookup:
         return Lookup(None, f"The tuning record {path} is not usable ({reason}); it is ignored and this computer "
                             "is tuned again.")
     return Lookup(record)
+
+
+def _read_record(path: Path) -> TuningRecord:
+    """The record in a regular file (the caller checked it is one); raises what load_record catches."""
+    with open(path, "rb") as f:
+        data = f.read(MAX_RECORD_BYTES + 1)
+    if len(data) > MAX_RECORD_BYTES:
+        raise ValueError(f"it is larger than the {MAX_RECORD_BYTES} bytes a record may have")
+    return TuningRecord.from_json(json.loads(data.decode("utf-8")))
 
 
 def save_record(record: TuningRecord, folder: Path | None = None) -> str | None:
@@ -429,6 +448,29 @@ def save_record(record: TuningRecord, folder: Path | None = None) -> str | None:
         return f"The tuning could not be stored in {where} ({e.strerror or e}); it applies until the model " \
                "is closed."
     return None
+
+
+def stored_spin_count(cpu: str, cores: int, logical: int, ncnn: str, folder: Path | None = None) -> int | None:
+    """The spin count the newest valid record measured on this CPU (any model), or None. Read at start-up, before
+    ncnn is imported (engine/runtime/cpu.py configure_openmp): the CPU facts and ncnn's version come from the
+    caller, and records that do not load (load_record's checks) are passed over silently."""
+    found: list[tuple[str, int]] = []
+    try:
+        paths = sorted((folder or cache_dir()).joinpath("tuning").glob("*.json"))[:MAX_RECORDS_READ]
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            if regular_file_problem(path, "tuning record"):
+                continue
+            record = _read_record(path)
+        except (OSError, UnicodeDecodeError, ValueError, TypeError, RecursionError):
+            continue
+        k = record.key
+        if (k.cpu, k.cores, k.logical, k.ncnn) == (cpu, cores, logical, ncnn) and record.settings.spin_count is not None \
+                and path.name == f"{k.digest()}.json":
+            found.append((record.measured, record.settings.spin_count))
+    return max(found)[1] if found else None
 
 
 def utc_now() -> str:

@@ -1,10 +1,16 @@
 """What the self-tuner times on a model, and how the chosen settings are put in place (engine/runtime/tuning.py
 has the model-free part: alternating candidates, the choice, the stored record).
 
-Three steps on real networks, each a share of the budget (15 s at full size on a quiet machine):
+Four steps on real networks, each a share of the budget (15 s at full size on a quiet machine); the budget caps the
+whole run by time: a stage that has no time left is skipped (its setting keeps its default) and candidates not
+reached are never chosen:
 1. generation: one frame per candidate thread count in turn (fewest first), talker step and code predictor timed
    apart and chosen apart. q8 bundles load their int8 matrix products at a fixed thread count, so each count is a
    net of its own, loaded for the run (the loser is dropped); float nets change their count per call;
+1b. the OpenMP spin count (engine/synthesis/spin_tuning.py), where neither the user nor an earlier tuning on this
+   CPU set it: the code predictor at every core, quiet and beside a competing load, per candidate count in a
+   process of its own; the code predictor's thread count is then chosen at the chosen spin count, which applies
+   from the next start;
 2. decoder precision, only for bundles whose decoder can run bf16: a few frames decoded whole at fp32 and bf16
    (used where the caller asked for "auto");
 3. decoding beside generation: frames generated and streamed with the decoder on its own thread at each thread
@@ -29,7 +35,7 @@ from ..nets.code_predictor import CodePredictor
 from ..nets.codec_decoder import DECODER_PRECISIONS, CodecDecoder, decoder_net_precision
 from ..nets.talker import Talker
 from ..runtime.bundle import Bundle
-from ..runtime.cpu import cpu_model, load_average, physical_cores, usable_cpus
+from ..runtime.cpu import cpu_model, load_average, physical_cores, spin_setting, usable_cpus
 from ..runtime.cpu_load import shared_cpu_load
 from ..runtime.device import faster_gpu
 from ..runtime.openmp import limited
@@ -50,6 +56,7 @@ from ..runtime.tuning import (
 )
 from ..types import Timings
 from .gpu_timing import time_gpus
+from .spin_tuning import Probe, SpinProbe, choose_spin, measure_spins, probe_here, probe_in_child
 from .streaming import StreamedAudio
 
 DEFAULT_BUDGET = 15.0  # seconds at full size on a quiet machine (fewer rounds on a slow or busy one)
@@ -102,12 +109,16 @@ class Parts:
     timing: Callable[[str, Any, float], float] = lambda part, candidate, seconds: seconds
     spare: dict[tuple[str, int], Any] = field(default_factory=dict)  # nets loaded for the run, by (part, threads)
     streaming_threads: int | None = None  # what apply_settings chose for generation while audio streams
+    # (spin count, seconds it may take) -> its code predictor frames: tests inject CPUs through it; None: measured
+    # (this process's count here, the others in processes of their own)
+    spin_probe: Probe | None = None
 
 
 def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder_request: str = "fp32",
                progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
-               clock: Callable[[], float] = time.monotonic) -> TuningRecord:
-    """Time the candidates and return the record. Leaves every part as it found it; parts.spare keeps the nets
+               clock: Callable[[], float] = time.monotonic, time_cap: float | None = None) -> TuningRecord:
+    """Time the candidates and return the record. time_cap: seconds after which no measurement starts (default:
+    the budget; tests give the tiny bundles' candidates more, so that every one is timed). Leaves every part as it found it; parts.spare keeps the nets
     loaded for the winners (apply_settings uses them instead of loading again). Cancelled propagates."""
     t0 = clock()
     reached = [0.0]
@@ -118,6 +129,11 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
             progress(reached[0], message)
 
     original = (parts.talker.net, parts.talker.governor, parts.code_predictor.net, parts.code_predictor.governor)
+    spinning = spin_setting().source == "default"
+    # where each stage's share of the budget ends (fractions of it); the spin stage takes its share from the others
+    stage_end = ({"threads": 0.35, "spin": 0.65, "precision": 0.72} if spinning
+                 else {"threads": 0.45, "spin": 0.45, "precision": 0.6})
+    hard = t0 + (budget if time_cap is None else time_cap)
     frames = _FrameSource(parts.talker, parts.code_predictor)
     figures: list[CandidateFigure] = []
     try:
@@ -136,10 +152,26 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
             frame_at(n)
         # the minimum rounds are what a busy machine still gets: at load 10-12 on 2 cores (fp32, full size) three
         # rounds here and two in each decoder stage took the run to 17-24 s; quiet, the deadlines allow more
-        samples = alternate(counts, frame_at, min_rounds=2, max_rounds=8, deadline=t0 + 0.45 * budget,
-                            cancel=cancel, clock=clock,
-                            on_sample=lambda c, f: say(min(0.45, (clock() - t0) / budget), "Timing the talker and "
-                                                       f"code predictor ({c} thread{'s' if c > 1 else ''})…"))
+        samples = alternate(counts, frame_at, min_rounds=2, max_rounds=8,
+                            deadline=t0 + stage_end["threads"] * budget, cancel=cancel, clock=clock,
+                            on_sample=lambda c, f: say(min(stage_end["threads"], (clock() - t0) / budget),
+                                                       "Timing the talker and code predictor "
+                                                       f"({c} thread{'s' if c > 1 else ''})…"),
+                            hard_deadline=hard)
+        spin = spin_setting()
+        spin_count = spin.count if spin.source == "tuned" else None  # kept as it was measured on this CPU
+        if spin.source == "default" and spin.count is not None and counts[-1] > 1:
+            probes = _spin_stage(parts, spin.count, cp_nets[counts[-1]], samples, counts[-1],
+                                 t0 + stage_end["spin"] * budget, clock, cancel)
+            if probes:
+                spin_count = choose_spin(probes)
+                figures += _spin_figures(probes, spin_count)
+                chosen = probes[spin_count]
+                if spin_count != spin.count and counts[-1] > 1 and chosen.quiet:
+                    # the code predictor's count at the spin count the next start runs at (one thread opens no
+                    # team: its frames do not depend on the spin count)
+                    samples = {c: dict(f) for c, f in samples.items()}
+                    samples[counts[-1]]["code predictor"] = list(chosen.quiet)
         talker_threads, cp_threads = pick(samples, "talker"), pick(samples, "code predictor")
         figures += _figures(samples, "talker threads", "talker", "talker step", talker_threads)
         figures += _figures(samples, "code predictor threads", "code predictor", "code predictor (15 steps)",
@@ -160,13 +192,13 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
 
         bf16_faster = None
         precision = parts.decoder.precision
-        if bf16_decoder_available(parts.bundle):
-            say(0.5, "Timing the speech decoder at fp32 and bf16…")
+        if bf16_decoder_available(parts.bundle) and clock() < hard:
+            say(stage_end["spin"], "Timing the speech decoder at fp32 and bf16…")
             codes = frames.codes(DECODE_FRAMES)
             decoders = {p: _decoder_at(parts, p, parts.decoder.threads) for p in ("fp32", "bf16")}
             dec_samples = alternate(list(decoders), lambda p: {"decode": parts.timing("decode", p, _timed(decoders[p], codes))},
-                                    min_rounds=1, max_rounds=4, deadline=t0 + 0.6 * budget, cancel=cancel,
-                                    clock=clock)
+                                    min_rounds=1, max_rounds=4, deadline=t0 + stage_end["precision"] * budget,
+                                    cancel=cancel, clock=clock, hard_deadline=hard)
             best = pick(dec_samples, "decode")
             bf16_faster = best == "bf16"
             figures += _figures(dec_samples, "decoder precision", "decode", "decode, whole", best)
@@ -175,14 +207,16 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
             parts.spare[("decoder", decoders[precision].threads)] = decoders[precision]
             decoders.clear()
 
-        say(0.6, "Timing the speech decoder beside generation…")
+        say(stage_end["precision"], "Timing the speech decoder beside generation…")
         # generation's threads are timed with the decoder's: a decoder thread beside two generation threads
         # competes for two cores (full-size 0.6B q8, AMD EPYC, 2 cores, per streamed frame: generation on 2 with
         # the decoder beside on 1, 114-120 ms; generation on 1 beside it, 90-98; on 2 decoding after each frame,
         # 93-99; all on a machine with one other busy process)
         top = counts[-1]
         configs = [(g, True, d) for g in counts for d in counts] + [(top, False, top)]
-        stream_decoders = {n: _decoder_at(parts, precision, n) for n in counts}
+        if clock() >= hard:  # no time left: decoding beside generation on every core, as without a tuning
+            configs = [(top, True, top)]
+        stream_decoders = {n: _decoder_at(parts, precision, n) for n in {top, *(c[2] for c in configs)}}
 
         def streamed(config: tuple[int, bool, int]) -> dict[str, float]:
             gen, overlap, n = config
@@ -198,14 +232,18 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
                 stream.close()
             return {"stream": parts.timing("stream", config, (time.perf_counter() - t) / STREAM_FRAMES)}
 
-        stream_samples = alternate(configs, streamed, min_rounds=1, max_rounds=4, deadline=t0 + budget,
-                                   cancel=cancel, clock=clock,
-                                   on_sample=lambda c, f: say(min(0.99, (clock() - t0) / budget),
-                                                              "Timing the speech decoder beside generation…"))
-        streaming_threads, overlap, decoder_threads = pick(stream_samples, "stream")
-        figures += [replace(f, value=_config_name(c)) for c, f in
-                    zip(configs, _figures(stream_samples, "decoding", "stream", "streamed frame",
-                                          (streaming_threads, overlap, decoder_threads)), strict=True)]
+        if len(configs) > 1:
+            stream_samples = alternate(configs, streamed, min_rounds=1, max_rounds=4, deadline=hard, cancel=cancel,
+                                       clock=clock, hard_deadline=hard,
+                                       on_sample=lambda c, f: say(min(0.99, (clock() - t0) / budget),
+                                                                  "Timing the speech decoder beside generation…"))
+            streaming_threads, overlap, decoder_threads = pick(stream_samples, "stream")
+            figures += [replace(f, value=_config_name(c)) for c, f in
+                        zip(configs, _figures(stream_samples, "decoding", "stream", "streamed frame",
+                                              (streaming_threads, overlap, decoder_threads), keep_all=True),
+                            strict=True) if f.samples]
+        else:
+            streaming_threads, overlap, decoder_threads = configs[0]
         parts.spare[("decoder", decoder_threads)] = stream_decoders[decoder_threads]
         cpu_ms = (median(samples[talker_threads]["talker"]) + median(samples[cp_threads]["code predictor"])) * 1000
         device_ms = {"cpu": round(cpu_ms, 2), **gpu_ms}
@@ -216,7 +254,7 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
         settings = TunedSettings(talker_threads=talker_threads, code_predictor_threads=cp_threads,
                                  decoder_threads=decoder_threads, overlap_decode=overlap,
                                  decoder_bf16_faster=bf16_faster, gpu_faster=(gpu is not None) if gpu_ms else None,
-                                 streaming_threads=streaming_threads)
+                                 streaming_threads=streaming_threads, spin_count=spin_count)
         say(1.0, "Tuned.")
         return TuningRecord(tuning_key(parts.bundle), settings, tuple(figures), clock() - t0, utc_now(),
                             load_average(), device_ms)
@@ -289,18 +327,23 @@ def decoder_choice(bundle: Bundle, request: str, record: TuningRecord | None) ->
 
 def tune_synthesizer(synth, progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
                      budget: float = DEFAULT_BUDGET, timing: Callable[[str, Any, float], float] | None = None,
-                     include_software_gpus: bool = False) -> TuningRecord:
+                     include_software_gpus: bool = False, spin_probe: Probe | None = None,
+                     time_cap: float | None = None, clock: Callable[[], float] = time.monotonic) -> TuningRecord:
     """Synthesizer.tune(): measure on this machine (candidates up to its physical cores, whatever the synthesizer
     was opened with), store the record, then apply it (an explicit thread count keeps its counts). Cancelled
-    leaves the synthesizer as it was and stores nothing."""
+    leaves the synthesizer as it was and stores nothing. timing and spin_probe inject a CPU (tests); a CPU
+    injected through timing alone has no spin count figures (the spin stage measures nothing)."""
 
     parts = Parts(synth._bundle, synth._talker, synth._code_predictor, synth._decoder, synth.overlap_decode,
                   lambda decoder, overlap: StreamedAudio(decoder, None, Timings(), overlap),
                   adaptive_threads=synth._adaptive_threads, cores=synth.threads)
     if timing is not None:
         parts.timing = timing
+        parts.spin_probe = spin_probe or (lambda spin, seconds: None)
+    elif spin_probe is not None:
+        parts.spin_probe = spin_probe
     parts.include_software_gpus = include_software_gpus
-    record = run_tuning(parts, physical_cores(), budget, synth._decoder_request, progress, cancel)
+    record = run_tuning(parts, physical_cores(), budget, synth._decoder_request, progress, cancel, clock, time_cap)
     synth.tuning_note = save_record(record)
     synth.tuning = record
     precision = decoder_net_precision(synth._bundle, decoder_choice(synth._bundle, synth._decoder_request, record))
@@ -378,9 +421,34 @@ def _timed(decoder: CodecDecoder, codes: np.ndarray) -> float:
     return (time.perf_counter() - t) / len(codes)
 
 
-def _figures(samples, setting: str, part: str, label: str, chosen) -> list[CandidateFigure]:
+def _figures(samples, setting: str, part: str, label: str, chosen, keep_all: bool = False) -> list[CandidateFigure]:
+    """One figure per candidate measured (keep_all: per candidate, the unmeasured with 0 samples)."""
     return [CandidateFigure(setting, str(c), label, median(parts.get(part, ())) * 1000, len(parts.get(part, ())),
-                            c == chosen) for c, parts in samples.items()]
+                            c == chosen) for c, parts in samples.items() if keep_all or parts.get(part)]
+
+
+def _spin_stage(parts: Parts, current: int, cp_net, samples, top: int, deadline: float, clock,
+                cancel) -> dict[int, SpinProbe]:
+    """The spin counts timed while the stage's share lasts (engine/synthesis/spin_tuning.py); the code predictor
+    is run at `top` threads on the net timed in the thread stage."""
+    quiet = samples[top].get("code predictor", [])
+    if parts.spin_probe is not None:
+        probe = parts.spin_probe
+        here = lambda: probe(current, deadline - clock())  # noqa: E731
+    else:
+        def here() -> SpinProbe:
+            parts.code_predictor.net = cp_net
+            return probe_here(parts.code_predictor, top, quiet)
+
+        def probe(spin: int, seconds: float) -> SpinProbe | None:
+            return probe_in_child(parts.bundle, spin, top, seconds)
+    return measure_spins(current, here, probe, deadline, median(quiet) if quiet else 0.1, clock, cancel)
+
+
+def _spin_figures(probes: dict[int, SpinProbe], chosen: int) -> list[CandidateFigure]:
+    return [CandidateFigure("spin count", str(s), f"code predictor, {how}", ms, n, s == chosen)
+            for s, p in sorted(probes.items())
+            for how, ms, n in (("quiet", p.quiet_ms, len(p.quiet)), ("loaded", p.loaded_ms, len(p.loaded)))]
 
 
 def _config_name(config: tuple[int, bool, int]) -> str:

@@ -1,0 +1,260 @@
+"""The OpenMP spin count chosen per CPU (engine/synthesis/spin_tuning.py, engine/runtime/cpu.py): the choice on
+CPUs we never see (injected timings: a long spin that wins quiet and loses beside a competing load, one that never
+wins), the choice kept in the tuning record and given to libgomp before ncnn loads at the next start (checked in
+a process of its own), a user's own setting winning, a candidate timed in a process of its own, and the whole
+tuning stopping at its time cap."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from importlib import metadata
+
+import pytest
+
+from engine import Synthesizer
+from engine.runtime import cpu
+from engine.runtime.bundle import Bundle
+from engine.runtime.cpu import SpinSetting, cpu_model, physical_cores, usable_cpus
+from engine.runtime.tuning import TunedSettings, TuningKey, TuningRecord, save_record, stored_spin_count
+from engine.synthesis import spin_tuning
+from engine.synthesis.self_tuning import tune_synthesizer
+from engine.synthesis.spin_tuning import SpinProbe, choose_spin, probe_in_child
+from tests.bundles import bundle_for
+from tests.test_self_tuning import BUDGET, ONE_WINS, TIME_CAP, quiet
+from tests.test_self_tuning import cpu as fake_cpu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def probe(quiet_ms: float, loaded_ms: float) -> SpinProbe:
+    return SpinProbe((quiet_ms / 1000,) * 3, (loaded_ms / 1000,) * 3)
+
+
+def spins(table: dict[int, tuple[float, float]]) -> dict[int, SpinProbe]:
+    return {s: probe(q, lo) for s, (q, lo) in table.items()}
+
+
+# code predictor ms per frame (quiet, beside one busy process with the governor free): the AMD EPYC's shape, where
+# a long spin is fastest quiet and collapses when another program wants the core (engine/runtime/cpu.py)
+LONG_SPIN_LOSES_LOADED = spins({300: (110, 105), 1000: (66, 120), 10000: (60, 380), 100000: (58, 2400)})
+# the Intel Xeon's shape (measured there): a long spin is faster quiet and stays bounded under load
+LONG_SPIN_WINS = spins({300: (89, 120), 1000: (73, 110), 10000: (47, 80), 100000: (46.5, 85)})
+# a CPU where a spin longer than 1000 never wins: within noise quiet, worse loaded
+LONG_SPIN_NEVER_WINS = spins({300: (95, 100), 1000: (70, 90), 10000: (71, 130), 100000: (69.5, 135)})
+
+
+def test_a_long_spin_that_wins_quiet_and_loses_loaded_is_not_chosen():
+    assert choose_spin(LONG_SPIN_LOSES_LOADED) == 1000  # the fastest quiet whose loaded time stays bounded
+
+
+def test_a_long_spin_that_stays_bounded_is_chosen():
+    assert choose_spin(LONG_SPIN_WINS) == 10000  # 100000 is tied with it (within 3 %): the shorter spin
+
+
+def test_where_a_long_spin_never_wins_the_short_one_stays():
+    assert choose_spin(LONG_SPIN_NEVER_WINS) == 1000
+
+
+def test_where_none_stays_bounded_the_fastest_under_load_is_chosen():
+    assert choose_spin(spins({300: (50, 180), 1000: (40, 200), 10000: (30, 900)})) == 300
+
+
+def test_an_unmeasured_loaded_time_never_stays_bounded():
+    probes = {300: probe(100, 150), 10000: SpinProbe((0.04,), ())}
+    assert choose_spin(probes) == 300
+
+
+def test_the_time_left_decides_how_many_candidates_are_timed():
+    now = [0.0]
+    timed = []
+
+    def there(spin, seconds):
+        timed.append((spin, seconds))
+        now[0] += 2.0
+        return probe(50, 60)
+
+    probes = spin_tuning.measure_spins(1000, lambda: probe(60, 70), there, deadline=5.0, frame_seconds=0.05,
+                                       clock=lambda: now[0])
+    # one child needs about 1.0 + 7 x 0.05 + 0.8 s: after two the 1 s left holds none
+    assert list(probes) == [1000, 10000, 300] and [s for s, _ in timed] == [10000, 300]
+    assert timed[0][1] == 5.0  # each child may take the time left
+
+
+# -------------------------------------------------------------------------------------------------- the tuner
+
+
+@pytest.fixture(scope="module")
+def q8_bundle():
+    return bundle_for("tiny06b", "q8")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(tmp_path))
+    quiet(monkeypatch)
+    monkeypatch.setattr(cpu, "_spin", SpinSetting(1000, "default"))
+    return tmp_path
+
+
+def fake_spin_cpu(table: dict[int, SpinProbe]):
+    asked = []
+
+    def spin_probe(spin, seconds):
+        asked.append(spin)
+        return table.get(spin)
+
+    return spin_probe, asked
+
+
+needs_two_cores = pytest.mark.skipif(physical_cores() < 2, reason="the spin count matters only for teams")
+
+
+@needs_two_cores
+@pytest.mark.parametrize("table, expected", [(LONG_SPIN_LOSES_LOADED, 1000), (LONG_SPIN_WINS, 10000),
+                                             (LONG_SPIN_NEVER_WINS, 1000)])
+def test_the_tuner_keeps_the_chosen_spin_count_in_the_record(q8_bundle, cache, table, expected):
+    synth = Synthesizer(q8_bundle)
+    spin_probe, asked = fake_spin_cpu(table)
+    record = tune_synthesizer(synth, timing=ONE_WINS, budget=BUDGET * 15, time_cap=TIME_CAP, spin_probe=spin_probe)
+    assert record.settings.spin_count == expected
+    assert asked[0] == 1000 and set(asked) == set(table)  # this process's count first, then the others
+    chosen = {f.value for f in record.figures if f.setting == "spin count" and f.chosen}
+    assert chosen == {str(expected)}
+    reopened = Synthesizer(q8_bundle)
+    assert reopened.tuning == record and not reopened.tuning_needed
+    assert stored_spin_count(cpu_model(), physical_cores(), usable_cpus(), metadata.version("ncnn")) == expected
+
+
+@needs_two_cores
+def test_the_code_predictor_threads_follow_the_chosen_spin_count(q8_bundle, cache):
+    # at 1000 one thread wins (68 against 117 ms); at 10000 two threads do their frame in 47 ms
+    top = physical_cores()
+    spin_probe, _ = fake_spin_cpu({1000: probe(117, 150), 10000: probe(47, 80)})
+    record = tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, budget=BUDGET * 15, time_cap=TIME_CAP,
+                              spin_probe=spin_probe)
+    assert record.settings.spin_count == 10000
+    assert (record.settings.talker_threads, record.settings.code_predictor_threads) == (1, top)
+    # where the spin count stays, the counts are the ones measured here
+    spin_probe, _ = fake_spin_cpu({1000: probe(117, 150), 10000: probe(117, 900)})
+    record = tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, budget=BUDGET * 15, time_cap=TIME_CAP,
+                              spin_probe=spin_probe)
+    assert (record.settings.spin_count, record.settings.code_predictor_threads) == (1000, 1)
+
+
+@pytest.mark.parametrize("setting", [SpinSetting(None, "user"), SpinSetting(777, "user"), SpinSetting(5000, "tuned")])
+def test_a_spin_count_the_user_set_or_a_tuning_measured_is_not_measured_again(q8_bundle, cache, monkeypatch,
+                                                                                 setting):
+    monkeypatch.setattr(cpu, "_spin", setting)
+    spin_probe, asked = fake_spin_cpu(LONG_SPIN_WINS)
+    record = tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, budget=BUDGET, time_cap=TIME_CAP,
+                              spin_probe=spin_probe)
+    assert asked == []
+    assert record.settings.spin_count == (5000 if setting.source == "tuned" else None)
+
+
+def test_the_tuning_stops_at_its_time_cap(q8_bundle, cache):
+    """Slow frames on a busy machine: the run stops measuring when its budget is spent, whatever candidates are
+    left (before, every stage ran its minimum rounds: 26.8 s instead of about 15 on a busy Intel Xeon)."""
+    now = [0.0]
+    base = fake_cpu({1: 1000, 2: 1200}, {1: 2000, 2: 2100}, stream={}, decode={"fp32": 500, "bf16": 400})
+
+    def timing(part, candidate, seconds):  # every measurement takes its injected time on the run's clock
+        value = base(part, candidate, seconds)
+        now[0] += value * (4 if part == "stream" else 1)
+        return value
+
+    spin_probe, asked = fake_spin_cpu(LONG_SPIN_WINS)
+    record = tune_synthesizer(Synthesizer(q8_bundle), timing=timing, budget=15.0, spin_probe=spin_probe,
+                              clock=lambda: now[0])
+    assert record.seconds <= 15.0 + 3.1  # at most one frame (talker + code predictor) past the budget
+    assert not any(f.setting == "decoding" for f in record.figures)  # no time was left for it
+    s = record.settings
+    assert (s.overlap_decode, s.decoder_threads, s.streaming_threads) == (True, physical_cores(), physical_cores())
+
+
+# -------------------------------------------------------------------------------------------------- processes
+
+
+def test_a_candidate_is_timed_in_a_process_of_its_own(q8_bundle):
+    found = probe_in_child(Bundle.open(q8_bundle), 4321, 2, timeout=120)
+    assert found is not None  # the child reports the count it ran at: 4321 (else None)
+    assert len(found.quiet) == spin_tuning.QUIET_FRAMES and len(found.loaded) >= 2
+    assert all(v > 0 for v in found.quiet + found.loaded)
+    assert os.environ.get("GOMP_SPINCOUNT") != "4321"  # this process's environment is as it was
+
+
+def test_a_candidate_that_does_not_report_in_time_is_stopped(q8_bundle):
+    import multiprocessing
+
+    assert probe_in_child(Bundle.open(q8_bundle), 4321, 2, timeout=0.0) is None
+    assert not multiprocessing.active_children()
+
+
+SEEN_AT_NCNN_IMPORT = r"""
+import os, sys
+seen = {}
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "ncnn" and "ncnn" not in seen:
+            seen["ncnn"] = os.environ.get("GOMP_SPINCOUNT")
+        return None
+sys.meta_path.insert(0, Watch())
+import engine
+import ncnn
+print(seen.get("ncnn"), engine.runtime.cpu.spin_setting().source)
+"""
+
+
+def _start_with(cache_dir, **env) -> list[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in cpu.OPENMP_CHOICES}
+    out = subprocess.run([sys.executable, "-c", SEEN_AT_NCNN_IMPORT], capture_output=True, text=True, timeout=120,
+                         env={**clean, "PYTHONPATH": ROOT, "QWEN3TTS_CACHE_DIR": str(cache_dir), **env}, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def _record(spin: int, measured: str, cpu_name: str | None = None) -> TuningRecord:
+    key = TuningKey(cpu=cpu_name or cpu_model(), cores=physical_cores(), logical=usable_cpus(),
+                    ncnn=metadata.version("ncnn"), model=f"a model measured {measured}", precision="q8", format="f")
+    return TuningRecord(key, TunedSettings(1, 1, 1, True, spin_count=spin), measured=measured)
+
+
+def test_the_tuned_spin_count_is_given_to_libgomp_before_ncnn_loads(tmp_path):
+    assert _start_with(tmp_path) == [cpu.SPIN_COUNT, "default"]  # no record: the first start's value
+    save_record(_record(12345, "2026-12-01T10:00:00Z"), tmp_path)
+    save_record(_record(23456, "2026-12-02T10:00:00Z"), tmp_path)  # the newest measurement on this CPU wins
+    save_record(_record(99999, "2026-12-03T10:00:00Z", cpu_name="Another CPU"), tmp_path)
+    assert _start_with(tmp_path) == ["23456", "tuned"]
+
+
+def test_the_users_own_openmp_setting_wins_over_the_tuned_one(tmp_path):
+    save_record(_record(12345, "2026-12-01T10:00:00Z"), tmp_path)
+    assert _start_with(tmp_path, GOMP_SPINCOUNT="777") == ["777", "user"]
+    assert _start_with(tmp_path, OMP_WAIT_POLICY="passive") == ["None", "user"]
+
+
+def test_a_damaged_record_gives_no_spin_count(tmp_path):
+    path = save_record(_record(12345, "2026-12-01T10:00:00Z"), tmp_path)
+    assert path is None
+    for f in (tmp_path / "tuning").glob("*.json"):
+        data = json.loads(f.read_text())
+        data["settings"]["spin_count"] = -5
+        f.write_text(json.dumps(data))
+    (tmp_path / "tuning" / "fifo.json").parent.mkdir(exist_ok=True)
+    os.mkfifo(tmp_path / "tuning" / "fifo.json")  # never opened (it would block)
+    assert stored_spin_count(cpu_model(), physical_cores(), usable_cpus(), metadata.version("ncnn"),
+                             tmp_path) is None
+    assert _start_with(tmp_path) == [cpu.SPIN_COUNT, "default"]
+
+
+def test_a_record_moved_under_another_name_is_not_read(tmp_path):
+    save_record(_record(12345, "2026-12-01T10:00:00Z"), tmp_path)
+    (f,) = (tmp_path / "tuning").glob("*.json")
+    f.rename(f.with_name("copy.json"))
+    assert stored_spin_count(cpu_model(), physical_cores(), usable_cpus(), metadata.version("ncnn"),
+                             tmp_path) is None
+    assert replace(_record(1, "x").settings, spin_count=None).spin_count is None
