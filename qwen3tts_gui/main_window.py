@@ -87,6 +87,8 @@ class MainWindow(QMainWindow):
         self.welcome.use_demo.connect(self.use_demo_model)
 
         self.voice_panel = VoicePanel(ctx)
+        # a voice made: the next step is the text (then Ctrl+Return generates, Ctrl+P plays, Ctrl+S saves)
+        self.voice_panel.editor.created.connect(lambda _path: self.text_edit.setFocus())
         # what the model speaks with: cloned voices (Base), preset speakers (CustomVoice), a description (VoiceDesign)
         self.speaker_panel = SpeakerPanel(ctx)
         self.design_panel = DesignPanel(ctx)
@@ -103,6 +105,7 @@ class MainWindow(QMainWindow):
         self.clear_takes = self.history.clear
 
         self.text_edit = QPlainTextEdit()
+        self.text_edit.setTabChangesFocus(True)  # Tab reaches Language and Generate; Ctrl+Return generates
         self.text_edit.setObjectName("TextEdit")
         self.text_edit.setPlaceholderText("Type what the voice should say…  (Ctrl+Enter generates)")
         self.text_edit.setMinimumHeight(72)
@@ -258,6 +261,7 @@ class MainWindow(QMainWindow):
         for entry in (
             ("New voice from &file…", self.voice_panel.choose_reference_file, "Ctrl+Shift+O"),
             ("&Record a new voice", self.voice_panel.toggle_record, "Ctrl+R"),
+            ("&Create voice", self.voice_panel.editor.create_voice, "Ctrl+Shift+C"),
             None,
             ("&Import voice file…", self.voice_panel.import_voice, "Ctrl+I"),
             ("&Export selected voice…", self.voice_panel.export_selected, "Ctrl+E"),
@@ -268,7 +272,8 @@ class MainWindow(QMainWindow):
             label, slot, keys = entry
             action = QAction(label, self, shortcut=QKeySequence(keys), triggered=slot)
             voice_menu.addAction(action)
-            if slot in (self.voice_panel.choose_reference_file, self.voice_panel.toggle_record):
+            if slot in (self.voice_panel.choose_reference_file, self.voice_panel.toggle_record,
+                        self.voice_panel.editor.create_voice):
                 self._clone_actions.append(action)  # only a Base model clones a voice
 
         take_menu = bar.addMenu("&Take")

@@ -40,6 +40,7 @@ class DesignPanel(QWidget):
         hint.setObjectName("Muted")
         hint.setWordWrap(True)
         self.description = QPlainTextEdit()
+        self.description.setTabChangesFocus(True)
         self.description.setObjectName("DesignDescription")
         self.description.setPlaceholderText("e.g. A warm, low female voice, calm and a little husky.")
         self.description.setMaximumHeight(110)

@@ -101,12 +101,14 @@ class NewVoiceEditor(QWidget):
         form.setVerticalSpacing(6)
         self.name_edit = QLineEdit()
         self.name_edit.setPlaceholderText("e.g. Anna, calm")
+        self.name_edit.returnPressed.connect(self.create_voice)  # Enter in the name: the voice is ready
         form.addRow("Name", self.name_edit)
         self.lang_combo = LanguageCombo()
         form.addRow("Language", self.lang_combo)
         self.transcript = QPlainTextEdit()
         self.transcript.setPlaceholderText("What is said in the reference (optional)")
         self.transcript.setFixedHeight(64)
+        self.transcript.setTabChangesFocus(True)  # a one-line answer: Tab moves on, as in the name field
         form.addRow("Transcript", self.transcript)
         # the why, in a label that wraps: as the box's placeholder it was cut off after two lines
         self.transcript_hint = QLabel("With a transcript the voice also copies the delivery (in-context "
@@ -120,6 +122,7 @@ class NewVoiceEditor(QWidget):
         ed.addLayout(form)
         self.create_btn = QPushButton("Create voice")
         self.create_btn.setObjectName("PrimaryButton")
+        self.create_btn.setToolTip("Create the voice (Ctrl+Shift+C, or Enter in the name field)")
         self.create_btn.clicked.connect(self.create_voice)
         self.discard_btn = QPushButton("Discard")
         self.discard_btn.clicked.connect(self.discard_reference)
@@ -170,6 +173,7 @@ class NewVoiceEditor(QWidget):
         self.set_reference(samples, sr, path)
         if not self.name_edit.text():
             self.name_edit.setText(path.stem.replace("_", " "))
+        self.name_edit.selectAll()  # the file's name, selected: typing replaces it
         return True
 
     def toggle_record(self) -> None:
@@ -219,6 +223,8 @@ class NewVoiceEditor(QWidget):
         self.create_status.setText("")
         self.frame.show()
         self.update_buttons()
+        # the next step, from the keyboard too: name, Tab, language, Tab, transcript
+        self.name_edit.setFocus()
 
     def _trim_changed(self) -> None:
         if self._ref is None:

@@ -32,6 +32,7 @@ class SpeakerPanel(QWidget):
         instruct_title = QLabel("Style instruction (optional)")
         instruct_title.setObjectName("SectionTitle")
         self.instruct_edit = QPlainTextEdit()
+        self.instruct_edit.setTabChangesFocus(True)
         self.instruct_edit.setObjectName("InstructEdit")
         self.instruct_edit.setPlaceholderText("e.g. Speak slowly and sadly, almost whispering.")
         self.instruct_edit.setMaximumHeight(90)

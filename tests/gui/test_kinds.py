@@ -42,7 +42,7 @@ def short(window, frames=4):
 def test_custom_voice_lists_speakers_and_the_instruction_field(make_window, model, honours):
     window = window_for(make_window, model)
     assert window.voice_stack.currentWidget() is window.speaker_panel
-    assert len(window._clone_actions) == 2 and not any(a.isEnabled() for a in window._clone_actions)
+    assert len(window._clone_actions) == 3 and not any(a.isEnabled() for a in window._clone_actions)
     panel = window.speaker_panel
     names = [s.name for s in real(model).speakers]
     assert panel.speaker_names() == names
