@@ -61,6 +61,21 @@ def binding_problem() -> str | None:
     return None
 
 
+def display_problem(environ: dict[str, str] | os._Environ[str], qt_args: list[str],
+                    platform: str = sys.platform) -> str | None:
+    """One line when a Linux desktop app has no display to open its window on (the usual case over SSH), where
+    Qt would abort naming a library that is installed. None when a display is set, or a platform is chosen."""
+    if not platform.startswith("linux") or "-platform" in qt_args:
+        return None
+    chosen = environ.get("QT_QPA_PLATFORM", "")
+    if chosen and not chosen.startswith(("xcb", "wayland")):
+        return None  # offscreen, vnc, eglfs...: no display needed
+    if environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"):
+        return None
+    return ("no display: start the app from a desktop session (over SSH: ssh -X); the qwen3tts command works "
+            "without one (QT_QPA_PLATFORM=offscreen draws the window nowhere, for testing only)")
+
+
 def configure_runtime() -> None:
     """Hand the GIL to the GUI thread sooner: the engine worker is Python + numpy between ncnn calls, and with
     the default 5 ms switch interval every GUI event could wait up to 5 ms (or longer) for the interpreter."""
@@ -122,6 +137,10 @@ def _exists(path: Path) -> bool:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    no_display = display_problem(os.environ, args.qt_args)
+    if no_display:
+        print(f"qwen3tts-gui: {no_display}", file=sys.stderr)
+        return 1
     home_note = ensure_home()
 
     from PySide6.QtCore import QCoreApplication, QTimer
