@@ -107,3 +107,19 @@ def test_code_references_to_doc_sections_resolve() -> None:
                 if section.strip().lower() not in headings.get(doc, set()):
                     missing.append(f"{path.relative_to(ROOT)}: docs/{doc} {section!r}")
     assert missing == [], missing
+
+
+def test_readme_speed_rows_are_todays_figures_from_performance_md() -> None:
+    """Each CPU row of the README's speed table gives today's engine (no row "from an older version"), and its
+    q8 / fp32 / official figures are the ones docs/performance.md reports with their commit."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    performance = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Speed"):]
+    rows = [line for line in section.splitlines() if line.startswith("| AMD") or line.startswith("| Intel")]
+    assert {r.split("|")[1].split()[0] for r in rows} == {"AMD", "Intel"}
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert "older" not in cells[-1], f"a speed row from an older version: {row}"
+        for figure in cells[1:4]:
+            value = figure.split()[0]
+            assert value in performance, f"{cells[0]}: {value} is not in docs/performance.md"
