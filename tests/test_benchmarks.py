@@ -74,6 +74,10 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         + [rf"^RESULT {s}: longest GUI-thread stall {NUM} ms" for s in ("generate", "long", "batch")]
         + [rf"^(generate|long) run 1 \(.* a take of {NUM} s; longest garbage collection {NUM} ms",
            r"^batch run 1 \(.* 2 files in the batch folder;"]),
+    "server_load.py": (
+        ["--model", "{demo_q8}", "--clients", "1,2", "--requests", "1", "--frames", "4", "--threads", "1"],
+        [rf"^\| 1 \| {n} \| {NUM} / {NUM} \| {NUM} / {NUM} \| {NUM} \| {NUM}x \| \d \| {NUM} / {NUM} \|$"
+         for n in (1, 2)] + [rf"^# .*, server threads 1, load average before {NUM} {NUM} {NUM};"]),
     "gpu_round_trips.py": (  # on lavapipe where installed, else bytes and the CPU column only
         ["--model", "{demo}", "--positions", "4", "--reps", "1"],
         [rf"^\s+4 \| \s*{NUM} MiB \| \s*{NUM} \| \s*({NUM}|-)$",

@@ -1,0 +1,153 @@
+"""The speech server under load: N clients at once (1, 2, 4, 8), each sending its requests one after another,
+against `qwen3tts serve` on a bundle (public API and the command only; the server runs in its own process).
+
+    python benchmarks/server_load.py --model BUNDLE [--clients 1,2,4,8] [--requests 3] [--frames 50]
+                                     [--threads 2] [--rounds 1]
+
+BUNDLE: a converted full-size bundle (q8 runs requests side by side). Each request asks for `--frames` frames
+(80 ms each) of streamed 16-bit PCM with its own seed. Prints, per client count: time to first byte and to last
+byte (median and p95 over the requests), audio seconds per wall second and that against one client, the most
+requests generated side by side, and the server's resident memory (now and its peak). The CPU, the load average
+before and after, and the thread count head the table. Levels run in order, then again for each further round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engine import SAMPLE_RATE, cpu_model, load_average  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXT = ("The quick brown fox jumps over the lazy dog, and the evening train to the coast leaves on time from "
+        "platform four.")
+
+
+def _make_voice(bundle: str, folder: str) -> None:
+    """A random x-vector voice of this model in a fresh library (a child process: the model's memory goes away)."""
+    import numpy as np
+
+    from engine import Synthesizer, Voice
+
+    synth = Synthesizer(bundle, threads=1, tuning=False)
+    x = np.random.default_rng(0).standard_normal(synth.hidden_size).astype(np.float32) * 0.05
+    Voice(xvector=x, model_id=synth.model_id, name="bench").save(Path(folder) / "bench.qvoice")
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """(resident now, resident peak) of a process, in MB (Linux /proc)."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def request(netloc: str, seed: int, frames: int) -> tuple[float, float, int, int]:
+    """(seconds to first byte, to last byte, audio bytes, side by side) of one streamed request."""
+    body = json.dumps({"model": "tts-1", "input": TEXT, "voice": "bench", "response_format": "pcm", "seed": seed,
+                       "max_frames": frames})
+    conn = http.client.HTTPConnection(netloc, timeout=600)
+    t0 = time.perf_counter()
+    conn.request("POST", "/v1/audio/speech", body, {"Content-Type": "application/json"})
+    response = conn.getresponse()
+    if response.status != 200:
+        raise SystemExit(f"request failed: {response.status} {response.read()[:300]!r}")
+    first = None
+    size = 0
+    while chunk := response.read1(65536):
+        if first is None:
+            first = time.perf_counter() - t0
+        size += len(chunk)
+    last = time.perf_counter() - t0
+    conn.close()
+    return first if first is not None else last, last, size, int(response.getheader("x-batched", "1"))
+
+
+def level(netloc: str, clients: int, requests: int, frames: int, seed0: int) -> dict:
+    results: list[tuple[float, float, int, int]] = []
+    lock = threading.Lock()
+
+    def client(c: int) -> None:
+        for r in range(requests):
+            got = request(netloc, seed0 + c * requests + r, frames)
+            with lock:
+                results.append(got)
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    audio = sum(r[2] for r in results) / 2 / SAMPLE_RATE
+    return {"first": [r[0] for r in results], "last": [r[1] for r in results], "audio": audio, "wall": wall,
+            "batched": max(r[3] for r in results)}
+
+
+def p95(values: list[float]) -> float:
+    return sorted(values)[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, required=True)
+    ap.add_argument("--clients", default="1,2,4,8")
+    ap.add_argument("--requests", type=int, default=3, help="requests per client, one after another")
+    ap.add_argument("--frames", type=int, default=50, help="frames per request (80 ms each)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=1)
+    args = ap.parse_args()
+    counts = [int(c) for c in args.clients.split(",")]
+    with tempfile.TemporaryDirectory(prefix="server-load-") as voices:
+        ctx = multiprocessing.get_context("spawn")
+        maker = ctx.Process(target=_make_voice, args=(str(args.model), voices))
+        maker.start()
+        maker.join()
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        server = subprocess.Popen([sys.executable, "-m", "qwen3tts_cli", "serve", "--model", str(args.model),
+                                   "--port", "0", "--threads", str(args.threads), "--voices", voices,
+                                   "--max-waiting", "64"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+        try:
+            line = server.stderr.readline() if server.stderr else ""
+            match = re.search(r"at http://([\d.]+:\d+)/v1", line)
+            if not match:
+                raise SystemExit(f"the server did not start: {line.strip()}")
+            netloc = match.group(1)
+            request(netloc, 0, min(args.frames, 8))  # warm-up: first calls allocate
+            print(f"# {cpu_model()}, {os.cpu_count()} CPUs, server threads {args.threads}, load average before "
+                  f"{load_average()}; {args.requests} requests per client, {args.frames} frames "
+                  f"({args.frames * 0.08:.1f} s of audio) each, streamed pcm")
+            print("| round | clients | first byte median / p95 s | last byte median / p95 s | audio s per s | "
+                  "vs 1 client | side by side | server RSS / peak MB |")
+            print("|---|---|---|---|---|---|---|---|")
+            base: float | None = None
+            for round_ in range(1, args.rounds + 1):
+                for n in counts:
+                    r = level(netloc, n, args.requests, args.frames, seed0=1000 * n + 100 * round_)
+                    rate = r["audio"] / r["wall"]
+                    if n == counts[0] and base is None:
+                        base = rate / max(1, n) if n != 1 else rate
+                    rss, peak = memory_mb(server.pid)
+                    print(f"| {round_} | {n} | {statistics.median(r['first']):.2f} / {p95(r['first']):.2f} | "
+                          f"{statistics.median(r['last']):.2f} / {p95(r['last']):.2f} | {rate:.2f} | "
+                          f"{rate / base:.2f}x | {r['batched']} | {rss:.0f} / {peak:.0f} |", flush=True)
+            print(f"# load average after {load_average()}")
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+if __name__ == "__main__":
+    main()
