@@ -152,6 +152,50 @@ def test_peer_compare_runs_both_sides_and_tabulates(demo_bundle: Path, tmp_path:
     proc = subprocess.run([sys.executable, script, "table", "--out", str(out), "--max-foreign", "1.01"], env=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert re.search(r"^\| peer Q8_0 2t \| 1 / 0 \| 62\.5 \| - \| 21\.5 / 40\.5 \| 1\.9 \|", proc.stdout, re.M), proc.stdout
-    assert re.search(rf"^\| ours q8 tuned \| 1 / 0 \| {NUM} \| {NUM} \| {NUM} / {NUM} \| {NUM} \|", proc.stdout,
-                     re.M), proc.stdout
+    assert re.search(r"^\| peer Q8_0 2t \| 1 / 0 \| 62\.5 \| - \| 21\.5 / 40\.5 \| 1\.9 \| - \|", proc.stdout, re.M), \
+        proc.stdout
+    assert re.search(rf"^\| ours q8 tuned \| 1 / 0 \| {NUM} \| {NUM} \| {NUM} / {NUM} \| {NUM} \| {NUM} \|",
+                     proc.stdout, re.M), proc.stdout
+
+
+FAKE_PYPI_BUILD = """
+class QwenTTS:
+    def __init__(self, talker, codec, cpu_threads=None):
+        assert str(talker).endswith("-Q4_K_M.gguf") and str(codec).endswith("qwen-tokenizer-12hz-Q8_0.gguf")
+        self.threads, self.log = cpu_threads, None
+    def set_log_callback(self, callback):
+        self.log = callback
+    def stream(self, *, text, lang, ref_spk_emb, seed, max_new_tokens):
+        import numpy as np
+        assert ref_spk_emb.shape == (1024,) and seed == 0 and max_new_tokens == 60 and "fox" in text
+        self.log(2, "[Perf] TalkerDecode 1290.0 ms (60 frames, 21.50 ms/frame)")
+        self.log(2, "[Perf] CodePredictor 2430.0 ms (40.50 ms/frame)")
+        self.log(2, f"[Perf] Total 4000.0 ms (60 frames, {31.25 * self.threads:.2f} ms/frame AR, audio 4.80 s, RTF 0.833)")
+        for _ in range(3):
+            yield np.zeros(1920 * 20, np.float32), 24000
+    def close(self):
+        pass
+"""
+
+
+def test_peer_compare_runs_the_pypi_build_in_its_own_python(demo_bundle: Path, tmp_path: Path):
+    """The PyPI build of the peer as a contender: its runner (`pypi-one`) in another Python, here this one with a
+    stand-in for the package that checks what it is given and logs the native library's figures lines."""
+    fake = tmp_path / "site" / "qwentts_cpp_cpu"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(FAKE_PYPI_BUILD)
+    out, xvec = tmp_path / "runs", tmp_path / "xvec.spk"
+    xvec.write_bytes(b"\0" * 4096)
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path / 'site'}{os.pathsep}{ROOT}", HF_HUB_OFFLINE="1")
+    script = str(BENCH / "peer_compare.py")
+    proc = subprocess.run([sys.executable, script, "run", "--peer", str(tmp_path / "peer"), "--xvec", str(xvec), "--q8",
+                           str(demo_bundle), "--fp32", str(demo_bundle), "--out", str(out), "--rounds", "1",
+                           "--only", "pypi Q4_K_M 2t", "--pypi-python", sys.executable], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = subprocess.run([sys.executable, script, "table", "--out", str(out), "--max-foreign", "1.01"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # generation and parts from the native lines (2 threads passed on); RTF and first audio from the runner's clock
+    assert re.search(rf"^\| pypi Q4_K_M 2t \| 1 / 0 \| 62\.5 \| - \| 21\.5 / 40\.5 \| {NUM} \| {NUM} \|",
+                     proc.stdout, re.M), proc.stdout
