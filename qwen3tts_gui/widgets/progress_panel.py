@@ -16,6 +16,7 @@ class ProgressPanel(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("ProgressPanel")
+        self._estimate: int | None = None  # the take's (or chunk's) estimated length, as its first frame said
         self.bar = QProgressBar()
         self.bar.setTextVisible(True)
         self.bar.setFormat("Ready")
@@ -65,12 +66,14 @@ class ProgressPanel(QWidget):
         self._part = f"Chunk {chunk + 1} of {chunks} · "
         self._earlier_frames += self.frames  # the earlier chunks' audio, for the audio length and RTF
         self.frames = 0
+        self._estimate = None
         self.bar.setFormat(f"{self._part}starting…")
 
     def begin(self) -> None:
         self._part = ""
         self._earlier_frames = 0
         self.frames = 0
+        self._estimate = None
         self._last = None
         self.tokens.clear()
         self.bar.setRange(0, 0)  # busy indicator until the first frame (prefill)
@@ -79,6 +82,8 @@ class ProgressPanel(QWidget):
             label.setText("–")
 
     def on_frame(self, ev: FrameEvent) -> None:
+        if self._estimate is None:  # the engine's estimate follows the frame count once passed: keep the first
+            self._estimate = ev.estimated_frames
         self.frames = ev.index + 1
         self._last = ev
         self.tokens.add_frame(ev.codes, update=False)
@@ -88,12 +93,19 @@ class ProgressPanel(QWidget):
         ev = self._last
         if ev is None:
             return
-        estimate = max(ev.estimated_frames, self.frames)
-        total = min(estimate, ev.max_frames) if ev.max_frames else estimate
-        total = max(total, self.frames)
+        name = "frame" if self._part else "Frame"
+        estimate = self._estimate or ev.estimated_frames
+        if ev.max_frames and self.frames > estimate:
+            # past the estimate (a runaway take, say): the bar runs to the length limit, which it names; kept at
+            # the estimate it showed "Frame 143 of ~143" and a full bar for minutes, like a hung window
+            total = max(ev.max_frames, self.frames)
+            text = f"{name} {self.frames} of at most {total} (longer than the ~{estimate} expected)"
+        else:
+            total = max(min(estimate, ev.max_frames) if ev.max_frames else estimate, self.frames)
+            text = f"{name} {self.frames} of ~{total}"
         self.bar.setRange(0, total)
         self.bar.setValue(self.frames)
-        self.bar.setFormat(f"{self._part}{'frame' if self._part else 'Frame'} {self.frames} of ~{total}")
+        self.bar.setFormat(self._part + text)
         self._show_stats(ev.elapsed, self._earlier_frames + self.frames)
         self.tokens.refresh()
 
