@@ -145,6 +145,16 @@ def test_the_code_predictor_threads_follow_the_chosen_spin_count(q8_bundle, cach
     assert (record.settings.spin_count, record.settings.code_predictor_threads) == (1000, 1)
 
 
+@needs_two_cores
+def test_one_count_measured_is_no_choice(q8_bundle, cache):
+    """A busy machine may leave time for this process's count alone: nothing is stored, so a later tuning on a
+    quiet machine measures the others."""
+    spin_probe, asked = fake_spin_cpu({1000: probe(117, 150)})
+    record = tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, budget=BUDGET * 15, time_cap=TIME_CAP,
+                              spin_probe=spin_probe)
+    assert 1000 in asked and record.settings.spin_count is None
+
+
 @pytest.mark.parametrize("setting", [SpinSetting(None, "user"), SpinSetting(777, "user"), SpinSetting(5000, "tuned")])
 def test_a_spin_count_the_user_set_or_a_tuning_measured_is_not_measured_again(q8_bundle, cache, monkeypatch,
                                                                                  setting):
@@ -217,10 +227,10 @@ def _start_with(cache_dir, **env) -> list[str]:
     return out.stdout.split()
 
 
-def _record(spin: int, measured: str, cpu_name: str | None = None) -> TuningRecord:
+def _record(spin: int, measured: str, cpu_name: str | None = None, load: str = "0.50 0.40 0.30") -> TuningRecord:
     key = TuningKey(cpu=cpu_name or cpu_model(), cores=physical_cores(), logical=usable_cpus(),
                     ncnn=metadata.version("ncnn"), model=f"a model measured {measured}", precision="q8", format="f")
-    return TuningRecord(key, TunedSettings(1, 1, 1, True, spin_count=spin), measured=measured)
+    return TuningRecord(key, TunedSettings(1, 1, 1, True, spin_count=spin), measured=measured, load_average=load)
 
 
 def test_the_tuned_spin_count_is_given_to_libgomp_before_ncnn_loads(tmp_path):
@@ -228,6 +238,7 @@ def test_the_tuned_spin_count_is_given_to_libgomp_before_ncnn_loads(tmp_path):
     save_record(_record(12345, "2026-12-01T10:00:00Z"), tmp_path)
     save_record(_record(23456, "2026-12-02T10:00:00Z"), tmp_path)  # the newest measurement on this CPU wins
     save_record(_record(99999, "2026-12-03T10:00:00Z", cpu_name="Another CPU"), tmp_path)
+    save_record(_record(300, "2026-12-04T10:00:00Z", load=f"{usable_cpus() + 8}.00 9.00 9.00"), tmp_path)  # busy
     assert _start_with(tmp_path) == ["23456", "tuned"]
 
 

@@ -453,7 +453,8 @@ def save_record(record: TuningRecord, folder: Path | None = None) -> str | None:
 def stored_spin_count(cpu: str, cores: int, logical: int, ncnn: str, folder: Path | None = None) -> int | None:
     """The spin count the newest valid record measured on this CPU (any model), or None. Read at start-up, before
     ncnn is imported (engine/runtime/cpu.py configure_openmp): the CPU facts and ncnn's version come from the
-    caller, and records that do not load (load_record's checks) are passed over silently."""
+    caller, and records that do not load (load_record's checks) are passed over silently, and so are records
+    measured on a busy machine (the spin count is measured again when the model is next tuned on a quiet one)."""
     found: list[tuple[str, int]] = []
     try:
         paths = sorted((folder or cache_dir()).joinpath("tuning").glob("*.json"))[:MAX_RECORDS_READ]
@@ -468,7 +469,7 @@ def stored_spin_count(cpu: str, cores: int, logical: int, ncnn: str, folder: Pat
             continue
         k = record.key
         if (k.cpu, k.cores, k.logical, k.ncnn) == (cpu, cores, logical, ncnn) and record.settings.spin_count is not None \
-                and path.name == f"{k.digest()}.json":
+                and path.name == f"{k.digest()}.json" and not record.busy:
             found.append((record.measured, record.settings.spin_count))
     return max(found)[1] if found else None
 

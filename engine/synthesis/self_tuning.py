@@ -163,7 +163,7 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
         if spin.source == "default" and spin.count is not None and counts[-1] > 1:
             probes = _spin_stage(parts, spin.count, cp_nets[counts[-1]], samples, counts[-1],
                                  t0 + stage_end["spin"] * budget, clock, cancel)
-            if probes:
+            if len(probes) > 1:  # a choice between counts (a busy machine may have time for this one alone)
                 spin_count = choose_spin(probes)
                 figures += _spin_figures(probes, spin_count)
                 chosen = probes[spin_count]
