@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -27,7 +26,7 @@ import numpy as np
 
 from ..codec_format import SAMPLE_RATE
 from ..errors import EngineError, TextError, VoiceError
-from ..io.fileio import write_atomic
+from ..io.fileio import read_own_file, write_own_file
 from ..io.safefile import load_npy_bytes
 from ..types import GenerationSettings, SynthesisResult
 from ..voice import Voice
@@ -169,8 +168,8 @@ class ChunkJournal:
             voice_bytes = Voice(xvector=voice.xvector, model_id=voice.model_id, ref_codes=voice.ref_codes,
                                 ref_text=voice.ref_text, language=voice.language, name=voice.name,
                                 created=voice.created).to_bytes()  # its reference audio is for playback only
-            write_atomic(folder / VOICE_FILE, voice_bytes)
-        write_atomic(folder / JOURNAL_FILE, json.dumps(plan.to_json(), ensure_ascii=False).encode("utf-8"))
+            write_own_file(folder / VOICE_FILE, voice_bytes)
+        write_own_file(folder / JOURNAL_FILE, json.dumps(plan.to_json(), ensure_ascii=False).encode("utf-8"))
         return cls(folder, plan)
 
     @classmethod
@@ -178,7 +177,7 @@ class ChunkJournal:
         """The journal in `folder`. JournalError when there is none or it cannot be used."""
         folder = Path(folder)
         try:
-            data = _read_regular(folder / JOURNAL_FILE, MAX_JOURNAL_BYTES)
+            data = read_own_file(folder / JOURNAL_FILE, MAX_JOURNAL_BYTES)
         except FileNotFoundError:
             raise JournalError(f"{folder} holds no chunk journal") from None
         except (OSError, ValueError) as e:
@@ -214,11 +213,11 @@ class ChunkJournal:
         if not 0 <= chunk < len(self.plan.chunks):
             raise JournalError(f"chunk {chunk + 1} is not one of the plan's {len(self.plan.chunks)}")
         stem = self.folder / f"{chunk + 1:04d}"
-        write_atomic(stem.with_suffix(".audio.npy"), _npy(np.asarray(result.audio, np.float32)))
-        write_atomic(stem.with_suffix(".codes.npy"), _npy(np.asarray(result.codes, np.int64)))
+        write_own_file(stem.with_suffix(".audio.npy"), _npy(np.asarray(result.audio, np.float32)))
+        write_own_file(stem.with_suffix(".codes.npy"), _npy(np.asarray(result.codes, np.int64)))
         note = dict(seed=int(result.seed) if result.seed is not None else None, ended_by=result.ended_by,
                     attempts=int(attempts))
-        write_atomic(stem.with_suffix(".json"), json.dumps(note).encode("ascii"))
+        write_own_file(stem.with_suffix(".json"), json.dumps(note).encode("ascii"))
 
     def made(self) -> dict[int, MadeChunk]:
         """The chunks kept complete, by index (0-based). A damaged note is not a chunk: it is made again."""
@@ -228,7 +227,7 @@ class ChunkJournal:
             if not os.path.lexists(path):
                 continue
             try:
-                note = json.loads(_read_regular(path, 4096).decode("ascii"))
+                note = json.loads(read_own_file(path, 4096).decode("ascii"))
             except (OSError, ValueError):
                 continue
             if not isinstance(note, dict):
@@ -244,8 +243,8 @@ class ChunkJournal:
         stem = self.folder / f"{made.chunk + 1:04d}"
         limit = MAX_CHUNK_SECONDS * SAMPLE_RATE * 4 + 4096
         try:
-            audio = load_npy_bytes(_read_regular(stem.with_suffix(".audio.npy"), limit))
-            codes = load_npy_bytes(_read_regular(stem.with_suffix(".codes.npy"), limit))
+            audio = load_npy_bytes(read_own_file(stem.with_suffix(".audio.npy"), limit))
+            codes = load_npy_bytes(read_own_file(stem.with_suffix(".codes.npy"), limit))
         except (OSError, ValueError) as e:
             raise JournalError(f"chunk {made.chunk + 1} in {self.folder} cannot be read: {_reason(e)}") from None
         if audio.ndim != 1 or audio.dtype != np.float32 or not np.isfinite(audio).all():
@@ -277,21 +276,6 @@ def _npy(array: np.ndarray) -> bytes:
     buf = io.BytesIO()
     np.save(buf, array, allow_pickle=False)
     return buf.getvalue()
-
-
-def _read_regular(path: Path, max_bytes: int) -> bytes:
-    """The bytes of a regular file (never through a link, never a FIFO) of at most max_bytes."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("it is not a regular file")
-        if st.st_size > max_bytes:
-            raise ValueError(f"it is {st.st_size} bytes, more than the {max_bytes} it may have")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            return f.read(max_bytes + 1)
-    finally:
-        os.close(fd)
 
 
 def _reason(e: Exception) -> str:
