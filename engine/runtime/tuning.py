@@ -217,10 +217,12 @@ class TuningRecord:
         return {"format": RECORD_FORMAT, "version": TUNER_VERSION, **asdict(self)}
 
     @classmethod
-    def from_json(cls, data: Any) -> TuningRecord:
+    def from_json(cls, data: Any, check_gpus: bool = True) -> TuningRecord:
         """Raises ValueError naming what is wrong with `data`: anything this tuner could not have written (a field
         of the wrong type, a count outside this key's cores, a device that is not one of this computer's GPUs, a
-        verdict its figures contradict, a number that is not finite or not in range) is a damaged record."""
+        verdict its figures contradict, a number that is not finite or not in range) is a damaged record.
+        check_gpus=False leaves out the one check that asks ncnn (which GPUs this computer has): for a reader that
+        runs before ncnn may be imported."""
         if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT:
             raise ValueError("it is not a tuning record of this app")
         if data.get("version") != TUNER_VERSION:
@@ -238,7 +240,7 @@ class TuningRecord:
         device_ms = data.get("device_ms", {})
         if not isinstance(device_ms, dict) or not all(isinstance(k, str) and _number(v) for k, v in device_ms.items()):
             raise ValueError("its per-device figures are not a table of milliseconds")
-        _check_devices(device_ms, settings.gpu_faster)
+        _check_devices(device_ms, settings.gpu_faster, check_gpus)
         seconds, measured, load = data.get("seconds", 0.0), data.get("measured", ""), data.get("load_average", "")
         if not _number(seconds) or not 0 <= seconds <= MAX_TUNING_SECONDS:
             raise ValueError(f"its tuning time ({_shown(seconds)} s) is not a time a tuning takes")
@@ -344,7 +346,7 @@ def _check_figure(figure: CandidateFigure) -> None:
         raise ValueError(f"its figure for {_shown(figure.value)} counts {_shown(figure.samples)} samples")
 
 
-def _check_devices(device_ms: dict[str, Any], gpu_faster: bool | None) -> None:
+def _check_devices(device_ms: dict[str, Any], gpu_faster: bool | None, scan: bool = True) -> None:
     """Names the tuner writes ("cpu", "gpu:N" for a GPU of this computer it times: never a software GPU), times
     in range, and a GPU verdict that follows from them."""
     for name, ms in device_ms.items():
@@ -361,7 +363,7 @@ def _check_devices(device_ms: dict[str, Any], gpu_faster: bool | None) -> None:
         raise ValueError("its GPU verdict has no GPU figure")
     if gpu_faster is not None and gpu_faster != (faster_gpu(device_ms) is not None):
         raise ValueError("its GPU verdict contradicts its figures")
-    if gpus:
+    if gpus and scan:
         seen = scan_gpus().gpus  # the tuner scanned them too when it timed these
         for name in gpus:
             index = int(name.split(":", 1)[1])
@@ -427,13 +429,13 @@ def load_record(key: TuningKey, folder: Path | None = None) -> Lookup:
     return Lookup(record)
 
 
-def _read_record(path: Path) -> TuningRecord:
+def _read_record(path: Path, check_gpus: bool = True) -> TuningRecord:
     """The record in a regular file (the caller checked it is one); raises what load_record catches."""
     with open(path, "rb") as f:
         data = f.read(MAX_RECORD_BYTES + 1)
     if len(data) > MAX_RECORD_BYTES:
         raise ValueError(f"it is larger than the {MAX_RECORD_BYTES} bytes a record may have")
-    return TuningRecord.from_json(json.loads(data.decode("utf-8")))
+    return TuningRecord.from_json(json.loads(data.decode("utf-8")), check_gpus)
 
 
 def save_record(record: TuningRecord, folder: Path | None = None) -> str | None:
@@ -462,9 +464,10 @@ def stored_spin_count(cpu: str, cores: int, logical: int, ncnn: str, folder: Pat
         return None
     for path in paths:
         try:
+            check_own_file(path)  # never through a link
             if regular_file_problem(path, "tuning record"):
                 continue
-            record = _read_record(path)
+            record = _read_record(path, check_gpus=False)  # ncnn is not imported yet: its GPUs are not asked
         except (OSError, UnicodeDecodeError, ValueError, TypeError, RecursionError):
             continue
         k = record.key

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import asdict, fields
 
 import pytest
@@ -142,7 +143,7 @@ BAD_VALUES: dict[tuple[type, str], object] = {
     (TunedSettings, "talker_threads"): 4, (TunedSettings, "code_predictor_threads"): 0,
     (TunedSettings, "decoder_threads"): 10**9, (TunedSettings, "overlap_decode"): None,
     (TunedSettings, "decoder_bf16_faster"): "yes", (TunedSettings, "gpu_faster"): None,
-    (TunedSettings, "streaming_threads"): 5,
+    (TunedSettings, "streaming_threads"): 5, (TunedSettings, "spin_count"): 10**10,
     (CandidateFigure, "setting"): "s" * 600, (CandidateFigure, "value"): "v" * 600,
     (CandidateFigure, "part"): "p" * 600, (CandidateFigure, "median_ms"): -1.0,
     (CandidateFigure, "samples"): -1, (CandidateFigure, "chosen"): 1,
@@ -182,6 +183,42 @@ def test_a_bad_device_in_a_record_costs_no_run(tmp_path, capsys, monkeypatch):
     assert code == 0 and "Traceback" not in err, err
     notes = [line for line in err.splitlines() if "tuning record" in line]
     assert len(notes) == 1 and "'gpu:x', which is not a device" in notes[0], err
+
+
+def test_the_spin_count_is_read_before_ncnn_from_a_record_with_gpu_figures(tmp_path):
+    """The spin count is read from the records before ncnn is imported (libgomp reads it once, at load): checking
+    a record's GPU names there would import ncnn first and leave the count unset."""
+    import subprocess
+    import sys
+
+    from engine.runtime.cpu import _ncnn_version, cpu_model, physical_cores, usable_cpus
+    from tests.faults.conftest import ROOT
+
+    key = TuningKey(cpu=cpu_model(), cores=physical_cores(), logical=usable_cpus(), ncnn=_ncnn_version(),
+                    model="m", precision="fp32", format="f")
+    data = good() | {"key": asdict(key), "device_ms": {"cpu": 120.5, "gpu:0": 300.0}}
+    data["settings"] |= {"talker_threads": 1, "code_predictor_threads": 1, "decoder_threads": 1,
+                         "streaming_threads": 1, "gpu_faster": False, "spin_count": 12345}
+    TuningRecord.from_json(data)  # a record the app would load (here: GPU 0 is a hardware GPU)
+    path = record_path(key, tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data))
+    script = (
+        "import os, sys\n"
+        "seen = {}\n"
+        "class Watch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'ncnn':\n"
+        "            seen.setdefault('spin', os.environ.get('GOMP_SPINCOUNT'))\n"
+        "sys.meta_path.insert(0, Watch())\n"
+        "import engine\n"
+        "from engine.runtime.cpu import spin_setting\n"
+        "print(seen.get('spin'), spin_setting().count)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    env |= {"QWEN3TTS_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["12345", "12345"], r.stdout
 
 
 # -------------------------------------------------------------------------------------------------- any record
