@@ -35,6 +35,7 @@ from .context import AppContext
 from .controllers.batch_voices import BatchVoices
 from .controllers.generation_controller import GenerationController
 from .controllers.model_controller import ModelController
+from .controllers.sharing import VoiceSharing
 from .controllers.take_history import TakeHistory
 from .data.folders import KeptFolder, folder_problem, unusable_folders
 from .data.paths import data_dir, log_dir, takes_dir
@@ -149,6 +150,7 @@ class MainWindow(QMainWindow):
         self.model_label = QLabel("No model")
         self.model_label.setObjectName("Muted")
         self.statusBar().addPermanentWidget(self.model_label)
+        self.sharing = VoiceSharing(ctx, self)
         self._build_menus()
 
         gen_keys = [QShortcut(QKeySequence(k), self) for k in ("Ctrl+Return", "Ctrl+Enter")]
@@ -252,6 +254,7 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         file_menu.addAction(self.save_action)
         file_menu.addAction("&Folders…", self.edit_folders)
+        file_menu.addAction("&Let other apps use these voices…", self.show_sharing)
         file_menu.addSeparator()
         file_menu.addAction(quit_action)
         self.recent_menu.aboutToShow.connect(self._fill_recent)
@@ -416,6 +419,13 @@ class MainWindow(QMainWindow):
             f"Log file: {current_log_file()}",
         )
 
+    def show_sharing(self) -> None:
+        from .widgets.sharing_dialog import SharingDialog
+
+        dialog = SharingDialog(self.sharing, self)
+        dialog.setModal(False)
+        dialog.show()
+
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.batch.running:
             if not self.ctx.dialogs.question(self, "Batch running",
@@ -424,6 +434,7 @@ class MainWindow(QMainWindow):
                 return
         self.ctx.cancel_job()  # whatever it is: generating, the batch, a conversion, a voice, a model load
         self.ctx.wait_for_job()  # a QThread must not be destroyed while it runs
+        self.sharing.shutdown()
         self.downloader.cancel()  # the partial files stay: the next Download resumes
         self.downloader.wait()
         self.voice_panel.stop_recording()

@@ -151,6 +151,9 @@ class Settings:
     # [[text, voice, language, instruction], ...]: where older versions kept the batch lines (now in a file of
     # their own, batch_store.py); read once to move them there
     batch_lines: Option[list[list[str]]] = Option("batch/lines", [])
+    # "Let other apps use these voices" (controllers/sharing.py): the server's port and key (the switch is not kept)
+    sharing_port = Option("sharing/port", 8880, minimum=1024, maximum=65535)
+    sharing_key = Option("sharing/key", "")
     # window
     geometry = Option("window/geometry", QByteArray())
     window_state = Option("window/state", QByteArray())
