@@ -150,7 +150,7 @@ class MainWindow(QMainWindow):
         self.model_label = QLabel("No model")
         self.model_label.setObjectName("Muted")
         self.statusBar().addPermanentWidget(self.model_label)
-        self.sharing = VoiceSharing(ctx, self)
+        self.sharing = VoiceSharing(ctx, self, defaults=self._sharing_defaults)
         self._build_menus()
 
         gen_keys = [QShortcut(QKeySequence(k), self) for k in ("Ctrl+Return", "Ctrl+Enter")]
@@ -418,6 +418,12 @@ class MainWindow(QMainWindow):
             f"{APP_NAME} {__version__}\nLocal Qwen3-TTS voice cloning on the CPU (ncnn + numpy).\n"
             f"Log file: {current_log_file()}",
         )
+
+    def _sharing_defaults(self):
+        """The settings box's values for the speech server's requests (each request draws its own seed)."""
+        from dataclasses import replace
+
+        return replace(self.settings_box.generation_settings(), seed=None, stream_audio=False)
 
     def show_sharing(self) -> None:
         from .widgets.sharing_dialog import SharingDialog

@@ -3,18 +3,21 @@ thread beside the window, so that other programs on this computer can speak with
 
 It loads its own copy of the open model (the app's one engine job at a time stays the app's: the server never
 waits for the window, nor the window for the server), serves the app's voice folder, listens on 127.0.0.1 only
-and asks for a key of its own, kept in the settings so other programs stay set up. Off each time the app starts;
+and asks for a key of its own, kept in the settings so other programs stay set up. A request's generation settings
+default to the app's (the settings box's values when the server starts). Off each time the app starts;
 a new model or voice folder restarts it; turning it off stops whatever it was generating."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
 from ..context import AppContext
 from ..diagnostics import log
+from ..engine_adapter import GenerationSettings
 
 OFF, STARTING, ON = "off", "starting", "on"
 
@@ -24,9 +27,13 @@ class VoiceSharing(QObject):
     _started = Signal(object, object, str)  # (token, server, address) from the starting thread
     _failed = Signal(object, str)  # (token, one line)
 
-    def __init__(self, ctx: AppContext, parent: QObject | None = None):
+    def __init__(self, ctx: AppContext, parent: QObject | None = None,
+                 defaults: Callable[[], GenerationSettings] | None = None):
+        """defaults(): the generation settings a request gets unless it sends its own (the app's settings box);
+        None: the model's."""
         super().__init__(parent)
         self.ctx = ctx
+        self._defaults = defaults
         self.state = OFF
         self.address = ""
         self.problem = ""
@@ -63,6 +70,11 @@ class VoiceSharing(QObject):
         self.ctx.settings.sharing_key = new_api_key()
         self._restart()
 
+    @property
+    def server(self):
+        """The running qwen3tts_server.BackgroundServer, or None."""
+        return self._server
+
     # ------------------------------------------------------------------------------ on and off
     def set_enabled(self, on: bool) -> None:
         if on and self.state == OFF:
@@ -85,7 +97,8 @@ class VoiceSharing(QObject):
         from qwen3tts_server import ServerConfig
 
         config = ServerConfig(port=self.port, api_key=self.key, model_name=Path(path).name,
-                              voices_dir=self.ctx.library.folder)
+                              voices_dir=self.ctx.library.folder,
+                              defaults=self._defaults() if self._defaults is not None else None)
         open_synth = self.ctx.open_synth
         token = self._token = object()
         self.state, self.address, self.problem = STARTING, "", ""

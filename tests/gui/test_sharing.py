@@ -42,9 +42,12 @@ def test_the_switch_serves_the_open_model_and_the_librarys_voices(qtbot, make_wi
     window.ctx.library.add(Voice(xvector=np.ones(synth.hidden_size, np.float32), model_id=synth.model_id,
                                  name="Shared voice"))
 
+    window.settings_box.temperature.setValue(0.55)  # the app's settings are the requests' defaults
     window.show_sharing()
     sharing.set_enabled(True)
     qtbot.waitUntil(lambda: sharing.state == "on", timeout=60000)
+    assert sharing.server.server.defaults.temperature == pytest.approx(0.55)
+    assert sharing.server.server.defaults.seed is None
     assert sharing.address == f"http://127.0.0.1:{settings.sharing_port}/v1"
     key = settings.sharing_key
     assert len(key) >= 20  # made once, kept in the settings
