@@ -184,3 +184,26 @@ def test_200_requests_at_once_each_get_an_answer_and_the_server_stays_up(synth, 
         still_serving(server.address)
     finally:
         server.stop()
+
+
+def test_a_request_past_its_time_limit_is_stopped(synth, library):
+    """504 while nothing was sent; a stream already under way is cut (no closing chunk), so the client sees it
+    incomplete rather than a short recording."""
+    from qwen3tts_server import Limits
+
+    server = start(synth, library, limits=Limits(request_seconds=0.3))
+    text = "\n\n".join(f"Paragraph {n}. " + "Words to keep the engine busy for a while. " * 6 for n in range(20))
+    try:
+        status, _, data = post_speech(server.address, {"input": text, "voice": "Anna", "response_format": "flac"})
+        assert status == 504 and error_of(data)["code"] == "timeout"
+        with pytest.raises(http.client.IncompleteRead):
+            conn = http.client.HTTPConnection(urlsplit(server.address).netloc, timeout=60)
+            conn.request("POST", "/v1/audio/speech", json.dumps({"input": text, "voice": "Anna",
+                                                                 "response_format": "pcm"}),
+                         {"Content-Type": "application/json"})
+            response = conn.getresponse()
+            assert response.status == 200
+            response.read()
+        still_serving(server.address)
+    finally:
+        server.stop()
