@@ -21,7 +21,8 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
         RecordingLength   how long the recording will be (every chunk's estimate + pauses, refined as they finish)
         run_long_synthesis(events, on_frame, on_audio, ...)   the one loop consuming them (engine/longform/consuming.py)
         ChunkJournal, ChunkPlan, JournalError, same_voice   a long text's finished chunks kept on disk as they are
-            made, so that a later run continues where a closed, crashed or killed one stopped (engine/longform/journal.py)
+            made, so that a later run continues where a closed, crashed or killed one stopped (engine/longform/journal.py);
+            recording_of_made: the recording of those chunks alone, the others left out
     estimated_frames(text)   a synthesis's length estimate from its text (its first FrameEvent.estimated_frames)
     split_text, TextChunk, DEFAULT_MAX_CHARS   the text splitter
     read_text_file, decode_text, MAX_TEXT_FILE_BYTES   a text file as str: UTF-8, or UTF-16 with its mark (one reader)
@@ -105,6 +106,7 @@ from .longform.runner import (  # noqa: E402
     ChunkStarted,
     LongResult,
     LongTextOptions,
+    recording_of_made,
     split_for_synthesis,
     synthesize_long,
 )
@@ -261,6 +263,7 @@ __all__ = [
     "ChunkPlan",
     "JournalError",
     "same_voice",
+    "recording_of_made",
     "save_audio",
     "split_for_synthesis",
     "split_text",

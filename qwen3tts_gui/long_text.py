@@ -15,6 +15,7 @@ from .engine_adapter import (
     AudioChunk,
     ChunkAudio,
     ChunkFrame,
+    ChunkJournal,
     ChunkRetry,
     ChunkSkipped,
     EngineError,
@@ -26,6 +27,7 @@ from .engine_adapter import (
     SynthesisResult,
     SynthesizerContract,
     VoiceChoice,
+    os_reason,
     run_long_synthesis,
     split_for_synthesis,
     synthesize_long,
@@ -61,9 +63,11 @@ class LongHandlers:
 
 def speak_long(synth: SynthesizerContract, text: str, voice: VoiceChoice, language: str, settings: GenerationSettings,
                on: LongHandlers, instruct: str | None = None, options: LongTextOptions | None = None,
-               ) -> tuple[SynthesisResult, list[str]]:
-    """Generate every chunk; return one result (the joined recording, all codes) and the left-out messages."""
-    events = synthesize_long(synth, text, voice, language, settings, options=options, instruct=instruct)
+               journal: ChunkJournal | None = None) -> tuple[SynthesisResult, list[str]]:
+    """Generate every chunk; return one result (the joined recording, all codes) and the left-out messages. With
+    a journal, each chunk is kept on disk as it is made, and the chunks it holds already are not made again."""
+    made = {i: m.load for i, m in journal.made().items()} if journal is not None else {}
+    events = synthesize_long(synth, text, voice, language, settings, options=options, instruct=instruct, made=made)
     # split the way synthesize_long did (it validated the language): the estimate covers exactly its chunks
     length = RecordingLength(text, synth.check_language(language), options, max_frames=settings.max_frames)
     pieces: list[np.ndarray] = []
@@ -76,6 +80,14 @@ def speak_long(synth: SynthesizerContract, text: str, voice: VoiceChoice, langua
             on.frame(replace(ev.frame, elapsed=time.perf_counter() - t0))
 
     def audio(ev: ChunkAudio) -> None:
+        nonlocal journal
+        if journal is not None and ev.attempts:  # made now (0: read back from the journal)
+            try:
+                journal.keep(ev.chunk, ev.result, ev.attempts)
+            except OSError as e:  # the generation goes on; what is made from here on is kept only in the take
+                if on.notice:
+                    on.notice(f"Chunks are no longer kept on disk as they are made: {os_reason(e)}.")
+                journal = None
         pieces.append(ev.samples)
         codes.append(ev.result.codes)
         if on.audio:

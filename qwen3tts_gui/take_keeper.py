@@ -7,6 +7,7 @@ first wait for the writes queued before them, so a removed take is never brought
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from PySide6.QtCore import QObject, Signal
@@ -39,17 +40,20 @@ class TakeKeeper(QObject):
             takes, problems = [], [f"The take history in {self.store.folder} could not be read: {e}."]
         self.loaded.emit(takes, problems)
 
-    def keep(self, take: Take, limit_bytes: int) -> None:
-        """Write `take` and trim the oldest takes past limit_bytes (the new take always stays)."""
+    def keep(self, take: Take, limit_bytes: int, after: Callable[[], None] | None = None) -> None:
+        """Write `take` and trim the oldest takes past limit_bytes (the new take always stays). after() runs on
+        the writer's thread as soon as the take is on disk (not when it could not be kept)."""
         if self._closed:  # a result that arrived as the app closed: written here and now, not lost
-            self._keep(take, limit_bytes)
+            self._keep(take, limit_bytes, after)
             return
         self._pending = [f for f in self._pending if not f.done()]
-        self._pending.append(self._pool.submit(self._keep, take, limit_bytes))
+        self._pending.append(self._pool.submit(self._keep, take, limit_bytes, after))
 
-    def _keep(self, take: Take, limit_bytes: int) -> None:
+    def _keep(self, take: Take, limit_bytes: int, after: Callable[[], None] | None = None) -> None:
         try:
             ok = self.store.save(take)
+            if ok and after is not None:
+                after()
             removed = self.store.enforce_limit(limit_bytes, keep=take.number) if ok else []
             problems = self.store.take_problems()
         except Exception as e:  # a bug must not end the writer silently: the take is then reported as not kept

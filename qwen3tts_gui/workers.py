@@ -21,6 +21,7 @@ from .diagnostics import user_message
 from .engine_adapter import (
     SAMPLE_RATE,
     Cancelled,
+    ChunkJournal,
     GenerationSettings,
     LongTextOptions,
     SynthesisJob,
@@ -149,15 +150,16 @@ class LongSynthesisWorker(SynthesisWorker):
 
     def __init__(self, synth: SynthesizerContract, text: str, voice: VoiceChoice, language: str,
                  settings: GenerationSettings, parent=None, instruct: str | None = None,
-                 options: LongTextOptions | None = None):
+                 options: LongTextOptions | None = None, journal: ChunkJournal | None = None):
         super().__init__(synth, text, voice, language, settings, parent, instruct=instruct)
         self.options = options
+        self.journal = journal  # where each chunk is kept as it is made (the app's unfinished texts)
 
     def work(self) -> None:
         handlers = LongHandlers(self.check_cancel, frame=self.frame.emit, part=self.part.emit,
                                 audio=self.chunk.emit, notice=self.notice.emit, length=self.length.emit)
         result, skipped = speak_long(self.synth, self.text, self.voice, self.language, self.settings, handlers,
-                                     instruct=self.instruct, options=self.options)
+                                     instruct=self.instruct, options=self.options, journal=self.journal)
         if skipped:
             self.left_out.emit(skipped)
         self.done.emit(result)

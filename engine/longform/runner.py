@@ -250,6 +250,19 @@ def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: Ge
     yield recording.finish(seed, time.perf_counter() - t0)
 
 
+def recording_of_made(chunks: list[TextChunk], join: JoinSettings, made: Mapping[int, Callable[[], SynthesisResult]],
+                      seed: int) -> Iterator[LongEvent]:
+    """The recording of the chunks an earlier run made, nothing generated (a stopped chapter kept as it is):
+    the chunks it did not make are left out (ChunkSkipped), their pauses kept. Read one chunk at a time."""
+    t0 = time.perf_counter()
+    recording = _Recording(chunks, join)
+    for i, chunk in enumerate(chunks):
+        if speakable(chunk):
+            load = made.get(i)
+            yield from recording.done(i, load() if load is not None else None, "it was not made before the stop", 0)
+    yield recording.finish(seed, time.perf_counter() - t0)
+
+
 def speakable(chunk: TextChunk) -> bool:
     """A chunk with no letter or digit ("* * *", "—") has nothing to say: only its pause is kept."""
     return any(ch.isalnum() for ch in chunk.text)

@@ -5,14 +5,18 @@ its frames and audio into the progress and output panels, and the finished take 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import replace
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from ..context import AppContext
 from ..data.saved_text import too_long
 from ..data.takes import PendingTake, Take
 from ..engine_adapter import (
+    ChunkJournal,
+    ChunkPlan,
     FrameEvent,
     GenerationSettings,
     SynthesisResult,
@@ -31,6 +35,9 @@ from ..widgets.speaker_panel import SpeakerPanel
 from ..widgets.voice_panel import VoicePanel
 from ..workers import LongSynthesisWorker, SynthesisWorker
 from .take_history import TakeHistory
+from .unfinished import Unfinished
+
+UNFINISHED = "unfinished"  # beside the take history: long texts being made, chunk by chunk (unfinished.py)
 
 
 class GenerationController(QObject):
@@ -56,8 +63,16 @@ class GenerationController(QObject):
         self.progress = progress
         self.output = output
         self.pending: PendingTake | None = None  # the take being generated
+        self.journal: ChunkJournal | None = None  # where its chunks are kept as they are made (a long text)
         output.regenerate.connect(self.regenerate)
         design_panel.preview_requested.connect(self.preview_design)
+        self.unfinished = Unfinished(ctx, window, history.store.folder.parent / UNFINISHED)
+        self.unfinished.resume = self.resume
+        self.unfinished.keep_take = self._keep_made
+        self.unfinished.status.connect(self.status)
+        # asked once a model is open and nothing runs (opening it is a job of its own)
+        for signal in (ctx.model_changed, ctx.busy_changed):
+            signal.connect(lambda *_: QTimer.singleShot(0, self.unfinished.offer))
 
     @property
     def worker(self) -> SynthesisWorker | None:
@@ -67,9 +82,9 @@ class GenerationController(QObject):
 
     def generate(self, text: str | None = None, voice: VoiceChoice = None, voice_name: str | None = None,
                  language: str | None = None, settings: GenerationSettings | None = None,
-                 instruct: str | None = None, design: bool = False) -> bool:
+                 instruct: str | None = None, design: bool = False, resume: ChunkJournal | None = None) -> bool:
         """voice and instruct None: what the voice column holds (a voice, a speaker and its instruction, or the
-        description of a voice to design)."""
+        description of a voice to design). resume: an unfinished text's journal, continued where it stopped."""
         if not self.ctx.can_start(self.window):
             return False
         text = (text if text is not None else self.text_edit.toPlainText()).strip()
@@ -104,10 +119,18 @@ class GenerationController(QObject):
                     return False
         language = language or self.lang_combo.language()
         settings = settings or self.settings_box.generation_settings()
+        voice_name = str(voice_name or getattr(voice, "name", str(voice)))
         worker: SynthesisWorker
-        if needs_chunks(text, language):
+        journal = None
+        if resume is not None or needs_chunks(text, language):
+            options = long_text_options(self.ctx.settings)
+            if resume is not None:  # split and joined as when it began
+                journal, options = resume, replace(options, max_chars=resume.plan.max_chars, join=resume.plan.join)
+            elif not design:
+                journal, settings = self.unfinished.begin(synth, text, voice, voice_name, language, settings,
+                                                          instruct, options)
             worker = LongSynthesisWorker(synth, text, voice, language, settings, self, instruct=instruct,
-                                         options=long_text_options(self.ctx.settings))
+                                         options=options, journal=journal)
             worker.part.connect(self.progress.set_part)
             worker.length.connect(self.output.expect_samples)  # the whole text's, not the first chunk's
             worker.notice.connect(lambda message: self.status.emit(message, 8000))
@@ -120,13 +143,40 @@ class GenerationController(QObject):
         worker.failed.connect(self._on_failed)
         worker.cancelled.connect(self._on_cancelled)
         # a long text's worker tells the whole recording's length (its first frame would give its first chunk's)
-        self.pending = PendingTake(text, voice, str(voice_name or getattr(voice, "name", str(voice))), language,
-                                   settings, instruct=instruct, design=design,
+        self.journal = journal
+        self.pending = PendingTake(text, voice, voice_name, language, settings, instruct=instruct, design=design,
                                    length_known=isinstance(worker, LongSynthesisWorker))
         self.progress.begin()
         self.output.begin_stream(0)
         self.status.emit("Generating…", 0)
-        return self.ctx.start_job(worker, self.window, finished=self._synth_finished)
+        if self.ctx.start_job(worker, self.window, finished=self._synth_finished):
+            return True
+        if resume is None:
+            self.unfinished.stopped(journal)  # nothing made: it goes
+        self.journal = None
+        return False
+
+    def resume(self, journal: ChunkJournal) -> None:
+        """Continue an unfinished text where it stopped: its voice, settings and seed, its chunks made before."""
+        plan = journal.plan
+        try:
+            voice = journal.voice()
+        except VoiceError as e:
+            self.unfinished.stopped(journal)
+            self.ctx.dialogs.error(self.window, "Cannot continue", as_sentence(str(e)))
+            return
+        if not self.generate(plan.text, voice, plan.voice_name, plan.language, plan.settings,
+                             instruct=plan.instruct, resume=journal):
+            self.unfinished.stopped(journal)
+
+    def _keep_made(self, result: SynthesisResult, plan: ChunkPlan, voice: VoiceChoice,
+                   after: Callable[[], None]) -> None:
+        """An unfinished text's chunks made before it stopped, joined: a take of its own."""
+        take = Take(self.history.next_number(), plan.text, plan.voice_name, voice, plan.language, plan.settings,
+                    result, instruct=plan.instruct)
+        self.output.add_take(take)
+        self.history.keep(take, after)
+        self.status.emit(f"Kept {result.seconds:.1f} s of speech made before the stop as take #{take.number}", 8000)
 
     def regenerate(self, take: Take) -> None:
         try:
@@ -165,7 +215,9 @@ class GenerationController(QObject):
             self.design_panel.designed(take, pending.instruct or "")
         self.progress.finish(result, time.monotonic() - pending.started)
         self.output.end_stream(take)
-        self.history.keep(take)
+        # the journal goes once the take is on disk (on the writer's thread, even as the app closes)
+        self.history.keep(take, self.unfinished.taken(self.journal))
+        self.journal = None
         self.status.emit(f"Generated {result.seconds:.1f} s of speech", 5000)
 
     def _on_left_out(self, messages: list[str]) -> None:
@@ -176,13 +228,17 @@ class GenerationController(QObject):
     def _on_failed(self, message: str) -> None:
         self.progress.stop("Failed")
         self.output.end_stream(None)
-        self.status.emit("", 0)
-        self.ctx.dialogs.error(self.window, "Cannot generate", message)
+        kept = self.unfinished.stopped(self.journal)
+        self.journal = None
+        self.status.emit(kept or "", 0)
+        self.ctx.dialogs.error(self.window, "Cannot generate", message + (f"\n\n{kept}" if kept else ""))
 
     def _on_cancelled(self) -> None:
         self.progress.stop(f"Cancelled after {self.progress.frames} frames")
         self.output.end_stream(None)
-        self.status.emit("Cancelled", 3000)
+        kept = self.unfinished.stopped(self.journal)
+        self.journal = None
+        self.status.emit(f"Cancelled. {kept}" if kept else "Cancelled", 8000 if kept else 3000)
 
     def _synth_finished(self) -> None:
         self.pending = None

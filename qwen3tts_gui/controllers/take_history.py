@@ -3,6 +3,7 @@ trimmed to the size limit. The output panel shows the takes; this decides what i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
@@ -58,10 +59,11 @@ class TakeHistory(QObject):
         self.count = self.store.claim_number(self.count)
         return self.count
 
-    def keep(self, take: Take) -> None:
-        """Write the take into the history and trim the oldest ones past the size limit (off the GUI thread)."""
+    def keep(self, take: Take, after: Callable[[], None] | None = None) -> None:
+        """Write the take into the history and trim the oldest ones past the size limit (off the GUI thread).
+        after() runs on the writer's thread once the take is on disk."""
         self.writing += 1
-        self.keeper.keep(take, self.ctx.settings.takes_limit_mb * 1024 * 1024)
+        self.keeper.keep(take, self.ctx.settings.takes_limit_mb * 1024 * 1024, after)
 
     def _kept(self, number: int, kept: bool, removed: list, problems: list) -> None:
         self.writing -= 1
