@@ -13,7 +13,7 @@ thread (cProfile of the GUI thread; profiling slows Python, so rank with it, do 
 
     python benchmarks/gui_stall.py                            # a fresh demo bundle
     python benchmarks/gui_stall.py --model BUNDLE --frames 60 # e.g. a full-size 0.6B q8 bundle
-    python benchmarks/gui_stall.py --frames 4 --repeat 1 --long-chunks 2 --batch-lines 2   # a smoke run
+    python benchmarks/gui_stall.py --frames 4 --long-chunks 2 --batch-lines 2   # a smoke run (two runs each)
 """
 
 from __future__ import annotations
@@ -110,7 +110,10 @@ class FakeSpeaker:
 
 
 class ErrorsToStderr(Dialogs):
-    """Messages go to stderr and every question is answered yes, so no modal box waits for a human."""
+    """Messages go to stderr and every question is answered (yes; the first choice, which is the one that runs the
+    work again; a file or folder asked for is not given), so no modal box waits for a human. Every method of
+    Dialogs is answered here: check_answers_every_dialog stops the benchmark at once if one is not (a box
+    offscreen, where no one can press a button, waited for ever: the second batch run asked which lines to run)."""
 
     def error(self, parent, title, text):
         print(f"[{title}] {text}", file=sys.stderr)
@@ -119,6 +122,30 @@ class ErrorsToStderr(Dialogs):
 
     def question(self, parent, title, text):
         return True
+
+    def choose(self, parent, title, text, choices):
+        print(f"[{title}] {text} -> {choices[0]}", file=sys.stderr)
+        return 0
+
+    def open_file(self, parent, caption, folder, filters):
+        return ""
+
+    save_file = open_file
+
+    def open_dir(self, parent, caption, folder):
+        return ""
+
+    def get_text(self, parent, title, label, text=""):
+        return None
+
+
+def check_answers_every_dialog(dialogs: type[Dialogs]) -> None:
+    """SystemExit naming any Dialogs method `dialogs` leaves to Qt (it would wait on a box no one can press)."""
+    asked = {name for name, value in vars(Dialogs).items() if callable(value) and not name.startswith("_")}
+    unanswered = sorted(name for name in asked if getattr(dialogs, name) is getattr(Dialogs, name))
+    if unanswered:
+        raise SystemExit(f"{dialogs.__name__} leaves {', '.join(unanswered)} to a dialog box: a benchmark never "
+                         "waits on one")
 
 
 def pump(app: QApplication, done, timeout: float) -> None:
@@ -267,6 +294,7 @@ def reference_voice(seconds: float = 5.0) -> tuple[np.ndarray, int]:
 
 
 def build_window(tmp: Path, model: Path, app: QApplication) -> MainWindow:
+    check_answers_every_dialog(ErrorsToStderr)
     settings = Settings(QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat))
     settings.batch_dir = str(tmp / "batch")
     ctx = AppContext(settings, FakeSpeaker(), ErrorsToStderr(), open_synth=open_synthesizer,
