@@ -94,6 +94,7 @@ __all__ = [
     "MAX_TEXT_FILE_BYTES",
     "decode_text",
     "gpu_choices",
+    "runs_on",
     "load_npy_bytes",
     "npy_bytes_needed",
     "os_reason",
@@ -219,6 +220,14 @@ def kind_of(synth: SynthesizerContract | None) -> ModelKind:
 def takes_style_instructions(synth: SynthesizerContract | None) -> bool:
     """A preset speaker and a style instruction for it (CustomVoice 1.7B; the 0.6B ignores one, as upstream)."""
     return synth is not None and synth.kind.has_speakers and synth.honours_instruct
+
+
+def runs_on(device) -> str:
+    """Where a synthesizer's networks run, in words for the window and a take's details: "the CPU", or the GPU
+    and whether it is exact or fast (fp16)."""
+    if not device.on_gpu:
+        return "the CPU"
+    return f"GPU {device.gpu.index}: {device.gpu.name}, {'fast (fp16)' if device.precision == 'fp16' else 'exact'}"
 
 
 def gpu_choices() -> tuple[list[tuple[str, str]], str]:

@@ -43,7 +43,7 @@ from .data.saved_text import TEXT_FILE, restore_text, save_text
 from .data.takes import Take
 from .diagnostics import current_log_file, log
 from .downloads import ModelDownloader
-from .engine_adapter import kind_of
+from .engine_adapter import kind_of, runs_on
 from .widgets.batch_panel import BatchPanel
 from .widgets.design_panel import DesignPanel
 from .widgets.elided_label import ElidedLabel
@@ -292,6 +292,15 @@ class MainWindow(QMainWindow):
         help_menu.addAction("Open the &log folder", self._open_log_folder)
         help_menu.addAction(f"&About {APP_NAME}", self._about)
 
+    def _where_it_runs(self, synth) -> str:
+        """"on the CPU" or "on GPU 0: name, exact"; a GPU chosen but not used says so (a q8 model, say, runs on
+        the CPU): the note why is the label's tooltip and was the status line's."""
+        where = f"on {runs_on(synth.device)}"
+        chosen = self.ctx.settings.device
+        if chosen.startswith("gpu") and not synth.device.on_gpu:
+            where += f", not the chosen GPU {chosen.partition(':')[2]}".rstrip()
+        return where
+
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
         for path in self.ctx.settings.recent_models:
@@ -359,8 +368,9 @@ class MainWindow(QMainWindow):
         if synth is not None:
             self.settings_box.load_defaults(synth.default_settings)
             path = self.ctx.model_path
-            self.model_label.setText(f"Model: {path.name if path else '?'}")
-            self.model_label.setToolTip(str(path))
+            self.model_label.setText(f"Model: {path.name if path else '?'} · {self._where_it_runs(synth)}")
+            note = synth.device.note if synth.device.noteworthy else ""
+            self.model_label.setToolTip(f"{path}\n{note}".strip())
             self.setWindowTitle(f"{path.name if path else 'model'} — {APP_NAME}")
         else:
             self.model_label.setText("No model")

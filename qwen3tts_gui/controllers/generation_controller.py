@@ -24,6 +24,7 @@ from ..engine_adapter import (
     VoiceError,
     as_sentence,
     kind_of,
+    runs_on,
 )
 from ..long_text import long_text_options, needs_chunks
 from ..widgets.design_panel import DesignPanel
@@ -145,7 +146,8 @@ class GenerationController(QObject):
         # a long text's worker tells the whole recording's length (its first frame would give its first chunk's)
         self.journal = journal
         self.pending = PendingTake(text, voice, voice_name, language, settings, instruct=instruct, design=design,
-                                   length_known=isinstance(worker, LongSynthesisWorker))
+                                   length_known=isinstance(worker, LongSynthesisWorker),
+                                   device=runs_on(synth.device))
         self.progress.begin()
         self.output.begin_stream(0)
         self.status.emit("Generating…", 0)

@@ -223,7 +223,7 @@ def _checked_meta(array: np.ndarray) -> dict:
         raise TakeFileError(f"it has the unknown take format {str(meta.get('format'))[:20]!r}")
     out: dict[str, Any] = {}
     for key, optional in (("text", False), ("voice_name", False), ("language", False), ("ended_by", False),
-                          ("created", True), ("instruct", True), ("speaker", True)):
+                          ("created", True), ("instruct", True), ("speaker", True), ("device", True)):
         value = meta.get(key)
         if not (isinstance(value, str) or (optional and value is None)):
             raise TakeFileError(f"its {key} is not text")

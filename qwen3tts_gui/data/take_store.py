@@ -81,7 +81,8 @@ class TakeStore:
         meta = dict(format=FORMAT, number=take.number, text=take.text, voice_name=take.voice_name,
                     language=take.language, settings=asdict(take.settings), seed=take.result.seed,
                     ended_by=take.result.ended_by, timings=asdict(take.result.timings), created=take.created,
-                    instruct=take.instruct, speaker=take.voice if isinstance(take.voice, str) else None)
+                    instruct=take.instruct, speaker=take.voice if isinstance(take.voice, str) else None,
+                    device=take.device)
         ours = take.number in self._claimed  # the hidden folder is this store's (empty: nothing written yet)
         self._claimed.discard(take.number)
         try:
@@ -205,7 +206,8 @@ class TakeStore:
         # the folder's number is the take's: removing take N removes folder N, whatever the file says
         return Take(int(d.name), meta["text"], meta["voice_name"], None if voice_file else meta["speaker"],
                     meta["language"], meta["settings"], StoredResult(d / TAKE_FILE, header),
-                    created=meta["created"], instruct=meta["instruct"], voice_file=voice_file)
+                    created=meta["created"], instruct=meta["instruct"], voice_file=voice_file,
+                    device=meta["device"] or "")
 
     def _take_dirs(self) -> list[Path]:
         """Folders named as this app names takes (six to nine ASCII digits, no extra leading zero)."""

@@ -26,6 +26,7 @@ class Take:
     created: str = field(default_factory=lambda: _dt.datetime.now().isoformat(sep=" ", timespec="seconds"))
     instruct: str | None = None  # the style instruction (CustomVoice) or voice description (VoiceDesign)
     voice_file: Path | None = None  # a kept take's cloned voice, read when it is regenerated (voice is None)
+    device: str = ""  # where it was made ("the CPU", "GPU 0: name, exact"); "" for takes kept before it was noted
 
     def ready_voice(self) -> VoiceChoice:
         """The voice to regenerate with: a kept take's voice file is read now (VoiceError if it cannot be)."""
@@ -60,9 +61,10 @@ class Take:
         )
         cap = f"{s.max_frames} frames" if s.max_frames else "automatic"
         instruct = f"Instruction: {self.instruct}\n" if self.instruct else ""
+        device = f" · made on {self.device}" if self.device else ""
         return (f"{self.text}\n\nVoice: {self.voice_name} · language: {self.language}\n{instruct}"
                 f"Seed {self.seed} · {sampling} · repetition penalty {s.repetition_penalty}\n"
-                f"Maximum length {cap} · {self.frames} frames, ended by {self.result.ended_by} · "
+                f"Maximum length {cap} · {self.frames} frames, ended by {self.result.ended_by}{device} · "
                 f"made {self.created}")
 
     def file_stem(self) -> str:
@@ -86,7 +88,8 @@ class PendingTake:
     design: bool = False  # a VoiceDesign preview
     started: float = field(default_factory=time.monotonic)
     length_known: bool = False  # the output view has been told how long the audio will roughly be
+    device: str = ""  # where the model runs (engine_adapter.runs_on)
 
     def take(self, number: int, result: SynthesisResult) -> Take:
         return Take(number, self.text, self.voice_name, self.voice, self.language, self.settings, result,
-                    instruct=self.instruct)
+                    instruct=self.instruct, device=self.device)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QWidget
 
@@ -52,8 +53,11 @@ class DeviceCombo(QComboBox):
             self.removeItem(2)
         gpus, reason = self._lookup()
         for label, device in gpus:
-            self.addItem(f"Device: {label} (exact)", f"{device}|fp32")
-            self.addItem(f"Device: {label} (fast, fp16)", f"{device}|fp16")
+            # what tells the two apart comes first: a GPU's full name is long and the box shows its start only
+            short = label.split(";")[0]  # "GPU 1: NVIDIA GeForce RTX 3060", without the driver's details
+            for words, precision in (("exact", "fp32"), ("fast (fp16)", "fp16")):
+                self.addItem(f"Device: {words}, {short}", f"{device}|{precision}")
+                self.setItemData(self.count() - 1, f"{label} ({words})", Qt.ItemDataRole.ToolTipRole)
         if not gpus:
             self.addItem(f"No GPU: {reason}", None)
             model = self.model()

@@ -259,7 +259,9 @@ class OutputPanel(QWidget):
         if not in_view:
             self.wave.set_audio(take.audio, SAMPLE_RATE)
         settings = "greedy" if take.settings.greedy else f"seed {take.seed}"
-        self.info.setText(f"{take.result.seconds:.1f} s · {take.voice_name} · {take.language} · {settings}")
+        where = f" · on {take.device}" if take.device else ""
+        self.info.setText(f"{take.result.seconds:.1f} s · {take.voice_name} · {take.language} · {settings}{where}")
+        self.info.setToolTip(take.details())
         self.take_selected.emit(take)
         self._update_buttons()
 

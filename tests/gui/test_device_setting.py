@@ -37,8 +37,9 @@ def test_gpus_by_name_and_the_choice_is_kept(qtbot, settings):
     assert combo.count() == 2 and settings.device == "auto"
     combo.fill_gpus()
     labels = [combo.itemText(i) for i in range(combo.count())]
-    assert labels[2:] == [f"Device: {GPUS[0][0][0]} (exact)", f"Device: {GPUS[0][0][0]} (fast, fp16)",
-                          f"Device: {GPUS[0][1][0]} (exact)", f"Device: {GPUS[0][1][0]} (fast, fp16)"]
+    names = [label.split(";")[0] for label, _device in GPUS[0]]  # the full description is the tooltip
+    assert labels[2:] == [f"Device: exact, {names[0]}", f"Device: fast (fp16), {names[0]}",
+                          f"Device: exact, {names[1]}", f"Device: fast (fp16), {names[1]}"]
     combo.setCurrentIndex(5)
     assert (settings.device, settings.gpu_precision) == ("gpu:1", "fp16")
     again = DeviceCombo(settings, lookup=lambda: GPUS)  # a new session: shown by number until the list opens
