@@ -96,6 +96,7 @@ class TaskQueue:
         self._parked: deque[engine_call.LongSpeech] = deque()
         self._cv = threading.Condition()
         self._closed = False
+        self._long_turn = False  # a parked long text goes on next, before more waiting tasks
         self._task_seconds: deque[float] = deque(maxlen=32)  # recent tasks' durations, for Retry-After
         self.running = 0  # tasks in the engine now (a group, and long texts between their chunks)
         self.cancelled = 0  # tasks stopped because their client left
@@ -162,14 +163,15 @@ class TaskQueue:
             run.close()
 
     def _next_group(self) -> list[SpeechTask] | None:
-        """Waiting tasks to start now (one long task, or up to batch_size that share their settings); [] when none
-        wait but a long text is parked (it goes on for one chunk); None when closed."""
+        """Waiting tasks to start now (one long task, or up to batch_size that share their settings); [] when a
+        parked long text goes on for one chunk (it takes turns with the waiting tasks); None when closed."""
         with self._cv:
             while not self._closed and not self._waiting and not self._parked:
                 self._cv.wait()
             if self._closed:
                 return None
-            if not self._waiting:
+            if self._parked and (self._long_turn or not self._waiting):
+                self._long_turn = False  # long texts and waiting tasks take turns: neither starves the other
                 return []
             if self.batch_size > 1 and self.batch_wait > 0 and not self._parked:
                 # an idle engine waits a moment for companions: requests sent together run side by side
@@ -185,6 +187,7 @@ class TaskQueue:
                 return []
             first = self._waiting.popleft()
             group = [first]
+            self._long_turn = bool(self._parked)
             if not first.long and self.batch_size > 1:
                 key = first.batch_key()
                 for task in list(self._waiting):
@@ -197,9 +200,12 @@ class TaskQueue:
 
     def _serve(self, group: list[SpeechTask]) -> None:
         call = self._engine_call
-        if not group:  # nothing waits: the first parked long text goes on for one chunk
+        if not group:  # the first parked long text goes on for one chunk
             with self._cv:
+                if not self._parked:
+                    return  # the tasks that waited were all cancelled
                 run = self._parked.popleft()
+                self.running = len(self._parked) + 1
             if not run.advance():
                 with self._cv:
                     self._parked.append(run)

@@ -215,3 +215,41 @@ def test_qwen3tts_serve_runs_until_interrupted(demo_q8, library, tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_long_text_and_a_stream_of_short_requests_take_turns(server):
+    """Short requests arriving all the time neither wait for a whole long text nor stop it: between its chunks the
+    engine serves them, and then the long text goes on."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    netloc = urlsplit(server.address).netloc
+    text = "\n\n".join(f"Part {n}. " + "A sentence to fill this part of the text. " * 5 for n in range(3))
+    chunks = len(split_for_synthesis(text, "auto", DEFAULT_MAX_CHARS))
+    ended: dict[str, float] = {}
+
+    def post(body: dict) -> None:
+        conn = http.client.HTTPConnection(netloc, timeout=120)
+        conn.request("POST", "/v1/audio/speech", json.dumps(body), {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        assert response.status == 200 and response.read()
+        conn.close()
+
+    def long_text() -> None:
+        post({"input": text, "voice": "Anna", "response_format": "pcm", "max_frames": 10, "seed": 1})
+        ended["long"] = time.monotonic()
+
+    def shorts(n: int) -> None:
+        for i in range(2 * chunks):  # the long text needs `chunks` turns; the shorts go on twice as long
+            post({"input": f"Short {n} {i}.", "voice": "Bob", "response_format": "pcm", "max_frames": 10})
+        ended[f"shorts {n}"] = time.monotonic()
+
+    first = threading.Thread(target=long_text)
+    first.start()
+    time.sleep(0.1)
+    threads = [threading.Thread(target=shorts, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in [first, *threads]:
+        t.join(120)
+    assert ended["long"] < max(v for k, v in ended.items() if k != "long")
