@@ -102,9 +102,19 @@ class ProgressBar:
         self.stream.flush()
 
 
-def check_output(path: Path, suffixes: tuple[str, ...], what: str, inputs: tuple[Path | None, ...] = ()) -> None:
-    """Fail before any work if an output could not be written (wrong suffix, missing or read-only folder) or
-    would overwrite one of the command's own inputs."""
+OVERWRITE_HELP = "replace the output file where it exists (default: the command refuses and the file is kept)"
+
+
+def add_overwrite_option(p: argparse.ArgumentParser) -> None:
+    """--overwrite: every command that writes a file the user names takes it (batch too); the app asks instead."""
+    p.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
+
+
+def check_output(path: Path, suffixes: tuple[str, ...], what: str, inputs: tuple[Path | None, ...] = (),
+                 overwrite: bool = False) -> None:
+    """Fail before any work if an output could not be written (wrong suffix, missing or read-only folder), would
+    overwrite one of the command's own inputs, or exists already and `overwrite` (--overwrite) was not given: one
+    rule for synth, batch, decode and voice create (the app asks)."""
     if path.suffix.lower() not in suffixes:
         raise UsageError(f"{what} {path.name} must end in {' or '.join(suffixes)}")
     parent = path.parent if str(path.parent) else Path(".")
@@ -115,6 +125,8 @@ def check_output(path: Path, suffixes: tuple[str, ...], what: str, inputs: tuple
     for source in inputs:
         if source is not None and _same_file(path, source):
             raise UsageError(f"The {what} {path} is also an input of this command; choose another file name.")
+    if not overwrite and os.path.lexists(path):
+        raise UsageError(f"{path} already exists; add --overwrite to replace it.")
     _check_writable(parent, path)
 
 

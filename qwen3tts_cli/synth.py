@@ -23,6 +23,7 @@ from .common import (
     ProgressBar,
     UsageError,
     add_device_options,
+    add_overwrite_option,
     add_sample_format,
     check_output,
     sample_format,
@@ -80,10 +81,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
     from engine import FRAME_RATE, GenerationSettings, Synthesizer, clean_text, run_synthesis, save_audio
 
     inputs = (args.ref, args.voice)
-    check_output(args.output, (".wav", ".flac", ".ogg"), "output", inputs)
+    check_output(args.output, (".wav", ".flac", ".ogg"), "output", inputs, args.overwrite)
     sample_format(args)  # --float on a non-WAV name is refused before any work
     if args.codes_out is not None:
-        check_output(args.codes_out, (".npy",), "--codes-out", (*inputs, args.output))
+        check_output(args.codes_out, (".npy",), "--codes-out", (*inputs, args.output), args.overwrite)
     text = clean_text(text_of(args))
     long_text = _long_text_options(args, text)  # None: one synthesis
     synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision,
@@ -236,6 +237,7 @@ def add_parser(sub) -> None:
     s.add_argument("--text")
     s.add_argument("--text-file", type=Path, help="a UTF-8 text file (any length) instead of --text")
     s.add_argument("-o", "--output", type=Path, required=True, help="output audio file (.wav, .flac, .ogg)")
+    add_overwrite_option(s)
     s.add_argument("--ref", type=Path, help="reference audio of the voice to clone")
     s.add_argument("--ref-text", help="transcript of the reference: in-context cloning, a closer copy (without it: the voice's "
                         "timbre only, as in the app)")

@@ -22,6 +22,7 @@ from .common import (
     THREADS_HELP,
     ProgressBar,
     add_device_options,
+    add_overwrite_option,
     add_sample_format,
     check_output,
     sample_format,
@@ -59,7 +60,7 @@ def cmd_speakers(args: argparse.Namespace) -> int:
 def cmd_decode(args: argparse.Namespace) -> int:
     from engine import SAMPLE_RATE, decode_codes, save_audio
 
-    check_output(args.output, (".wav", ".flac", ".ogg"), "output", (args.codes,))
+    check_output(args.output, (".wav", ".flac", ".ogg"), "output", (args.codes,), args.overwrite)
     sample_format(args)
     codes = _read_codes(args.codes)
     t0 = time.monotonic()
@@ -130,7 +131,7 @@ def cmd_voice_create(args: argparse.Namespace) -> int:
     from engine import VOICE_SUFFIX, Synthesizer
 
     out = args.output
-    check_output(out, (VOICE_SUFFIX,), "output", (args.ref,))
+    check_output(out, (VOICE_SUFFIX,), "output", (args.ref,), args.overwrite)
     synth = Synthesizer(args.model, threads=args.threads, device=args.device, gpu_precision=args.gpu_precision)
     say_device(synth.device)
     voice = synth.create_voice(str(args.ref), ref_text=args.ref_text, name=args.name, language=args.language)
@@ -157,6 +158,7 @@ def add_tool_parsers(sub) -> None:
     d.add_argument("--model", type=Path, required=True)
     d.add_argument("--codes", type=Path, required=True)
     d.add_argument("-o", "--output", type=Path, required=True)
+    add_overwrite_option(d)
     add_sample_format(d)
     d.add_argument("--threads", type=int, default=physical_cores(), help=THREADS_HELP)
     add_device_options(d)
@@ -193,6 +195,7 @@ def add_text_and_voice_parsers(sub) -> None:
     vc.add_argument("--name", default="")
     vc.add_argument("--language", default="auto")
     vc.add_argument("-o", "--output", type=Path, required=True)
+    add_overwrite_option(vc)
     vc.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     add_device_options(vc)
     vc.set_defaults(func=cmd_voice_create)
