@@ -72,7 +72,7 @@ class SingleInstance(QObject):
             lock = FileLock(str(self.folder / LOCK_FILE), timeout=0)
             lock.acquire()
         except Timeout:
-            return Start.HANDED_OVER if ask_to_show(self.name) else Start.UNANSWERED
+            return Start.HANDED_OVER if ask_to_show(self.name, ANSWER_SECONDS) else Start.UNANSWERED
         except (OSError, ValueError) as e:
             self.problem = f"no single-window lock in {self.folder}: {getattr(e, 'strerror', None) or e}"
             log.warning("%s", self.problem)

@@ -125,3 +125,30 @@ def test_a_killed_window_does_not_keep_the_next_launch_out(launch):
     third = launch()  # the new window is the one later launches reach
     assert third.wait(60) == 0
     assert _log_count(ASKED) == 1
+
+
+def test_a_lock_holder_that_does_not_answer_lets_this_launch_open_a_window(tmp_path, monkeypatch):
+    from qwen3tts_gui import single_instance
+    from qwen3tts_gui.single_instance import LOCK_FILE, SingleInstance, Start
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from filelock import FileLock; "
+                               f"lock = FileLock({str(folder / LOCK_FILE)!r}, timeout=0); lock.acquire(); print('held', flush=True); "
+                               "time.sleep(120)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"  # a copy that holds the lock and never listens (hung)
+        monkeypatch.setattr(single_instance, "ANSWER_SECONDS", 1.0)
+        assert SingleInstance(folder).start() is Start.UNANSWERED
+    finally:
+        holder.kill()
+        holder.wait()
+    assert SingleInstance(folder).start() is Start.FIRST  # its death released the lock
+
+
+def test_a_data_folder_that_is_a_file_does_not_stop_the_start(tmp_path):
+    from qwen3tts_gui.single_instance import SingleInstance, Start
+
+    (tmp_path / "data").write_text("x")
+    instance = SingleInstance(tmp_path / "data")
+    assert instance.start() is Start.UNCHECKED and "data" in (instance.problem or "")
