@@ -62,23 +62,24 @@ class ChunkPlan:
     join: JoinSettings = JoinSettings()
     max_chars: int = 0
     voice_name: str = ""  # what the voice is called where it is shown
+    model_path: str = ""  # where the model was opened from (to name it when another one is open)
 
     @classmethod
     def of(cls, model_id: str, text: str, chunks: list[str], language: str, voice: object,
            settings: GenerationSettings, instruct: str | None = None, join: JoinSettings | None = None,
-           max_chars: int = 0, voice_name: str = "") -> ChunkPlan:
+           max_chars: int = 0, voice_name: str = "", model_path: str = "") -> ChunkPlan:
         """The plan of a text about to be spoken in `voice` (a cloned Voice, a preset speaker or its name, None)."""
         speaker = voice if isinstance(voice, str) else getattr(voice, "name", None) \
             if voice is not None and not isinstance(voice, Voice) else None
         return cls(model_id=model_id, text=text, chunks=tuple(chunks), language=language, settings=settings,
                    speaker=speaker, instruct=instruct or None, join=join or JoinSettings(), max_chars=max_chars,
-                   voice_name=voice_name)
+                   voice_name=voice_name, model_path=model_path)
 
     def to_json(self) -> dict[str, Any]:
         return dict(format=FORMAT, version=VERSION, model_id=self.model_id, text=self.text,
                     chunks=list(self.chunks), language=self.language, settings=asdict(self.settings),
                     speaker=self.speaker, instruct=self.instruct, join=asdict(self.join), max_chars=self.max_chars,
-                    voice_name=self.voice_name)
+                    voice_name=self.voice_name, model_path=self.model_path)
 
     @classmethod
     def from_json(cls, data: object) -> ChunkPlan:
@@ -88,7 +89,7 @@ class ChunkPlan:
         if data.get("version") != VERSION:
             raise JournalError(f"it is a chunk journal of another version ({str(data.get('version'))[:20]!r})")
         for key, optional in (("model_id", False), ("text", False), ("language", False), ("speaker", True),
-                              ("instruct", True), ("voice_name", False)):
+                              ("instruct", True), ("voice_name", False), ("model_path", True)):
             value = data.get(key)
             if not (isinstance(value, str) or (optional and value is None)):
                 raise JournalError(f"its {key} is not text")
@@ -100,7 +101,8 @@ class ChunkPlan:
             raise JournalError("its max_chars is not a whole number")
         return cls(model_id=data["model_id"], text=data["text"], chunks=tuple(chunks), language=data["language"],
                    settings=_settings(data.get("settings")), speaker=data["speaker"], instruct=data["instruct"],
-                   join=_join(data.get("join")), max_chars=max_chars, voice_name=data["voice_name"])
+                   join=_join(data.get("join")), max_chars=max_chars, voice_name=data["voice_name"],
+                   model_path=data.get("model_path") or "")
 
     def differs_from(self, other: ChunkPlan) -> str | None:
         """Why chunks made under `other` are not this plan's chunks (in a few words), or None when they are. How

@@ -71,7 +71,7 @@ class Unfinished(QObject):
             settings = replace(settings, seed=secrets.randbits(32))
         chunks = [c.text for c in split_for_synthesis(text, language, options.max_chars)]
         plan = ChunkPlan.of(synth.model_id, text, chunks, synth.check_language(language), voice, settings, instruct,
-                            options.join, options.max_chars, voice_name)
+                            options.join, options.max_chars, voice_name, str(self.ctx.model_path or ""))
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             folder = _new_folder(self.folder)
@@ -152,8 +152,9 @@ class Unfinished(QObject):
     def _continue(self, journal: ChunkJournal) -> None:
         synth = self.ctx.synth
         if synth is None or synth.model_id != journal.plan.model_id:
-            self.ctx.dialogs.error(self.window, "Cannot continue", "This text was begun with another model; open "
-                                   "that model to continue it (it is asked about again at the next start).")
+            where = f" ({journal.plan.model_path})" if journal.plan.model_path else ""
+            self.ctx.dialogs.error(self.window, "Cannot continue", f"This text was begun with another model{where}; "
+                                   "open that model to continue it (it is asked about again at the next start).")
             self.asked.discard(journal.folder)
             return
         if self.resume is not None:

@@ -137,3 +137,19 @@ def test_a_finished_chapter_leaves_no_journal(qtbot, make_window, dialogs):
     assert window.generate()
     _wait_for_take(qtbot, window, 1)
     assert _journals() == [] and not dialogs.questions and not dialogs.errors
+
+
+def test_a_text_begun_with_another_model_names_that_model(qtbot, make_window, dialogs, fake_synth, tmp_path):
+    window = make_window()
+    fake_synth.frame_delay = 0.01
+    window.text_edit.setPlainText(CHAPTER)
+    assert window.generate()
+    qtbot.waitUntil(lambda: bool(_journals()) and _made(_journals()[0]) >= 1, timeout=30000)
+    window.close()
+    other = type(fake_synth)(model_id="another-model")
+    dialogs.choice = 0  # Continue
+    make_window(synth=other)
+    qtbot.waitUntil(lambda: bool(dialogs.errors), timeout=10000)
+    assert dialogs.errors[0][0] == "Cannot continue"
+    assert f"begun with another model ({tmp_path / 'fake-bundle'})" in dialogs.errors[0][1]
+    assert len(_journals()) == 1 and not other.calls  # nothing generated, nothing lost
