@@ -25,13 +25,14 @@ outliers to remove; with MIN_SHIFT 2 it is unchanged (7.6e-4 / 1.18e-3) and its 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..runtime import q8
 from .checkpoint import Checkpoint
+from .stack_forward import CODE_PREDICTOR, SITE_INPUTS, TALKER, StackForward, StackShape, TextRows, stacks
 
 ALPHA = 0.5
 MIN_SHIFT = 2  # factors 2^e with |e| < MIN_SHIFT stay 1: random-weight noise, not outliers (module docstring)
@@ -39,8 +40,6 @@ SEARCH = ((0.5, 2), (0.5, 1), (0.75, 2), (0.75, 1), (0.25, 1))  # (alpha, min_sh
 MAX_SITE_ROWS = 256  # calibration rows kept per site for the search
 CALIBRATION_TEXT_TOKENS = 24
 CALIBRATION_FRAMES = 24
-TALKER = "talker.model."
-CODE_PREDICTOR = "talker.code_predictor.model."
 
 
 class SmoothedWeights:
@@ -88,7 +87,7 @@ def smoothed(ckpt: Checkpoint, alpha: float | None = ALPHA) -> tuple[Checkpoint,
         return changed[name] if name in changed else get(name)
 
     for prefix, cfg in _stacks(ckpt):
-        spec = _Spec(cfg)
+        spec = StackShape.of(cfg)
         for i in range(spec.layers):
             p = f"{prefix}layers.{i}."
             a, m = p + "self_attn.", p + "mlp."
@@ -195,30 +194,8 @@ def _fold_rows(changed, w, ax, producer: str, readers: list[str], alpha, rows, s
 # ------------------------------------------------------------------------------------------- calibration
 
 
-@dataclass(frozen=True)
-class _Spec:
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    eps: float
-    theta: float
-
-    def __init__(self, cfg: dict[str, Any]):
-        heads = int(cfg["num_attention_heads"])
-        object.__setattr__(self, "layers", int(cfg["num_hidden_layers"]))
-        object.__setattr__(self, "hidden", int(cfg["hidden_size"]))
-        object.__setattr__(self, "heads", heads)
-        object.__setattr__(self, "kv_heads", int(cfg.get("num_key_value_heads") or heads))
-        object.__setattr__(self, "head_dim", int(cfg.get("head_dim") or int(cfg["hidden_size"]) // heads))
-        object.__setattr__(self, "eps", float(cfg.get("rms_norm_eps", 1e-6)))
-        object.__setattr__(self, "theta", float(cfg.get("rope_theta", 10000.0)))
-
-
 def _stacks(ckpt: Checkpoint) -> list[tuple[str, dict[str, Any]]]:
-    cfg = ckpt.talker_config
-    return [(TALKER, cfg), (CODE_PREDICTOR, cfg["code_predictor_config"])]
+    return stacks(ckpt)
 
 
 def calibrate(ckpt: Checkpoint, site_rows: dict | None = None) -> dict[tuple[str, int, str], np.ndarray]:
@@ -231,7 +208,7 @@ def calibrate(ckpt: Checkpoint, site_rows: dict | None = None) -> dict[tuple[str
     cp_cfg = cfg["code_predictor_config"]
     rng = np.random.default_rng(0)
     codebook, groups = int(cp_cfg["vocab_size"]), int(cfg.get("num_code_groups", 16))
-    text = _TextRows(ckpt)
+    text = TextRows(ckpt)
     codec = get("talker.model.codec_embedding.weight")
     top = ckpt.config
     first_text = int(top["im_start_token_id"])
@@ -253,53 +230,25 @@ def calibrate(ckpt: Checkpoint, site_rows: dict | None = None) -> dict[tuple[str
         rows.append(pad_t + codec[frame[0]] + sum(t[c] for t, c in zip(cp_tables, frame[1:], strict=True)))
     stats: dict[tuple[str, int, str], np.ndarray] = {}
     x = np.stack(rows).astype(np.float32)[None]
-    hidden = _run_stack(ckpt, TALKER, _Spec(cfg), x, stats, site_rows)[0, start - 1:]  # the rows each frame starts from
+    hidden = _run_stack(ckpt, TALKER, StackShape.of(cfg), x, stats, site_rows)[0, start - 1:]  # the rows each frame starts from
     proj = "talker.code_predictor.small_to_mtp_projection."
     seq = [hidden[:, None]] + [codec[codes[:, 0]][:, None]]
     seq += [cp_tables[g][codes[:, g + 1]][:, None] for g in range(groups - 2)]
     x = np.concatenate(seq, axis=1).astype(np.float32)  # (frames, groups, talker width)
     if proj + "weight" in ckpt.main:
         x = x @ get(proj + "weight").T + (get(proj + "bias") if proj + "bias" in ckpt.main else 0)
-    _run_stack(ckpt, CODE_PREDICTOR, _Spec(cp_cfg), x.astype(np.float32), stats, site_rows)
+    _run_stack(ckpt, CODE_PREDICTOR, StackShape.of(cp_cfg), x.astype(np.float32), stats, site_rows)
     return stats
-
-
-class _TextRows:
-    """text_projection(text_embedding[id]) in numpy, reading only the rows used."""
-
-    def __init__(self, ckpt: Checkpoint):
-        self.ckpt = ckpt
-        get = ckpt.main.get
-        p = "talker.text_projection."
-        self.w1, self.b1 = get(p + "linear_fc1.weight"), get(p + "linear_fc1.bias")
-        self.w2, self.b2 = get(p + "linear_fc2.weight"), get(p + "linear_fc2.bias")
-
-    def __call__(self, token: int) -> np.ndarray:
-        e = self.ckpt.main.get_rows("talker.model.text_embedding.weight", token, token + 1)[0]
-        h = e @ self.w1.T + self.b1
-        h = h / (1 + np.exp(-h))
-        return (h @ self.w2.T + self.b2).astype(np.float32)
-
-
-def _rms(x: np.ndarray, g: np.ndarray, eps: float) -> np.ndarray:
-    return (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * g).astype(np.float32)
 
 
 def _absmax(a: np.ndarray) -> np.ndarray:
     return np.abs(a.reshape(-1, a.shape[-1])).max(0)
 
 
-def _run_stack(ckpt: Checkpoint, prefix: str, s: _Spec, x: np.ndarray,
+def _run_stack(ckpt: Checkpoint, prefix: str, s: StackShape, x: np.ndarray,
                stats: dict[tuple[str, int, str], np.ndarray], rows: dict | None = None) -> np.ndarray:
-    """fp32 forward of a Qwen3 decoder stack over sequences x (B, L, H), causal; records the site maxima and
+    """fp32 forward of a decoder stack over sequences x (B, L, H) (stack_forward.py); records the site maxima and
     returns the final-normed output."""
-    get = ckpt.main.get
-    b, length, _ = x.shape
-    inv = s.theta ** (-np.arange(0, s.head_dim, 2, dtype=np.float64) / s.head_dim)
-    ang = np.arange(length)[:, None] * inv[None]
-    cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
-    mask = np.triu(np.full((length, length), -np.inf, np.float32), 1)
-    group = s.heads // s.kv_heads
 
     def record(site: tuple[str, int, str], a: np.ndarray) -> None:
         stats[site] = _absmax(a)
@@ -307,39 +256,13 @@ def _run_stack(ckpt: Checkpoint, prefix: str, s: _Spec, x: np.ndarray,
             flat = a.reshape(-1, a.shape[-1])
             rows[site] = flat[:: max(1, -(-len(flat) // MAX_SITE_ROWS))].astype(np.float32)
 
-    def rope(t: np.ndarray) -> np.ndarray:  # (B, n, L, hd), rotate-half convention
-        h1, h2 = t[..., : s.head_dim // 2], t[..., s.head_dim // 2:]
-        return np.concatenate([h1 * cos - h2 * sin, h2 * cos + h1 * sin], axis=-1)
+    def record_input(where: tuple[int, str], a: np.ndarray) -> None:
+        record((prefix, where[0], SITE_INPUTS[where[1]]), a)
 
+    forward = StackForward(ckpt.main.get, ckpt.main.__contains__, prefix, s, x.shape[1])
     for i in range(s.layers):
-        p = f"{prefix}layers.{i}."
-        a, m = p + "self_attn.", p + "mlp."
-        h = _rms(x, get(p + "input_layernorm.weight"), s.eps)
-        record((prefix, i, "attn_in"), h)
-
-        def proj(name: str, n: int, src=h, a=a) -> np.ndarray:
-            y = src @ get(f"{a}{name}.weight").T
-            if f"{a}{name}.bias" in ckpt.main:
-                y = y + get(f"{a}{name}.bias")
-            return y.reshape(b, length, n, s.head_dim).transpose(0, 2, 1, 3)
-
-        q = rope(_rms(proj("q_proj", s.heads), get(a + "q_norm.weight"), s.eps))
-        k = rope(_rms(proj("k_proj", s.kv_heads), get(a + "k_norm.weight"), s.eps))
-        v = proj("v_proj", s.kv_heads)
-        k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
-        att = q @ k.transpose(0, 1, 3, 2) * np.float32(s.head_dim ** -0.5) + mask
-        att = np.exp(att - att.max(-1, keepdims=True))
-        att = (att / att.sum(-1, keepdims=True)) @ v
-        att = att.transpose(0, 2, 1, 3).reshape(b, length, s.heads * s.head_dim)
-        record((prefix, i, "o_in"), att)
-        x = x + att @ get(a + "o_proj.weight").T
-        h = _rms(x, get(p + "post_attention_layernorm.weight"), s.eps)
-        record((prefix, i, "mlp_in"), h)
-        gate = h @ get(m + "gate_proj.weight").T
-        y = gate / (1 + np.exp(-gate)) * (h @ get(m + "up_proj.weight").T)
-        record((prefix, i, "down_in"), y)
-        x = (x + y @ get(m + "down_proj.weight").T).astype(np.float32)
+        x = forward.layer(i, x, record=record_input)
         stats[(prefix, i, "residual")] = _absmax(x)
-    out = _rms(x, get(prefix + "norm.weight"), s.eps)
+    out = forward.final(x)
     record((prefix, -1, "final"), out)
     return out
