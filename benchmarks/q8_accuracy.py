@@ -2,11 +2,13 @@
 in docs/performance.md, "8-bit accuracy").
 
     python benchmarks/q8_accuracy.py [--checkpoint DIR ...] [--work DIR] [--frames 30] [--threads 2]
-        [--formats q8,q8raw,q8block,fp16,bf16] [--stress plain,preserve8,preserve32,...] [--no-fixtures]
+        [--formats q8,q8unchecked,q8raw,q8block,fp16,bf16] [--stress plain,preserve8,preserve32,...] [--no-fixtures]
         [--q8-block 32|64|128]
 
 Formats: q8 is what the converter makes today (int8 Gemm with a scale per output channel, outlier smoothing folded
-into the weights: engine/convert/smooth.py); q8search the same with the smoothing strength searched per layer
+into the weights: engine/convert/smooth.py, then the 8-bit check: engine/convert/q8_check.py, which keeps the Linears
+that move the output most in fp32 or falls back to fp32; the line of each q8 row says what it did); q8unchecked the
+same without the check (q8 bundles converted before it); q8search the same with the smoothing strength searched per layer
 input on the calibration rows (smooth.SEARCH; an option, not the default); q8raw the same int8 format without smoothing (q8 bundles converted
 before it); q8block the 8-bit block format of older q8 bundles (--q8-block values per scale, default the
 converter's 128); fp16 and bf16 the float bundles.
@@ -22,8 +24,9 @@ Per checkpoint and format, teacher-forced (both fed the fp32 greedy codes, so an
 the talker's code-0 logits and the code predictor's logits, top-1 agreement with fp32 and the mean KL divergence
 KL(fp32 || format) of the sampling distribution at temperature 0.9, top-k 50 (both restricted to fp32's top 50
 tokens and renormalised) per position; free-running greedy: how many of the --frames frames equal fp32's 16 codes.
-Prompt rows are the deterministic stand-in of benchmarks/talker_speed.py. A markdown table closes the output.
-Nothing is asserted.
+Prompt rows are the deterministic stand-in of benchmarks/talker_speed.py, not the check's own multilingual prompts,
+so for q8 these figures are a hold-out measurement of what the check promised. KL is the engine's sampling_kl (the
+check's measure). A markdown table closes the output. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -44,29 +47,13 @@ from bench_env import WORK_DIR  # noqa: E402
 from talker_speed import run  # noqa: E402
 
 import engine.convert.talker as talker_convert  # noqa: E402
-from engine import convert_checkpoint  # noqa: E402
+from engine import convert_checkpoint, read_check_record, sampling_kl  # noqa: E402
 from engine.convert import smooth  # noqa: E402
 from engine.runtime.bundle import Bundle  # noqa: E402
 from tools.outlier_checkpoint import MODES, Stress, write_stress_checkpoint  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "models"
-TEMPERATURE, TOP_K = 0.9, 50
 STRESS = "plain,preserve8,preserve32,preserve128,channels10,channels30,channels100,massive100"
-
-
-def mean_kl(ref: np.ndarray, got: np.ndarray) -> float:
-    """Mean over positions of KL(p_ref || p_got), p = softmax(logits / T) over ref's top-k tokens."""
-    ref = ref.reshape(-1, ref.shape[-1]).astype(np.float64)
-    got = got.reshape(-1, got.shape[-1]).astype(np.float64)
-    k = min(TOP_K, ref.shape[-1])
-    idx = np.argpartition(-ref, k - 1, axis=-1)[:, :k]
-    a = np.take_along_axis(ref, idx, -1) / TEMPERATURE
-    b = np.take_along_axis(got, idx, -1) / TEMPERATURE
-    la = a - a.max(-1, keepdims=True)
-    la -= np.log(np.exp(la).sum(-1, keepdims=True))
-    lb = b - b.max(-1, keepdims=True)
-    lb -= np.log(np.exp(lb).sum(-1, keepdims=True))
-    return float(np.mean(np.sum(np.exp(la) * (la - lb), axis=-1)))
 
 
 def parse_stress(label: str) -> Stress | None:
@@ -90,11 +77,11 @@ def stress_checkpoint(src: Path, work: Path, name: str, label: str) -> Path:
     return dest
 
 
-def convert(ckpt_dir: Path, dest: Path, precision: str, smooth: bool | None) -> Path:
+def convert(ckpt_dir: Path, dest: Path, precision: str, smooth: bool | None, check: bool = False) -> Path:
     if (dest / "manifest.json").is_file():
         return dest
     t0 = time.perf_counter()
-    convert_checkpoint(ckpt_dir, dest, precision, overwrite=True, parts=["talker"], smooth=smooth)
+    convert_checkpoint(ckpt_dir, dest, precision, overwrite=True, parts=["talker"], smooth=smooth, check=check)
     print(f"converted {precision} in {time.perf_counter() - t0:.1f} s -> {dest}", flush=True)
     return dest
 
@@ -102,6 +89,8 @@ def convert(ckpt_dir: Path, dest: Path, precision: str, smooth: bool | None) -> 
 def variant_bundle(ckpt: Path, work: Path, name: str, fmt: str) -> Path:
     """The talker part of `ckpt` converted as format `fmt` (see the module docstring)."""
     if fmt == "q8":
+        return convert(ckpt, work / f"talker-{name}-q8checked", "q8", True, check=True)
+    if fmt == "q8unchecked":
         return convert(ckpt, work / f"talker-{name}-q8smooth", "q8", True)
     if fmt == "q8search":  # per-site search of the smoothing strength (engine/convert/smooth.py SEARCH)
         old = smooth.ALPHA
@@ -134,11 +123,15 @@ def compare(name: str, ckpt: Path, work: Path, formats: list[str], frames: int, 
         same = int(np.all(free["codes"] == forced, axis=1).sum())
         t_top1 = float(np.mean(tf["t_logits"].argmax(-1) == greedy32["t_logits"].argmax(-1)))
         c_top1 = float(np.mean(tf["c_logits"].argmax(-1) == greedy32["c_logits"].argmax(-1)))
-        t_kl = mean_kl(greedy32["t_logits"], tf["t_logits"])
-        c_kl = mean_kl(greedy32["c_logits"], tf["c_logits"])
+        t_kl = sampling_kl(greedy32["t_logits"], tf["t_logits"])
+        c_kl = sampling_kl(greedy32["c_logits"], tf["c_logits"])
         rows.append((name, fmt, t_top1, t_kl, c_top1, c_kl, same, frames))
+        record = read_check_record(bundle.manifest)
+        checked = "" if record is None else (f" | check: {record.summary()} in {record.seconds:.0f} s"
+                                             + (f" ({', '.join(p.name for p in record.promoted)})"
+                                                if record.promoted else ""))
         print(f"{name:24s} {fmt:7s} talker top-1 {t_top1:.3f} KL {t_kl:.2e} | code predictor top-1 {c_top1:.3f} "
-              f"KL {c_kl:.2e} | greedy frames equal {same}/{frames}", flush=True)
+              f"KL {c_kl:.2e} | greedy frames equal {same}/{frames}{checked}", flush=True)
     return rows
 
 
@@ -148,7 +141,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=WORK_DIR / "q8")
     ap.add_argument("--frames", type=int, default=30)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--formats", "--precisions", default="q8,q8raw,fp16,bf16")
+    ap.add_argument("--formats", "--precisions", default="q8,q8unchecked,q8raw,fp16,bf16")
     ap.add_argument("--stress", default=STRESS, help=f"checkpoint variants (default {STRESS})")
     ap.add_argument("--no-fixtures", action="store_true", help="only the --checkpoint folders")
     ap.add_argument("--q8-block", type=int, choices=[32, 64, 128], help="values per scale of q8block")
@@ -162,7 +155,7 @@ def main() -> None:
     for label in labels:
         parse_stress(label)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.frames} frames, T={TEMPERATURE}, top-k {TOP_K}")
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.frames} frames, T 0.9, top-k 50")
     table = []
     for name, path in models:
         for label in labels:

@@ -36,7 +36,10 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     decode_codes(bundle, codes, threads, precision)   codec ids -> audio, loading only the decoder
     DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION   the speech decoder's precisions ("auto", "fp32", "bf16")
     load_audio, read_audio_file, save_audio   audio files in and out
-    convert_checkpoint(src, dest, precision, progress)   Hugging Face checkpoint -> bundle
+    convert_checkpoint(src, dest, precision, progress)   Hugging Face checkpoint -> bundle (8-bit ones checked)
+    the 8-bit check (engine/convert/q8_check.py): check_q8_bundle(bundle, checkpoint, progress, cancel) checks a
+        bundle made before it; Q8CheckRecord, read_check_record(manifest), CheckRecordError   what a manifest
+        records of it; sampling_kl(ref_logits, logits)   its error measure
     make_demo_bundle(dest, progress), is_demo_bundle(path)   the demo model (a tiny random-weight bundle)
     Bundle, OFFERED_PRECISIONS   an opened bundle (manifest, precision); the precisions offered for conversion
     physical_cores, usable_cpus   CPU counts for the default thread count
@@ -124,6 +127,7 @@ from .runtime.device import (  # noqa: E402
     resolve_device,
     scan_gpus,
 )
+from .runtime.q8_check_record import CheckRecordError, Q8CheckRecord, read_check_record  # noqa: E402
 from .runtime.tuning import CandidateFigure, TuningRecord  # noqa: E402
 from .synthesis.contract import AudioSource, BatchEvents, SynthesizerContract, VoiceChoice  # noqa: E402
 from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
@@ -150,6 +154,8 @@ from .voice import VOICE_SUFFIX, Voice, VoiceSummary  # noqa: E402
 
 _LAZY = {
     "convert_checkpoint": "convert",
+    "check_q8_bundle": "convert.q8_recheck",
+    "sampling_kl": "convert.q8_check",
     "decode_codes": "nets.codec_decoder",
     "load_audio": "io.audio",
     "is_demo_bundle": "demo",
@@ -190,6 +196,11 @@ __all__ = [
     "check_batch_request",
     "check_batch_size",
     "OFFERED_PRECISIONS",
+    "CheckRecordError",
+    "Q8CheckRecord",
+    "read_check_record",
+    "check_q8_bundle",
+    "sampling_kl",
     "SAMPLE_RATE",
     "SAMPLES_PER_FRAME",
     "AudioChunk",

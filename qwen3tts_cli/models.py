@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from .common import ProgressBar
 
@@ -18,7 +19,8 @@ def cmd_models_list(args: argparse.Namespace) -> int:
     store = ModelStore()
     installed = store.installed()
     for m in installed:
-        print(f"{m.name}  {m.precision}  {format_bytes(m.disk_bytes)}  {m.source}")
+        accuracy = f" ({m.accuracy})" if m.accuracy else ""
+        print(f"{m.name}  {m.precision}{accuracy}  {format_bytes(m.disk_bytes)}  {m.source}")
         if m.note:
             print(f"  ({m.note})", file=sys.stderr)
     info = sys.stderr
@@ -64,6 +66,32 @@ def cmd_models_remove(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_models_check(args: argparse.Namespace) -> int:
+    """The 8-bit check of an installed bundle made before it (engine/convert/q8_recheck.py)."""
+    from engine import check_q8_bundle
+    from engine.store import ModelStore, StoreError
+
+    store = ModelStore()
+    model = store.get(args.name)
+    if model is None:
+        raise StoreError(f"No installed model is called {args.name!r} (see 'qwen3tts models list').")
+    checkpoint = args.checkpoint
+    if checkpoint is None:
+        kept = store.root / "checkpoints" / args.name  # where 'models download --keep-checkpoint' keeps it
+        if not (kept / "config.json").is_file():
+            raise StoreError(f"The check compares {args.name} with the checkpoint it was converted from; give its "
+                             "folder with --checkpoint DIR.")
+        checkpoint = kept
+    bar = ProgressBar("check")
+    t0 = time.monotonic()
+    record = check_q8_bundle(model.path, Path(checkpoint), progress=bar.update)
+    bar.done(f"checked {args.name} in {time.monotonic() - t0:.1f} s: {record.summary()}")
+    for layer in record.promoted:
+        print(f"  kept fp32: {layer.name} (8-bit alone: KL {layer.kl_alone:.1e}; "
+              f"+{layer.extra_bytes_per_frame / 1e6:.1f} MB read per frame)", file=sys.stderr)
+    return 0
+
+
 def resolve_model_option(args: argparse.Namespace) -> None:
     """--model on every command: a bundle folder, or the name of an installed model."""
     value = getattr(args, "model", None)
@@ -77,7 +105,7 @@ def resolve_model_option(args: argparse.Namespace) -> None:
 def add_parser(sub) -> None:
     from engine.store import DEFAULT_PRECISION
 
-    ms = sub.add_parser("models", help="installed models: list, download (from the hub or a mirror), remove")
+    ms = sub.add_parser("models", help="installed models: list, download (from the hub or a mirror), check, remove")
     msub = ms.add_subparsers(dest="models_command", required=True, metavar="ACTION")
     ml = msub.add_parser("list", help="installed models, one per line (name first)")
     ml.add_argument("--available", action="store_true", help="also list the models that can be downloaded, with their sizes")
@@ -92,6 +120,12 @@ def add_parser(sub) -> None:
     md.add_argument("--keep-checkpoint", action="store_true",
                     help="keep the downloaded checkpoint in MODELS_DIR/checkpoints/ after converting")
     md.set_defaults(func=cmd_models_download)
+    mc = msub.add_parser("check", help="measure an 8-bit model made before the 8-bit check against its checkpoint")
+    mc.add_argument("name")
+    mc.add_argument("--checkpoint", type=Path, metavar="DIR",
+                    help="the checkpoint folder it was converted from (default: the one kept by "
+                         "'models download --keep-checkpoint')")
+    mc.set_defaults(func=cmd_models_check)
     mr = msub.add_parser("remove", help="delete an installed model (or an unfinished download)")
     mr.add_argument("name")
     mr.set_defaults(func=cmd_models_remove)

@@ -39,7 +39,29 @@ def cmd_convert(args: argparse.Namespace) -> int:
     out = convert_checkpoint(args.src, args.dest, precision=args.precision, progress=bar.update,
                              overwrite=args.force)
     bar.done(f"wrote {out} ({args.precision}) in {time.monotonic() - t0:.1f} s")
+    say_q8_check(out)
     return 0
+
+
+def say_q8_check(bundle_dir) -> None:
+    """The 8-bit check's outcome of a bundle just made: its figures, its time, each layer kept fp32 and what it
+    costs, or the one line saying why the bundle is float."""
+    from engine import Bundle, CheckRecordError, read_check_record
+
+    try:
+        record = read_check_record(Bundle.open(bundle_dir).manifest)
+    except CheckRecordError:
+        return
+    if record is None:
+        return
+    if record.outcome == "float":
+        print(f"qwen3tts: 8-bit did not get within KL {record.bound:.0e} on these weights ({record.reason}); "
+              "the bundle is fp32", file=sys.stderr)
+        return
+    print(f"8-bit check ({record.seconds:.0f} s): {record.summary()}", file=sys.stderr)
+    for layer in record.promoted:
+        print(f"  kept fp32: {layer.name} (8-bit alone: KL {layer.kl_alone:.1e}; "
+              f"+{layer.extra_bytes_per_frame / 1e6:.1f} MB read per frame)", file=sys.stderr)
 
 
 def cmd_speakers(args: argparse.Namespace) -> int:

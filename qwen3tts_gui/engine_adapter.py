@@ -153,6 +153,7 @@ __all__ = [
     "VoiceError",
     "VoiceSummary",
     "as_sentence",
+    "check_q8_bundle",
     "convert_checkpoint",
     "designed_voice",
     "is_designed",
@@ -275,6 +276,15 @@ def convert_checkpoint(
     from engine import convert_checkpoint as _convert
 
     return _convert(src, dest, precision=precision, progress=progress, cancel=cancel)
+
+
+def check_q8_bundle(bundle: Path, checkpoint: Path, progress: Progress | None = None,
+                    cancel: Callable[[], bool] | None = None) -> Path:
+    """The 8-bit check of a bundle made before it, against the checkpoint it came from; returns the bundle."""
+    from engine import check_q8_bundle as _check
+
+    _check(bundle, checkpoint, progress=progress, cancel=cancel)
+    return bundle
 
 
 def make_demo_bundle(dest: Path, progress: Progress | None = None, replace: bool = False) -> Path:

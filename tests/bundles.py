@@ -5,6 +5,8 @@
 Both return the bundle folder (a Path): Bundle.open() it, or pass it to the CLI.
 
 Bundles live in one temporary folder removed at exit. Missing fixture checkpoints fail the test.
+q8 bundles are the converter's plain 8-bit output, without the 8-bit check (which may keep some Linears fp32 and
+needs seconds per bundle): tests/test_q8_check.py tests the check and the bundles it makes.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def _tmp_root() -> Path:
 
 
 def convert_parts(src: Path, dest: Path, precision: str, parts: tuple[str, ...]) -> Path:
-    return convert_checkpoint(src, dest, precision, overwrite=True, parts=list(parts))
+    return convert_checkpoint(src, dest, precision, overwrite=True, parts=list(parts), check=False)
 
 
 def bundle_for(model: str, precision: str = "fp32", parts: Iterable[str] | None = None) -> Path:
@@ -59,7 +61,7 @@ def bundle_for(model: str, precision: str = "fp32", parts: Iterable[str] | None 
                         pytrace=False)
         dest = _tmp_root() / f"{model}-{precision}-{'+'.join(key_parts) if key_parts else 'all'}"
         if key_parts is None:
-            _built[key] = convert_checkpoint(src, dest, precision=precision, overwrite=True)
+            _built[key] = convert_checkpoint(src, dest, precision=precision, overwrite=True, check=False)
         else:
             _built[key] = convert_parts(src, dest, precision, key_parts)
     return _built[key]

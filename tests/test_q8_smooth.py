@@ -66,7 +66,7 @@ def _stressed(work, model: str, stress: Stress):
 def _bundle(work, ckpt_dir, label: str, precision: str, smooth_on: bool):
     dest = work / f"{ckpt_dir.name}-{label}"
     if not dest.exists():
-        convert_checkpoint(ckpt_dir, dest, precision, parts=["talker"], smooth=smooth_on)
+        convert_checkpoint(ckpt_dir, dest, precision, parts=["talker"], smooth=smooth_on, check=False)
     return dest
 
 
@@ -163,7 +163,9 @@ def test_old_q8_bundles_run_and_the_store_offers_converting_them_again(work, tmp
     assert old.part("talker")["outlier_smoothing"] is None and "q8_format" not in old.manifest
     codes, _, _ = greedy(old_dir, 2)
     assert codes.shape == (2, 16)
-    new_dir = _bundle(work, MODELS / "tiny06b", "q8", "q8", True)
+    new_dir = work / "tiny06b-q8checked"  # as converted today: smoothed, then the 8-bit check
+    if not new_dir.exists():
+        convert_checkpoint(MODELS / "tiny06b", new_dir, "q8", parts=["talker"])
     assert Bundle.open(new_dir).part("talker")["outlier_smoothing"]["method"] == "smoothquant-pow2"
     for name, src in (("old", old_dir), ("new", new_dir), ("float", _bundle(work, MODELS / "tiny06b", "fp32",
                                                                                 "fp32", False))):

@@ -194,6 +194,20 @@ def _rewrite(src: SafetensorsFile, dest: Path, edits: dict[str, _Scale]) -> None
 def write_stress_checkpoint(src: str | os.PathLike, dest: str | os.PathLike, stress: Stress,
                             progress: Callable[[str], None] | None = None) -> Path:
     """Write the stressed copy of checkpoint `src` to `dest` (a new folder, appearing only when complete)."""
+    return write_edited_checkpoint(src, dest, lambda ckpt: stress_edits(ckpt, stress), progress)
+
+
+def scale_columns(n: int, columns: list[int], factor: float) -> _Scale:
+    """An edit multiplying the given input columns of a [out, n] weight by `factor` (tests inject one bad layer)."""
+    edit = _Scale()
+    edit.col(n)[columns] *= factor
+    return edit
+
+
+def write_edited_checkpoint(src: str | os.PathLike, dest: str | os.PathLike,
+                            edits_of: Callable[[Checkpoint], dict[str, _Scale]],
+                            progress: Callable[[str], None] | None = None) -> Path:
+    """A copy of checkpoint `src` at `dest` with the tensors edits_of(checkpoint) names edited."""
     src, dest = Path(src), Path(dest)
     if dest.exists():
         raise EngineError(f"{dest} already exists; choose a new folder or remove it")
@@ -201,7 +215,7 @@ def write_stress_checkpoint(src: str | os.PathLike, dest: str | os.PathLike, str
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     try:
-        edits = stress_edits(ckpt, stress)
+        edits = edits_of(ckpt)
         for path in sorted(src.rglob("*")):
             rel = path.relative_to(src)
             if path.is_dir():

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import importlib
 import shutil
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Cancelled, ConvertError
 from ..io.fileio import os_reason
 from ..runtime.bundle import PRECISIONS
-from ..runtime.bundle_writer import BundleWriter
+from ..runtime.bundle_writer import BundleWriter, check_writable
 from .checkpoint import Checkpoint
+from .q8_check import CheckOutcome, check_folder, check_q8, move_talker_part
 
 # (module under engine.convert, human label). Order matters only for progress display.
 PARTS: list[tuple[str, str]] = [
@@ -38,6 +40,7 @@ class ConvertOptions:
     progress: Progress | None = None
     cancel: Callable[[], bool] | None = None
     smooth: bool | None = None  # outlier smoothing (smooth.py); None: on for q8, off otherwise
+    promote: frozenset[str] = field(default_factory=frozenset)  # q8 Linears kept fp32 (q8_check.py)
 
     @property
     def smoothing(self) -> bool:
@@ -59,14 +62,20 @@ def convert_checkpoint(
     overwrite: bool = False,
     parts: Sequence[str] | None = None,
     smooth: bool | None = None,
+    check: bool | None = None,
+    promote: Iterable[str] = (),
 ) -> Path:
     """Convert a checkpoint folder into a bundle folder. Nothing is left at `dest` unless it completes.
 
     `parts` limits the conversion to those part modules (e.g. ["codec_decoder"]); None converts all. `smooth`:
-    q8 outlier smoothing on or off (None: on for q8, ConvertOptions.smoothing)."""
+    q8 outlier smoothing on or off (None: on for q8, ConvertOptions.smoothing). `check`: the 8-bit check
+    (q8_check.py; None: on whenever a q8 talker is made): the bundle holds the measured talker part, with the
+    Linears it promoted kept fp32, or is a float (fp32) bundle when 8-bit could not get within the bound; the
+    manifest's "q8_check" records it. `promote`: Linears a q8 bundle keeps fp32 without a check (names of
+    q8_layers.linear_name)."""
     if precision not in PRECISIONS:
         raise ConvertError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
-    options = ConvertOptions(precision, progress, cancel, smooth)
+    options = ConvertOptions(precision, progress, cancel, smooth, frozenset(promote))
     if parts is not None:
         known = [mod for mod, _ in PARTS]
         unknown = [p for p in parts if p not in known]
@@ -75,24 +84,59 @@ def convert_checkpoint(
     ckpt = Checkpoint.open(src)
     # every part's module is imported, never skipped: a build missing one must fail, not write half a bundle
     chosen = [(mod, label) for mod, label in PARTS if parts is None or mod in parts]
+    checking = precision == "q8" and any(mod == "talker" for mod, _ in chosen) and check is not False
     try:
-        check_free_space(Path(dest), estimated_bundle_bytes(ckpt, precision))
-        with BundleWriter(dest, overwrite=overwrite, protect=[Path(src)]) as writer:
-            writer.manifest["precision"] = precision
-            writer.manifest["config"] = ckpt.config
-            writer.manifest["generation_config"] = ckpt.generation_config
-            writer.manifest["speech_config"] = ckpt.speech_config
-            for i, (mod, label) in enumerate(chosen):
-                options.report(i / len(chosen), f"converting {label}")
-                module = importlib.import_module(f"{__name__}.{mod}")
-                sub = _SubProgress(options, i / len(chosen), 1 / len(chosen), label)
-                module.convert(ckpt, writer, sub)
-            options.report(1.0, "writing manifest")
-            return writer.finish()
+        with ExitStack() as stack:
+            checked = None
+            if checking:
+                check_writable(Path(dest), overwrite, [Path(src)])  # before minutes of work, not after
+                check_free_space(Path(dest), estimated_bundle_bytes(ckpt, "fp32") + estimated_bundle_bytes(ckpt, precision))
+                checked = _run_check(Path(src), stack.enter_context(check_folder(Path(dest))), options,
+                                     len(chosen))
+                if checked.record.outcome == "float":
+                    precision = "fp32"
+                    options = ConvertOptions(precision, progress, cancel)
+            return _write(ckpt, Path(src), dest, precision, options, chosen, overwrite, checked)
     except OSError as e:
         raise ConvertError(f"cannot write the bundle {dest}: {os_reason(e)}; nothing was left behind") from None
     finally:
         ckpt.close()
+
+
+def _run_check(src: Path, work: Path, options: ConvertOptions, parts: int) -> CheckOutcome:
+    """The 8-bit check, reported as the first part of the conversion."""
+    sub = _SubProgress(options, 0.0, 1 / (parts + 1), "8-bit check")
+
+    def stop() -> None:
+        if options.cancel is not None and options.cancel():
+            raise Cancelled("conversion cancelled")
+
+    return check_q8(src, work, sub.report, stop, options.smoothing)
+
+
+def _write(ckpt: Checkpoint, src: Path, dest: str | Path, precision: str, options: ConvertOptions,
+           chosen: list[tuple[str, str]], overwrite: bool, checked: CheckOutcome | None) -> Path:
+    """The bundle's parts written into place (the talker part moved from the check's folder when checked)."""
+    start = 1 if checked is not None else 0
+    total = len(chosen) + start
+    check_free_space(Path(dest), estimated_bundle_bytes(ckpt, precision))
+    with BundleWriter(dest, overwrite=overwrite, protect=[src]) as writer:
+        writer.manifest["precision"] = precision
+        writer.manifest["config"] = ckpt.config
+        writer.manifest["generation_config"] = ckpt.generation_config
+        writer.manifest["speech_config"] = ckpt.speech_config
+        for i, (mod, label) in enumerate(chosen):
+            options.report((start + i) / total, f"converting {label}")
+            module = importlib.import_module(f"{__name__}.{mod}")
+            if mod == "talker" and checked is not None:
+                move_talker_part(checked.talker_bundle, writer)
+                continue
+            sub = _SubProgress(options, (start + i) / total, 1 / total, label)
+            module.convert(ckpt, writer, sub)
+        if checked is not None:
+            writer.manifest["q8_check"] = checked.record.to_json()
+        options.report(1.0, "writing manifest")
+        return writer.finish()
 
 
 def estimated_bundle_bytes(ckpt: Checkpoint, precision: str) -> int:
@@ -124,7 +168,7 @@ class _SubProgress(ConvertOptions):
     """Maps a part's own 0..1 progress into its slice of the whole."""
 
     def __init__(self, parent: ConvertOptions, start: float, span: float, label: str):
-        super().__init__(parent.precision, parent.progress, parent.cancel, parent.smooth)
+        super().__init__(parent.precision, parent.progress, parent.cancel, parent.smooth, parent.promote)
         self._start, self._span, self._label = start, span, label
 
     def report(self, fraction: float, message: str) -> None:

@@ -114,11 +114,15 @@ def fp16_lossless(w: np.ndarray) -> bool:
 class _Builder:
     """Adds layers of one stack to a Graph, reading weights from the checkpoint."""
 
-    def __init__(self, g: Graph, ckpt: Checkpoint, precision: str):
-        self.g, self.ckpt, self.precision = g, ckpt, precision
+    def __init__(self, g: Graph, ckpt: Checkpoint, precision: str, net: str = "",
+                 promote: frozenset[str] = frozenset()):
+        """net: "talker" or "code_predictor" (the first part of a Linear's name, q8_layers.linear_name); promote:
+        names of Linears a q8 bundle keeps in fp32 (the 8-bit check's choice, q8_check.py)."""
+        self.g, self.ckpt, self.precision, self.net, self.promote = g, ckpt, precision, net, promote
         self.fp16_layers = 0
         self.fp32_layers = 0
         self.q8_layers = 0
+        self.promoted: list[str] = []
 
     def w(self, name: str) -> np.ndarray:
         return self.ckpt.main.get(name)
@@ -127,11 +131,14 @@ class _Builder:
         return name in self.ckpt.main
 
     def linear(self, x: str, weights: list[np.ndarray], biases: list[np.ndarray | None] | None = None,
-               name: str | None = None) -> str:
-        """InnerProduct over the row-concatenation of `weights` (PyTorch [out, in] layout); q8 bundles get a
-        block-quantised Gemm instead (q8_linear)."""
+               name: str | None = None, *, site: str = "") -> str:
+        """InnerProduct over the row-concatenation of `weights` (PyTorch [out, in] layout); q8 bundles get an int8
+        Gemm instead (q8_linear), or where the 8-bit check promoted the Linear (`site`: its name after the net's),
+        an fp32 InnerProduct in the same frame (promoted_linear)."""
         w = np.concatenate(weights, axis=0) if len(weights) > 1 else weights[0]
         if self.precision == "q8":
+            if f"{self.net}.{site}" in self.promote:
+                return self.promoted_linear(x, w, biases, weights, name, f"{self.net}.{site}")
             return self.q8_linear(x, w, biases, weights, name)
         params: dict[int, Any] = {0: int(w.shape[0]), 1: 0, 2: int(w.size)}
         fp16 = self.precision == "fp16" or (self.precision == "fp32" and fp16_lossless(w))
@@ -173,6 +180,24 @@ class _Builder:
         y = self.op("BinaryOp", [y, self._row(scale)], params={0: 2})
         if bias is not None:
             y = self.op("BinaryOp", [y, self._row(bias)], params={0: 0})
+        return self.op("Squeeze", [y], params={1: 1}, name=name)
+
+    def promoted_linear(self, x: str, w: np.ndarray, biases: list[np.ndarray | None] | None,
+                        parts: list[np.ndarray], name: str | None, full_name: str) -> str:
+        """A Linear of a q8 bundle kept in fp32: Reshape -> InnerProduct -> Squeeze(h), the frame of q8_linear, so the
+        step graphs treat it as they treat an int8 Gemm (rows stay a matrix; with the packed layout off, ncnn's
+        InnerProduct computes each row on its own, so batching still changes no row). fp32 storage: a q8 net runs
+        with fp32 options (fp16 storage would be half the bytes, but ncnn sets it per net, not per layer)."""
+        n, k = (int(d) for d in w.shape)
+        self.promoted.append(full_name)
+        rows = self.op("Reshape", [x], params={0: k, 1: -1})
+        params: dict[int, Any] = {0: n, 1: 0, 2: n * k}
+        ws = [tagged(w, fp16=False)]
+        if biases is not None and any(b is not None for b in biases):
+            params[1] = 1
+            ws.append(raw(np.concatenate([b if b is not None else np.zeros(p.shape[0], np.float32)
+                                          for b, p in zip(biases, parts, strict=True)])))
+        y = self.g.layer("InnerProduct", [rows], params=params, weights=ws)
         return self.op("Squeeze", [y], params={1: 1}, name=name)
 
     def _row(self, values: np.ndarray) -> str:
@@ -229,6 +254,7 @@ class _Builder:
                 h,
                 [self.w(a + "q_proj.weight"), self.w(a + "k_proj.weight"), self.w(a + "v_proj.weight")],
                 [self.bias(a + "q_proj.bias"), self.bias(a + "k_proj.bias"), self.bias(a + "v_proj.bias")],
+                site=f"{i}.qkv",
             )
             q, k, v = self.op("Slice", [qkv], outputs=3, params={0: [qd, kd, kd], 1: -1})
             q = self.heads(q, s, s.heads, self.w(a + "q_norm.weight"))
@@ -244,16 +270,16 @@ class _Builder:
             att = self.op("Permute", [att], params={0: 2})  # (L, n, hd)
             att = self.op("Reshape", [att], params={0: qd, 1: -1})
             att = self.op("Squeeze", [att], params={1: 1})  # one row -> vector (GEMV kernel)
-            o = self.linear(att, [self.w(a + "o_proj.weight")], [self.bias(a + "o_proj.bias")])
+            o = self.linear(att, [self.w(a + "o_proj.weight")], [self.bias(a + "o_proj.bias")], site=f"{i}.o")
             x = self.op("BinaryOp", [x, o], params={0: 0})
 
             m = f"{p}mlp."
             h = self.rmsnorm(x, self.w(p + "post_attention_layernorm.weight"), s.eps)
-            gu = self.linear(h, [self.w(m + "gate_proj.weight"), self.w(m + "up_proj.weight")])
+            gu = self.linear(h, [self.w(m + "gate_proj.weight"), self.w(m + "up_proj.weight")], site=f"{i}.gate_up")
             gate, up = self.op("Slice", [gu], outputs=2, params={0: [s.intermediate, s.intermediate], 1: -1})
             gate = self.op("Swish", [gate])
             y = self.op("BinaryOp", [gate, up], params={0: 2})
-            y = self.linear(y, [self.w(m + "down_proj.weight")])
+            y = self.linear(y, [self.w(m + "down_proj.weight")], site=f"{i}.down")
             x = self.op("BinaryOp", [x, y], params={0: 0})
         return self.rmsnorm(x, self.w(prefix + "norm.weight"), s.eps)
 
@@ -296,37 +322,42 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     options.report(0.0, "talker layers")
     g = Graph()
     _declare_inputs(g, t.layers, mask=True)
-    b = _Builder(g, ckpt, options.precision)
+    b = _Builder(g, ckpt, options.precision, "talker", options.promote)
     hidden = b.stack("in0", "talker.model.", t, "mask", "t",
                      lambda f: options.report(0.6 * f, f"talker layers ({round(f * t.layers)}/{t.layers})"))
     hidden = g.layer("Noop", [hidden], name="hidden")
     g.output(hidden)
-    b.linear(hidden, [ckpt.main.get("talker.codec_head.weight")], name="logits")
+    b.linear(hidden, [ckpt.main.get("talker.codec_head.weight")], name="logits", site="head")
     writer.add_graph(TALKER_GRAPH, g)
-    fp16_layers, fp32_layers, q8_layers = b.fp16_layers, b.fp32_layers, b.q8_layers
+    fp16_layers, fp32_layers, q8_layers = b.fp16_layers, b.fp32_layers + len(b.promoted), b.q8_layers
+    promoted = list(b.promoted)
     del g, b
 
     # code predictor: projection, stack, 15 heads
     options.report(0.6, "code predictor layers")
     g = Graph()
     _declare_inputs(g, c.layers, mask=False)
-    b = _Builder(g, ckpt, options.precision)
+    b = _Builder(g, ckpt, options.precision, "code_predictor", options.promote)
     x = "in0"
     proj = "talker.code_predictor.small_to_mtp_projection."
     has_proj = (proj + "weight") in ckpt.main
     if has_proj:
-        x = b.linear(x, [b.w(proj + "weight")], [b.bias(proj + "bias")])
+        x = b.linear(x, [b.w(proj + "weight")], [b.bias(proj + "bias")], site="projection")
     elif t.hidden != c.hidden:
         raise ConvertError("checkpoint has no small_to_mtp_projection although talker and code predictor widths differ")
     hidden = b.stack(x, "talker.code_predictor.model.", c, None, "c",
                      lambda f: options.report(0.6 + 0.3 * f, "code predictor layers"))
     for gi in range(groups - 1):
-        b.linear(hidden, [b.w(f"talker.code_predictor.lm_head.{gi}.weight")], name=f"logits_{gi}")
+        b.linear(hidden, [b.w(f"talker.code_predictor.lm_head.{gi}.weight")], name=f"logits_{gi}", site=f"head.{gi}")
     writer.add_graph(CP_GRAPH, g)
-    fp16_layers, fp32_layers = fp16_layers + b.fp16_layers, fp32_layers + b.fp32_layers
+    fp16_layers, fp32_layers = fp16_layers + b.fp16_layers, fp32_layers + b.fp32_layers + len(b.promoted)
     q8_layers += b.q8_layers
+    promoted += b.promoted
     del g, b
 
+    unknown = sorted(options.promote - set(promoted)) if options.precision == "q8" else []
+    if unknown:
+        raise ConvertError(f"no Linear is called {', '.join(unknown)}; cannot keep it fp32")
     options.report(0.9, "codec embedding tables")
     writer.add_table("talker_codec_embedding", _table(ckpt.main.get("talker.model.codec_embedding.weight"), small_tables))
     cp_tables = np.stack(
@@ -358,5 +389,7 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
         "q8_weight_layers": q8_layers,
         # outlier smoothing folded into the weights (smooth.py); absent in bundles converted before it
         "outlier_smoothing": smoothing,
+        # Linears of a q8 bundle kept in fp32 by the 8-bit check (q8_check.py; its record says why)
+        "promoted_layers": promoted,
     })
     options.report(1.0, "done")

@@ -93,20 +93,26 @@ def sweep_partials(folder: Path) -> list[Path]:
     return swept
 
 
+def check_writable(dest: Path, overwrite: bool, protect: Iterable[Path] = ()) -> Path:
+    """Where a bundle for `dest` goes (a link to a folder: the folder it points to), or the BundleError saying why
+    it may not go there (BundleWriter's rules; asked before long work too)."""
+    if dest.is_symlink() and dest.is_dir():
+        dest = Path(os.path.realpath(dest))  # replace what the link points to, keep the link
+    if dest.exists() or dest.is_symlink():
+        if overwrite:
+            check_replaceable(dest, protect)
+        elif not (dest.is_dir() and not any(dest.iterdir())):
+            raise BundleError(f"{dest} already exists; choose a new folder or remove it")
+    return dest
+
+
 class BundleWriter:
     """Writes a bundle into a temporary sibling folder and renames it into place when complete.
 
     With overwrite=True only a previous bundle (or an empty folder) is replaced, never a protected path."""
 
     def __init__(self, dest: str | os.PathLike, overwrite: bool = False, protect: Iterable[Path] = ()):
-        self.dest = Path(dest)
-        if self.dest.is_symlink() and self.dest.is_dir():
-            self.dest = Path(os.path.realpath(self.dest))  # replace what the link points to, keep the link
-        if self.dest.exists() or self.dest.is_symlink():
-            if overwrite:
-                check_replaceable(self.dest, protect)
-            elif not (self.dest.is_dir() and not any(self.dest.iterdir())):
-                raise BundleError(f"{self.dest} already exists; choose a new folder or remove it")
+        self.dest = check_writable(Path(dest), overwrite, protect)
         try:
             self.dest.parent.mkdir(parents=True, exist_ok=True)
             sweep_partials(self.dest.parent)

@@ -102,7 +102,9 @@ def quantize_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def reference_matmul(x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
     """numpy model of the int8 Linear, in ncnn's order of fp32 operations: rows x [M, K] -> float32 [M, N]."""
     xq, descale = quantize_rows(x)
-    acc = (xq @ q.astype(np.int64).T).astype(np.float32)  # exact int32 sums; int -> fp32 rounds to nearest
+    # the int32 sums, exact in float64 (|sum| <= 127^2 K < 2^53) and through BLAS (int64 matmul is ~100x slower);
+    # then to fp32, rounded to nearest as ncnn converts them
+    acc = (xq.astype(np.float64) @ q.astype(np.float64).T).astype(np.float32)
     y = acc * descale * np.asarray(scale, np.float32)  # float32 throughout: each product rounds as ncnn's
     if bias is not None:
         y = y + np.asarray(bias, np.float32)

@@ -23,6 +23,7 @@ import platformdirs
 from ..errors import EngineError
 from ..runtime.bundle import DEMO_MARK
 from ..runtime.q8 import FORMAT_VERSION as Q8_FORMAT_VERSION
+from ..runtime.q8_check_record import CheckRecordError, read_check_record
 
 APP_NAME = "Qwen3-TTS Studio"  # the platformdirs name the app uses for all its folders
 ENV_DIR = "QWEN3TTS_MODELS_DIR"
@@ -30,6 +31,9 @@ SOURCE = "source.json"
 DOWNLOADS = ".downloads"
 OLD_Q8_NOTE = ("8-bit bundle from before outlier smoothing: it runs, but converting it again "
                "(download it again, or 'qwen3tts convert --precision q8') keeps it accurate on real weights")
+UNCHECKED_NOTE = ("8-bit bundle from before the 8-bit check: its error on these weights was never measured; "
+                  "'qwen3tts models check {name} --checkpoint DIR' (the checkpoint it came from) measures it")
+DAMAGED_CHECK_NOTE = "its 8-bit check record is damaged ({reason}); 'qwen3tts models check {name}' measures it again"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._ -]{0,99}$")
 
 
@@ -79,6 +83,8 @@ class InstalledModel:
     disk_bytes: int
     note: str = ""  # one line for the listing, e.g. that an 8-bit bundle predates outlier smoothing
     demo: bool = False  # the app's demo model (random weights, made on this computer): neither downloaded nor imported
+    accuracy: str = ""  # what the 8-bit check measured, e.g. "8-bit, checked: KL 8.1e-04 / 1.2e-03 (...)"
+    check_offered: bool = False  # an 8-bit bundle without a (readable) check record: offer the check
 
     @property
     def source(self) -> str:
@@ -163,12 +169,23 @@ class ModelStore:
             source = {}
         precision = manifest.get("precision", "?") if isinstance(manifest, dict) else "?"
         repo = source.get("repo_id", "") if isinstance(source, dict) else ""
-        note = ""
+        note, accuracy, offered = "", "", False
+        try:
+            record = read_check_record(manifest)
+        except CheckRecordError as e:
+            record, accuracy, offered = None, "8-bit check record damaged", True
+            note = DAMAGED_CHECK_NOTE.format(reason=str(e).split(": ", 1)[-1], name=d.name)
+        if record is not None:
+            accuracy = record.summary()
+        elif precision == "q8" and not offered:
+            accuracy, offered = "8-bit, not checked", True
+            note = UNCHECKED_NOTE.format(name=d.name)
         if precision == "q8" and isinstance(manifest, dict) and manifest.get("q8_format", 1) != Q8_FORMAT_VERSION:
             note = OLD_Q8_NOTE
         config = manifest.get("config") if isinstance(manifest, dict) else None
         demo = isinstance(config, dict) and config.get(DEMO_MARK) is True
-        return InstalledModel(d.name, d, str(precision), str(repo), folder_bytes(d), note, demo=demo)
+        return InstalledModel(d.name, d, str(precision), str(repo), folder_bytes(d), note, demo=demo,
+                              accuracy=accuracy, check_offered=offered)
 
     def get(self, name: str) -> InstalledModel | None:
         d = self.root / name

@@ -11,7 +11,13 @@ from ..context import AppContext
 from ..data.paths import candidate_paths, unique_path
 from ..diagnostics import log
 from ..downloads import ModelDownloader
-from ..engine_adapter import DEFAULT_PRECISION, convert_checkpoint, is_demo_bundle, make_demo_bundle
+from ..engine_adapter import (
+    DEFAULT_PRECISION,
+    check_q8_bundle,
+    convert_checkpoint,
+    is_demo_bundle,
+    make_demo_bundle,
+)
 from ..widgets.download_panel import precision_label
 from ..widgets.job_dialog import job_progress_dialog
 from ..widgets.models_dialog import ModelsDialog
@@ -83,6 +89,7 @@ class ModelController(QObject):
         dialog = ModelsDialog(self.downloader, self.window)
         dialog.open_model.connect(self.open_model)
         dialog.import_checkpoint.connect(self.import_checkpoint)  # with the precision chosen in the dialog
+        dialog.check_model.connect(self.check_model)
         dialog.open()
         return dialog
 
@@ -117,6 +124,21 @@ class ModelController(QObject):
                                                         cancel=cancel),
             "converting the checkpoint", f"Converting {src.name} ({precision_label(precision)})…",
             cancellable=True,
+        )
+
+    def check_model(self, bundle: Path) -> None:
+        """The 8-bit check of a model made before it: against the checkpoint folder it was converted from."""
+        start = self.ctx.settings.last_checkpoint_dir or str(Path.home())
+        folder = self.ctx.dialogs.open_dir(
+            self.window, f"The checkpoint {bundle.name} was converted from (config.json, model.safetensors)", start
+        )
+        if not folder:
+            return
+        src = Path(folder)
+        self.ctx.settings.last_checkpoint_dir = str(src.parent)
+        self.run_long_job(
+            lambda progress, cancel: check_q8_bundle(bundle, src, progress=progress, cancel=cancel),
+            "checking the 8-bit model", f"Checking {bundle.name} against {src.name}…", cancellable=True,
         )
 
     def use_demo_model(self) -> None:

@@ -36,6 +36,7 @@ from .plain_height import WrappedLabel
 class ModelsDialog(QDialog):
     open_model = Signal(object)  # Path
     import_checkpoint = Signal(str)  # the precision chosen in the Download section
+    check_model = Signal(object)  # Path of an 8-bit bundle made before the 8-bit check
 
     def __init__(self, downloader: ModelDownloader, parent=None):
         super().__init__(parent)
@@ -57,12 +58,16 @@ class ModelsDialog(QDialog):
         self.default_btn.clicked.connect(self._set_default)
         self.remove_btn = QPushButton("Remove…")
         self.remove_btn.clicked.connect(self._remove)
+        self.check_btn = QPushButton("Check 8-bit…")
+        self.check_btn.setToolTip("Measure an 8-bit model made before the 8-bit check against the checkpoint it "
+                                  "came from (layers that need it are kept in full precision)")
+        self.check_btn.clicked.connect(self._check)
         import_btn = QPushButton("Import checkpoint…")
         import_btn.setToolTip("Convert a checkpoint folder you already have (config.json, model.safetensors, "
                               "speech_tokenizer/)")
         import_btn.clicked.connect(self._import)
         row = QHBoxLayout()
-        for b in (self.open_btn, self.default_btn, self.remove_btn):
+        for b in (self.open_btn, self.default_btn, self.remove_btn, self.check_btn):
             row.addWidget(b)
         row.addStretch(1)
         row.addWidget(import_btn)
@@ -142,10 +147,13 @@ class ModelsDialog(QDialog):
         self.table.clear()
         for m in models:
             name = f"{m.name} (default)" if default and Path(default) == m.path else m.name
-            item = QTreeWidgetItem([name, m.precision, format_bytes(m.disk_bytes), m.source])
+            precision = f"{m.precision} ({m.accuracy})" if m.accuracy else m.precision
+            item = QTreeWidgetItem([name, precision, format_bytes(m.disk_bytes), m.source])
             item.setData(0, Qt.ItemDataRole.UserRole, str(m.path))
-            if m.note:  # e.g. an 8-bit bundle from before outlier smoothing: offer converting it again
-                item.setText(1, f"{m.precision} (old)")
+            item.setData(1, Qt.ItemDataRole.UserRole, m.check_offered)
+            if m.note:  # an 8-bit bundle from before outlier smoothing or the 8-bit check: say what to do
+                if not m.accuracy:
+                    item.setText(1, f"{m.precision} (old)")
                 for column in range(4):
                     item.setToolTip(column, m.note[:1].upper() + m.note[1:] + ".")
             self.table.addTopLevelItem(item)
@@ -193,6 +201,14 @@ class ModelsDialog(QDialog):
         chosen = self.selected() is not None
         for b in (self.open_btn, self.default_btn, self.remove_btn):
             b.setEnabled(chosen)
+        items = self.table.selectedItems()
+        self.check_btn.setEnabled(bool(items) and bool(items[0].data(1, Qt.ItemDataRole.UserRole)))
+
+    def _check(self) -> None:
+        path = self.selected()
+        if path is not None:
+            self.check_model.emit(path)
+            self.accept()
 
     def _open(self) -> None:
         path = self.selected()

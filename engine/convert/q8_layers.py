@@ -1,0 +1,174 @@
+"""How far each Linear's 8-bit product alone moves its network's logits: the 8-bit check's per-layer measurement
+(q8_check.py promotes the Linears that move them most).
+
+In numpy, over the weights the converter quantizes (smoothed, smooth.py): the network runs in fp32 with exactly
+one Linear computed as ncnn's int8 Gemm computes it (q8.reference_matmul, held to ncnn by tests/test_q8.py), on
+the check's own teacher-forced rows; the figure is the sampling KL of the logits against the all-fp32 run
+(q8_check.sampling_kl). One layer changed at a time, the layers before it are not recomputed: each layer's input
+is kept from the fp32 run.
+
+Linear names are the converter's (talker.py `linear_name`): "talker.<layer>.<site>", "talker.head",
+"code_predictor.projection", "code_predictor.<layer>.<site>", "code_predictor.head.<g>" (site: qkv, o, gate_up,
+down).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..runtime import q8
+from .checkpoint import Checkpoint
+from .stack_forward import CODE_PREDICTOR, SITES, TALKER, StackForward, StackShape, site_weights
+
+Kl = Callable[[np.ndarray, np.ndarray], float]
+PROJECTION = "talker.code_predictor.small_to_mtp_projection."
+
+
+def linear_name(net: str, layer: int | None, site: str) -> str:
+    """The name a Linear has in the check's record and the converter's promotion set."""
+    return f"{net}.{site}" if layer is None else f"{net}.{layer}.{site}"
+
+
+class _Weights:
+    """The checkpoint's (smoothed) tensors read once as float32, and their int8 forms made once."""
+
+    def __init__(self, ckpt: Checkpoint):
+        self.main = ckpt.main
+        self._f: dict[str, np.ndarray] = {}
+        self._q: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+    def get(self, name: str) -> np.ndarray:
+        if name not in self._f:
+            self._f[name] = self.main.get(name)
+        return self._f[name]
+
+    def has(self, name: str) -> bool:
+        return name in self.main
+
+    def int8(self, x: np.ndarray, names: list[str]) -> np.ndarray:
+        """x @ concat(names).T as the int8 Gemm computes it (one scale per input row and per output channel)."""
+        key = tuple(names)
+        if key not in self._q:
+            self._q[key] = q8.quantize(np.concatenate([self.get(n) for n in names]))
+        q, scale = self._q[key]
+        biases = [n[:-len("weight")] + "bias" for n in names]
+        bias = None
+        if any(self.has(b) for b in biases):
+            bias = np.concatenate([self.get(b) if self.has(b) else np.zeros(self.get(n).shape[0], np.float32)
+                                   for b, n in zip(biases, names, strict=True)])
+        y = q8.reference_matmul(x.reshape(-1, x.shape[-1]), q, scale, bias)
+        return y.reshape(*x.shape[:-1], -1)
+
+
+def _sweep(forward: StackForward, w: _Weights, x: np.ndarray, net: str,
+           logits: Callable[[np.ndarray], np.ndarray], kl: Kl, cancel: Callable[[], None]) -> dict[str, float]:
+    """Per layer and site of one stack: KL of the logits with that one Linear 8-bit."""
+    inputs = []
+    for i in range(forward.s.layers):
+        inputs.append(x)
+        x = forward.layer(i, x)
+    ref = logits(forward.final(x))
+    out: dict[str, float] = {}
+    for i in range(forward.s.layers):
+        for site in SITES:
+            cancel()
+
+            def linear(layer: int, at: str, a: np.ndarray, names: list[str], i=i, site=site) -> np.ndarray | None:
+                return w.int8(a, names) if (layer, at) == (i, site) else None
+
+            y = forward.layer(i, inputs[i], linear)
+            for j in range(i + 1, forward.s.layers):
+                y = forward.layer(j, y)
+            out[linear_name(net, i, site)] = kl(ref, logits(forward.final(y)))
+    return out
+
+
+def talker_sensitivity(ckpt: Checkpoint, sequences: list[np.ndarray], firsts: list[int], codebook: int, kl: Kl,
+                       cancel: Callable[[], None]) -> tuple[dict[str, float], list[np.ndarray]]:
+    """sequences: the talker's input rows (L, H) per prompt; firsts: the position whose output gives frame 0's
+    code-0 logits (every later position gives the next frame's). Returns the KL per Linear (mean over prompts) and
+    each prompt's fp32 final hidden rows at the frame positions (the code predictor's first inputs)."""
+    w = _Weights(ckpt)
+    shape = StackShape.of(ckpt.talker_config)
+    head = "talker.codec_head.weight"
+    total: dict[str, float] = {}
+    hiddens = []
+    for rows, first in zip(sequences, firsts, strict=True):
+        forward = StackForward(w.get, w.has, TALKER, shape, rows.shape[0])
+
+        def logits(h: np.ndarray, first=first) -> np.ndarray:
+            return (h[0, first:] @ w.get(head).T)[:, :codebook]
+
+        x = rows[None].astype(np.float32)
+        figures = _sweep(forward, w, x, "talker", logits, kl, cancel)
+        final = x
+        for i in range(shape.layers):
+            final = forward.layer(i, final)
+        hidden = forward.final(final)[0, first:]
+        hiddens.append(hidden)
+        ref = (hidden @ w.get(head).T)[:, :codebook]
+        figures[linear_name("talker", None, "head")] = kl(ref, w.int8(hidden, [head])[:, :codebook])
+        for k, v in figures.items():
+            total[k] = total.get(k, 0.0) + v / len(sequences)
+    return total, hiddens
+
+
+def code_predictor_sensitivity(ckpt: Checkpoint, inputs: np.ndarray, kl: Kl,
+                               cancel: Callable[[], None]) -> dict[str, float]:
+    """inputs: (frames, groups, talker width) rows of each frame's sequence (hidden, code 0's row, codes 1..14's
+    rows). Logits: head g at position g + 1."""
+    w = _Weights(ckpt)
+    shape = StackShape.of(ckpt.talker_config["code_predictor_config"])
+    groups = inputs.shape[1]
+    heads = [f"talker.code_predictor.lm_head.{g}.weight" for g in range(groups - 1)]
+    x = inputs.astype(np.float32)
+    has_proj = w.has(PROJECTION + "weight")
+
+    def project(a: np.ndarray, int8: bool) -> np.ndarray:
+        if not has_proj:
+            return a
+        if int8:
+            return w.int8(a, [PROJECTION + "weight"])
+        y = a @ w.get(PROJECTION + "weight").T
+        return y + w.get(PROJECTION + "bias") if w.has(PROJECTION + "bias") else y
+
+    def logits(h: np.ndarray) -> np.ndarray:
+        return np.stack([h[:, g + 1] @ w.get(heads[g]).T for g in range(groups - 1)], axis=1)
+
+    forward = StackForward(w.get, w.has, CODE_PREDICTOR, shape, groups)
+    out = _sweep(forward, w, project(x, False), "code_predictor", logits, kl, cancel)
+    y = project(x, False)
+    for i in range(shape.layers):
+        y = forward.layer(i, y)
+    final = forward.final(y)
+    ref = logits(final)
+    for g in range(groups - 1):
+        got = ref.copy()
+        got[:, g] = w.int8(final[:, g + 1], [heads[g]])
+        out[linear_name("code_predictor", None, f"head.{g}")] = kl(ref, got)
+    if has_proj:
+        y = project(x, True)
+        for i in range(shape.layers):
+            y = forward.layer(i, y)
+        out[linear_name("code_predictor", None, "projection")] = kl(ref, logits(forward.final(y)))
+    return out
+
+
+def linear_sizes(ckpt: Checkpoint) -> dict[str, int]:
+    """Weight count of every Linear the converter makes, by name."""
+    main = ckpt.main
+    cfg = ckpt.talker_config
+    out = {}
+    for net, prefix, sub in (("talker", TALKER, cfg), ("code_predictor", CODE_PREDICTOR, cfg["code_predictor_config"])):
+        for i in range(int(sub["num_hidden_layers"])):
+            for site in SITES:
+                out[linear_name(net, i, site)] = sum(int(np.prod(main.shape(n))) for n in site_weights(prefix, i, site))
+    out[linear_name("talker", None, "head")] = int(np.prod(main.shape("talker.codec_head.weight")))
+    if PROJECTION + "weight" in main:
+        out[linear_name("code_predictor", None, "projection")] = int(np.prod(main.shape(PROJECTION + "weight")))
+    for g in range(int(cfg.get("num_code_groups", 16)) - 1):
+        name = f"talker.code_predictor.lm_head.{g}.weight"
+        out[linear_name("code_predictor", None, f"head.{g}")] = int(np.prod(main.shape(name)))
+    return out

@@ -1,0 +1,294 @@
+"""The 8-bit check (engine/convert/q8_check.py, q8_layers.py, q8_recheck.py): a q8 bundle measured against the
+float model on the weights it was made from, the Linears over the bound kept fp32, a float bundle when 8-bit cannot
+get within it, the figures in the manifest (engine/runtime/q8_check_record.py), and bundles made before it offered
+a check. Errors are injected into one Linear's 8-bit weights (every other Linear as converted), or come from the
+outlier stress checkpoints of tools/outlier_checkpoint.py on the tiny fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from engine import Bundle, CheckRecordError, Q8CheckRecord, read_check_record
+from engine.convert import convert_checkpoint, q8_check, smooth
+from engine.convert.checkpoint import Checkpoint
+from engine.runtime import q8
+from engine.store import ModelStore
+from qwen3tts_cli.main import main as cli_main
+from tests.bundles import MODELS
+from tools.outlier_checkpoint import Stress, write_stress_checkpoint
+
+MODEL = "tiny06b"
+INJECTED = "talker.1.down"  # the Linear whose 8-bit weights the injection spoils
+INJECTED_TENSOR = "talker.model.layers.1.mlp.down_proj.weight"
+
+
+@pytest.fixture
+def spoiled_int8(monkeypatch):
+    """q8.quantize gives the injected Linear's weights (as the converter and the per-layer measurement both see
+    them: smoothed) a coarse error: every int8 value rounded to a multiple of `step`."""
+
+    def inject(step: int) -> None:
+        ckpt = Checkpoint.open(MODELS / MODEL)
+        try:
+            target = smooth.smoothed(ckpt, smooth.ALPHA)[0].main.get(INJECTED_TENSOR)
+        finally:
+            ckpt.close()
+        real = q8.quantize
+
+        def quantize(w):
+            q, scale = real(w)
+            if w.shape == target.shape and np.array_equal(w, target):
+                q = (np.round(q.astype(np.int32) / step) * step).clip(-127, 127).astype(np.int8)
+            return q, scale
+
+        monkeypatch.setattr(q8, "quantize", quantize)
+
+    return inject
+
+
+def record_of(path) -> Q8CheckRecord:
+    record = read_check_record(Bundle.open(path).manifest)
+    assert record is not None
+    return record
+
+
+def graph_layers(bundle: Bundle, graph: str) -> list[str]:
+    return [ln.split()[0] for ln in bundle.file(f"{graph}.param").read_text().splitlines()[2:]]
+
+
+def test_a_layer_over_the_bound_is_kept_fp32(tmp_path, spoiled_int8):
+    spoiled_int8(48)
+    dest = convert_checkpoint(MODELS / MODEL, tmp_path / "b", "q8", parts=["talker"])
+    record = record_of(dest)
+    assert record.talker.kl_unchecked > record.bound  # the injection put the talker over the bound
+    assert record.outcome == "q8" and record.within
+    assert record.promoted[0].name == INJECTED  # the largest error alone, and it is kept fp32
+    assert all(p.kl_alone < record.promoted[0].kl_alone / 4 for p in record.promoted[1:])
+    bundle = Bundle.open(dest)
+    meta = bundle.part("talker")
+    assert INJECTED in meta["promoted_layers"]
+    assert graph_layers(bundle, meta["talker_graph"]).count("InnerProduct") == sum(
+        p.name.startswith("talker.") for p in record.promoted)
+    assert record.promoted[0].extra_bytes_per_frame == 3 * int(np.prod(
+        Checkpoint.open(MODELS / MODEL).main.shape(INJECTED_TENSOR)))
+
+
+def test_the_record_holds_what_the_bundle_it_ships_measures(tmp_path, spoiled_int8):
+    """Measured again from scratch (fp32 bundle, the same prompts), the finished bundle gives the recorded
+    figures: the talker part measured is the one in the bundle."""
+    spoiled_int8(48)
+    dest = convert_checkpoint(MODELS / MODEL, tmp_path / "q8", "q8", parts=["talker"])
+    ref_dir = convert_checkpoint(MODELS / MODEL, tmp_path / "fp32", "fp32", parts=["talker"])
+    ckpt = Checkpoint.open(MODELS / MODEL)
+    try:
+        _, prompts, pad = q8_check.calibration_prompts(ckpt)
+    finally:
+        ckpt.close()
+    ref = q8_check.run_prompts(ref_dir, prompts, pad, q8_check.FRAMES, None, 1, lambda: None)
+    got = q8_check.run_prompts(dest, prompts, pad, q8_check.FRAMES, ref, 1, lambda: None)
+    figures = q8_check.compare(ref, got)
+    record = record_of(dest)
+    for net, acc in (("talker", record.talker), ("code_predictor", record.code_predictor)):
+        assert figures[net][0] == pytest.approx(acc.kl, rel=1e-6)
+        assert figures[net][1] == pytest.approx(acc.top1)
+    assert record.languages == tuple(q8_check.PROMPTS) and record.seconds > 0
+
+
+def test_a_bundle_that_cannot_get_within_the_bound_falls_back_to_float(tmp_path, monkeypatch):
+    monkeypatch.setattr(q8_check, "BOUND", 1e-9)  # no 8-bit bundle gets there
+    lines = []
+    dest = convert_checkpoint(MODELS / MODEL, tmp_path / "b", "q8", parts=["talker"],
+                              progress=lambda f, m: lines.append(m))
+    bundle = Bundle.open(dest)
+    record = record_of(dest)
+    assert bundle.precision == "fp32" and record.outcome == "float" and not record.promoted
+    assert record.reason and "\n" not in record.reason and record.summary().startswith("float: ")
+    meta = bundle.part("talker")
+    assert meta["q8_weight_layers"] == 0 and "Gemm" not in graph_layers(bundle, meta["talker_graph"])
+    assert any(m.startswith("8-bit check") for m in lines)
+
+
+def test_rounds_run_out_into_a_float_bundle_with_the_reason(tmp_path, monkeypatch, spoiled_int8):
+    spoiled_int8(48)
+    monkeypatch.setattr(q8_check, "MAX_ROUNDS", 0)
+    record = record_of(convert_checkpoint(MODELS / MODEL, tmp_path / "b", "q8", parts=["talker"]))
+    assert record.outcome == "float" and "still over the bound" in record.reason and record.rounds == 1
+
+
+@pytest.mark.parametrize("stress", [Stress("preserve", 32), Stress("channels", 30), Stress("massive", 100)],
+                         ids=lambda s: s.label)
+def test_stress_checkpoints_end_within_the_bound_or_float(stress, tmp_path):
+    ckpt = write_stress_checkpoint(MODELS / MODEL, tmp_path / "ckpt", stress)
+    dest = convert_checkpoint(ckpt, tmp_path / "b", "q8", parts=["talker"])
+    record = record_of(dest)
+    if record.outcome == "q8":
+        assert record.within and Bundle.open(dest).precision == "q8"
+    else:
+        assert Bundle.open(dest).precision == "fp32" and record.reason
+
+
+def test_choose_promotions_takes_the_fewest_largest_first():
+    kl = {"talker.0.qkv": 8e-3, "talker.0.o": 1e-3, "talker.1.down": 5e-4, "talker.head": 5e-4}
+    # measured 1e-2 over a per-layer sum of 1e-2: dropping the 8e-3 one leaves an estimated 2e-3
+    assert q8_check.choose_promotions(kl, 1e-2, 2.1e-3, frozenset()) == ["talker.0.qkv"]
+    assert q8_check.choose_promotions(kl, 1e-2, 1.1e-3, frozenset()) == ["talker.0.qkv", "talker.0.o"]
+    # a second round: what is measured now is put down to the Linears still 8-bit
+    assert q8_check.choose_promotions(kl, 3e-3, 1e-3, frozenset({"talker.0.qkv"})) == ["talker.0.o", "talker.1.down"]
+    assert q8_check.choose_promotions(kl, 1e-2, 2e-3, frozenset(kl)) == []
+
+
+# ------------------------------------------------------------------------------------------- the record
+
+
+def good_record() -> dict:
+    return {"version": 1, "bound": 2e-3,
+            "talker": {"kl": 8e-4, "top1": 0.97, "kl_unchecked": 4e-3, "top1_unchecked": 0.8},
+            "code_predictor": {"kl": 1e-3, "top1": 0.96, "kl_unchecked": 1e-3, "top1_unchecked": 0.96},
+            "promoted": [{"name": "talker.3.down", "kl_alone": 2e-3, "extra_bytes_per_frame": 9437184}],
+            "promoted_share": 0.02, "outcome": "q8", "reason": "", "rounds": 2, "seconds": 301.5,
+            "languages": ["en", "zh"], "frames": 16}
+
+
+def test_the_record_round_trips_and_reads_as_one_phrase():
+    record = Q8CheckRecord.from_json(good_record())
+    assert record.to_json() == good_record()
+    assert record.summary() == ("8-bit, checked: KL 8.0e-04 / 1.0e-03 (talker / code predictor), "
+                                "1 layers kept fp32")
+
+
+def _damaged(path: str, value):
+    data = good_record()
+    keys = path.split(".")
+    target = data
+    for k in keys[:-1]:
+        target = target[int(k)] if isinstance(target, list) else target[k]
+    if value is KeyError:
+        del target[keys[-1]]
+    else:
+        target[keys[-1]] = value
+    return data
+
+
+DAMAGE = [("talker.kl", "0.001"), ("talker.kl", float("nan")), ("talker.kl", -1.0), ("talker.kl", True),
+          ("talker.top1", 1.5), ("code_predictor", [1, 2]), ("code_predictor.kl_unchecked", KeyError),
+          ("outcome", "maybe"), ("reason", "two\nlines"), ("version", 9), ("rounds", 0), ("frames", "16"),
+          ("promoted", {"a": 1}), ("promoted.0.name", "../etc"), ("promoted.0.extra_bytes_per_frame", -5),
+          ("languages", "en"), ("bound", None), ("seconds", KeyError)]
+
+
+@pytest.mark.parametrize("path,value", DAMAGE, ids=[f"{p}={v!r}" for p, v in DAMAGE])
+def test_a_damaged_record_is_refused_with_one_line(path, value):
+    with pytest.raises(CheckRecordError) as err:
+        read_check_record({"q8_check": _damaged(path, value)})
+    assert "\n" not in str(err.value) and "8-bit check record" in str(err.value)
+
+
+@pytest.mark.parametrize("record", [None, [], "text", 5])
+def test_a_record_that_is_not_a_table_is_refused(record):
+    with pytest.raises(CheckRecordError):
+        read_check_record({"q8_check": record})
+
+
+# ------------------------------------------------------------------------------------------- listings, old bundles
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("QWEN3TTS_MODELS_DIR", str(tmp_path / "models"))
+    (tmp_path / "models").mkdir()
+    return ModelStore()
+
+
+def old_q8_bundle(store: ModelStore, name: str = "old"):
+    """An 8-bit bundle as converted before the check: no record."""
+    dest = convert_checkpoint(MODELS / MODEL, store.root / name, "q8", check=False)
+    (dest / "source.json").write_text(json.dumps({"repo_id": "Qwen/old"}), encoding="utf-8")
+    return dest
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = cli_main(list(argv))
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_an_old_bundle_is_offered_a_check_and_the_check_records_it(store, capsys):
+    path = old_q8_bundle(store)
+    model = store.get("old")
+    assert model.check_offered and model.accuracy == "8-bit, not checked"
+    assert "qwen3tts models check old" in model.note
+    code, out, err = run(capsys, "models", "list")
+    assert code == 0 and out.startswith("old  q8 (8-bit, not checked)  ") and "models check old" in err
+
+    code, out, err = run(capsys, "models", "check", "old", "--checkpoint", str(MODELS / MODEL))
+    assert code == 0, err
+    record = record_of(path)
+    assert "checked old" in err and record.summary() in err
+    assert json.loads((path / "source.json").read_text())["repo_id"] == "Qwen/old"  # kept
+    model = store.get("old")
+    assert not model.check_offered and model.accuracy == record.summary()
+    code, out, _ = run(capsys, "models", "list")
+    assert out.startswith(f"old  {Bundle.open(path).precision} ({record.summary()})  ")
+    if record.outcome == "q8":  # the bundle still loads and holds the Linears the record names
+        assert sorted(Bundle.open(path).part("talker")["promoted_layers"]) == sorted(p.name for p in record.promoted)
+
+
+def test_checking_an_old_bundle_within_the_bound_changes_only_its_manifest(store, capsys, monkeypatch):
+    monkeypatch.setattr(q8_check, "BOUND", 1.0)  # anything 8-bit is within
+    path = old_q8_bundle(store)
+    before = {p.name: p.read_bytes() for p in path.iterdir() if p.is_file() and p.name != "manifest.json"}
+    code, _, err = run(capsys, "models", "check", "old", "--checkpoint", str(MODELS / MODEL))
+    assert code == 0, err
+    assert {p.name: p.read_bytes() for p in path.iterdir() if p.is_file() and p.name != "manifest.json"} == before
+    record = record_of(path)
+    assert record.rounds == 1 and not record.promoted and record.outcome == "q8"
+
+
+def test_checking_against_another_checkpoint_is_refused_with_one_line(store, capsys):
+    path = old_q8_bundle(store)
+    before = (path / "manifest.json").read_bytes()
+    code, _, err = run(capsys, "models", "check", "old", "--checkpoint", str(MODELS / "tiny17b"))
+    assert code != 0 and "not the checkpoint" in err and len(err.strip().splitlines()) == 1
+    assert (path / "manifest.json").read_bytes() == before
+    assert not [p for p in store.root.iterdir() if p.name.startswith(".")]  # no work folder left
+
+
+def test_checking_needs_the_checkpoint(store, capsys):
+    old_q8_bundle(store)
+    code, _, err = run(capsys, "models", "check", "old")
+    assert code != 0 and "--checkpoint" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_damaged_record_in_an_installed_bundle_is_listed_not_a_traceback(store, capsys):
+    path = old_q8_bundle(store)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["q8_check"] = _damaged("talker.kl", "lots")
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    model = store.get("old")
+    assert model.check_offered and model.accuracy == "8-bit check record damaged" and "talker.kl" in model.note
+    code, out, err = run(capsys, "models", "list")
+    assert code == 0 and out.startswith("old  q8 (8-bit check record damaged)") and "Traceback" not in err
+    Bundle.open(path)  # the bundle itself still loads: the record only describes it
+
+
+def test_convert_prints_the_check(tmp_path, capsys):
+    code, _, err = run(capsys, "convert", str(MODELS / MODEL), str(tmp_path / "b"), "--precision", "q8")
+    assert code == 0, err
+    record = record_of(tmp_path / "b")
+    assert f"8-bit check ({record.seconds:.0f} s): {record.summary()}" in err
+    assert err.count("kept fp32: ") == len(record.promoted)
+
+
+def test_a_fresh_q8_conversion_is_not_offered_a_check(store):
+    convert_checkpoint(MODELS / MODEL, store.root / "new", "q8")
+    model = store.get("new")
+    assert not model.check_offered and model.accuracy.startswith(("8-bit, checked: ", "float: "))
+    shutil.rmtree(store.root / "new")
