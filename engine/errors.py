@@ -21,6 +21,10 @@ class TextError(EngineError):
     """Text cannot be synthesised (empty, too long for the frame cap, unknown language)."""
 
 
+class NotUtf8Error(TextError):
+    """A text file in an 8-bit code page (Latin-1, Windows-1252...): readable once the user names the encoding."""
+
+
 class VoiceError(EngineError):
     """A saved voice file is damaged or belongs to another model."""
 

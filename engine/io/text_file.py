@@ -3,7 +3,9 @@
 Accepted: UTF-8, UTF-8 with a byte-order mark (Windows Notepad's "UTF-8 with BOM") and UTF-16 with a byte-order
 mark (Notepad's "Unicode"); the mark says which, so nothing is guessed. Anything else (Latin-1, Windows-1252,
 UTF-16 without a mark, UTF-32, a binary file) is refused in plain words that say what to do: save it as UTF-8.
-Guessing an 8-bit code page (chardet and the like) would read some files as the wrong letters without a word.
+Guessing an 8-bit code page (chardet and the like) would read some files as the wrong letters without a word, so
+it is never guessed: a file that is not UTF-8 raises NotUtf8Error, and a caller that has shown the user a preview
+may read it again with the 8-bit encoding the user chose (decode_text's `encoding`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import codecs
 import os
 from pathlib import Path
 
-from ..errors import TextError
+from ..errors import NotUtf8Error, TextError
 from .safefile import regular_file_problem
 
 MAX_TEXT_FILE_BYTES = 16 * 1024 * 1024  # ~250 hours of speech; anything larger is not a text for this app
@@ -20,9 +22,12 @@ MAX_TEXT_FILE_BYTES = 16 * 1024 * 1024  # ~250 hours of speech; anything larger 
 _SAVE_AS_UTF8 = "open it in a text editor and save it as UTF-8"
 
 
-def decode_text(data: bytes, name: str) -> str:
+def decode_text(data: bytes, name: str, encoding: str | None = None) -> str:
     """The text of a file's bytes (see the module docstring); TextError naming `name` in plain words otherwise.
-    Line endings are kept as they are (a CSV reader needs them)."""
+    Line endings are kept as they are (a CSV reader needs them). `encoding`: an 8-bit encoding the user chose for
+    a file that is not UTF-8 ("cp1252", "latin-1"...)."""
+    if encoding is not None:
+        return _decode_chosen(data, name, encoding)
     if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):  # before UTF-16: FF FE starts both
         raise TextError(f"{name} is in UTF-32, which this app does not read; {_SAVE_AS_UTF8}.")
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
@@ -35,9 +40,22 @@ def decode_text(data: bytes, name: str) -> str:
         if encoding == "utf-16":
             raise TextError(f"{name} is damaged UTF-16 text (it ends in the middle of a character); "
                             f"{_SAVE_AS_UTF8}.") from None
-        raise TextError(f"{name} is not in UTF-8 (perhaps Latin-1 or Windows-1252); {_SAVE_AS_UTF8}.") from None
+        raise NotUtf8Error(f"{name} is not in UTF-8 (perhaps Latin-1 or Windows-1252); {_SAVE_AS_UTF8}.") from None
     if "\x00" in text:  # UTF-16 without its mark, or not text at all
         raise TextError(f"{name} is not plain UTF-8 text (it holds NUL characters); {_SAVE_AS_UTF8}.")
+    return text
+
+
+def _decode_chosen(data: bytes, name: str, encoding: str) -> str:
+    try:
+        text = data.decode(encoding)
+    except LookupError:
+        raise TextError(f"{encoding!r} is not a text encoding this app knows.") from None
+    except UnicodeDecodeError as e:
+        raise TextError(f"{name} is not {encoding} text either (byte {e.start} cannot be read); "
+                        f"{_SAVE_AS_UTF8}.") from None
+    if "\x00" in text:
+        raise TextError(f"{name} is not plain text (it holds NUL characters); {_SAVE_AS_UTF8}.")
     return text
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from ..engine_adapter import MAX_TEXT_FILE_BYTES, TextError, decode_text
+from ..engine_adapter import MAX_TEXT_FILE_BYTES, NotUtf8Error, TextError, decode_text
 from .paths import readable_name
 from .user_files import UnusableFile, read_regular
 
@@ -154,12 +154,16 @@ def _row(parts: list[str]) -> Row:
     return text, voice, language.lower(), instruct
 
 
-def read_lines_file(path: Path) -> list[Row]:
+class NotUtf8(ValueError):
+    """The file is in an 8-bit code page: read_lines_file / read_long_text with the encoding the user chose."""
+
+
+def read_lines_file(path: Path, encoding: str | None = None) -> list[Row]:
     """A .csv (columns) or any text file (one line each): a file larger than MAX_FILE_BYTES, or one that is not
     a regular file (a FIFO, /dev/zero), is refused before anything is read. UTF-8 or UTF-16 with its mark (the
     engine's one text reader). Raises ValueError with a one-line reason."""
     path = Path(path)
-    f = _open_text(path)
+    f = _open_text(path, encoding)
     try:
         rows = _csv_rows(f) if path.suffix.lower() == ".csv" else _pasted_rows(f)
     except ValueError as e:
@@ -169,23 +173,36 @@ def read_lines_file(path: Path) -> list[Row]:
     return rows
 
 
-def read_long_text(path: Path) -> Row:
+def read_long_text(path: Path, encoding: str | None = None) -> Row:
     """The whole file as one item (a chapter: spoken in chunks, one output file)."""
-    text = _open_text(path).read().strip()
+    text = _open_text(path, encoding).read().strip()
     if not text:
         raise ValueError(f"{Path(path).name} has no text to speak")
     return text, "", "auto", ""
 
 
-def _open_text(path: Path) -> io.StringIO:
-    """A regular file of at most MAX_FILE_BYTES, decoded as the engine decodes every text file the user gives."""
+def preview(path: Path, encoding: str, lines: int = 6) -> str:
+    """The first lines of a file read with `encoding` (undecodable bytes shown as �), for the user to judge."""
+    data = _read(path)
+    shown = [line for line in data.decode(encoding, errors="replace").splitlines() if line.strip()][:lines]
+    return "\n".join(line if len(line) <= 80 else line[:79] + "…" for line in shown)
+
+
+def _read(path: Path) -> bytes:
     try:
-        data = read_regular(Path(path), MAX_FILE_BYTES)
+        return read_regular(Path(path), MAX_FILE_BYTES)
     except FileNotFoundError:
         raise ValueError(f"{Path(path).name} does not exist") from None
     except UnusableFile as e:
         raise ValueError(f"{Path(path).name} cannot be imported: {e}") from None
-    try:
-        return io.StringIO(decode_text(data, Path(path).name), newline="")  # line endings as in the file: csv
+
+
+def _open_text(path: Path, encoding: str | None = None) -> io.StringIO:
+    """A regular file of at most MAX_FILE_BYTES, decoded as the engine decodes every text file the user gives."""
+    data = _read(path)
+    try:  # line endings as in the file: csv
+        return io.StringIO(decode_text(data, Path(path).name, encoding), newline="")
+    except NotUtf8Error as e:
+        raise NotUtf8(str(e).rstrip(".")) from None
     except TextError as e:
         raise ValueError(str(e).rstrip(".")) from None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import locale
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,8 +26,10 @@ from PySide6.QtWidgets import (
 from ..context import AppContext
 from ..data.batch_lines import (
     LineState,
+    NotUtf8,
     Row,
     parse_pasted,
+    preview,
     read_lines_file,
     read_long_text,
 )
@@ -279,23 +283,46 @@ class BatchPanel(QWidget):
 
     def import_path(self, path: Path) -> bool:
         try:
-            rows = read_lines_file(path)
+            encoding = None
+            try:
+                rows = read_lines_file(path)
+            except NotUtf8 as e:
+                encoding = self._ask_encoding(path, str(e))
+                if encoding is None:
+                    return False
+                rows = read_lines_file(path, encoding)
             if path.suffix.lower() == ".txt" and len(rows) > 1:
+                # one line per row is the usual case: the default button (Enter)
                 choice = self.ctx.dialogs.choose(
                     self, "Import text",
-                    f"Is {path.name} one long text, or {len(rows)} separate lines?\n\nOne long text: one item, "
-                    "spoken in chunks of whole sentences with natural pauses and saved as one file.\nSeparate "
-                    "lines: each line becomes an item of its own, saved as a file of its own.",
-                    ["One long text", f"{len(rows)} separate lines"])
+                    f"Is {path.name} one long text, or {len(rows)} separate lines?\n\nSeparate lines: each line "
+                    "becomes an item of its own, saved as a file of its own.\nOne long text: one item, spoken in "
+                    "chunks of whole sentences with natural pauses and saved as one file.",
+                    [f"{len(rows)} separate lines", "One long text"])
                 if choice is None:
                     return False
-                if choice == 0:
-                    rows = [read_long_text(path)]
+                if choice == 1:
+                    rows = [read_long_text(path, encoding)]
         except ValueError as e:
             self.ctx.dialogs.error(self, "Cannot import", str(e))
             return False
         self.model.add(rows)
         return True
+
+    def _ask_encoding(self, path: Path, why: str) -> str | None:
+        """A file that is not UTF-8: its first lines as Windows-1252 (Latin-1 and the Windows additions, what
+        such files mostly are) and, where it differs, the system's own 8-bit encoding; the user picks one, or
+        Cancel. None: cancelled."""
+        offered = [("Western European (Windows-1252, Latin-1)", "cp1252")]
+        system = locale.getpreferredencoding(False)
+        if codecs.lookup(system).name not in ("utf-8", "cp1252", "latin-1", "iso8859-1", "ascii"):
+            offered.append((f"the system's encoding ({system})", system))
+        shown = "\n\n".join(f"As {label}:\n{preview(path, encoding)}" for label, encoding in offered)
+        choice = self.ctx.dialogs.choose(
+            self, "Not UTF-8", f"{why}.\n\nIt can be read as an older encoding; check that the letters look right:"
+            f"\n\n{shown}", [f"Read as {label.split(' (')[0]}" if len(offered) > 1 else "Read it so"
+                                for label, _encoding in offered])
+        return None if choice is None else offered[choice][1]
 
     def move_selected(self, delta: int) -> None:
         rows = self._selected_rows()

@@ -112,7 +112,7 @@ def test_import_paste_reorder_remove(qtbot, make_window, dialogs, tmp_path):
     csv = tmp_path / "lines.csv"
     csv.write_text("language,text,voice\nenglish,\"Four, with a comma.\",Test voice\nfrench,Cinq.,\n",
                    encoding="utf-8")
-    dialogs.answer = False  # "is lines.txt one long text?" no: each line is an item
+    dialogs.answer = True  # "lines.txt: separate lines or one long text?" the default: each line is an item
     assert panel.import_path(txt) and panel.import_path(csv)
     assert len(dialogs.questions) == 1 and "lines.txt one long text" in dialogs.questions[0][1]
     texts = [ln.text for ln in panel.model.lines]

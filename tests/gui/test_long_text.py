@@ -188,7 +188,7 @@ def test_batch_imports_a_txt_as_one_long_text(qtbot, make_window, settings, dial
     assert panel.import_path(one_line) and dialogs.questions == []  # nothing to ask
     chapter = tmp_path / "chapter.txt"
     chapter.write_text(CHAPTER.replace(". ", ".\n", 2) + "\n", encoding="utf-8")  # hard-wrapped lines
-    dialogs.answer = True
+    dialogs.choice = 1  # "One long text"
     assert panel.import_path(chapter)
     assert "Is chapter.txt one long text, or 4 separate lines?" in dialogs.questions[0][1]
     assert [ln.text for ln in panel.model.lines] == ["Just one line.", CHAPTER.replace(". ", ".\n", 2)]

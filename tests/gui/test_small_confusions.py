@@ -88,10 +88,10 @@ def test_importing_a_text_asks_with_buttons_that_name_the_choices(make_window, d
     dialogs.choice = None  # Cancel: nothing imported
     assert not panel.import_path(path) and panel.model.rowCount() == 0
     title, text, choices = dialogs.questions[-1]
-    assert choices == ["One long text", "3 separate lines"] and "one long text, or 3 separate lines" in text
-    dialogs.choice = 1
-    assert panel.import_path(path) and panel.model.rowCount() == 3
+    assert choices == ["3 separate lines", "One long text"] and "one long text, or 3 separate lines" in text
     dialogs.choice = 0
+    assert panel.import_path(path) and panel.model.rowCount() == 3
+    dialogs.choice = 1
     assert panel.import_path(path) and panel.model.rowCount() == 4
     assert panel.model.lines[-1].text == "First sentence.\nSecond sentence.\nThird sentence."
 

@@ -1,5 +1,6 @@
 """The batch's imports read text files as the command line does (the engine's one reader): UTF-8, UTF-8 with a
-byte-order mark and UTF-16 with one; anything else is refused with a message that says to save it as UTF-8."""
+byte-order mark and UTF-16 with one; anything else is refused with a message that says to save it as UTF-8 (a
+Latin-1 file is first offered to be read as such: tests/gui/test_text_import_choices.py; refused here)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def test_marked_utf8_and_utf16_files_are_imported(make_window, dialogs, tmp_path
     for suffix in (".txt", ".csv"):
         path = tmp_path / f"lines{suffix}"
         path.write_bytes(data)
-        dialogs.answer = False  # a .txt of two lines: each line an item of its own
+        dialogs.answer = True  # a .txt of two lines: each line an item of its own (the default answer)
         assert panel.import_path(path), dialogs.errors
     assert [ln.text for ln in panel.model.lines] == ["Grüße.", "Zoë sagt «hallo»."] * 2  # no BOM left in a text
 
@@ -31,7 +32,9 @@ def test_other_encodings_are_refused_saying_save_it_as_utf8(make_window, dialogs
     panel = make_window().batch
     path = tmp_path / "lines.txt"
     path.write_bytes(data)
+    dialogs.choice = None  # a Latin-1 file is offered to be read as such: declined
     assert not panel.import_path(path)
-    title, text = dialogs.errors[-1]
-    assert title == "Cannot import" and "lines.txt" in text and "save it as UTF-8" in text and "byte" not in text
-    assert panel.model.rowCount() == 0
+    # a Latin-1 file: the offer says what is wrong (and what to do) before it offers to read it anyway
+    title, text = dialogs.questions[-1][:2] if dialogs.questions else dialogs.errors[-1]
+    assert title in ("Cannot import", "Not UTF-8") and "lines.txt" in text and "save it as UTF-8" in text
+    assert "byte" not in text and panel.model.rowCount() == 0
