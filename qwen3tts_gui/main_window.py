@@ -186,6 +186,7 @@ class MainWindow(QMainWindow):
         lost = unusable_folders(folders)
         self.history.unusable = folder_problem(self.history.store.folder)
         if lost:
+            log.warning("some of the user's work will not be kept: %s", " ".join(lost))
             self.ctx.notices.insert(0, ("Some of your work will not be kept", "\n".join(lost) + (
                 "\n\nMove or rename what is named, then start the app again.")))
 

@@ -74,3 +74,32 @@ def test_usable_folders_say_nothing(qtbot, make_window, dialogs):
     _generate(qtbot, window, "A take kept as usual.")
     assert dialogs.notices == [] and dialogs.errors == []
     assert (takes_dir() / "000001").is_dir()
+
+
+def test_the_app_started_on_a_config_folder_that_is_a_file_says_so(private_dirs):
+    """The real start (python -m qwen3tts_gui, Qt's own settings file): the window opens and names the file."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from qwen3tts_gui.data.paths import log_file
+
+    root = Path(__file__).resolve().parents[2]
+    config = private_dirs / "config"
+    config.write_text("not a folder")
+    app = subprocess.Popen([sys.executable, "-m", "qwen3tts_gui"], cwd=root, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True,
+                           env=dict(os.environ, PYTHONPATH=str(root), QT_QPA_PLATFORM="offscreen"))
+    try:
+        end = time.monotonic() + 180
+        while app.poll() is None and time.monotonic() < end and not (
+                log_file().exists() and "started; log file" in log_file().read_text(encoding="utf-8")):
+            time.sleep(0.05)
+        assert app.poll() is None, app.communicate()[1][-2000:]  # it starts
+    finally:
+        app.terminate()
+        app.wait(60)
+    assert f"Settings are not kept: {config} is a file, not a folder." in log_file().read_text(encoding="utf-8")
+    assert config.read_text() == "not a folder"
