@@ -57,9 +57,15 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     VOICE_SUFFIX               the file name ending of a voice file
     AudioFileWriter            an audio file written chunk by chunk (long texts), atomically
     load_npy_file(path, max_bytes)   a user's .npy file read with the same checks as load_npy_bytes
+    speech recognition (Whisper on ncnn, engine/recognition/): Transcriber(bundle, threads) loads a Whisper bundle;
+        .transcribe(audio, language=None, progress, cancel) -> Transcript (text, language, language_detected,
+        token_ids, prompt_ids, seconds, complete, TranscriptTimings); transcribe_file(bundle, audio, language) for
+        one recording; is_whisper_bundle(path); is_whisper_checkpoint(path) (convert_checkpoint makes such a
+        checkpoint a Whisper bundle); WHISPER_LANGUAGES (code -> name); LanguageError for a language the
+        model does not know; recordings of up to 30 s
     engine.store               the model store (catalogue, downloads, installed models): a package with its own API
-    EngineError and its subclasses AudioError, BundleError, Cancelled, CodesError, ConvertError, TextError,
-    VoiceError: bad input, each with a one-line message; as_sentence(text) shows any message in the house voice
+    EngineError and its subclasses AudioError, BundleError, Cancelled, CodesError, ConvertError, LanguageError,
+    TextError (NotUtf8Error: a text file in an 8-bit code page), VoiceError: bad input, each with a one-line message; as_sentence(text) shows any message in the house voice
     (capital letter, full stop).
 decode_codes, the audio file functions, convert_checkpoint and the demo functions load their modules on first
 use, so `import engine` stays quick.
@@ -88,6 +94,7 @@ from .errors import (  # noqa: E402
     CodesError,
     ConvertError,
     EngineError,
+    LanguageError,
     NotUtf8Error,
     TextError,
     VoiceError,
@@ -166,6 +173,13 @@ _LAZY = {
     "AudioFileWriter": "io.audio_writer",
     "measure_read_bandwidth": "runtime.bandwidth",
     "floor_and_share": "runtime.bandwidth",
+    "Transcriber": "recognition.transcriber",
+    "Transcript": "recognition.transcriber",
+    "TranscriptTimings": "recognition.transcriber",
+    "transcribe_file": "recognition.transcriber",
+    "is_whisper_bundle": "recognition.transcriber",
+    "is_whisper_checkpoint": "convert.whisper",
+    "WHISPER_LANGUAGES": "recognition.languages",
 }
 
 
@@ -290,5 +304,13 @@ __all__ = [
     "VOICE_SUFFIX",
     "AudioFileWriter",
     "load_npy_file",
+    "LanguageError",
+    "Transcriber",
+    "Transcript",
+    "TranscriptTimings",
+    "transcribe_file",
+    "is_whisper_bundle",
+    "is_whisper_checkpoint",
+    "WHISPER_LANGUAGES",
 ]
 __version__ = "0.1.0"

@@ -33,6 +33,10 @@ class CodesError(EngineError):
     """Codec ids that the decoder cannot take (wrong shape, not integers, out of range)."""
 
 
+class LanguageError(EngineError):
+    """A language the model does not know (speech recognition: a code Whisper has no token for)."""
+
+
 class Cancelled(EngineError):
     """The caller cancelled a long operation."""
 

@@ -2,7 +2,7 @@
 and the dispatch.
 
 User errors print one line to stderr and exit 2; no traceback. Each subcommand lives in its own cmd_* function,
-in the module of its group: synth.py, batch.py, models.py, tools.py, bench.py."""
+in the module of its group: synth.py, batch.py, models.py, tools.py, bench.py, transcribe.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 
 from engine import EngineError, as_sentence, usable_cpus
 
-from . import batch, bench, models, serve, synth, tools
+from . import batch, bench, models, serve, synth, tools, transcribe
 from .models import resolve_model_option
 
 EXIT_USAGE = 2
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     tools.add_text_and_voice_parsers(sub)
     models.add_parser(sub)
     serve.add_parser(sub)
+    transcribe.add_parser(sub)
     return p
 
 

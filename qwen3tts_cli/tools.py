@@ -32,8 +32,10 @@ from .common import (
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from engine import convert_checkpoint
+    from engine import convert_checkpoint, is_whisper_checkpoint
 
+    if args.precision is None:
+        args.precision = "fp32" if is_whisper_checkpoint(args.src) else DEFAULT_PRECISION
     bar = ProgressBar("convert")
     t0 = time.monotonic()
     out = convert_checkpoint(args.src, args.dest, precision=args.precision, progress=bar.update,
@@ -167,10 +169,11 @@ def add_convert_parser(sub) -> None:
     c = sub.add_parser("convert", help="convert a Hugging Face checkpoint folder into a model bundle")
     c.add_argument("src", type=Path, help="checkpoint folder (config.json, model.safetensors, speech_tokenizer/)")
     c.add_argument("dest", type=Path, help="bundle folder to create")
-    c.add_argument("--precision", choices=OFFERED_PRECISIONS, default=DEFAULT_PRECISION,
+    c.add_argument("--precision", choices=OFFERED_PRECISIONS, default=None,
                    help="q8 (default): 8-bit talker weights with outlier smoothing, smallest and fastest, output "
                         "very close to the exact one; fp16: the exact output from bf16 checkpoints in less disk; "
-                        "fp32: exact (docs/performance.md: 8-bit accuracy)")
+                        "fp32: exact (docs/performance.md: 8-bit accuracy). A Whisper checkpoint (recognised by its "
+                        "config) converts to fp32 (default, weights kept fp16 where that is exact) or fp16")
     c.add_argument("--force", action="store_true", help="replace an existing bundle at DEST")
     c.set_defaults(func=cmd_convert)
 

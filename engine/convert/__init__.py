@@ -1,6 +1,7 @@
 """Hugging Face Qwen3-TTS checkpoint -> ncnn bundle, numpy only.
 
-Each network has its own converter module with `convert(ckpt, writer, options)`; PARTS lists them in order
+A Whisper checkpoint (speech recognition, config.json model_type "whisper") goes to whisper.py whole and makes a
+bundle of its own kind. Each Qwen3-TTS network has its own converter module with `convert(ckpt, writer, options)`; PARTS lists them in order
 (codec_decoder_layers holds the speech decoder's layer builders).
 A part writes its graphs/tables through the BundleWriter and records its metadata with writer.set_part().
 """
@@ -18,6 +19,7 @@ from ..errors import Cancelled, ConvertError
 from ..io.fileio import os_reason
 from ..runtime.bundle import PRECISIONS
 from ..runtime.bundle_writer import BundleWriter, check_writable
+from . import whisper
 from .checkpoint import Checkpoint
 from .q8_check import CheckOutcome, check_folder, check_q8, move_talker_part
 
@@ -81,6 +83,10 @@ def convert_checkpoint(
         unknown = [p for p in parts if p not in known]
         if unknown:
             raise ConvertError(f"unknown part(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    if whisper.is_whisper_checkpoint(src):
+        if parts is not None:
+            raise ConvertError("a Whisper checkpoint converts whole; leave out the list of parts")
+        return _convert_whisper(Path(src), Path(dest), options, overwrite)
     ckpt = Checkpoint.open(src)
     # every part's module is imported, never skipped: a build missing one must fail, not write half a bundle
     chosen = [(mod, label) for mod, label in PARTS if parts is None or mod in parts]
@@ -137,6 +143,18 @@ def _write(ckpt: Checkpoint, src: Path, dest: str | Path, precision: str, option
             writer.manifest["q8_check"] = checked.record.to_json()
         options.report(1.0, "writing manifest")
         return writer.finish()
+
+
+def _convert_whisper(src: Path, dest: Path, options: ConvertOptions, overwrite: bool) -> Path:
+    """A Whisper checkpoint (config.json model_type "whisper") -> a speech-recognition bundle (whisper.py)."""
+    try:
+        if (src / "model.safetensors").is_file():
+            check_free_space(dest, (src / "model.safetensors").stat().st_size * 3 + SPACE_MARGIN)
+        with BundleWriter(dest, overwrite=overwrite, protect=[src]) as writer:
+            whisper.convert(src, writer, options)
+            return writer.finish()
+    except OSError as e:
+        raise ConvertError(f"cannot write the bundle {dest}: {os_reason(e)}; nothing was left behind") from None
 
 
 def estimated_bundle_bytes(ckpt: Checkpoint, precision: str) -> int:

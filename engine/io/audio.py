@@ -137,16 +137,33 @@ def _check(y: np.ndarray, sr: int, what: str) -> None:
 
 def resample_to_24k(y: np.ndarray, sr: int) -> np.ndarray:
     """librosa.resample(y, orig_sr=sr, target_sr=24000, res_type='soxr_hq') (fix=True, scale=False)."""
-    if sr == SAMPLE_RATE:
+    return resample(y, sr, SAMPLE_RATE)
+
+
+def resample(y: np.ndarray, sr: int, target: int) -> np.ndarray:
+    """librosa.resample(y, orig_sr=sr, target_sr=target, res_type='soxr_hq') (fix=True, scale=False)."""
+    if sr == target:
         return y
-    ratio = float(SAMPLE_RATE) / sr
+    ratio = float(target) / sr
     n_out = int(np.ceil(y.shape[-1] * ratio))
-    out = soxr.resample(np.ascontiguousarray(y), sr, SAMPLE_RATE, quality="soxr_hq")
+    out = soxr.resample(np.ascontiguousarray(y), sr, target, quality="soxr_hq")
     if out.shape[-1] > n_out:
         out = out[:n_out]
     elif out.shape[-1] < n_out:
         out = np.pad(out, (0, n_out - out.shape[-1]))
     return np.asarray(out, dtype=y.dtype)
+
+
+def read_mono(src: AudioSource) -> tuple[np.ndarray, int]:
+    """A file path or (samples, sample_rate) pair as float32 mono samples (librosa's channel mean) and its rate,
+    with the header and sample-rate checks of load_audio but none of a reference's length or loudness checks."""
+    if isinstance(src, tuple):
+        if len(src) != 2:
+            raise AudioError("audio must be a file path or a (samples, sample_rate) pair")
+        return _from_array(src[0], src[1])
+    if isinstance(src, (str, os.PathLike)):
+        return _load_file(Path(src))
+    raise AudioError(f"audio must be a file path or a (samples, sample_rate) pair, not {type(src).__name__}")
 
 
 def load_audio(src: AudioSource) -> np.ndarray:

@@ -147,6 +147,9 @@ class Bundle:
 
     def part(self, name: str) -> dict[str, Any]:
         """Per-network metadata written by the converter (blob names, sizes, ids)."""
+        if self.manifest.get("model") == "whisper" and name != "whisper":
+            raise BundleError(f"{self.path} is a speech-recognition (Whisper) model, not a text-to-speech model; "
+                              "choose a Qwen3-TTS model for this")
         try:
             info = self.manifest["parts"][name]
         except KeyError:

@@ -1,0 +1,76 @@
+"""`qwen3tts transcribe` and `qwen3tts convert` on a Whisper checkpoint, against the committed transformers outputs;
+bad input exits 2 with one line per problem."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qwen3tts_cli.main import main
+
+WHISPER = Path(__file__).resolve().parent / "fixtures" / "whisper"
+CLIP = WHISPER / "audio" / "de_8k_4s.wav"
+OTHER = WHISPER / "audio" / "fr_48k_stereo_5s.flac"
+
+
+def _reference(stem: str, case: str = "detect") -> dict:
+    with np.load(WHISPER / "outputs" / "tinywhisper80" / f"{stem}.npz") as d:
+        return {"ids": d[f"{case}_ids"].tolist(), "text": str(d[f"{case}_text"]).strip(),
+                "lang_id": int(d[f"{case}_lang_id"])}
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    dest = tmp_path_factory.mktemp("cli") / "whisper80"
+    assert main(["convert", str(WHISPER / "models" / "tinywhisper80"), str(dest)]) == 0
+    return dest
+
+
+def test_convert_takes_a_whisper_checkpoint_at_fp32_by_default(bundle):
+    manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["model"] == "whisper" and manifest["precision"] == "fp32"
+
+
+def test_transcribe_json_gives_the_reference_tokens_and_language(bundle, capsys):
+    assert main(["transcribe", "--model", str(bundle), str(CLIP), str(OTHER), "--json", "--threads", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2
+    for line, stem in zip(lines, ("de_8k_4s", "fr_48k_stereo_5s"), strict=True):
+        record = json.loads(line)
+        ref = _reference(stem)
+        assert record["token_ids"] == ref["ids"] and record["text"] == ref["text"]
+        assert record["language_detected"] is True and Path(record["file"]).stem == stem
+
+
+def test_transcribe_prints_the_text_and_says_the_language_on_stderr(bundle, capsys):
+    assert main(["transcribe", "--model", str(bundle), str(CLIP), "--language", "de"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == _reference("de_8k_4s", "given")["text"] + "\n"
+    assert "german (given)" in captured.err
+
+
+def test_an_unknown_language_is_one_line(bundle, capsys):
+    assert main(["transcribe", "--model", str(bundle), str(CLIP), "--language", "xx"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and "does not know the language 'xx'" in captured.err
+
+
+def test_one_bad_file_is_one_line_and_the_others_are_still_transcribed(bundle, tmp_path, capsys):
+    empty = tmp_path / "empty.wav"
+    empty.write_bytes(b"")
+    assert main(["transcribe", "--model", str(bundle), str(empty), str(CLIP)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == f"{CLIP}: {_reference('de_8k_4s')['text']}\n"
+    assert sum("empty.wav" in line for line in captured.err.splitlines()) == 1
+
+
+def test_a_tts_bundle_given_to_transcribe_is_one_line(capsys):
+    from tests.bundles import bundle_for
+
+    tts = bundle_for("tiny06b", "fp32", parts=["text"])
+    assert main(["transcribe", "--model", str(tts), str(CLIP)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a speech-recognition (Whisper) model" in err
