@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import BundleError
 from ..io.fileio import read_own_file, write_own_file
+from .bundle_shapes import check_layer_shapes
 from .cache_folder import cache_dir
 from .device import CPU, Device, configure_gpu_net, gpu_load
 
@@ -112,7 +113,12 @@ class Bundle:
                 raise BundleError(
                     f"model bundle {path} is damaged: {rel} has {size} bytes, expected {info['size']}"
                 )
+        precision = manifest.get("precision", "fp32")
+        if precision not in PRECISIONS:
+            raise BundleError(f"The manifest of {path} is damaged: its precision {str(precision)[:20]!r} is not one "
+                              f"of {', '.join(PRECISIONS)}; convert the checkpoint again.")
         bundle.verify_checksums(cached=True)
+        check_layer_shapes(bundle)  # whatever the manifest lists: its file list may leave a .param out
         return bundle
 
     def verify_checksums(self, cached: bool = False) -> None:
