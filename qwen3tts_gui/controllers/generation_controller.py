@@ -114,7 +114,9 @@ class GenerationController(QObject):
                     self.design_panel.description.setFocus()
                     return False
             else:
-                voice = self.voice_panel.load_selected()
+                # a voice made again for this model first: the generation then goes on by itself (no second press)
+                again = (text, None, voice_name, language, settings, None, design)
+                voice = self.voice_panel.load_selected(then=lambda: self.generate(*again))
                 voice_name = self.voice_panel.selected_name()
                 if voice is None:
                     return False

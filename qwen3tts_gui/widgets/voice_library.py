@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -109,8 +110,10 @@ class VoiceLibraryView(QWidget):
     def _entries(self) -> list[VoiceEntry]:
         return [self.list.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.list.count())]
 
-    def load_selected(self) -> Voice | None:
-        """The selected voice, checked against the loaded model; shows a message and returns None if unusable."""
+    def load_selected(self, then: Callable[[], object] | None = None) -> Voice | None:
+        """The selected voice, checked against the loaded model; shows a message and returns None if unusable.
+        A voice from another model is offered to be made again from its reference; `then` runs once it has
+        been (Generate goes on by itself)."""
         entry = self.selected_entry()
         if entry is None:
             self.ctx.dialogs.error(self, "No voice", "Create a voice first: record one or open an audio file.")
@@ -122,7 +125,7 @@ class VoiceLibraryView(QWidget):
             return None
         synth = self.ctx.synth
         if synth is not None and voice.model_id != synth.model_id:
-            self._offer_recreate(entry, voice)
+            self._offer_recreate(entry, voice, then)
             return None
         return voice
 
@@ -138,7 +141,7 @@ class VoiceLibraryView(QWidget):
             raise VoiceError(f"there is no voice called “{name}”" if name else "no voice is selected")
         return entry
 
-    def _offer_recreate(self, entry: VoiceEntry, voice: Voice) -> None:
+    def _offer_recreate(self, entry: VoiceEntry, voice: Voice, then: Callable[[], object] | None = None) -> None:
         """A voice from another model cannot be used as is, but its saved reference can make it again."""
         ref_audio = voice.ref_audio
         if ref_audio is None or len(ref_audio) == 0:
@@ -147,10 +150,11 @@ class VoiceLibraryView(QWidget):
                                    "to make it again; create a new voice from a recording.")
             return
         designed = is_designed(voice)
-        question = (f"“{entry.name}” is a designed voice. Clone it with this model from its recording? "
-                    "(Then press Generate again.)" if designed else
+        goes_on = " (Then it speaks.)" if then is not None else ""
+        question = (f"“{entry.name}” is a designed voice. Clone it with this model from its recording?{goes_on}"
+                    if designed else
                     f"“{entry.name}” was made with a different model. Make it again for this model from its saved "
-                    "reference recording? (Then press Generate again.)")
+                    f"reference recording?{goes_on}")
         if not self.ctx.dialogs.question(
             self, "Designed voice" if designed else "Voice from another model", question,
         ) or not self.ctx.can_start(self):
@@ -160,18 +164,20 @@ class VoiceLibraryView(QWidget):
         worker = CallWorker(lambda: synth.create_voice((ref_audio, SAMPLE_RATE), ref_text=voice.ref_text,
                                                        name=voice.name or entry.name, language=voice.language),
                             "making the voice again", self)
-        worker.done.connect(lambda new: self._voice_recreated(entry.path, new))
+        worker.done.connect(lambda new: self._voice_recreated(entry.path, new, then))
         worker.failed.connect(lambda message: self.ctx.dialogs.error(self, "Cannot create the voice", message))
         if self.ctx.start_job(worker, self):
             self.details.setText(f"Making “{entry.name}” again for this model…")
 
-    def _voice_recreated(self, path: Path, voice: Voice) -> None:
+    def _voice_recreated(self, path: Path, voice: Voice, then: Callable[[], object] | None = None) -> None:
         try:
             voice.save(path, own_file=True)  # same file, same name: it simply works with the new model now
         except (VoiceError, OSError) as e:  # Voice.save reports a full disk as VoiceError
             self.ctx.dialogs.error(self, "Cannot save the voice", user_message(e, "saving the voice"))
             return
         self.refresh(select=path)
+        if then is not None:
+            self.ctx.when_idle(then)  # once the job that made it has ended
 
     def _selection_changed(self) -> None:
         entry = self.selected_entry()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Signal
@@ -48,8 +49,8 @@ class VoicePanel(QWidget):
     def selected_name(self) -> str:
         return self.library.selected_name()
 
-    def load_selected(self) -> Voice | None:
-        return self.library.load_selected()
+    def load_selected(self, then: Callable[[], object] | None = None) -> Voice | None:
+        return self.library.load_selected(then)
 
     def voice_names(self) -> list[str]:
         return self.library.voice_names()

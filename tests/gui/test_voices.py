@@ -168,14 +168,14 @@ def test_voice_from_another_model_is_made_again(qtbot, make_window, dialogs, fak
     assert not window.generate()
     assert dialogs.questions[-1][0] == "Voice from another model"
     dialogs.answer = True
-    assert not window.generate()  # makes the voice again first
-    qtbot.waitUntil(lambda: window.ctx.busy is None, timeout=5000)
+    assert not window.generate()  # makes the voice again first, then speaks: no second press of Generate
+    assert "Then it speaks" in dialogs.questions[-1][1]
+    qtbot.waitUntil(lambda: window.output.current is not None and window.ctx.job is None, timeout=10000)
     remade = Voice.load(path)
     assert remade.model_id == fake_synth.model_id and remade.name == "Foreign" and remade.ref_text == "Hi there."
     assert panel.selected_entry().path == path
-    assert window.generate()
-    qtbot.waitUntil(lambda: window.synth_worker is None, timeout=10000)
-    assert window.output.current is not None
+    take = window.output.current
+    assert take.text == "Hello" and take.voice_name == "Foreign" and len(fake_synth.calls) == 1
 
 
 class _Drop:
