@@ -216,6 +216,7 @@ sys.meta_path.insert(0, Watch())
 import engine
 import ncnn
 print(seen.get("ncnn"), engine.runtime.cpu.spin_setting().source)
+assert engine.openmp_settings().endswith("(this CPU's tuning)") == (engine.runtime.cpu.spin_setting().source == "tuned")
 """
 
 

@@ -90,7 +90,8 @@ def _ncnn_version() -> str:
 def openmp_settings() -> str:
     """The OpenMP environment in effect, for benchmark headers."""
     keys = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS")
-    return " ".join(f"{k}={os.environ[k]}" for k in keys if k in os.environ) or "libgomp defaults"
+    text = " ".join(f"{k}={os.environ[k]}" for k in keys if k in os.environ) or "libgomp defaults"
+    return text + (" (this CPU's tuning)" if _spin.source == "tuned" else "")
 
 
 def usable_cpus() -> int:
