@@ -14,7 +14,7 @@ from .common import ProgressBar
 def cmd_models_list(args: argparse.Namespace) -> int:
     """Installed models, one line each starting with the name, on stdout; with --available the catalogue follows
     on stdout too (it is what was asked for); notes and unfinished downloads go to stderr."""
-    from engine.store import CATALOGUE, ModelStore, format_bytes, pending_downloads
+    from engine.store import CATALOGUE, WHISPER_CATALOGUE, ModelStore, format_bytes, pending_downloads
 
     store = ModelStore()
     installed = store.installed()
@@ -31,7 +31,7 @@ def cmd_models_list(args: argparse.Namespace) -> int:
               f"run 'qwen3tts models download {p.repo_id} --name {p.name}' to resume)", file=info)
     if args.available:
         have = {m.repo_id for m in installed}
-        for e in CATALOGUE:
+        for e in CATALOGUE + WHISPER_CATALOGUE:
             mark = "installed" if e.repo_id in have else "available"
             sizes = ", ".join(f"{p} {format_bytes(b)}" for p, b in e.bundle_bytes.items())
             print(f"{e.name}  {mark}  download {format_bytes(e.download_bytes)}  on disk {sizes}  "

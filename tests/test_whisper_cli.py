@@ -74,3 +74,30 @@ def test_a_tts_bundle_given_to_transcribe_is_one_line(capsys):
     assert main(["transcribe", "--model", str(tts), str(CLIP)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a speech-recognition (Whisper) model" in err
+
+
+def test_models_download_installs_a_whisper_model_and_transcribe_finds_it_by_name(tmp_path, monkeypatch, capsys):
+    """The store's own download path (tests/hub_server.py on 127.0.0.1): only the files the converter reads are
+    fetched (not other frameworks' weights), 8-bit becomes fp16, and the installed name works with --model."""
+    from engine.store import WHISPER_CATALOGUE, ModelStore, find_entry
+    from tests.hub_server import HubServer, Repo, isolate_store
+
+    isolate_store(tmp_path, monkeypatch, 64 * 1024)
+    repo = Repo.from_folder(WHISPER / "models" / "tinywhisper80")
+    repo.files["flax_model.msgpack.safetensors"] = b"\0" * 1000  # same weights for another framework: skipped
+    repo.files["README.md"] = b"# not fetched\n"
+    entry = find_entry("whisper-base")
+    assert entry is not None and entry in WHISPER_CATALOGUE and entry.repo_id == "openai/whisper-base"
+    with HubServer({entry.repo_id: repo}) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        assert main(["models", "download", "whisper-base"]) == 0
+        assert not hub.file_requests("flax_model.msgpack.safetensors") and not hub.file_requests("README.md")
+    capsys.readouterr()
+    model = ModelStore().get("whisper-base")
+    assert model is not None and model.precision == "fp16"
+    assert main(["transcribe", "--model", "whisper-base", str(CLIP), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["token_ids"] == _reference("de_8k_4s")["ids"]
+    assert main(["models", "list", "--available"]) == 0
+    listed = capsys.readouterr().out
+    for e in WHISPER_CATALOGUE:
+        assert e.name in listed and e.trade_off in listed

@@ -1,4 +1,4 @@
-"""The Qwen3-TTS-12Hz family: what each model is, what it can do, how much it downloads and takes on disk.
+"""The Qwen3-TTS-12Hz family, and the Whisper models that write down a reference's words: what each model is, what it can do, how much it downloads and takes on disk.
 
 Sizes come from tools/model_sizes.py (its docstring says how): download sizes are computed from the official
 checkpoints' tensor lists (exact to within a few kilobytes of tokenizer files); converted sizes are measured
@@ -38,15 +38,22 @@ _ABILITIES = {
 class CatalogueEntry:
     name: str  # the installed name it gets by default, e.g. "Qwen3-TTS-12Hz-0.6B-Base"
     repo_id: str
-    size: str  # "0.6B" / "1.7B"
-    kind: str  # "Base" / "CustomVoice" / "VoiceDesign"
+    size: str  # "0.6B" / "1.7B"; Whisper: "tiny" ... "large-v3-turbo"
+    kind: str  # "Base" / "CustomVoice" / "VoiceDesign"; "Whisper" (speech recognition)
     download_bytes: int
     bundle_bytes: dict[str, int]  # precision -> converted size on disk
+    trade_off: str = ""  # Whisper: one line on what this size gives and costs
 
     @property
     def abilities(self) -> str:
+        if self.kind == WHISPER:
+            return f"writes down what a reference says ({self.trade_off})"
         extra = " and follows instructions on how to speak" if self.kind == "CustomVoice" and self.size == "1.7B" else ""
         return _ABILITIES[self.kind] + extra
+
+    @property
+    def recognises_speech(self) -> bool:
+        return self.kind == WHISPER
 
     def bundle_size(self, precision: str) -> int | None:
         return self.bundle_bytes.get(precision)
@@ -67,10 +74,43 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
 )
 
 
+WHISPER = "Whisper"
+# Speech recognition (fills in a reference's transcript): OpenAI's multilingual Whisper models as converted by
+# engine/convert/whisper.py. Sizes from each model's parameter count (transformers' WhisperForConditionalGeneration
+# built on the meta device from the configs' shapes: d_model, layers, heads, mel bins, vocabulary), 4 bytes per value
+# for the fp32 checkpoints (tiny ... medium) and 2 for the fp16 ones (large-v3, large-v3-turbo), plus about 3 MB of
+# tokenizer and config files. A bundle holds the weights (fp16 bundles: 2 bytes each; fp32 bundles: as the checkpoint
+# has them) plus the token and position tables in fp32 (the decoder reads its input rows from them).
+# name: (parameters, token table values, position table values, checkpoint bytes per value, trade-off)
+_WHISPER: dict[str, tuple[int, int, int, int, str]] = {
+    "tiny": (37_760_640, 51865 * 384, 448 * 384, 4, "smallest and fastest; often wrong on names and accents"),
+    "base": (72_593_920, 51865 * 512, 448 * 512, 4, "quick, good on clear speech: the usual choice"),
+    "small": (241_734_912, 51865 * 768, 448 * 768, 4, "better with accents and noise, several times slower"),
+    "medium": (763_857_920, 51865 * 1024, 448 * 1024, 4, "close to large on most speech; slow on a CPU"),
+    "large-v3": (1_543_490_560, 51866 * 1280, 448 * 1280, 2, "the most accurate; the slowest and largest"),
+    "large-v3-turbo": (808_878_080, 51866 * 1280, 448 * 1280, 2,
+                       "nearly large-v3's accuracy, much faster (4 decoder layers)"),
+}
+_WHISPER_FILES = 3_000_000
+
+
+def _whisper_entry(size: str) -> CatalogueEntry:
+    params, tokens, positions, stored, trade_off = _WHISPER[size]
+    tables = (tokens + positions) * 4
+    bundles = {"fp32": params * stored + tables + _WHISPER_FILES, "fp16": params * 2 + tables + _WHISPER_FILES}
+    return CatalogueEntry(f"whisper-{size}", f"openai/whisper-{size}", size, WHISPER,
+                          params * stored + _WHISPER_FILES, bundles, trade_off)
+
+
+WHISPER_CATALOGUE: tuple[CatalogueEntry, ...] = tuple(_whisper_entry(size) for size in _WHISPER)
+WHISPER_PRECISION = "fp16"  # what a Whisper download converts to: q8 is not offered for it (engine/convert/whisper.py)
+
+
 def find_entry(name_or_repo: str) -> CatalogueEntry | None:
-    """A catalogue entry by repository id, installed name, or short name ("0.6B-Base"), any letter case."""
+    """A catalogue entry (Qwen3-TTS or Whisper) by repository id, installed name, or short name ("0.6B-Base",
+    "whisper-base"), any letter case."""
     key = name_or_repo.strip().lower()
-    for e in CATALOGUE:
+    for e in CATALOGUE + WHISPER_CATALOGUE:
         if key in (e.repo_id.lower(), e.name.lower(), f"{e.size}-{e.kind}".lower()):
             return e
     return None

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..io.fileio import read_own_file, write_own_file
-from .catalogue import CATALOGUE, DEFAULT_PRECISION, find_entry
+from .catalogue import CATALOGUE, DEFAULT_PRECISION, WHISPER_CATALOGUE, WHISPER_PRECISION, find_entry
 from .hub import (
     DownloadProgress,
     HubError,
@@ -65,11 +65,32 @@ def estimated_bundle_bytes(repo: RemoteRepo, precision: str, repo_id: str) -> in
     """Converted size: the catalogue's figure, else the download size times the 0.6B-Base ratio."""
     entry = find_entry(repo_id)
     size = entry.bundle_size(precision) if entry is not None else None
+    if entry is not None and entry.recognises_speech:
+        size = entry.bundle_size(precision) or entry.bundle_size(WHISPER_PRECISION)
     if size is not None:
         return int(size)
     ref = CATALOGUE[0]
     ratio = ref.bundle_bytes.get(precision, max(ref.bundle_bytes.values())) / ref.download_bytes
     return int(repo.size * ratio)
+
+
+def is_whisper_listing(paths: set[str]) -> bool:
+    """A repository laid out as a Whisper checkpoint (a feature extractor's config, no speech tokenizer)."""
+    return "preprocessor_config.json" in paths and not any(p.startswith("speech_tokenizer/") for p in paths)
+
+
+def whisper_download(repo: RemoteRepo, precision: str) -> tuple[RemoteRepo, str]:
+    """Only the files the converter reads (Whisper repositories also hold the same weights for other frameworks
+    and in other precisions), and the precision it converts to (8-bit is not offered for Whisper: fp16)."""
+    from ..convert.whisper import PRECISIONS, REQUIRED_FILES, TOKENIZER_FILES
+
+    have = {f.path for f in repo.files}
+    missing = [f for f in REQUIRED_FILES if f not in have]
+    if missing:
+        raise HubError(f"{repo.repo_id} is not a complete Whisper checkpoint: it has no {', '.join(missing)}.")
+    wanted = (set(REQUIRED_FILES) | set(TOKENIZER_FILES)) - {"tokenizer.json"}  # vocab.json is what is read
+    files = tuple(f for f in repo.files if f.path in wanted)
+    return RemoteRepo(repo.repo_id, repo.revision, files), precision if precision in PRECISIONS else WHISPER_PRECISION
 
 
 def repo_for(source: str) -> str:
@@ -78,7 +99,7 @@ def repo_for(source: str) -> str:
     if entry is not None:
         return entry.repo_id
     if "/" not in source:
-        names = ", ".join(e.name for e in CATALOGUE)
+        names = ", ".join(e.name for e in CATALOGUE + WHISPER_CATALOGUE)
         raise StoreError(f"{source!r} is neither a repository id (OWNER/NAME) nor a catalogue model ({names}).")
     return source
 
@@ -164,9 +185,13 @@ def _install(store: ModelStore, repo_id: str, name: str, precision: str, endpoin
     report(0.0, f"asking {redact(endpoint)} for {repo_id}")
     repo = run_cancellable(lambda: repo_listing(repo_id, endpoint=endpoint, token=token), cancel)
     have = {f.path for f in repo.files}
-    missing = [f for f in REQUIRED_FILES if f not in have]
-    if missing:
-        raise HubError(f"{repo_id} is not a Qwen3-TTS 12 Hz checkpoint: it has no {', '.join(missing)}.")
+    if is_whisper_listing(have):
+        repo, precision = whisper_download(repo, precision)
+        report(0.0, f"{repo_id} is a Whisper (speech recognition) model: converting it to {precision}")
+    else:
+        missing = [f for f in REQUIRED_FILES if f not in have]
+        if missing:
+            raise HubError(f"{repo_id} is not a Qwen3-TTS 12 Hz checkpoint: it has no {', '.join(missing)}.")
 
     raw = store.downloads_dir() / name
     _claim_download_folder(raw, repo, name, precision)
