@@ -21,9 +21,9 @@ from engine import (
     ChunkAudio,
     GenerationSettings,
     LongTextOptions,
+    SynthesisRequest,
     Synthesizer,
     Voice,
-    synthesize_long,
 )
 
 SENTENCES = [
@@ -39,7 +39,7 @@ def run(synth: Synthesizer, text: str, voice: Voice, batch_size: int, frames: in
     settings = GenerationSettings(seed=1, max_frames=frames)
     t0 = time.perf_counter()
     first, pieces = None, []
-    for ev in synthesize_long(synth, text, voice, "english", settings, options):
+    for ev in synth.speak(SynthesisRequest(text, voice, "english", settings, options=options)):
         if isinstance(ev, ChunkAudio):
             first = first if first is not None else time.perf_counter() - t0
             pieces.append(ev.samples)

@@ -4,7 +4,7 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     Synthesizer                the one door: voices, synthesis, decoding
     SynthesizerContract, BatchEvents, VoiceChoice, AudioSource   what a caller may use of a Synthesizer, stated
         once as a Protocol (engine/synthesis/contract.py); the app's test fake implements it too
-    run_synthesis(events, on_frame, on_audio, check_cancel)   the one loop consuming synthesis events
+    run_synthesis(events, on_frame, on_audio, check_cancel)   the loop over one synthesize()'s events
     SynthesisJob, JobEvent, BatchRun   several syntheses sharing each model step (Synthesizer.synthesize_many)
     DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE   its default and largest batch size; check_batch_size(n)   the one check
     check_batch_request(settings, n)   what synthesize_many asks of its settings and batch size
@@ -15,11 +15,14 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     designed_voice, is_designed   a VoiceDesign voice saved for reuse, and how to recognise one
     ModelKind, Speaker         what kind of model a bundle holds (Base, CustomVoice, VoiceDesign) and its speakers
     SAMPLE_RATE, SAMPLES_PER_FRAME, FRAME_RATE   24000 Hz output, 1920 samples per 80 ms frame, 12.5 frames/s
-    long texts: synthesize_long, split_for_synthesis, LongTextOptions, JoinSettings, GuardSettings and its events
-        ChunkStarted, ChunkFrame, ChunkRetry, ChunkAudio, ChunkSkipped, LongResult (engine/longform/runner.py),
+    SynthesisRequest(text, voice, language, settings, instruct, options)   what a caller asks: the unit every
+        caller builds and Synthesizer.speak(request) takes (engine/longform/request.py); speak(synth, request)
+        the same over any SynthesizerContract (the app's test fake); LongTextOptions, JoinSettings, GuardSettings
+        how a text is split, joined and guarded; Speech and its events ChunkStarted, ChunkFrame, ChunkStream,
+        ChunkRetry, ChunkAudio, ChunkSkipped, LongResult (engine/longform/runner.py)
         ChunkProgress   which chunk progress shows while chunks run side by side
         RecordingLength   how long the recording will be (every chunk's estimate + pauses, refined as they finish)
-        run_long_synthesis(events, on_frame, on_audio, ...)   the one loop consuming them (engine/longform/consuming.py)
+        run_speech(speech, on_frame, on_samples, ...)   the one loop consuming them (engine/longform/consuming.py)
         ChunkJournal, ChunkPlan, JournalError, same_voice   a long text's finished chunks kept on disk as they are
             made, so that a later run continues where a closed, crashed or killed one stopped (engine/longform/journal.py);
             recording_of_made: the recording of those chunks alone, the others left out
@@ -103,10 +106,11 @@ from .errors import (  # noqa: E402
 from .io.fileio import OwnFileError, create_new, os_reason, read_own_file, write_atomic, write_own_file  # noqa: E402
 from .io.safefile import load_npy_bytes, load_npy_file, npy_bytes_needed, regular_file_problem  # noqa: E402
 from .io.text_file import MAX_TEXT_FILE_BYTES, decode_text, read_text_file  # noqa: E402
-from .longform.consuming import run_long_synthesis  # noqa: E402
+from .longform.consuming import run_speech  # noqa: E402
 from .longform.joining import JoinSettings  # noqa: E402
 from .longform.journal import ChunkJournal, ChunkPlan, JournalError, same_voice  # noqa: E402
 from .longform.recording_length import RecordingLength  # noqa: E402
+from .longform.request import LongTextOptions, SynthesisRequest  # noqa: E402
 from .longform.runaway import GuardSettings  # noqa: E402
 from .longform.runner import (  # noqa: E402
     ChunkAudio,
@@ -115,11 +119,11 @@ from .longform.runner import (  # noqa: E402
     ChunkRetry,
     ChunkSkipped,
     ChunkStarted,
+    ChunkStream,
     LongResult,
-    LongTextOptions,
+    Speech,
     recording_of_made,
-    split_for_synthesis,
-    synthesize_long,
+    speak,
 )
 from .nets.codec_decoder import DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION  # noqa: E402
 from .runtime.bundle import OFFERED_PRECISIONS, Bundle  # noqa: E402
@@ -139,7 +143,7 @@ from .runtime.q8_check_record import CheckRecordError, Q8CheckRecord, read_check
 from .runtime.tuning import CandidateFigure, TuningRecord  # noqa: E402
 from .synthesis.contract import AudioSource, BatchEvents, SynthesizerContract, VoiceChoice  # noqa: E402
 from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
-from .synthesis.model_kind import InstructIgnoredWarning, ModelKind, Speaker  # noqa: E402
+from .synthesis.model_kind import InstructIgnoredWarning, ModelKind  # noqa: E402
 from .synthesis.runs import BatchRun, run_synthesis  # noqa: E402
 from .synthesis.synthesizer import DEFAULT_BATCH_SIZE, Synthesizer  # noqa: E402
 from .text.length import estimated_frames  # noqa: E402
@@ -158,7 +162,7 @@ from .types import (  # noqa: E402
     check_batch_request,
     check_batch_size,
 )
-from .voice import VOICE_SUFFIX, Voice, VoiceSummary  # noqa: E402
+from .voice import VOICE_SUFFIX, Speaker, Voice, VoiceSummary  # noqa: E402
 
 _LAZY = {
     "convert_checkpoint": "convert",
@@ -285,16 +289,18 @@ __all__ = [
     "npy_bytes_needed",
     "load_npy_bytes",
     "run_synthesis",
-    "run_long_synthesis",
+    "run_speech",
     "ChunkJournal",
     "ChunkPlan",
     "JournalError",
     "same_voice",
     "recording_of_made",
     "save_audio",
-    "split_for_synthesis",
     "split_text",
-    "synthesize_long",
+    "speak",
+    "Speech",
+    "SynthesisRequest",
+    "ChunkStream",
     "busy_processes",
     "cpu_model",
     "load_average",

@@ -12,7 +12,7 @@ from .codec_format import SAMPLE_RATE
 from .errors import EngineError, TextError
 
 if TYPE_CHECKING:
-    from .voice import Voice
+    from .voice import VoiceChoice
 
 MAX_BATCH_SIZE = 8  # sequences side by side, row counts measured bit-identical to alone (tests/test_batching.py)
 MAX_SEED = 2**63 - 1  # numpy's PCG64 takes any non-negative int; a signed 64-bit int is what settings and files hold
@@ -144,7 +144,7 @@ class SynthesisJob:
     when given, replace the run's settings for this job only."""
 
     text: str
-    voice: Voice | str | None
+    voice: VoiceChoice
     language: str = "auto"
     max_frames: int | None = None
     seed: int | None = None

@@ -1,4 +1,5 @@
-"""A cloned voice: x-vector, optional ICL reference (codes + transcript), saved as a small versioned file."""
+"""A voice to speak with: a cloned voice (x-vector, optional ICL reference: codes + transcript, saved as a small
+versioned file) or a preset speaker of a CustomVoice model; VoiceChoice is what a synthesis accepts."""
 
 from __future__ import annotations
 
@@ -192,3 +193,28 @@ def _checked_meta(path: Path, meta: object) -> dict:
             raise VoiceError(f"{path} is damaged: its {key} is not text")
         out[key] = value
     return out
+
+
+@dataclass(frozen=True)
+class Speaker:
+    """A preset speaker of a CustomVoice model."""
+
+    name: str  # lower case, as the model looks it up
+    codec_id: int  # its row in the talker's codec embedding
+    dialect: str | None = None  # e.g. "sichuan_dialect"
+
+    @property
+    def dialect_name(self) -> str:
+        """"Sichuan dialect" for "sichuan_dialect"; "" for a speaker without one."""
+        if not self.dialect:
+            return ""
+        return f"{self.dialect.replace('_dialect', '').replace('_', ' ').title()} dialect"
+
+    @property
+    def label(self) -> str:
+        """"eric (Sichuan dialect)" for lists and menus."""
+        return f"{self.name} ({self.dialect_name})" if self.dialect else self.name
+
+
+# what a synthesis speaks with: a cloned voice (Base), a preset speaker or its name (CustomVoice), None (VoiceDesign)
+VoiceChoice = Voice | Speaker | str | None

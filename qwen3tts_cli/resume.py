@@ -30,9 +30,9 @@ def open_journal(folder: Path, synth, voice, settings, text: str, language: str,
                  seed_given: bool):
     """(journal, settings with the base seed, voice, the chunks made before). A folder a stopped run left is
     continued when it holds this text, voice and settings; anything else is refused in one line."""
-    from engine import ChunkJournal, ChunkPlan, JournalError, Voice, same_voice, split_for_synthesis
+    from engine import ChunkJournal, ChunkPlan, JournalError, SynthesisRequest, Voice, same_voice
 
-    chunks = [c.text for c in split_for_synthesis(text, language, options.max_chars)]
+    chunks = [c.text for c in SynthesisRequest(text, language=language, options=options).chunks()]
     if ChunkJournal.exists(folder):
         try:
             journal = ChunkJournal.open(folder)

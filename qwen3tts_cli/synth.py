@@ -7,12 +7,17 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from engine import (
     DECODER_PRECISIONS,
     DEFAULT_BATCH_SIZE,
     DEFAULT_DECODER_PRECISION,
     DEFAULT_MAX_CHARS,
+    FRAME_RATE,
     MAX_BATCH_SIZE,
+    ChunkAudio,
+    ChunkFrame,
     GuardSettings,
     JoinSettings,
 )
@@ -78,7 +83,17 @@ def _voice_for(synth, args: argparse.Namespace):
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
-    from engine import FRAME_RATE, GenerationSettings, Synthesizer, clean_text, run_synthesis, save_audio
+    """One request from the arguments, spoken through Synthesizer.speak: a short text is a text of one chunk."""
+    from engine import (
+        EngineError,
+        GenerationSettings,
+        SynthesisRequest,
+        Synthesizer,
+        clean_text,
+        run_speech,
+        save_audio,
+        write_atomic,
+    )
 
     inputs = (args.ref, args.voice)
     check_output(args.output, (".wav", ".flac", ".ogg"), "output", inputs, args.overwrite)
@@ -86,7 +101,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     if args.codes_out is not None:
         check_output(args.codes_out, (".npy",), "--codes-out", (*inputs, args.output), args.overwrite)
     text = clean_text(text_of(args))
-    long_text = _long_text_options(args, text)  # None: one synthesis
+    options = _text_options(args)  # checked before the model loads
     synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision,
                         device=args.device, gpu_precision=args.gpu_precision)
     say_device(synth.device)
@@ -108,42 +123,111 @@ def cmd_synth(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", InstructIgnoredWarning)  # said once, here
     synth.check_instruct(args.instruct)
     voice = _voice_for(synth, args)
-    if long_text is not None:
-        tune_if_needed(synth, args.threads)
-        return _synth_long(args, synth, voice, settings, text, long_text)
-    events = synth.synthesize(text, voice, language=args.language, settings=settings, instruct=args.instruct)
-    tune_if_needed(synth, args.threads)  # after synthesize() has checked the text: bad input fails at once
+    journal, made = None, {}
+    if args.chunks_dir is not None:  # each chunk kept as it is made; a stopped run's chunks are not made again
+        journal, settings, voice, made = open_journal(args.chunks_dir, synth, voice, settings, text,
+                                                      synth.check_language(args.language), args.instruct, options,
+                                                      seed_given=args.seed is not None)
+    speech = synth.speak(SynthesisRequest(text, voice, args.language, settings, args.instruct, options),
+                         made={i: m.load for i, m in made.items()})
+    tune_if_needed(synth, args.threads)  # after speak() has checked the text: bad input fails at once
     bar = ProgressBar("synth")
-    result = run_synthesis(
-        events,
-        on_frame=lambda ev: bar.update(
-            min((ev.index + 1) / max(ev.estimated_frames, ev.index + 1), 0.99),
-            f"frame {ev.index + 1} ({(ev.index + 1) / FRAME_RATE:.1f} s)"),
-    )
-    if result.codes.shape[0] == 0:
-        bar.done()
-        raise UsageError("the model produced no audio frames for this text; try again with another seed")
-    # write the codes first: if the audio then fails, remove them again so nothing is left behind
-    if args.codes_out is not None:
-        save_npy_atomic(args.codes_out, result.codes)
     subtype = sample_format(args)
-    try:
-        save_or_rescue(args.output, lambda p: save_audio(p, result.audio, subtype=subtype))
-    except BaseException:
+    several = len(speech.chunks) > 1
+
+    def frame(ev: ChunkFrame, done: int) -> None:  # the first chunk not yet written (chunks may run side by side)
+        f = ev.frame
+        within = min((f.index + 1) / max(f.estimated_frames, f.index + 1), 0.99)
+        where = f"chunk {ev.chunk + 1} of {ev.chunks}, frame {f.index + 1}" if several else \
+            f"frame {f.index + 1} ({(f.index + 1) / FRAME_RATE:.1f} s)"
+        bar.update((done + within) / ev.chunks, where)
+
+    codes: list = []  # a long text's chunks one after the other
+
+    def chunk_file(ev: ChunkAudio) -> None:
         if args.codes_out is not None:
-            args.codes_out.unlink(missing_ok=True)
-        raise
+            codes.append(ev.result.codes)
+        if args.chunks_dir is not None:
+            if ev.attempts:  # made in this run (0: read back from the journal)
+                keep_chunk(journal, ev)
+            save_audio(args.chunks_dir / f"{ev.chunk + 1:04d}.wav", ev.result.audio, subtype=subtype)
+
+    with RecordingFile(args.output, subtype) as recording:
+        try:
+            result = run_speech(
+                speech, on_frame=frame, on_samples=recording.write, on_audio=chunk_file,
+                on_skipped=lambda ev: bar.done(ev.message) if several else None,  # one chunk: its error says it
+                on_retry=lambda ev: bar.done(f"Chunk {ev.chunk + 1} of {ev.chunks}: {ev.reason}; trying again "
+                                             f"with seed {ev.seed}."))
+        except (KeyboardInterrupt, EngineError):
+            if journal is not None:
+                print(f"qwen3tts: the chunks made so far are kept in {args.chunks_dir}; the same command "
+                      "continues there.", file=sys.stderr)
+            raise
+        # the codes first: if the audio then fails, remove them again so nothing is left behind
+        if args.codes_out is not None:
+            save_npy_atomic(args.codes_out, np.concatenate(codes))
+        try:
+            recording.commit()
+        except BaseException:
+            if args.codes_out is not None:
+                args.codes_out.unlink(missing_ok=True)
+            raise
+    if args.chunks_dir is not None:
+        listing = "".join(f"{i + 1:04d}\t{c.text}\n" for i, c in enumerate(speech.chunks))
+        write_atomic(args.chunks_dir / "chunks.tsv", listing.encode())
+        if journal is not None and not result.skipped:  # complete (a left-out chunk is tried again next run)
+            journal.discard()
     t = result.timings
-    bar.done(
-        f"wrote {args.output} ({result.seconds:.2f} s, {result.codes.shape[0]} frames, ended by {result.ended_by}, "
-        f"seed {result.seed}, {t.total:.1f} s, RTF {t.rtf:.2f})"
-    )
-    return 0
+    made = f", {result.chunks - len(result.skipped)} of {result.chunks} chunks" if several else ""
+    bar.done(f"wrote {args.output} ({result.seconds:.2f} s, {result.frames} frames{made}, ended by "
+             f"{result.ended_by}, seed {result.seed}, {t.total:.1f} s, RTF {t.rtf:.2f})")
+    return 1 if result.skipped else 0
 
 
-def _long_text_options(args: argparse.Namespace, text: str):
-    """Options for a text that needs several chunks (or --chunks-dir); None when one synthesis speaks it."""
-    from engine import GuardSettings, JoinSettings, LongTextOptions, check_batch_size, split_for_synthesis
+class RecordingFile:
+    """Where the recording goes as its samples arrive: held while it is one piece (a late failure to save it
+    keeps it elsewhere, save_or_rescue), streamed into the file from its second piece on (memory stays at a
+    chunk however long the text)."""
+
+    def __init__(self, path: Path, subtype: str | None):
+        self.path, self.subtype = path, subtype
+        self.pieces: list = []
+        self.writer = None
+
+    def write(self, piece) -> None:
+        from engine import AudioFileWriter
+
+        if self.writer is None and not self.pieces:
+            self.pieces.append(piece.samples)
+            return
+        if self.writer is None:
+            self.writer = AudioFileWriter(self.path, subtype=self.subtype)
+            for held in self.pieces:
+                self.writer.write(held)
+            self.pieces = []
+        self.writer.write(piece.samples)
+
+    def commit(self) -> None:
+        from engine import save_audio
+
+        if self.writer is not None:
+            self.writer.commit()
+        else:
+            audio = self.pieces[0] if self.pieces else None
+            save_or_rescue(self.path, lambda p: save_audio(p, audio, subtype=self.subtype))
+
+    def __enter__(self) -> RecordingFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.writer is not None:
+            self.writer.abort()  # after commit() there is nothing left to remove
+
+
+def _text_options(args: argparse.Namespace):
+    """How the text is split, joined and guarded (and --chunks-dir), checked before any work."""
+    from engine import GuardSettings, JoinSettings, LongTextOptions, check_batch_size
 
     options = LongTextOptions(
         max_chars=args.max_chars,
@@ -155,80 +239,9 @@ def _long_text_options(args: argparse.Namespace, text: str):
     options.guard.check()
     if args.batch_size is not None:
         check_batch_size(args.batch_size)
-    chunks = split_for_synthesis(text, args.language, args.max_chars)
-    if len(chunks) <= 1 and args.chunks_dir is None:
-        return None
-    if args.codes_out is not None:
-        raise UsageError(f"--codes-out keeps the codes of one synthesis; this text is {len(chunks)} chunks "
-                         "(--chunks-dir keeps each chunk's audio).")
     if args.chunks_dir is not None:
         check_chunks_dir(args.chunks_dir)
     return options
-
-
-def _synth_long(args: argparse.Namespace, synth, voice, settings, text: str, options) -> int:
-    """Chunk by chunk into one file (streamed: one chunk in memory at a time), with pauses and fades."""
-    from engine import (
-        AudioFileWriter,
-        ChunkAudio,
-        ChunkFrame,
-        EngineError,
-        run_long_synthesis,
-        save_audio,
-        synthesize_long,
-        write_atomic,
-    )
-
-    journal, made = None, {}
-    if args.chunks_dir is not None:  # each chunk kept as it is made; a stopped run's chunks are not made again
-        journal, settings, voice, made = open_journal(args.chunks_dir, synth, voice, settings, text,
-                                                      synth.check_language(args.language), args.instruct, options,
-                                                      seed_given=args.seed is not None)
-    events = synthesize_long(synth, text, voice, language=args.language, settings=settings, options=options,
-                             instruct=args.instruct, made={i: m.load for i, m in made.items()})
-    bar = ProgressBar("synth")
-    subtype = sample_format(args)
-
-    def frame(ev: ChunkFrame, done: int) -> None:  # the first chunk not yet written (chunks may run side by side)
-        f = ev.frame
-        within = min((f.index + 1) / max(f.estimated_frames, f.index + 1), 0.99)
-        bar.update((done + within) / ev.chunks, f"chunk {ev.chunk + 1} of {ev.chunks}, frame {f.index + 1}")
-
-    written: list[int] = []  # the chunks in the recording
-    try:
-        with AudioFileWriter(args.output, subtype=subtype) as writer:
-            def audio(ev: ChunkAudio) -> None:
-                writer.write(ev.samples)
-                written.append(ev.chunk)
-                if args.chunks_dir is not None:
-                    if ev.attempts:  # made in this run (0: read back from the journal)
-                        keep_chunk(journal, ev)
-                    save_audio(args.chunks_dir / f"{ev.chunk + 1:04d}.wav", ev.result.audio, subtype=subtype)
-
-            result = run_long_synthesis(
-                events, on_frame=frame, on_audio=audio, on_skipped=lambda ev: bar.done(ev.message),
-                on_retry=lambda ev: bar.done(f"Chunk {ev.chunk + 1} of {ev.chunks}: {ev.reason}; trying again with "
-                                             f"seed {ev.seed}."))
-    except (KeyboardInterrupt, EngineError):
-        if journal is not None:
-            print(f"qwen3tts: the chunks made so far are kept in {args.chunks_dir}; the same command continues "
-                  "there.", file=sys.stderr)
-        raise
-    if args.chunks_dir is not None:
-        listing = "".join(f"{i + 1:04d}\t{c}\n" for i, c in enumerate(_chunk_texts(text, args.language, options)))
-        write_atomic(args.chunks_dir / "chunks.tsv", listing.encode())
-        if not result.skipped:  # complete: the output holds every chunk (a left-out one is tried again next run)
-            journal.discard()
-    t = result.timings
-    bar.done(f"wrote {args.output} ({result.seconds:.2f} s, {len(written)} of {result.chunks} chunks, seed {result.seed}, "
-             f"{t.total:.1f} s, RTF {t.rtf:.2f})")
-    return 1 if result.skipped else 0
-
-
-def _chunk_texts(text: str, language: str, options) -> list[str]:
-    from engine import split_for_synthesis
-
-    return [c.text for c in split_for_synthesis(text, language, options.max_chars)]
 
 
 def add_parser(sub) -> None:
@@ -259,7 +272,8 @@ def add_parser(sub) -> None:
     s.add_argument("--speaker", help="a preset speaker of a CustomVoice model (see 'qwen3tts speakers')")
     s.add_argument("--instruct", help="a style instruction (CustomVoice 1.7B) or the voice description "
                                       "(VoiceDesign)")
-    s.add_argument("--codes-out", type=Path, help="also write the generated codes (frames x 16) as .npy")
+    s.add_argument("--codes-out", type=Path, help="also write the generated codes (frames x 16) as .npy (a long "
+                                                  "text's chunks one after the other)")
     add_sample_format(s)
     s.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     add_device_options(s)

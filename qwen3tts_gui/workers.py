@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,25 +17,34 @@ import numpy as np
 from PySide6.QtCore import QObject, QThread, Signal
 
 from .data.paths import candidate_paths, unique_path
+from .data.settings import Settings
 from .diagnostics import user_message
 from .engine_adapter import (
     SAMPLE_RATE,
+    AudioChunk,
     Cancelled,
+    ChunkAudio,
+    ChunkFrame,
     ChunkJournal,
+    ChunkRetry,
+    ChunkSkipped,
+    EngineError,
+    FrameEvent,
     GenerationSettings,
+    JoinSettings,
     LongTextOptions,
     SynthesisJob,
+    SynthesisRequest,
     SynthesisResult,
     SynthesizerContract,
     Voice,
-    VoiceChoice,
     audio_file_writer,
     is_designed,
+    os_reason,
     read_audio_file,
-    run_synthesis,
+    run_speech,
     save_audio,
 )
-from .long_text import LongHandlers, needs_chunks, speak_long
 
 
 class Worker(QThread):
@@ -112,57 +121,99 @@ class ProgressWorker(Worker):
 
 
 class SynthesisWorker(Worker):
-    """Iterates synth.synthesize() and forwards each event; cancel closes the generator between frames."""
+    """Speaks one SynthesisRequest through synth.speak (a short text is a text of one chunk) and forwards its
+    events: frames, the recording's samples as they come (streamed, or as each chunk finishes), which chunk is
+    running, the whole recording's expected length, notices about retried or left-out chunks, one result.
+    Cancel closes the speech between frames."""
 
-    frame = Signal(object)  # FrameEvent
-    chunk = Signal(object)  # AudioChunk
-    done = Signal(object)  # SynthesisResult
-
-    doing = "generating"
-
-    def __init__(self, synth: SynthesizerContract, text: str, voice: VoiceChoice, language: str,
-                 settings: GenerationSettings, parent: QObject | None = None, instruct: str | None = None):
-        super().__init__(parent)
-        self.synth, self.text, self.voice, self.language, self.settings = synth, text, voice, language, settings
-        self.instruct = instruct  # CustomVoice style / VoiceDesign description; None for cloned voices
-
-    def instruct_kwargs(self) -> dict:
-        return {"instruct": self.instruct} if self.instruct else {}
-
-    def work(self) -> None:
-        # the frame in flight is dropped on cancel: cancel lands within one frame
-        events = self.synth.synthesize(self.text, self.voice, self.language, self.settings, **self.instruct_kwargs())
-        self.done.emit(run_synthesis(events, self.frame.emit, self.chunk.emit, self.check_cancel))
-
-
-class _LineProblem(Exception):
-    """A line that cannot run at all (its voice is missing...): reported as that line's failure."""
-
-
-class LongSynthesisWorker(SynthesisWorker):
-    """SynthesisWorker for a text of several chunks: the same signals (frames, audio as each chunk finishes, one
-    result), plus which chunk is running and notices about retried or left-out chunks."""
-
+    frame = Signal(object)  # FrameEvent (elapsed: since the start of the whole text)
+    chunk = Signal(object)  # AudioChunk of the recording
     part = Signal(int, int)  # chunk index (0-based), number of chunks
     length = Signal(int)  # samples the whole recording is expected to have (refined as chunks finish)
     notice = Signal(str)
     left_out = Signal(list)  # messages of the chunks that are missing from the result
+    done = Signal(object)  # SynthesisResult: the joined recording, every chunk's codes
 
-    def __init__(self, synth: SynthesizerContract, text: str, voice: VoiceChoice, language: str,
-                 settings: GenerationSettings, parent=None, instruct: str | None = None,
-                 options: LongTextOptions | None = None, journal: ChunkJournal | None = None):
-        super().__init__(synth, text, voice, language, settings, parent, instruct=instruct)
-        self.options = options
+    doing = "generating"
+
+    def __init__(self, synth: SynthesizerContract, request: SynthesisRequest, parent: QObject | None = None,
+                 journal: ChunkJournal | None = None):
+        super().__init__(parent)
+        self.synth, self.request = synth, request
         self.journal = journal  # where each chunk is kept as it is made (the app's unfinished texts)
 
     def work(self) -> None:
-        handlers = LongHandlers(self.check_cancel, frame=self.frame.emit, part=self.part.emit,
-                                audio=self.chunk.emit, notice=self.notice.emit, length=self.length.emit)
-        result, skipped = speak_long(self.synth, self.text, self.voice, self.language, self.settings, handlers,
-                                     instruct=self.instruct, options=self.options, journal=self.journal)
+        result, skipped = speak_whole(self.synth, self.request, self.check_cancel, frame=self.frame.emit,
+                                      part=self.part.emit, samples=self.chunk.emit, notice=self.notice.emit,
+                                      length=self.length.emit, journal=self.journal)
         if skipped:
             self.left_out.emit(skipped)
         self.done.emit(result)
+
+
+def speak_whole(synth: SynthesizerContract, request: SynthesisRequest, check_cancel: Callable[[], None],
+                frame: Callable[[FrameEvent], None] | None = None, part: Callable[[int, int], None] | None = None,
+                samples: Callable[[AudioChunk], None] | None = None, notice: Callable[[str], None] | None = None,
+                length: Callable[[int], None] | None = None,
+                journal: ChunkJournal | None = None) -> tuple[SynthesisResult, list[str]]:
+    """One request spoken through run_speech, the engine's one loop; returns one result (the joined recording, all
+    codes: what a take keeps) and the left-out chunks' messages. Every handler is optional. With a journal, each
+    chunk is kept on disk as it is made, and the chunks it holds already are not made again."""
+    made = {i: m.load for i, m in journal.made().items()} if journal is not None else {}
+    pieces: list[np.ndarray] = []
+    codes: list[np.ndarray] = []
+    skipped: list[str] = []
+    t0 = time.perf_counter()
+
+    def on_frame(ev: ChunkFrame, done: int) -> None:
+        if frame:  # elapsed: since the start of the whole text
+            frame(replace(ev.frame, elapsed=time.perf_counter() - t0))
+
+    def on_audio(ev: ChunkAudio) -> None:
+        nonlocal journal
+        if journal is not None and ev.attempts:  # made now (0: read back from the journal)
+            try:
+                journal.keep(ev.chunk, ev.result, ev.attempts)
+            except OSError as e:  # the generation goes on; what is made from here on is kept only in the take
+                if notice:
+                    notice(f"Chunks are no longer kept on disk as they are made: {os_reason(e)}.")
+                journal = None
+        codes.append(ev.result.codes)
+
+    def on_samples(chunk: AudioChunk) -> None:
+        pieces.append(chunk.samples)
+        if samples:
+            samples(chunk)
+
+    def on_retry(ev: ChunkRetry) -> None:
+        if notice:
+            notice(f"Chunk {ev.chunk + 1} of {ev.chunks}: {ev.reason}; trying again with another seed.")
+
+    def on_skipped(ev: ChunkSkipped) -> None:
+        skipped.append(ev.message)
+        if notice:
+            notice(ev.message)
+
+    final = run_speech(synth.speak(request, made), on_frame=on_frame, on_samples=on_samples,
+                       on_audio=on_audio, on_retry=on_retry, on_skipped=on_skipped,
+                       on_part=part, on_length=length, check_cancel=check_cancel)
+    audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+    pieces.clear()
+    result = SynthesisResult(audio=audio, codes=np.concatenate(codes), ended_by=final.ended_by, seed=final.seed,
+                             timings=replace(final.timings))
+    return result, skipped
+
+
+def text_options(settings: Settings) -> LongTextOptions:
+    """The pauses the user chose (Generation settings) for joining the chunks of a long text, and how many
+    chunks are generated side by side (the batch panel's "lines at once")."""
+    return LongTextOptions(join=JoinSettings(sentence_pause=settings.sentence_pause_ms / 1000,
+                                             paragraph_pause=settings.paragraph_pause_ms / 1000),
+                           batch_size=settings.batch_size or None)  # 0 (Auto): the model's suggestion
+
+
+class _LineProblem(Exception):
+    """A line that cannot run at all (its voice is missing...): reported as that line's failure."""
 
 
 @dataclass
@@ -176,10 +227,16 @@ class BatchJob:
     instruct: str | None = None  # the style instruction sent with it (CustomVoice 1.7B), None for none
     may_replace: bool = False  # its file existed before the run and the user agreed to replace it
 
+    def request(self, settings: GenerationSettings, options: LongTextOptions | None) -> SynthesisRequest:
+        """What this line asks of the engine (its voice made ready by the worker first)."""
+        assert not callable(self.voice), "the worker loads a line's voice before it speaks"
+        return SynthesisRequest(self.text, self.voice, self.language, settings, self.instruct,
+                                options or LongTextOptions())
+
 
 class BatchWorker(Worker):
-    """Runs the lines: ordinary lines several at a time through synth.synthesize_many (up to batch_size share
-    each model step, each line exactly as if it ran alone), long texts afterwards one by one in chunks. A failed
+    """Runs the lines: lines of one chunk several at a time through synth.synthesize_many (up to batch_size share
+    each model step, each line exactly as if it ran alone), long texts afterwards one by one through speak. A failed
     line is reported and the others go on; the merged file keeps the table order."""
 
     line_started = Signal(int)
@@ -215,7 +272,7 @@ class BatchWorker(Worker):
             except BaseException as e:
                 self._line_failed(job, e)
                 continue
-            (chapters if needs_chunks(job.text, job.language) else together).append(job)
+            (chapters if self._chunks(job) > 1 else together).append(job)
         if together:
             self._run_together(together)
         for job in chapters:
@@ -324,11 +381,17 @@ class BatchWorker(Worker):
         message = str(error) if isinstance(error, _LineProblem) else user_message(error, f"generating line {job.key}")
         self.line_failed.emit(job.key, message)
 
+    def _chunks(self, job: BatchJob) -> int:
+        """How many chunks the line is spoken in: lines of one chunk share each model step (synthesize_many)."""
+        try:
+            return len(job.request(self.settings, self.long_options).chunks())
+        except EngineError:
+            return 1  # its own run reports the problem in its own words
+
     def _run_chapter(self, job: BatchJob) -> np.ndarray:
-        handlers = LongHandlers(self.check_cancel, frame=lambda ev: self.line_progress.emit(
-            job.key, ev.index + 1, ev.estimated_frames))
-        result, skipped = speak_long(self.synth, job.text, job.voice, job.language, self.settings, handlers,
-                                     instruct=job.instruct, options=self.long_options)
+        result, skipped = speak_whole(self.synth, job.request(self.settings, self.long_options), self.check_cancel,
+                                      frame=lambda ev: self.line_progress.emit(job.key, ev.index + 1,
+                                                                               ev.estimated_frames))
         if skipped:  # keep what was made, but a chapter with holes is not a finished line
             self._write_line(job, result.audio)
             raise _LineProblem(f"Saved {job.out_path.name} without some parts. {' '.join(skipped)}")

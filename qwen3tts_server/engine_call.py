@@ -1,6 +1,6 @@
 """The one place the server runs the engine: a task alone (its audio streamed as the frames are decoded), a group
 of tasks side by side (Synthesizer.synthesize_many: each one's audio exactly what it would be alone, sent when it
-ends), and a long text chunk by chunk (engine.synthesize_long, the app's long-text path).
+ends), and a long text chunk by chunk (Synthesizer.speak, the app's path).
 
 Each function posts the task's events (tasks.py) and checks between frames whether the task must stop (its client
 left, or its time ran out): the generation is closed there, which cancels it in the engine."""
@@ -20,9 +20,9 @@ from engine import (
     LongTextOptions,
     Speaker,
     SynthesisJob,
+    SynthesisRequest,
     SynthesisResult,
     SynthesizerContract,
-    synthesize_long,
 )
 
 from .api_errors import ApiError
@@ -120,9 +120,9 @@ class LongSpeech:
         self.done = False
         self._sent = 0
         try:
-            self._events: Iterator | None = synthesize_long(
-                synth, task.text, task.voice, language=task.language, settings=replace(task.settings),
-                options=LongTextOptions(batch_size=1), instruct=task.instruct)
+            self._events: Iterator | None = synth.speak(SynthesisRequest(
+                task.text, task.voice, task.language, replace(task.settings), task.instruct,
+                LongTextOptions(batch_size=1)))
         except EngineError as e:
             task.post(Failed(engine_error(e)))
             self._events = None

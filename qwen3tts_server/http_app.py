@@ -29,11 +29,10 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from engine import (
-    DEFAULT_MAX_CHARS,
     EngineError,
+    SynthesisRequest,
     SynthesizerContract,
     clean_text,
-    split_for_synthesis,
 )
 from engine.store import VoiceLibrary, default_voices_dir
 
@@ -152,7 +151,7 @@ class SpeechServer:
                 settings = replace(settings, seed=secrets.randbelow(2**32))
             synth.check_settings(settings)
             voice = self.voices.resolve(body.voice, body.instructions)
-            chunks = split_for_synthesis(text, language, DEFAULT_MAX_CHARS)
+            chunks = SynthesisRequest(text, language=language).chunks()
         except EngineError as e:
             raise ApiError(400, str(e)) from None
         limit = self.config.limits.request_seconds

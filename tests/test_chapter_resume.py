@@ -1,7 +1,7 @@
 """Hours of work are not lost: a chapter spoken with `qwen3tts synth --chunks-dir` keeps every chunk as it is made,
 and the same command after a kill -9 (a real process, on the demo model) or Ctrl+C continues where it stopped:
 the chunks made before are not generated again and the output is sample for sample the file of an unbroken run.
-The runner's side (synthesize_long with `made`) is tested on the demo model too."""
+The runner's side (Synthesizer.speak with `made`) is tested on the demo model too."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from engine import GenerationSettings, LongTextOptions, Synthesizer, synthesize_long
-from engine.longform.consuming import run_long_synthesis
+from engine import GenerationSettings, LongTextOptions, SynthesisRequest, Synthesizer, run_speech
 from engine.longform.journal import ChunkJournal
 from qwen3tts_cli.main import main
 
@@ -138,16 +137,16 @@ def test_chunks_made_before_go_into_the_recording_as_they_were(demo_bundle, tmp_
 
     def recording(made=None) -> tuple[np.ndarray, list[int]]:
         pieces, generated = [], []
-        events = synthesize_long(synth, CHAPTER, voice, "english", settings, options, made=made)
-        run_long_synthesis(events, on_audio=lambda ev: (pieces.append(ev.samples),
+        events = synth.speak(SynthesisRequest(CHAPTER, voice, "english", settings, options=options), made=made)
+        run_speech(events, on_audio=lambda ev: (pieces.append(ev.samples),
                                                         ev.attempts and generated.append(ev.chunk)))
         return np.concatenate(pieces), generated
 
     whole, generated = recording()
     assert generated == list(range(CHUNKS))
     chunk_results = {}
-    events = synthesize_long(synth, CHAPTER, voice, "english", settings, options)
-    run_long_synthesis(events, on_audio=lambda ev: chunk_results.__setitem__(ev.chunk, ev.result))
+    events = synth.speak(SynthesisRequest(CHAPTER, voice, "english", settings, options=options))
+    run_speech(events, on_audio=lambda ev: chunk_results.__setitem__(ev.chunk, ev.result))
     made = {i: (lambda r=chunk_results[i]: r) for i in (0, 1, 2, 7, 29)}  # a kill at 3; side by side: 7 too
     again, generated = recording(made)
     assert generated == [i for i in range(CHUNKS) if i not in made]

@@ -15,9 +15,10 @@ import soundfile as sf
 
 from engine.errors import AudioError, Cancelled, EngineError, TextError
 from engine.io.audio_writer import AudioFileWriter
-from engine.longform.consuming import run_long_synthesis
+from engine.longform.consuming import run_speech
 from engine.longform.joining import JoinSettings, fade_edges, joined_piece, pause_samples, seconds_to_samples
 from engine.longform.recording_length import RecordingLength
+from engine.longform.request import LongTextOptions, SynthesisRequest, split_for_synthesis
 from engine.longform.runaway import GuardSettings, RunawayGuard
 from engine.longform.runner import (
     ChunkAudio,
@@ -26,12 +27,11 @@ from engine.longform.runner import (
     ChunkRetry,
     ChunkSkipped,
     ChunkStarted,
+    ChunkStream,
     LongResult,
-    LongTextOptions,
-    split_for_synthesis,
-    synthesize_long,
+    speak,
 )
-from engine.types import FrameEvent, GenerationSettings, SynthesisResult
+from engine.types import AudioChunk, FrameEvent, GenerationSettings, SynthesisResult
 from engine.voice import Voice
 from qwen3tts_cli.main import main
 
@@ -212,7 +212,7 @@ class ScriptedSynth:
     def check_settings(self, settings):
         pass
 
-    def synthesize(self, text, voice, language="auto", settings=None):
+    def synthesize(self, text, voice, language="auto", settings=None, instruct=None):
         attempt = sum(1 for t, _ in self.calls if t == text)
         self.calls.append((text, settings))
         plan = self.script.get(text, ["ok"])
@@ -298,8 +298,13 @@ CHUNKS = ["First one here.", "Second one here.", "Third one here.", "Fourth one 
 OPTIONS = LongTextOptions(max_chars=20, guard=GuardSettings(retries=2, loop_seconds=1.0))
 
 
+def speak_text(synth, text=TEXT, language="english", settings=None, options=None):
+    return speak(synth, SynthesisRequest(text, VOICE, language, settings or GenerationSettings(),
+                                         options=options or LongTextOptions()))
+
+
 def run_long(synth, text=TEXT, options=OPTIONS, settings=None):
-    return list(synthesize_long(synth, text, VOICE, "english", settings or GenerationSettings(seed=10), options))
+    return list(speak_text(synth, text, "english", settings or GenerationSettings(seed=10), options))
 
 
 def test_chunks_come_in_order_with_their_pauses():
@@ -311,9 +316,12 @@ def test_chunks_come_in_order_with_their_pauses():
     assert [e.text for e in events if isinstance(e, ChunkStarted)] == CHUNKS
     join = OPTIONS.join
     pauses = [0, pause_samples(False, join), pause_samples(True, join), pause_samples(False, join)]
-    for e, pause in zip(audio, pauses, strict=True):
+    for i, (e, pause) in enumerate(zip(audio, pauses, strict=True)):
         assert len(e.samples) == pause + len(e.result.audio)
-        assert np.array_equal(e.samples, joined_piece(e.result.audio, pause, join))
+        # faded at the seams only: the recording's own start and end are the model's audio as it is
+        assert np.array_equal(e.samples, joined_piece(e.result.audio, pause, join, fade_in=i > 0, fade_out=i < 3))
+    assert audio[0].samples[0] == audio[0].result.audio[0] and audio[-1].samples[-1] == audio[-1].result.audio[-1]
+    assert audio[1].samples[-1] != audio[1].result.audio[-1]
     starts = np.cumsum([0] + [len(e.samples) for e in audio])
     assert [e.start_sample for e in audio] == list(starts[:-1])
     result = events[-1]
@@ -392,37 +400,41 @@ def test_progress_follows_the_first_chunk_not_yet_in_the_recording():
     assert not progress.see(LongResult(4, [], 1, 0, None))
 
 
-def test_run_long_synthesis_shows_the_first_unwritten_chunk_and_its_length():
+def test_run_speech_shows_the_first_unwritten_chunk_and_its_length():
     """The one consumer of a long text's events (the CLI's and the app's): frames only of the chunk on show with
     how many are done, each change of chunk once, every piece in order, the expected length at the start and as
     chunks finish, and the LongResult."""
     synth = ScriptedSynth({"Second one here.": ["loop", "ok"]})
     options = replace(OPTIONS, batch_size=2)
-    length = RecordingLength(TEXT, "english", options)
-    frames, parts, pieces, retries, lengths = [], [], [], [], []
-    result = run_long_synthesis(
-        synthesize_long(synth, TEXT, VOICE, "english", GenerationSettings(seed=10), options),
+    frames, parts, pieces, samples, retries, lengths = [], [], [], [], [], []
+    result = run_speech(
+        speak_text(synth, TEXT, "english", GenerationSettings(seed=10), options),
         on_frame=lambda ev, done: frames.append((ev.chunk, done)), on_audio=pieces.append,
-        on_retry=retries.append, on_part=lambda i, n: parts.append((i, n)), length=length, on_length=lengths.append)
+        on_samples=samples.append, on_retry=retries.append, on_part=lambda i, n: parts.append((i, n)),
+        on_length=lengths.append)
     assert parts == [(i, 4) for i in range(4)] and [p.chunk for p in pieces] == [0, 1, 2, 3]
     # chunks 2 and 3 run beside 0 and 1 and are done before the retried chunk 1: their frames are never on show
     shown = [c for c, _ in frames]
     assert shown == sorted(shown) and {c: d for c, d in frames} == {0: 0, 1: 1}
     assert [r.chunk for r in retries] == [1]
     assert lengths[-1] == result.samples == sum(len(p.samples) for p in pieces) and len(lengths) >= 2
+    assert lengths[0] == RecordingLength(TEXT, "english", options).samples  # the estimate from the same chunks
+    assert [s.start_sample for s in samples] == [p.start_sample for p in pieces]
+    assert all(np.array_equal(s.samples, p.samples) for s, p in zip(samples, pieces, strict=True))
     assert result.chunks == 4 and not result.skipped and synth.open_generators == 0
+    assert result.frames == sum(p.result.codes.shape[0] for p in pieces)
 
 
-def test_run_long_synthesis_refuses_a_text_with_nothing_generated():
+def test_run_speech_refuses_a_text_with_nothing_generated():
     synth = ScriptedSynth({c: ["bad"] for c in CHUNKS})
     skipped: list = []
     with pytest.raises(EngineError, match="No part of the text could be generated. Chunk 1 of 4 was left out"):
-        run_long_synthesis(synthesize_long(synth, TEXT, VOICE, "english", GenerationSettings(seed=1), OPTIONS),
+        run_speech(speak_text(synth, TEXT, "english", GenerationSettings(seed=1), OPTIONS),
                            on_skipped=skipped.append)
     assert [s.chunk for s in skipped] == [0, 1, 2, 3]
 
 
-def test_run_long_synthesis_closes_the_events_when_cancelled():
+def test_run_speech_closes_the_events_when_cancelled():
     synth = ScriptedSynth({})
 
     def cancel_at_the_second_frame(ev, done):
@@ -430,9 +442,45 @@ def test_run_long_synthesis_closes_the_events_when_cancelled():
             raise Cancelled("stopped")
 
     with pytest.raises(Cancelled):
-        run_long_synthesis(synthesize_long(synth, TEXT, VOICE, "english", GenerationSettings(seed=1), OPTIONS),
+        run_speech(speak_text(synth, TEXT, "english", GenerationSettings(seed=1), OPTIONS),
                            on_frame=cancel_at_the_second_frame)
     assert synth.open_generators == 0 and len(synth.calls) == 1
+
+
+def test_a_short_text_is_a_long_text_of_one_chunk_with_its_synthesis_unchanged():
+    """One chunk: the same call synthesize() alone would get (seed, settings), and the recording is exactly its
+    audio (no seam: no fade), its codes and its seed in the LongResult."""
+    synth = ScriptedSynth({})
+    events = run_long(synth, text="Only one here.", settings=GenerationSettings(seed=7))
+    assert [(t, s.seed) for t, s in synth.calls] == [("Only one here.", 7)]
+    (piece,) = [e for e in events if isinstance(e, ChunkAudio)]
+    assert piece.start_sample == 0 and np.array_equal(piece.samples, piece.result.audio)
+    result = events[-1]
+    assert isinstance(result, LongResult) and result.chunks == 1 and result.seed == 7
+    assert result.frames == piece.result.codes.shape[0] and result.samples == len(piece.result.audio)
+
+
+def test_a_short_text_streams_its_audio_as_synthesize_makes_it():
+    class Streaming(ScriptedSynth):
+        def _run(self, what, settings):
+            for ev in super()._run(what, settings):
+                if isinstance(ev, SynthesisResult):
+                    for k in range(0, len(ev.audio), 1000):
+                        yield AudioChunk(ev.audio[k:k + 1000], k)
+                yield ev
+
+    synth = Streaming({})
+    streamed = []
+    result = run_speech(speak_text(synth, "Only one here.", settings=GenerationSettings(seed=3, stream_audio=True),
+                                   options=OPTIONS), on_samples=streamed.append)
+    assert [t for t, _ in synth.calls] == ["Only one here."] and synth.calls[0][1].stream_audio
+    audio = np.concatenate([c.samples for c in streamed])
+    assert [c.start_sample for c in streamed] == list(range(0, len(audio), 1000))  # each sample once, in order
+    assert len(audio) == result.samples == synth.frames * SPF and result.seed == 3
+    # a text of several chunks is not streamed (its pieces are faded at the seams after each chunk ends)
+    synth = Streaming({})
+    events = run_long(synth, settings=GenerationSettings(seed=3, stream_audio=True))
+    assert not [e for e in events if isinstance(e, ChunkStream)] and not synth.calls[0][1].stream_audio
 
 
 def test_a_scene_break_is_only_a_pause():
@@ -469,17 +517,17 @@ def test_a_chunk_the_model_refuses_is_skipped_without_retries():
 def test_bad_input_is_refused_before_the_first_event():
     synth = ScriptedSynth({})
     with pytest.raises(TextError, match="empty"):
-        synthesize_long(synth, "  \n\n ", VOICE, "english")
+        speak_text(synth, "  \n\n ", "english")
     with pytest.raises(TextError, match="Unknown language"):
-        synthesize_long(synth, TEXT, VOICE, "klingon")
+        speak_text(synth, TEXT, "klingon")
     with pytest.raises(TextError, match="retries"):
-        synthesize_long(synth, TEXT, VOICE, "english", options=LongTextOptions(guard=GuardSettings(retries=-1)))
+        speak_text(synth, TEXT, "english", options=LongTextOptions(guard=GuardSettings(retries=-1)))
     assert synth.calls == []
 
 
 def test_closing_the_events_stops_the_chunk_in_progress():
     synth = ScriptedSynth({})
-    events = synthesize_long(synth, TEXT, VOICE, "english", GenerationSettings(seed=1), OPTIONS)
+    events = speak_text(synth, TEXT, "english", GenerationSettings(seed=1), OPTIONS)
     for ev in events:
         if isinstance(ev, ChunkFrame) and ev.chunk == 1:
             break
@@ -531,7 +579,7 @@ def test_long_text_end_to_end_on_the_demo_model(demo_bundle, tmp_path, capsys):
     assert all(0 < len(p) <= 3 * SPF and len(p) % SPF == 0 for p in parts)
     join = JoinSettings(sentence_pause=0.2, paragraph_pause=0.6)
     after_paragraph = [False, False, True]
-    expected = np.concatenate([joined_piece(p, pause_samples(a, join) if i else 0, join)
+    expected = np.concatenate([joined_piece(p, pause_samples(a, join) if i else 0, join, fade_in=i > 0, fade_out=i < 2)
                                for i, (p, a) in enumerate(zip(parts, after_paragraph, strict=True))])
     joined, sr = sf.read(out, dtype="float32")
     assert sr == SR and len(joined) == sum(len(p) for p in parts) + SR // 5 + SR * 3 // 5
@@ -544,7 +592,6 @@ def test_long_text_end_to_end_on_the_demo_model(demo_bundle, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("extra,message", [
-    (["--codes-out", "codes.npy"], "--codes-out keeps the codes of one synthesis"),
     (["--chunks-dir", "full"], "must be a new or empty folder"),
     (["--sentence-pause", "-1"], "sentence pause must be between 0 and 10"),
     (["--retries", "99"], "retries must be between 0 and 20"),
@@ -587,7 +634,7 @@ def test_memory_stays_bounded_for_an_hour_long_text(tmp_path, batch_size):
     tracemalloc.start()
     try:
         with AudioFileWriter(tmp_path / "hour.wav", subtype="PCM_16") as writer:
-            for ev in synthesize_long(HourSynth({}), text, VOICE, "english", GenerationSettings(seed=1), options):
+            for ev in speak_text(HourSynth({}), text, "english", GenerationSettings(seed=1), options):
                 if isinstance(ev, ChunkAudio):
                     writer.write(ev.samples)
         _, peak = tracemalloc.get_traced_memory()

@@ -1,6 +1,6 @@
 """RecordingLength: a long text's recording length before its first chunk (every chunk's estimate plus the pauses
 the joining inserts), each finished chunk then counted at its real length, left-out chunks dropped; at the end
-it is exactly the recording synthesize_long made. Runs on test_longform's scripted synthesizer."""
+it is exactly the recording Synthesizer.speak made. Runs on test_longform's scripted synthesizer."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from engine.errors import TextError
 from engine.longform.joining import JoinSettings, pause_samples
 from engine.longform.recording_length import RecordingLength
-from engine.longform.runner import ChunkAudio, ChunkSkipped, LongResult, LongTextOptions
+from engine.longform.request import LongTextOptions
+from engine.longform.runner import ChunkAudio, ChunkSkipped, LongResult
 from engine.text.length import estimate_seconds
 from engine.types import GenerationSettings
 from tests.test_longform import CHUNKS, OPTIONS, TEXT, ScriptedSynth, run_long

@@ -266,3 +266,35 @@ def test_decoder_precision_reaches_the_decoder():
     with pytest.raises(EngineError, match="Unknown speech decoder precision") as e:
         Synthesizer("/nonexistent/bundle", decoder_precision="quick")
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_short_request_through_speak_is_exactly_its_synthesis(synth, voice, stream):
+    """speak() treats a short text as a long text of one chunk, and that chunk is the synthesis itself: the same
+    codes and the same audio samples as synthesize() with the seed and the frame cap speak gives it (the guard's
+    cap when not streamed, the caller's when streamed), and run_speech hands over exactly that audio."""
+    from engine import SynthesisRequest, run_speech
+
+    text = "Hello world, how are you?"
+    settings = GenerationSettings(seed=5, max_frames=12, stream_audio=stream)
+    samples, pieces = [], []
+    result = run_speech(synth.speak(SynthesisRequest(text, voice, "english", settings)),
+                        on_samples=samples.append, on_audio=pieces.append)
+    alone = list(synth.synthesize(text, voice, "english", settings))[-1]
+    (piece,) = pieces
+    assert np.array_equal(piece.result.codes, alone.codes) and result.frames == len(alone.codes)
+    heard = np.concatenate([s.samples for s in samples])
+    assert np.array_equal(heard, piece.result.audio) and np.array_equal(piece.samples, piece.result.audio)
+    if stream:  # where streamed decoding cuts its pieces follows the decoder thread's timing (STREAM_ATOL)
+        np.testing.assert_allclose(heard, alone.audio, rtol=0, atol=STREAM_ATOL)
+    else:
+        assert np.array_equal(heard, alone.audio)
+    assert result.seed == 5 and result.samples == len(alone.audio) and piece.streamed == stream
+
+
+def test_speak_checks_a_short_request_before_the_first_event(synth, voice):
+    from engine import SynthesisRequest
+
+    with pytest.raises(TextError, match="max frames"):
+        synth.speak(SynthesisRequest("Hello world.", voice, "english",
+                                     GenerationSettings(max_frames=10**9, stream_audio=True)))

@@ -1,5 +1,5 @@
 """How the chunks of a long text become one recording: a pause before each chunk (longer after a paragraph) and
-a short raised-cosine fade at both ends of every chunk, so no seam clicks.
+a short raised-cosine fade on both sides of every seam between chunks, so no seam clicks.
 
 Each chunk's piece is built from that chunk alone (pause + faded audio), so the recording can be written as
 the chunks finish and nothing has to be held back: the joined length is exactly chunks + pauses.
@@ -39,21 +39,26 @@ def fade_edges(audio: np.ndarray, fade_samples: int) -> np.ndarray:
     return out
 
 
-def _fade_in_place(out: np.ndarray, fade_samples: int) -> None:
+def _fade_in_place(out: np.ndarray, fade_samples: int, fade_in: bool = True, fade_out: bool = True) -> None:
     n = min(int(fade_samples), len(out) // 2)
     if n > 0:
         ramp = (0.5 - 0.5 * np.cos(np.pi * (np.arange(n) + 0.5) / n)).astype(np.float32)
-        out[:n] *= ramp
-        out[len(out) - n:] *= ramp[::-1]
+        if fade_in:
+            out[:n] *= ramp
+        if fade_out:
+            out[len(out) - n:] *= ramp[::-1]
 
 
-def joined_piece(audio: np.ndarray, pause_samples: int, settings: JoinSettings) -> np.ndarray:
-    """The samples one chunk adds to the recording: its pause (0 for the first chunk), then its faded audio.
-    One new array: a long recording never holds more than a chunk and its piece."""
+def joined_piece(audio: np.ndarray, pause_samples: int, settings: JoinSettings, fade_in: bool = True,
+                 fade_out: bool = True) -> np.ndarray:
+    """The samples one chunk adds to the recording: its pause (0 for the first chunk), then its audio, faded in
+    where it follows another chunk and out where another follows it (the recording's own start and end are no
+    seam: a text of one chunk is exactly its synthesis). One new array: a long recording never holds more than
+    a chunk and its piece."""
     pause = max(int(pause_samples), 0)
     out = np.zeros(pause + len(audio), np.float32)
     out[pause:] = audio
-    _fade_in_place(out[pause:], seconds_to_samples(settings.fade))
+    _fade_in_place(out[pause:], seconds_to_samples(settings.fade), fade_in, fade_out)
     return out
 
 

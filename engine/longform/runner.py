@@ -1,21 +1,25 @@
-"""A long text -> one recording: split into chunks, each generated in the same voice under the runaway guard,
-joined with pauses and fades. The CLI and the GUI both drive it through synthesize_long().
+"""Every request, short or long, becomes one recording here: Synthesizer.speak(request) splits its text once
+into chunks (a short text is one chunk), generates each in the same voice under the runaway guard, and joins
+them with pauses and fades at the seams. The command line, the app and a batch's lines all drive it.
 
-    events = synthesize_long(synth, text, voice, language="auto", settings=None, options=None)
-    for ev in events:          # validated before the first event; cancel with events.close()
+    speech = synth.speak(SynthesisRequest(text, voice, language, settings, instruct, options))
+    for ev in speech:          # validated before the first event; cancel with speech.close()
         ChunkStarted   chunk i of n begins (its text)
         ChunkFrame     a frame of chunk i (wraps the FrameEvent; attempt > 0 on a retry)
+        ChunkStream    audio of chunk i while it is generated (settings.stream_audio, a text of one chunk)
         ChunkRetry     chunk i ran away (reason); it is generated again with another seed
-        ChunkAudio     chunk i is done: `samples` (its pause + faded audio) go next in the recording;
+        ChunkAudio     chunk i is done: `samples` (its pause + audio, faded at seams) go next in the recording;
                        `result` is the chunk's own SynthesisResult (raw audio, codes, seed)
         ChunkSkipped   chunk i failed every attempt (reason); the recording goes on without it
-        LongResult     last: chunk counts, skipped chunks, total samples, timings
+        LongResult     last: chunk counts, skipped chunks, total samples and frames, timings
 A chunk with no letter or digit (a "* * *" scene break) is passed over with no event: only its pause is kept.
 ChunkAudio and ChunkSkipped come in text order. With options.batch_size > 1 several chunks are generated side by
 side (their ChunkStarted/ChunkFrame events interleave) and each still gets exactly the codes it would get alone.
+A text of one chunk gives the same codes and audio as Synthesizer.synthesize with the same seed (no seam, no
+fade); streamed, it is not retried (audio already heard cannot be taken back) and has synthesize's frame cap.
 
 Memory is one chunk at a time (a window of 2 x batch_size side by side): the caller writes or plays each
-ChunkAudio as it arrives.
+ChunkAudio as it arrives; engine.run_speech is the one loop over the events.
 """
 
 from __future__ import annotations
@@ -23,29 +27,28 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..codec_format import SAMPLE_RATE
-from ..errors import Cancelled, TextError
+from ..errors import Cancelled, EngineError, TextError
 from ..text.length import estimated_frames
-from ..text.splitter import DEFAULT_MAX_CHARS, LANGUAGE_CODES, TextChunk, split_text
-from ..types import FrameEvent, GenerationSettings, SynthesisJob, SynthesisResult, Timings, check_batch_size
+from ..text.splitter import TextChunk
+from ..types import (
+    AudioChunk,
+    FrameEvent,
+    GenerationSettings,
+    SynthesisJob,
+    SynthesisResult,
+    Timings,
+    check_batch_size,
+)
 from .joining import JoinSettings, PausePlanner, joined_piece
+from .request import SynthesisRequest
 from .runaway import GuardSettings, RunawayGuard
 
 RETRY_SEED_STEP = 0x9E3779B1  # a retry's seed is far from every other chunk's seed
-
-
-@dataclass(frozen=True)
-class LongTextOptions:
-    max_chars: int = DEFAULT_MAX_CHARS
-    join: JoinSettings = field(default_factory=JoinSettings)
-    guard: GuardSettings = field(default_factory=GuardSettings)
-    # chunks generated side by side (Synthesizer.synthesize_many); 1: one after the other, the first audio
-    # soonest; None: the model's suggested_batch_size. Either way every chunk gets the same codes.
-    batch_size: int | None = 1
 
 
 @dataclass
@@ -64,6 +67,16 @@ class ChunkFrame:
 
 
 @dataclass
+class ChunkStream:
+    """Audio of a chunk while it is generated (the recording's samples from audio.start_sample): a text of one
+    chunk with settings.stream_audio. Its ChunkAudio then holds the same samples again, streamed=True."""
+
+    chunk: int
+    chunks: int
+    audio: AudioChunk
+
+
+@dataclass
 class ChunkRetry:
     chunk: int
     chunks: int
@@ -77,10 +90,11 @@ class ChunkAudio:
     chunk: int
     chunks: int
     text: str
-    samples: np.ndarray  # what this chunk adds to the recording: pause, then its faded audio
+    samples: np.ndarray  # what this chunk adds to the recording: pause, then its audio (faded at seams)
     start_sample: int  # where `samples` start in the recording
     result: SynthesisResult  # the chunk alone: raw audio, codes, seed, timings
-    attempts: int  # 0: an earlier run made it (synthesize_long's `made`)
+    attempts: int  # 0: an earlier run made it (speak's `made`)
+    streamed: bool = False  # its samples came before as ChunkStream events
 
 
 @dataclass
@@ -102,15 +116,17 @@ class LongResult:
     skipped: list[ChunkSkipped]
     samples: int
     seed: int  # the base seed: chunk i's first attempt uses seed + i
-    timings: Timings  # total, audio_seconds and rtf of the whole text
+    timings: Timings  # the chunks' own figures added up; total, audio_seconds and rtf of the whole recording
     sample_rate: int = SAMPLE_RATE
+    frames: int = 0  # generated frames in the recording (each ChunkAudio's result holds its chunk's codes)
+    ended_by: str = "eos"  # "cap" when a chunk in the recording ended at its frame cap
 
     @property
     def seconds(self) -> float:
         return self.samples / self.sample_rate
 
 
-LongEvent = ChunkStarted | ChunkFrame | ChunkRetry | ChunkAudio | ChunkSkipped | LongResult
+LongEvent = ChunkStarted | ChunkFrame | ChunkStream | ChunkRetry | ChunkAudio | ChunkSkipped | LongResult
 
 
 class ChunkProgress:
@@ -139,50 +155,118 @@ class ChunkProgress:
         return False
 
 
-def split_for_synthesis(text: str, language: str = "auto", max_chars: int = DEFAULT_MAX_CHARS) -> list[TextChunk]:
-    """The chunks synthesize_long will speak (a model language the splitter does not know splits as "auto")."""
-    rules = language if (language or "auto").strip().lower() in LANGUAGE_CODES else "auto"
-    return split_text(text, max_chars=max_chars, language=rules)
+class Speech:
+    """The events of one request (iterate it; close() stops the chunk in progress), with what was decided
+    before the first one: the request as checked and the chunks its text is spoken in."""
+
+    def __init__(self, request: SynthesisRequest, chunks: list[TextChunk], events: Iterator[LongEvent]):
+        self.request, self.chunks, self._events = request, chunks, events
+
+    def __iter__(self) -> Speech:
+        return self
+
+    def __next__(self) -> LongEvent:
+        return next(self._events)
+
+    def close(self) -> None:
+        close = getattr(self._events, "close", None)
+        if close is not None:
+            close()
 
 
-def synthesize_long(synth, text: str, voice, language: str = "auto", settings: GenerationSettings | None = None,
-                    options: LongTextOptions | None = None, instruct: str | None = None,
-                    made: Mapping[int, Callable[[], SynthesisResult]] | None = None) -> Iterator[LongEvent]:
-    """Validate everything a chunk-independent check can (before the first event), then generate. `made`: chunks
-    an earlier run of the same text, voice, settings and seed finished (a journal.ChunkJournal's): each is read
-    when its turn comes and put into the recording as it was (ChunkAudio with attempts 0), never generated."""
-    options = options or LongTextOptions()
+def speak(synth, request: SynthesisRequest,
+          made: Mapping[int, Callable[[], SynthesisResult]] | None = None) -> Speech:
+    """Validate everything a chunk-independent check can (before the first event), split once, then generate.
+    synth: what engine.SynthesizerContract offers (check_*, synthesize, synthesize_many). `made`: chunks an
+    earlier run of the same request and seed finished (a journal.ChunkJournal's): each is read when its turn
+    comes and put into the recording as it was (ChunkAudio with attempts 0), never generated."""
+    if not isinstance(request, SynthesisRequest):
+        raise TextError(f"A request must be a SynthesisRequest, not {type(request).__name__}.")
+    options = request.options
     options.join.check()
     options.guard.check()
     if options.batch_size is None:
         options = replace(options, batch_size=synth.suggested_batch_size)
     check_batch_size(options.batch_size)
-    language = synth.check_language(language)
-    synth.check_voice(voice)
-    settings = settings or GenerationSettings()
+    language = synth.check_language(request.language)
+    synth.check_voice(request.voice)
+    settings = request.settings or GenerationSettings()
     synth.check_settings(settings)
-    if instruct:
-        synth.check_instruct(instruct)
-    chunks = split_for_synthesis(text, language, options.max_chars)
-    if not chunks:
-        raise TextError("The text is empty; type something to speak.")
+    if request.instruct:
+        synth.check_instruct(request.instruct)
+    request = replace(request, language=language, settings=settings, options=options)
+    chunks = request.chunks()
     seed = settings.seed if settings.seed is not None else secrets.randbits(32)
-    return _generate(synth, chunks, voice, language, settings, options, seed, instruct, made or {})
+    earlier = {i: load for i, load in (made or {}).items() if 0 <= i < len(chunks) and speakable(chunks[i])}
+    to_speak = [i for i, c in enumerate(chunks) if speakable(c) and i not in earlier]
+    if len(to_speak) == 1 and not earlier:  # its first attempt starts now: its own error comes before any event
+        i = to_speak[0]
+        run = _ChunkRun(chunks[i], 0, _seed(seed, i, 0), settings, options.guard, guarded=not settings.stream_audio)
+        first = synth.synthesize(chunks[i].text, request.voice, language, run.settings(settings),
+                                 instruct=request.instruct)
+        return Speech(request, chunks, _one_chunk(synth, request, chunks, i, seed, run, first))
+    return Speech(request, chunks, _generate(synth, request, chunks, seed, earlier))
 
 
-def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: GenerationSettings,
-              options: LongTextOptions, seed: int, instruct: str | None = None,
-              made: Mapping[int, Callable[[], SynthesisResult]] | None = None) -> Iterator[LongEvent]:
+def _one_chunk(synth, request: SynthesisRequest, chunks: list[TextChunk], i: int, seed: int, run: _ChunkRun,
+               events: Iterator) -> Iterator[LongEvent]:
+    """The one speakable chunk of a text through synth.synthesize: the seed and cap synthesize_many would give
+    it (so the same codes), but its first attempt checked when speak() is called, and its audio streamed when
+    settings.stream_audio (no seam: the streamed samples are the recording; not guarded, so not retried)."""
+    t0 = time.perf_counter()
+    n, text, settings, guard = len(chunks), chunks[i].text, request.settings, request.options.guard
+    recording = _Recording(chunks, request.options.join)
+    yield ChunkStarted(i, n, text)
+    why = ""
+    for attempt in range(guard.retries + 1):
+        if attempt:
+            run = _ChunkRun(chunks[i], attempt, _seed(seed, i, attempt), settings, guard)
+            yield ChunkRetry(i, n, attempt, why, run.seed)
+            try:
+                events = synth.synthesize(text, request.voice, request.language, run.settings(settings),
+                                          instruct=request.instruct)
+            except Cancelled:
+                raise
+            except EngineError as e:
+                yield from recording.done(i, None, str(e).rstrip("."), attempt + 1)
+                break
+        last = attempt == guard.retries or not run.guarded
+        result: SynthesisResult | None = None
+        why, retry = "", False
+        try:
+            for ev in events:
+                if isinstance(ev, FrameEvent):
+                    yield ChunkFrame(i, n, attempt, ev)
+                    stop = run.frame(ev.codes)
+                    if stop:
+                        why, retry = stop, True
+                        break
+                elif isinstance(ev, AudioChunk):
+                    yield ChunkStream(i, n, ev)
+                elif isinstance(ev, SynthesisResult):
+                    result, why, retry = run.judge(ev)
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+        if result is not None or not retry or last:
+            yield from recording.done(i, result, why, attempt + 1, streamed=not run.guarded)
+            break
+    yield recording.finish(seed, time.perf_counter() - t0)
+
+
+def _generate(synth, request: SynthesisRequest, chunks: list[TextChunk], seed: int,
+              earlier: dict[int, Callable[[], SynthesisResult]]) -> Iterator[LongEvent]:
     """Chunks through synth.synthesize_many, a window of them at a time: the first attempts of a window in one
     run, then its retries in another. One at a time (batch size 1) the window is one chunk, so a retry follows
     its chunk at once; side by side it is 2 x batch_size chunks, so slots stay filled while memory stays at a few
     chunks. Each chunk finishes when it finishes; the recording still takes them in text order. A chunk starts
     (ChunkStarted) with the first event of its first attempt."""
     t0 = time.perf_counter()
+    options, settings = request.options, request.settings
     n = len(chunks)
     size = options.batch_size or 1
     recording = _Recording(chunks, options.join)
-    earlier = {i: load for i, load in (made or {}).items() if 0 <= i < n and speakable(chunks[i])}
     to_speak = [i for i, c in enumerate(chunks) if speakable(c) and i not in earlier]
     window = 2 * size if size > 1 else 1
     for w in range(0, len(to_speak), window):
@@ -196,8 +280,8 @@ def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: Ge
                 for i, why in todo.items():
                     yield ChunkRetry(i, n, attempt, why, runs[i].seed)
             order = list(runs)
-            jobs = [SynthesisJob(chunks[i].text, voice, language, max_frames=runs[i].cap, seed=runs[i].seed,
-                                 instruct=instruct) for i in order]
+            jobs = [SynthesisJob(chunks[i].text, request.voice, request.language, max_frames=runs[i].cap,
+                                 seed=runs[i].seed, instruct=request.instruct) for i in order]
             # seeds and caps are per job; a retry of a greedy run samples: argmax would only repeat the runaway
             shared = replace(settings, greedy=settings.greedy and attempt == 0, stream_audio=False, seed=None,
                              max_frames=None)
@@ -250,17 +334,23 @@ def _generate(synth, chunks: list[TextChunk], voice, language: str, settings: Ge
     yield recording.finish(seed, time.perf_counter() - t0)
 
 
-def recording_of_made(chunks: list[TextChunk], join: JoinSettings, made: Mapping[int, Callable[[], SynthesisResult]],
-                      seed: int) -> Iterator[LongEvent]:
-    """The recording of the chunks an earlier run made, nothing generated (a stopped chapter kept as it is):
-    the chunks it did not make are left out (ChunkSkipped), their pauses kept. Read one chunk at a time."""
-    t0 = time.perf_counter()
-    recording = _Recording(chunks, join)
-    for i, chunk in enumerate(chunks):
-        if speakable(chunk):
-            load = made.get(i)
-            yield from recording.done(i, load() if load is not None else None, "it was not made before the stop", 0)
-    yield recording.finish(seed, time.perf_counter() - t0)
+def recording_of_made(request: SynthesisRequest, made: Mapping[int, Callable[[], SynthesisResult]],
+                      seed: int) -> Speech:
+    """The recording of the chunks an earlier run of `request` made, nothing generated (a stopped chapter kept as
+    it is): the chunks it did not make are left out (ChunkSkipped), their pauses kept. Read one chunk at a time."""
+    chunks = request.chunks()
+
+    def events() -> Iterator[LongEvent]:
+        t0 = time.perf_counter()
+        recording = _Recording(chunks, request.options.join)
+        for i, chunk in enumerate(chunks):
+            if speakable(chunk):
+                load = made.get(i)
+                yield from recording.done(i, load() if load is not None else None, "it was not made before the stop",
+                                          0)
+        yield recording.finish(seed, time.perf_counter() - t0)
+
+    return Speech(request, chunks, events())
 
 
 def speakable(chunk: TextChunk) -> bool:
@@ -276,40 +366,53 @@ class _ChunkRun:
     """One attempt at one chunk: its seed, its frame cap and the runaway guard that judges its frames."""
 
     def __init__(self, chunk: TextChunk, attempt: int, seed: int, settings: GenerationSettings,
-                 guard_settings: GuardSettings):
-        self.chunk, self.attempt, self.seed = chunk, attempt, seed
+                 guard_settings: GuardSettings, guarded: bool = True):
+        self.chunk, self.attempt, self.seed, self.guarded = chunk, attempt, seed, guarded
         self.guard = RunawayGuard(estimated_frames(chunk.text), guard_settings)
         limit = self.guard.frame_limit
-        self.cap = limit if settings.max_frames is None else min(limit, int(settings.max_frames))
+        self.cap: int | None = limit if settings.max_frames is None else min(limit, int(settings.max_frames))
+        if not guarded:  # streamed: synthesize's own cap (the caller's, else its default)
+            self.cap = settings.max_frames
+
+    def settings(self, settings: GenerationSettings) -> GenerationSettings:
+        """The settings of this attempt run alone: its seed and cap; a retry of a greedy run samples (argmax
+        would only repeat the runaway); audio streams only when not guarded."""
+        return replace(settings, seed=self.seed, max_frames=self.cap, greedy=settings.greedy and self.attempt == 0,
+                       stream_audio=settings.stream_audio and not self.guarded)
 
     def frame(self, codes) -> str | None:
-        """A reason to stop now, or None."""
-        return self.guard.push(int(codes[0]))
+        """A reason to stop now, or None (always None when not guarded)."""
+        return self.guard.push(int(codes[0])) if self.guarded else None
 
     def judge(self, result: SynthesisResult | None) -> tuple[SynthesisResult | None, str, bool]:
         """(the result, or None with the reason and whether another seed may help)."""
         if result is None or result.codes.shape[0] == 0:
             return None, "the model produced no audio for it", True
-        if result.ended_by == "cap" and self.cap == self.guard.frame_limit:
+        if result.ended_by == "cap" and self.guarded and self.cap == self.guard.frame_limit:
             return None, self.guard.too_long(), True  # (a cap the caller set is kept: it asked for at most that)
         return result, "", False
 
 
 class _Recording:
     """Puts finished chunks into the recording in text order (they may finish in any order): a pause before
-    each one (a paragraph pause when a paragraph ended since the last chunk in the recording), then its faded
-    audio. A chunk waits here only until every chunk before it is done."""
+    each one (a paragraph pause when a paragraph ended since the last chunk in the recording), then its audio,
+    faded where it meets another chunk (a seam), never at the recording's own start and end. A chunk waits here
+    only until every chunk before it is done."""
 
     def __init__(self, chunks: list[TextChunk], join: JoinSettings):
         self.chunks, self.join = chunks, join
         self.next = 0  # the first chunk not yet in the recording (or left out)
-        self.waiting: dict[int, tuple[SynthesisResult | None, str, int]] = {}
+        self.waiting: dict[int, tuple[SynthesisResult | None, str, int, bool]] = {}
         self.written = 0
         self.pauses = PausePlanner(join)
         self.skipped: list[ChunkSkipped] = []
+        self.last = max((i for i, c in enumerate(chunks) if speakable(c)), default=-1)  # the last chunk to speak
+        self.timings = Timings()
+        self.ended_by = "eos"
 
-    def done(self, i: int, result: SynthesisResult | None, reason: str, attempts: int) -> Iterator[LongEvent]:
-        self.waiting[i] = (result, reason, attempts)
+    def done(self, i: int, result: SynthesisResult | None, reason: str, attempts: int,
+             streamed: bool = False) -> Iterator[LongEvent]:
+        self.waiting[i] = (result, reason, attempts, streamed)
         n = len(self.chunks)
         while self.next < n and (self.next in self.waiting or not speakable(self.chunks[self.next])):
             k, chunk = self.next, self.chunks[self.next]
@@ -317,16 +420,18 @@ class _Recording:
             if not speakable(chunk):
                 self.pauses.pass_over(chunk.ends_paragraph)
                 continue
-            result, reason, attempts = self.waiting.pop(k)
+            result, reason, attempts, streamed = self.waiting.pop(k)
             if result is None:
                 skip = ChunkSkipped(k, n, chunk.text, reason, attempts)
                 self.skipped.append(skip)
                 yield skip
                 self.pauses.pass_over(chunk.ends_paragraph)
                 continue
+            after_audio = self.pauses.anything_before
             pause = self.pauses.place(chunk.ends_paragraph, has_audio=len(result.audio) > 0)
-            piece = joined_piece(result.audio, pause, self.join)
-            yield ChunkAudio(k, n, chunk.text, piece, self.written, result, attempts)
+            piece = joined_piece(result.audio, pause, self.join, fade_in=after_audio, fade_out=k < self.last)
+            self._count(result)
+            yield ChunkAudio(k, n, chunk.text, piece, self.written, result, attempts, streamed)
             self.written += len(piece)
             del piece, result
 
@@ -336,8 +441,20 @@ class _Recording:
         for i in sorted(k for k in made if k < below):
             yield from self.done(i, made.pop(i)(), "", 0)
 
+    def _count(self, result: SynthesisResult) -> None:
+        if result.ended_by == "cap":
+            self.ended_by = "cap"
+        mine, theirs = self.timings, result.timings
+        for name in ("prefill", "talker", "code_predictor", "decode"):
+            setattr(mine, name, getattr(mine, name) + getattr(theirs, name))
+        mine.load = theirs.load  # loading happened once
+        mine.frames += int(result.codes.shape[0])
+        if mine.first_audio == 0.0:
+            mine.first_audio = theirs.first_audio
+
     def finish(self, seed: int, total: float) -> LongResult:
         seconds = self.written / SAMPLE_RATE
+        timings = replace(self.timings, total=total, audio_seconds=seconds,
+                          rtf=total / seconds if seconds > 0 else float("inf"))
         return LongResult(chunks=len(self.chunks), skipped=self.skipped, samples=self.written, seed=seed,
-                          timings=Timings(total=total, audio_seconds=seconds,
-                                          rtf=total / seconds if seconds > 0 else float("inf")))
+                          timings=timings, frames=timings.frames, ended_by=self.ended_by)

@@ -10,20 +10,21 @@ check everything when they are called, before the first event, so errors surface
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..longform.request import SynthesisRequest
+from ..longform.runner import Speech
 from ..nets.weight_reads import FrameWeights
 from ..runtime.device import Device
 from ..runtime.tuning import TuningRecord
-from ..types import GenerationSettings, JobEvent, SynthesisEvent, SynthesisJob
-from ..voice import Voice
-from .model_kind import ModelKind, Speaker
+from ..types import GenerationSettings, JobEvent, SynthesisEvent, SynthesisJob, SynthesisResult
+from ..voice import Speaker, Voice, VoiceChoice
+from .model_kind import ModelKind
 
-VoiceChoice = Voice | Speaker | str | None  # a cloned voice (Base), a preset speaker (CustomVoice), None (VoiceDesign)
 AudioSource = str | Path | tuple[np.ndarray, int]  # a file any format soundfile reads, or (samples, sample rate)
 
 
@@ -148,6 +149,15 @@ class SynthesizerContract(Protocol):
                      language: str = "auto") -> Voice:
         """A voice from reference audio: its x-vector, and with ref_text its codes for in-context cloning."""
 
+    def speak(self, request: SynthesisRequest,
+              made: Mapping[int, Callable[[], SynthesisResult]] | None = None) -> Speech:
+        """The events of one request, short or long (engine/longform/runner.py): ChunkStarted, ChunkFrames (and
+        ChunkStream audio when settings.stream_audio and the text is one chunk), ChunkRetry, ChunkAudio or
+        ChunkSkipped per chunk in text order, then one LongResult. Checked before the first event; closing it
+        stops the chunk in progress; engine.run_speech is the one loop over the events. made: chunks an earlier
+        run of the same request finished (a ChunkJournal's), put in their place, not generated. Implemented once,
+        over synthesize and synthesize_many: engine.speak(synth, request, made)."""
+
     def synthesize(self, text: str, voice: VoiceChoice, language: str = "auto",
                    settings: GenerationSettings | None = None, instruct: str | None = None
                    ) -> Iterator[SynthesisEvent]:
@@ -156,7 +166,7 @@ class SynthesizerContract(Protocol):
         (VoiceDesign, instruct = the voice description). settings.ignore_eos runs exactly max_frames frames;
         settings.codes_only skips decoding. Closing the generator between frames cancels it. Several
         syntheses may be open at once (each holds its own state), stepped from one thread at a time;
-        engine.run_synthesis is the one loop over the events."""
+        engine.run_synthesis is the one loop over the events. Callers speaking a user's text use speak()."""
 
     def synthesize_many(self, jobs: Sequence[SynthesisJob], settings: GenerationSettings | None = None,
                         batch_size: int | None = None, longest_first: bool = False) -> BatchEvents:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import TextError, VoiceError
 from ..runtime.bundle import Bundle
+from ..voice import Speaker
 
 
 class InstructIgnoredWarning(UserWarning):
@@ -26,27 +27,6 @@ CUSTOM_VOICE = "custom_voice"
 VOICE_DESIGN = "voice_design"
 KIND_LABELS = {BASE: "Base", CUSTOM_VOICE: "CustomVoice", VOICE_DESIGN: "VoiceDesign"}
 DIALECT_LANGUAGES = ("chinese", "auto")  # languages a dialect speaker turns into its dialect
-
-
-@dataclass(frozen=True)
-class Speaker:
-    """A preset speaker of a CustomVoice model."""
-
-    name: str  # lower case, as the model looks it up
-    codec_id: int  # its row in the talker's codec embedding
-    dialect: str | None = None  # e.g. "sichuan_dialect"
-
-    @property
-    def dialect_name(self) -> str:
-        """"Sichuan dialect" for "sichuan_dialect"; "" for a speaker without one."""
-        if not self.dialect:
-            return ""
-        return f"{self.dialect.replace('_dialect', '').replace('_', ' ').title()} dialect"
-
-    @property
-    def label(self) -> str:
-        """"eric (Sichuan dialect)" for lists and menus."""
-        return f"{self.name} ({self.dialect_name})" if self.dialect else self.name
 
 
 @dataclass(frozen=True)

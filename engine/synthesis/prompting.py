@@ -11,9 +11,8 @@ import numpy as np
 from ..errors import TextError, VoiceError
 from ..text.prompt import Prompt, PromptIds, build_prompt
 from ..text.tokenizer import TextTokenizer, clean_text
-from ..voice import Voice
-from .contract import VoiceChoice
-from .model_kind import ModelKind, Speaker, prompt_language
+from ..voice import Speaker, Voice, VoiceChoice
+from .model_kind import ModelKind, prompt_language
 
 Rows = Callable[[Sequence[int]], np.ndarray]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +18,8 @@ import numpy as np
 
 from ..codec_format import SAMPLES_PER_FRAME
 from ..errors import EngineError, TextError
+from ..longform.request import SynthesisRequest
+from ..longform.runner import Speech, speak
 from ..nets.code_predictor import CodePredictor
 from ..nets.codec_decoder import DEFAULT_DECODER_PRECISION, CodecDecoder, check_decoder_precision
 from ..nets.talker import Talker
@@ -28,7 +30,14 @@ from ..runtime.device import CPU, DEFAULT_DEVICE, DEFAULT_GPU_PRECISION, Device,
 from ..runtime.tuning import TuningRecord
 from ..text.prompt import Prompt, PromptIds
 from ..text.tokenizer import TextTokenizer, clean_text
-from ..types import GenerationSettings, JobEvent, SynthesisEvent, SynthesisJob, check_batch_request
+from ..types import (
+    GenerationSettings,
+    JobEvent,
+    SynthesisEvent,
+    SynthesisJob,
+    SynthesisResult,
+    check_batch_request,
+)
 from ..voice import Voice
 from . import planning
 from .contract import AudioSource, SynthesizerContract, VoiceChoice
@@ -310,6 +319,14 @@ class Synthesizer:
         if not isinstance(settings, GenerationSettings):
             raise TextError(f"Settings must be GenerationSettings, not {type(settings).__name__}.")
         settings.check()
+
+    def speak(self, request: SynthesisRequest,
+              made: Mapping[int, Callable[[], SynthesisResult]] | None = None) -> Speech:
+        """The one door for a caller's text, short or long: checked now (errors surface before the first event),
+        split once into chunks (a short text is one), each spoken under the runaway guard and joined into one
+        recording (engine/longform/runner.py); `made`: chunks an earlier run finished (a ChunkJournal's), put in
+        their place, not generated. run_speech is the one loop over its events."""
+        return speak(self, request, made)
 
     def synthesize(
         self, text: str, voice: VoiceChoice, language: str = "auto", settings: GenerationSettings | None = None,

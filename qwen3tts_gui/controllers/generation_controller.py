@@ -17,8 +17,10 @@ from ..data.takes import PendingTake, Take
 from ..engine_adapter import (
     ChunkJournal,
     ChunkPlan,
+    EngineError,
     FrameEvent,
     GenerationSettings,
+    SynthesisRequest,
     SynthesisResult,
     VoiceChoice,
     VoiceError,
@@ -26,7 +28,6 @@ from ..engine_adapter import (
     kind_of,
     runs_on,
 )
-from ..long_text import long_text_options, needs_chunks
 from ..widgets.design_panel import DesignPanel
 from ..widgets.language_combo import LanguageCombo
 from ..widgets.output_panel import OutputPanel
@@ -34,7 +35,7 @@ from ..widgets.progress_panel import ProgressPanel
 from ..widgets.settings_box import GenerationSettingsBox
 from ..widgets.speaker_panel import SpeakerPanel
 from ..widgets.voice_panel import VoicePanel
-from ..workers import LongSynthesisWorker, SynthesisWorker
+from ..workers import SynthesisWorker, text_options
 from .take_history import TakeHistory
 from .unfinished import Unfinished
 
@@ -123,32 +124,28 @@ class GenerationController(QObject):
         language = language or self.lang_combo.language()
         settings = settings or self.settings_box.generation_settings()
         voice_name = str(voice_name or getattr(voice, "name", str(voice)))
-        worker: SynthesisWorker
+        request = SynthesisRequest(text, voice, language, settings, instruct or None, text_options(self.ctx.settings))
         journal = None
-        if resume is not None or needs_chunks(text, language):
-            options = long_text_options(self.ctx.settings)
-            if resume is not None:  # split and joined as when it began
-                journal, options = resume, replace(options, max_chars=resume.plan.max_chars, join=resume.plan.join)
-            elif not design:
-                journal, settings = self.unfinished.begin(synth, text, voice, voice_name, language, settings,
-                                                          instruct, options)
-            worker = LongSynthesisWorker(synth, text, voice, language, settings, self, instruct=instruct,
-                                         options=options, journal=journal)
-            worker.part.connect(self.progress.set_part)
-            worker.length.connect(self.output.expect_samples)  # the whole text's, not the first chunk's
-            worker.notice.connect(lambda message: self.status.emit(message, 8000))
-            worker.left_out.connect(self._on_left_out)
-        else:
-            worker = SynthesisWorker(synth, text, voice, language, settings, self, instruct=instruct)
+        if resume is not None:  # split and joined as when it began
+            journal = resume
+            request = replace(request, options=replace(request.options, max_chars=resume.plan.max_chars,
+                                                       join=resume.plan.join))
+        elif not design and _several_chunks(request):  # kept on disk chunk by chunk as it is made
+            journal, settings = self.unfinished.begin(synth, text, voice, voice_name, language, settings,
+                                                      instruct, request.options)
+            request = replace(request, settings=settings)
+        worker = SynthesisWorker(synth, request, self, journal=journal)
+        worker.part.connect(self._on_part)
+        worker.length.connect(self.output.expect_samples)  # the whole text's, from its first event
+        worker.notice.connect(lambda message: self.status.emit(message, 8000))
+        worker.left_out.connect(self._on_left_out)
         worker.frame.connect(self._on_frame)
         worker.chunk.connect(self.output.add_chunk)
         worker.done.connect(self._on_result)
         worker.failed.connect(self._on_failed)
         worker.cancelled.connect(self._on_cancelled)
-        # a long text's worker tells the whole recording's length (its first frame would give its first chunk's)
         self.journal = journal
         self.pending = PendingTake(text, voice, voice_name, language, settings, instruct=instruct, design=design,
-                                   length_known=isinstance(worker, LongSynthesisWorker),
                                    device=runs_on(synth.device))
         self.progress.begin()
         self.output.begin_stream(0)
@@ -203,12 +200,12 @@ class GenerationController(QObject):
         self.generate(self.design_panel.preview_sentence(), None, self.design_panel.selected_name(),
                       settings=settings, instruct=description, design=True)
 
+    def _on_part(self, chunk: int, chunks: int) -> None:
+        if chunks > 1:  # a text of one chunk shows its frames alone
+            self.progress.set_part(chunk, chunks)
+
     def _on_frame(self, ev: FrameEvent) -> None:
         self.progress.on_frame(ev)
-        if self.pending is not None and not self.pending.length_known:
-            self.pending.length_known = True
-            estimate = min(ev.estimated_frames, ev.max_frames) if ev.max_frames else ev.estimated_frames
-            self.output.expect_frames(estimate)
 
     def _on_result(self, result: SynthesisResult) -> None:
         pending = self.pending
@@ -247,3 +244,12 @@ class GenerationController(QObject):
     def _synth_finished(self) -> None:
         self.pending = None
 
+
+
+def _several_chunks(request: SynthesisRequest) -> bool:
+    """Whether the request's text is spoken in several chunks (then worth a journal); bad input is left for the
+    engine to report in its own words."""
+    try:
+        return len(request.chunks()) > 1
+    except EngineError:
+        return False

@@ -28,14 +28,14 @@ from ..engine_adapter import (
     GenerationSettings,
     JournalError,
     LongTextOptions,
+    SynthesisRequest,
     SynthesisResult,
     SynthesizerContract,
     VoiceChoice,
     VoiceError,
     os_reason,
     recording_of_made,
-    run_long_synthesis,
-    split_for_synthesis,
+    run_speech,
 )
 from ..workers import CallWorker
 
@@ -69,7 +69,7 @@ class Unfinished(QObject):
         all the same, said in the status line."""
         if settings.seed is None:
             settings = replace(settings, seed=secrets.randbits(32))
-        chunks = [c.text for c in split_for_synthesis(text, language, options.max_chars)]
+        chunks = [c.text for c in SynthesisRequest(text, language=language, options=options).chunks()]
         plan = ChunkPlan.of(synth.model_id, text, chunks, synth.check_language(language), voice, settings, instruct,
                             options.join, options.max_chars, voice_name, str(self.ctx.model_path or ""))
         try:
@@ -166,8 +166,10 @@ class Unfinished(QObject):
         made = {i: m.load for i, m in journal.made().items()}
 
         def join() -> tuple[SynthesisResult, VoiceChoice]:
-            chunks = split_for_synthesis(plan.text, plan.language, plan.max_chars)
-            if [c.text for c in chunks] != list(plan.chunks):
+            request = SynthesisRequest(plan.text, language=plan.language,
+                                       options=LongTextOptions(max_chars=plan.max_chars, join=plan.join))
+            speech = recording_of_made(request, made, plan.settings.seed or 0)
+            if [c.text for c in speech.chunks] != list(plan.chunks):
                 raise JournalError("its text no longer splits into the chunks it was made in")
             pieces: list[np.ndarray] = []
             codes: list[np.ndarray] = []
@@ -176,8 +178,7 @@ class Unfinished(QObject):
                 pieces.append(ev.samples)
                 codes.append(ev.result.codes)
 
-            final = run_long_synthesis(recording_of_made(chunks, plan.join, made, plan.settings.seed or 0),
-                                       on_audio=audio)
+            final = run_speech(speech, on_audio=audio)
             result = SynthesisResult(audio=np.concatenate(pieces), codes=np.concatenate(codes), ended_by="eos",
                                      seed=final.seed, timings=replace(final.timings,
                                                                       audio_seconds=final.samples / SAMPLE_RATE))

@@ -87,7 +87,6 @@ class PendingTake:
     instruct: str | None = None
     design: bool = False  # a VoiceDesign preview
     started: float = field(default_factory=time.monotonic)
-    length_known: bool = False  # the output view has been told how long the audio will roughly be
     device: str = ""  # where the model runs (engine_adapter.runs_on)
 
     def take(self, number: int, result: SynthesisResult) -> Take:

@@ -13,8 +13,7 @@ from PySide6.QtWidgets import QProgressBar, QTableView, QWidget
 from ..context import AppContext
 from ..data.batch_lines import MERGED_NAME, LineState, output_name
 from ..engine_adapter import GenerationSettings
-from ..long_text import long_text_options
-from ..workers import BatchJob, BatchWorker
+from ..workers import BatchJob, BatchWorker, text_options
 from .batch_table import BatchModel
 from .throttle import Throttle
 
@@ -75,7 +74,7 @@ class BatchRunner(QObject):
         settings = current_settings()
         settings.stream_audio = False
         worker = BatchWorker(self.ctx.synth, jobs, settings, merge, gap_seconds, self,
-                             long_options=long_text_options(self.ctx.settings), batch_size=batch_size,
+                             long_options=text_options(self.ctx.settings), batch_size=batch_size,
                              wav_subtype="FLOAT" if self.ctx.settings.wav_float else None)
         worker.merge_may_replace = merge is not None and merge.name in existing
         worker.line_started.connect(self._line_started)

@@ -202,7 +202,7 @@ def test_synth_checks_the_output_before_generating(bundle, small_disk, monkeypat
     def no_work(*a, **k):
         raise AssertionError("generation started although the output cannot be written")
 
-    monkeypatch.setattr(engine.synthesis.synthesizer.Synthesizer, "synthesize", no_work)
+    monkeypatch.setattr(engine.synthesis.synthesizer.Synthesizer, "speak", no_work)
     code, err = run_cli(capsys, "synth", "--model", bundle, "--text", "Hello.", "--ref", REF, "--x-vector-only",
                         "-o", disk / "out.wav")
     assert code == 2 and "disk is full" in one_line(err)

@@ -30,6 +30,7 @@ from engine import (
     GenerationSettings,
     JobEvent,
     ModelKind,
+    SynthesisRequest,
     SynthesisResult,
     SynthesizerContract,
     TextError,
@@ -40,6 +41,7 @@ from engine import (
     VoiceError,
     check_batch_request,
     estimated_frames,
+    speak,
 )
 from engine.nets.weight_reads import FrameWeights
 from engine.runtime.device import CPU
@@ -199,6 +201,10 @@ class FakeSynthesizer:
         return FrameWeights(0, 0, 16, 0, 0)  # the fake reads no weights
 
     # --- synthesis ---
+    def speak(self, request: SynthesisRequest, made=None):
+        """The engine's own door over this fake's synthesize and synthesize_many (engine.speak)."""
+        return speak(self, request, made)
+
     def check_settings(self, settings: GenerationSettings) -> None:
         settings.check()
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import soundfile as sf
 
-from engine import FrameEvent, JoinSettings, SynthesisResult, estimated_frames, split_for_synthesis
+from engine import FrameEvent, JoinSettings, SynthesisRequest, SynthesisResult, estimated_frames
 from engine.text.length import estimate_seconds
-from qwen3tts_gui.workers import LongSynthesisWorker
+from qwen3tts_gui.workers import SynthesisWorker
 
 from .fakes import SPF, FakeSynthesizer
 
@@ -19,7 +19,7 @@ JOIN = JoinSettings()
 
 
 def _chunks(text=CHAPTER):
-    return [c.text for c in split_for_synthesis(text, "auto")]
+    return [c.text for c in SynthesisRequest(text).chunks()]
 
 
 def _watch(window):
@@ -29,7 +29,7 @@ def _watch(window):
     orig = window.ctx.start_job
 
     def wrapped(w, *a, **kw):
-        if isinstance(w, LongSynthesisWorker):
+        if isinstance(w, SynthesisWorker):
             w.part.connect(lambda i, n: (seen["parts"].append((i, n)),
                                          seen["formats"].append(window.progress.bar.format())))
             w.chunk.connect(lambda ch: seen["chunks"].append(ch))
@@ -82,15 +82,21 @@ def test_the_expected_length_is_the_whole_chapter_and_follows_the_chunks(qtbot, 
     assert at_play in told[1:] and given == told[told.index(at_play):]
 
 
-def test_a_single_chunk_text_still_expects_its_first_frame_estimate(qtbot, make_window):
+def test_a_single_chunk_text_is_a_chapter_of_one_chunk(qtbot, make_window):
+    """The same worker and signals as a chapter: the estimate its first frame carries, then its real length;
+    no "Chunk 1 of 1" in the progress bar."""
     text = "Hello there, how are you?"
     assert len(_chunks(text)) == 1
     window = make_window()
     told, _ = _record_lengths(window)
+    seen = _watch(window)
     window.text_edit.setPlainText(text)
     assert window.generate()
     qtbot.waitUntil(lambda: window.synth_worker is None, timeout=10000)
-    assert told == [estimated_frames(text) * SPF]  # the estimate its first frame carries, and nothing else
+    take = window.output.takes[-1]
+    assert told == [estimated_frames(text) * SPF, len(take.audio)]
+    assert seen["parts"] == [(0, 1)] and "Chunk" not in seen["formats"][0]
+    assert np.array_equal(np.concatenate([c.samples for c in seen["chunks"]]), take.audio)
 
 
 def test_a_chapter_becomes_one_take(qtbot, make_window, fake_synth, dialogs):

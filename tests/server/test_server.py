@@ -21,12 +21,10 @@ from openai import OpenAI
 
 import engine
 from engine import (
-    DEFAULT_MAX_CHARS,
     GenerationSettings,
     LongTextOptions,
+    SynthesisRequest,
     Voice,
-    split_for_synthesis,
-    synthesize_long,
 )
 
 from .conftest import (
@@ -137,16 +135,16 @@ def test_requests_waiting_together_run_side_by_side_with_the_audio_they_get_alon
 
 
 def test_a_long_input_goes_through_the_long_text_path(server, synth, library):
-    """Several chunks: split, generated chunk by chunk and joined with the app's pauses, as synthesize_long does."""
+    """Several chunks: split, generated chunk by chunk and joined with the app's pauses, as Synthesizer.speak does."""
     text = "\n\n".join(f"Paragraph {n}. " + "This sentence fills the paragraph with words. " * 6 for n in range(3))
-    assert len(split_for_synthesis(text, "auto", DEFAULT_MAX_CHARS)) > 1
+    assert len(SynthesisRequest(text).chunks()) > 1
     status, _, data = post_speech(server.address, {"input": text, "voice": "Anna", "seed": 9,
                                                    "response_format": "pcm", "max_frames": FRAMES})
     assert status == 200
     voice = Voice.load(library / "Anna.qvoice")
     settings = GenerationSettings(**{**vars(synth.default_settings), "seed": 9, "max_frames": FRAMES})
-    want = np.concatenate([e.samples for e in synthesize_long(synth, text, voice, "auto", settings,
-                                                              LongTextOptions(batch_size=1))
+    want = np.concatenate([e.samples for e in synth.speak(SynthesisRequest(text, voice, "auto", settings,
+                                                                           options=LongTextOptions(batch_size=1)))
                            if isinstance(e, engine.ChunkAudio)])
     assert same_audio(np.frombuffer(data, "<i2"), want)
 
@@ -225,7 +223,7 @@ def test_a_long_text_and_a_stream_of_short_requests_take_turns(server):
 
     netloc = urlsplit(server.address).netloc
     text = "\n\n".join(f"Part {n}. " + "A sentence to fill this part of the text. " * 5 for n in range(3))
-    chunks = len(split_for_synthesis(text, "auto", DEFAULT_MAX_CHARS))
+    chunks = len(SynthesisRequest(text).chunks())
     ended: dict[str, float] = {}
 
     def post(body: dict) -> None:
