@@ -270,3 +270,32 @@ def test_a_record_moved_under_another_name_is_not_read(tmp_path):
     assert stored_spin_count(cpu_model(), physical_cores(), usable_cpus(), metadata.version("ncnn"),
                              tmp_path) is None
     assert replace(_record(1, "x").settings, spin_count=None).spin_count is None
+
+
+def test_a_candidate_running_when_the_tuning_is_cancelled_is_stopped(q8_bundle):
+    import multiprocessing
+    import time
+
+    from engine.errors import Cancelled
+
+    asked = []
+
+    def cancel():
+        asked.append(time.monotonic())
+        return len(asked) > 2  # cancelled while the process still loads
+
+    start = time.monotonic()
+    with pytest.raises(Cancelled):
+        probe_in_child(Bundle.open(q8_bundle), 4321, 2, timeout=120, cancel=cancel)
+    assert time.monotonic() - start < 30 and not multiprocessing.active_children()
+
+
+def test_a_candidate_whose_process_cannot_start_is_not_measured(q8_bundle, monkeypatch):
+    import multiprocessing.context
+
+    def refuse(self):
+        raise OSError("no more processes")
+
+    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", refuse)
+    assert probe_in_child(Bundle.open(q8_bundle), 4321, 2, timeout=120) is None
+    assert os.environ.get("GOMP_SPINCOUNT") != "4321"

@@ -436,12 +436,12 @@ def _spin_stage(parts: Parts, current: int, cp_net, samples, top: int, deadline:
         probe = parts.spin_probe
         here = lambda: probe(current, deadline - clock())  # noqa: E731
     else:
-        def here() -> SpinProbe:
+        def here() -> SpinProbe | None:
             parts.code_predictor.net = cp_net
             return probe_here(parts.code_predictor, top, quiet)
 
         def probe(spin: int, seconds: float) -> SpinProbe | None:
-            return probe_in_child(parts.bundle, spin, top, seconds)
+            return probe_in_child(parts.bundle, spin, top, seconds, cancel)
     return measure_spins(current, here, probe, deadline, median(quiet) if quiet else 0.1, clock, cancel)
 
 

@@ -43,6 +43,7 @@ SPIN_CANDIDATES = (1000, 10000, 300, 100000)
 LOADED_FACTOR = 2.0  # a spin count may be at most this much slower beside a competing load than quiet
 QUIET_FRAMES = 6  # code predictor frames timed quiet (after one warm-up frame)
 LOADED_SECONDS = 0.8  # code predictor frames timed beside the competing load, at least two
+POLL_SECONDS = 0.1  # how often a running candidate's process is checked for a cancel
 LOAD_START_SECONDS = 5.0  # the most a competing process is waited for
 CHILD_START_SECONDS = 1.0  # a candidate's process: interpreter, engine import and the code predictor's load
 
@@ -97,26 +98,36 @@ def time_frames(cp: CodePredictor, governor: ThreadGovernor, frames: int = 0, se
     return out
 
 
-def probe_here(cp: CodePredictor, cores: int, quiet: list[float]) -> SpinProbe:
+def probe_here(cp: CodePredictor, cores: int, quiet: list[float]) -> SpinProbe | None:
     """This process's spin count: its quiet frames measured already (the thread stage), the loaded ones now."""
-    with competing_load(busy_count(cores)):
-        loaded = time_frames(cp, ThreadGovernor(cores, adaptive=True, load=shared_cpu_load()), seconds=LOADED_SECONDS)
+    try:
+        with competing_load(busy_count(cores)):
+            loaded = time_frames(cp, ThreadGovernor(cores, adaptive=True, load=shared_cpu_load()),
+                                 seconds=LOADED_SECONDS)
+    except OSError:  # no process for the competing load: this count is not measured
+        return None
     return SpinProbe(tuple(quiet), tuple(loaded))
 
 
-def probe_in_child(bundle: Bundle, spin: int, cores: int, timeout: float) -> SpinProbe | None:
+def probe_in_child(bundle: Bundle, spin: int, cores: int, timeout: float,
+                   cancel: Callable[[], bool] | None = None) -> SpinProbe | None:
     """The code predictor timed in a process whose libgomp spins `spin` iterations; None when it did not report
-    within `timeout` seconds (then it is stopped) or failed."""
+    within `timeout` seconds (then it is stopped), failed, or could not be started. cancel() is checked every
+    POLL_SECONDS while it runs: True stops it and raises Cancelled."""
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
+    # not a daemon: it starts processes of its own (the competing load); stopped below whatever happens
+    proc = ctx.Process(target=_child, args=(str(bundle.path), cores, send), name=f"spin count {spin}")
     with _environment_lock:  # the child inherits the environment as it is while it starts
         saved = {k: os.environ.get(k) for k in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
         os.environ["GOMP_SPINCOUNT"] = str(int(spin))
         os.environ.pop("OMP_WAIT_POLICY", None)
         try:
-            # not a daemon: it starts processes of its own (the competing load); stopped below whatever happens
-            proc = ctx.Process(target=_child, args=(str(bundle.path), cores, send), name=f"spin count {spin}")
             proc.start()
+        except OSError:  # no process to be had (limits, a packaged app without freeze_support): not measured
+            receive.close()
+            send.close()
+            return None
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -124,9 +135,17 @@ def probe_in_child(bundle: Bundle, spin: int, cores: int, timeout: float) -> Spi
                 else:
                     os.environ[k] = v
     send.close()
+    result = None
     try:
-        result = receive.recv() if receive.poll(max(0.0, timeout)) else None
-    except (EOFError, OSError):
+        end = time.monotonic() + max(0.0, timeout)
+        while not receive.poll(max(0.0, min(POLL_SECONDS, end - time.monotonic()))):
+            if cancel is not None and cancel():
+                raise Cancelled("Tuning was cancelled.")
+            if time.monotonic() >= end:
+                break
+        else:
+            result = receive.recv()
+    except (EOFError, OSError):  # it ended without a word (a crash, or killed)
         result = None
     finally:
         receive.close()
@@ -184,17 +203,22 @@ def competing_load(count: int) -> Iterator[None]:
     pipes = [ctx.Pipe(duplex=False) for _ in range(count)]
     procs = [ctx.Process(target=exec, args=(_SPIN_CODE, {"ready": send}),
                          daemon=True, name="competing load") for _, send in pipes]
-    for p in procs:
-        p.start()
+    started = []
     try:
+        for p in procs:
+            p.start()
+            started.append(p)
         for receive, send in pipes:  # spinning before the block starts (a process takes a few hundred ms to start)
             send.close()
-            if receive.poll(LOAD_START_SECONDS):
-                receive.recv()
+            try:
+                if receive.poll(LOAD_START_SECONDS):
+                    receive.recv()
+            except EOFError:  # it ended at once: the load is lighter than asked, the timing still stands
+                pass
             receive.close()
         yield
     finally:
-        for p in procs:
+        for p in started:
             _stop(p)
 
 
