@@ -1,5 +1,10 @@
 """A voice to speak with: a cloned voice (x-vector, optional ICL reference: codes + transcript, saved as a small
-versioned file) or a preset speaker of a CustomVoice model; VoiceChoice is what a synthesis accepts."""
+versioned file) or a preset speaker of a CustomVoice model; VoiceChoice is what a synthesis accepts.
+
+A cloned voice is made by a model's encoders (model_id is their fingerprint: every bundle converted from one
+checkpoint shares it). Made again for another model, it keeps what it was made for before beside the new
+(`others`): one file then serves both models, and switching between them makes nothing again. Readers that
+predate `others` ignore its members and read the voice as made for its model_id."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import io
 import json
 import os
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +28,15 @@ VOICE_VERSION = 1
 VOICE_SUFFIX = ".qvoice"
 MAX_VOICE_BYTES = 128 * 1024 * 1024  # unpacked; the reference audio (24 kHz float32) is at most a few MB
 MAX_META_BYTES = 1024 * 1024
+MAX_OTHERS = 16  # models a voice file keeps a making for besides its own
+
+
+@dataclass
+class MadeFor:
+    """A voice as another model's encoders made it: its x-vector and, for in-context cloning, reference codes."""
+
+    xvector: np.ndarray
+    ref_codes: np.ndarray | None = None
 _EMPTY = zipfile.ZipInfo()
 
 
@@ -38,10 +52,37 @@ class Voice:
     name: str = ""
     created: str = field(default_factory=lambda: _dt.datetime.now().isoformat(timespec="seconds"))
     ref_audio: np.ndarray | None = None  # 24 kHz float32 reference, kept for playback in the app
+    others: dict[str, MadeFor] = field(default_factory=dict)  # the same voice made for other models, by model_id
 
     @property
     def icl(self) -> bool:
         return self.ref_codes is not None and bool(self.ref_text)
+
+    @property
+    def made_for(self) -> tuple[str, ...]:
+        """Every model_id this voice can speak with."""
+        return (self.model_id, *self.others)
+
+    def for_model(self, model_id: str) -> Voice | None:
+        """This voice as `model_id` needs it: itself when made for it, else the making kept for that model, else
+        None (it has to be made again from its reference)."""
+        if model_id == self.model_id:
+            return self
+        made = self.others.get(model_id)
+        if made is None:
+            return None
+        others = {k: v for k, v in self.others.items() if k != model_id}
+        others[self.model_id] = MadeFor(self.xvector, self.ref_codes)
+        return replace(self, xvector=made.xvector, ref_codes=made.ref_codes, model_id=model_id, others=others)
+
+    def keeping(self, earlier: Voice) -> Voice:
+        """This voice (just made for a new model) with what `earlier` was made for kept beside it, the oldest
+        dropped past MAX_OTHERS."""
+        others = dict(earlier.others)
+        others[earlier.model_id] = MadeFor(earlier.xvector, earlier.ref_codes)
+        others.pop(self.model_id, None)
+        kept = dict(list(others.items())[-MAX_OTHERS:])
+        return replace(self, others={**kept, **self.others})
 
     def to_bytes(self) -> bytes:
         """The voice file's content (a zip of voice.json and .npy arrays)."""
@@ -53,8 +94,13 @@ class Voice:
             "language": self.language,
             "name": self.name,
             "created": self.created,
+            "others": list(self.others),
         }
         arrays = {"xvector": np.asarray(self.xvector, np.float32)}
+        for i, made in enumerate(self.others.values()):
+            arrays[f"other{i}_xvector"] = np.asarray(made.xvector, np.float32)
+            if made.ref_codes is not None:
+                arrays[f"other{i}_ref_codes"] = np.asarray(made.ref_codes, np.int64)
         if self.ref_codes is not None:
             arrays["ref_codes"] = np.asarray(self.ref_codes, np.int64)
         if self.ref_audio is not None:
@@ -91,23 +137,24 @@ class Voice:
 
     @classmethod
     def load(cls, path: str | os.PathLike, model_id: str | None = None) -> Voice:
-        """Read a voice file; with model_id, refuse a voice made by a different model."""
+        """Read a voice file; with model_id, the voice as that model needs it (for_model), refused when it was
+        made by other models only."""
         path = Path(path)
         meta, arrays = _read(path, with_arrays=True)
         if "xvector" not in arrays:
             raise VoiceError(f"{path} is damaged: it has no x-vector")
-        if model_id is not None and meta["model_id"] != model_id:
-            raise VoiceError(
-                f"voice {path.name} was made with a different model; create it again from its reference audio"
-            )
         x, codes, audio = arrays["xvector"], arrays.get("ref_codes"), arrays.get("ref_audio")
-        if x.ndim != 1 or x.dtype.kind != "f" or not np.isfinite(x).all():
-            raise VoiceError(f"{path} is damaged: its x-vector is not a list of finite numbers")
-        if codes is not None and (codes.ndim != 2 or codes.dtype.kind not in "iu"):
-            raise VoiceError(f"{path} is damaged: its reference codes are not a (frames, groups) integer table")
+        _check_made(path, x, codes)
         if audio is not None and (audio.ndim != 1 or audio.dtype.kind != "f"):
             raise VoiceError(f"{path} is damaged: its reference audio is not mono samples")
-        return cls(
+        others = {}
+        for i, other in enumerate(meta["others"]):
+            ox, ocodes = arrays.get(f"other{i}_xvector"), arrays.get(f"other{i}_ref_codes")
+            if ox is None:
+                raise VoiceError(f"{path} is damaged: it names a making for another model without its x-vector")
+            _check_made(path, ox, ocodes)
+            others[other] = MadeFor(ox.astype(np.float32), ocodes)
+        voice = cls(
             xvector=x.astype(np.float32),
             model_id=meta["model_id"],
             ref_codes=codes,
@@ -116,7 +163,16 @@ class Voice:
             name=meta["name"],
             created=meta["created"],
             ref_audio=audio,
+            others=others,
         )
+        if model_id is None:
+            return voice
+        fitted = voice.for_model(model_id)
+        if fitted is None:
+            raise VoiceError(
+                f"voice {path.name} was made with a different model; create it again from its reference audio"
+            )
+        return fitted
 
     @classmethod
     def summary(cls, path: str | os.PathLike) -> VoiceSummary:
@@ -126,7 +182,8 @@ class Voice:
         audio = lengths.get("ref_audio")
         return VoiceSummary(path=path, name=meta["name"] or path.stem, language=meta["language"],
                             created=meta["created"], ref_text=meta["ref_text"], model_id=meta["model_id"],
-                            ref_seconds=None if audio is None else audio / SAMPLE_RATE)
+                            ref_seconds=None if audio is None else audio / SAMPLE_RATE,
+                            others=tuple(meta["others"]))
 
 
 @dataclass
@@ -140,10 +197,22 @@ class VoiceSummary:
     ref_text: str | None
     model_id: str
     ref_seconds: float | None
+    others: tuple[str, ...] = ()  # other models the file holds a making for (Voice.others)
+
+    @property
+    def made_for(self) -> tuple[str, ...]:
+        return (self.model_id, *self.others)
 
     @property
     def icl(self) -> bool:
         return bool(self.ref_text)
+
+
+def _check_made(path: Path, xvector: np.ndarray, codes: np.ndarray | None) -> None:
+    if xvector.ndim != 1 or xvector.dtype.kind != "f" or not np.isfinite(xvector).all():
+        raise VoiceError(f"{path} is damaged: its x-vector is not a list of finite numbers")
+    if codes is not None and (codes.ndim != 2 or codes.dtype.kind not in "iu"):
+        raise VoiceError(f"{path} is damaged: its reference codes are not a (frames, groups) integer table")
 
 
 def _read(path: Path, with_arrays: bool) -> tuple[dict, dict]:
@@ -187,6 +256,11 @@ def _checked_meta(path: Path, meta: object) -> dict:
     out = {"ref_text": meta.get("ref_text")}
     if out["ref_text"] is not None and not isinstance(out["ref_text"], str):
         raise VoiceError(f"{path} is damaged: its ref_text is not text")
+    others = meta.get("others", [])
+    if (not isinstance(others, list) or len(others) > MAX_OTHERS
+            or not all(isinstance(o, str) and o for o in others) or len(set(others)) != len(others)):
+        raise VoiceError(f"{path} is damaged: its list of other models is not a short list of names")
+    out["others"] = others
     for key, default in (("model_id", ""), ("language", "auto"), ("name", ""), ("created", "")):
         value = meta.get(key, default)
         if not isinstance(value, str):

@@ -78,7 +78,7 @@ class VoiceLibraryView(QWidget):
             date = entry.created[:10]
             item = QListWidgetItem(f"{entry.name}\n{language_title(entry.language)} · {kind} · {date}")
             item.setData(Qt.ItemDataRole.UserRole, entry)
-            if self.ctx.synth is not None and entry.model_id != self.ctx.synth.model_id:
+            if self.ctx.synth is not None and self.ctx.synth.model_id not in entry.made_for:
                 if is_designed(entry):  # usable: it is cloned from its recording when first used, not greyed out
                     item.setToolTip("A designed voice (made with a VoiceDesign model from a description): this "
                                     "model clones it from its recording the first time you use it")
@@ -124,10 +124,10 @@ class VoiceLibraryView(QWidget):
             self.ctx.dialogs.error(self, "Cannot use this voice", user_message(e))
             return None
         synth = self.ctx.synth
-        if synth is not None and voice.model_id != synth.model_id:
+        fitted = voice.for_model(synth.model_id) if synth is not None else voice
+        if fitted is None:
             self._offer_recreate(entry, voice, then)
-            return None
-        return voice
+        return fitted
 
     def load_by_name(self, name: str) -> Voice:
         """For the batch: a voice by name (the selected one when name is empty). Raises VoiceError."""
@@ -164,14 +164,16 @@ class VoiceLibraryView(QWidget):
         worker = CallWorker(lambda: synth.create_voice((ref_audio, SAMPLE_RATE), ref_text=voice.ref_text,
                                                        name=voice.name or entry.name, language=voice.language),
                             "making the voice again", self)
-        worker.done.connect(lambda new: self._voice_recreated(entry.path, new, then))
+        # what it was made for so far stays in the file beside the new making: switching back needs nothing
+        worker.done.connect(lambda new: self._voice_recreated(entry.path, new if designed else new.keeping(voice),
+                                                              then))
         worker.failed.connect(lambda message: self.ctx.dialogs.error(self, "Cannot create the voice", message))
         if self.ctx.start_job(worker, self):
             self.details.setText(f"Making “{entry.name}” again for this model…")
 
     def _voice_recreated(self, path: Path, voice: Voice, then: Callable[[], object] | None = None) -> None:
         try:
-            voice.save(path, own_file=True)  # same file, same name: it simply works with the new model now
+            voice.save(path, own_file=True)  # same file, same name: it works with the new model (and the old)
         except (VoiceError, OSError) as e:  # Voice.save reports a full disk as VoiceError
             self.ctx.dialogs.error(self, "Cannot save the voice", user_message(e, "saving the voice"))
             return
