@@ -85,7 +85,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
 }
 # need torch and the official qwen-tts: the live tier runs them
 LIVE = {"calibrate_demo.py", "codec_decoder_speed.py", "codec_encoder_official.py", "codec_encoder_speed.py",
-        "official_check.py", "talker_fullsize_parity.py", "vs_official.py"}
+        "official_check.py", "talker_fullsize_parity.py", "vs_official.py", "whisper_speed.py"}
 HELPERS = {"_official.py", "bench_env.py"}  # imported by the scripts, not run
 OWN_TEST = {"peer_compare.py"}  # needs another program: a test of its own below gives it a stand-in
 

@@ -200,3 +200,13 @@ def test_cancel_stops_mid_way_and_the_next_transcription_is_whole(transcribers):
     assert 0 < seen[-1] < 1
     with np.load(WHISPER / "outputs" / "tinywhisper80" / "en_16k_10s.npz") as d:
         assert list(t.transcribe(_clip("en_16k_10s")).token_ids) == d["detect_ids"].tolist()
+
+
+def test_max_new_tokens_stops_where_transformers_would(transcribers):
+    """generate(max_new_tokens=N) is a prefix of the full greedy run: the first N tokens."""
+    with np.load(WHISPER / "outputs" / "tinywhisper80" / "en_16k_10s.npz") as d:
+        ref = d["detect_ids"].tolist()
+    result = transcribers["tinywhisper80"].transcribe(_clip("en_16k_10s"), max_new_tokens=7)
+    assert list(result.token_ids) == ref[:7] and not result.complete
+    with pytest.raises(ValueError):
+        transcribers["tinywhisper80"].transcribe(_clip("en_16k_10s"), max_new_tokens=0)

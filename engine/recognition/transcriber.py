@@ -173,20 +173,24 @@ class Transcriber:
     # ------------------------------------------------------------------------------------------------ decoding
 
     def transcribe(self, audio: AudioSource, language: str | None = None, progress: Progress | None = None,
-                   cancel: Callable[[], bool] | None = None) -> Transcript:
+                   cancel: Callable[[], bool] | None = None, max_new_tokens: int | None = None) -> Transcript:
         """Transcribe a recording of up to 30 s (a file path or (samples, sample_rate)). `language`: a code, token
         or English name the model knows, or None to detect it. `progress(fraction, message)` is called as work
-        goes on; `cancel()` returning True stops it with Cancelled."""
+        goes on; `cancel()` returning True stops it with Cancelled. `max_new_tokens`: at most this many tokens
+        after the prompt, the end token included (transformers' generate argument of that name)."""
         code = self.check_language(language)
         t0 = time.perf_counter()
         feats, seconds = self.features(audio)
         t1 = time.perf_counter()
-        return self.transcribe_features(feats, code, progress, cancel, seconds=seconds, front_end=t1 - t0)
+        return self.transcribe_features(feats, code, progress, cancel, seconds=seconds, front_end=t1 - t0,
+                                        max_new_tokens=max_new_tokens)
 
     def transcribe_features(self, feats: np.ndarray, language: str | None = None, progress: Progress | None = None,
                             cancel: Callable[[], bool] | None = None, *, seconds: float = 0.0,
-                            front_end: float = 0.0) -> Transcript:
+                            front_end: float = 0.0, max_new_tokens: int | None = None) -> Transcript:
         """Transcribe one log-mel window (n_mels, 3000) (features() makes it); silent windows are decoded too."""
+        if max_new_tokens is not None and (type(max_new_tokens) is not int or max_new_tokens < 1):
+            raise ValueError(f"max_new_tokens must be a positive whole number, not {max_new_tokens!r}")
         feats = np.asarray(feats, np.float32)
         if feats.shape != (self.n_mels, features.WINDOW_FRAMES) or not np.isfinite(feats).all():
             raise AudioError(f"log-mel features must be a finite ({self.n_mels}, {features.WINDOW_FRAMES}) array, "
@@ -220,6 +224,8 @@ class Transcriber:
         ids = [int(t) for t in prompt if t is not None]
         language_token = next((t for t in ids if self.rules.code_of(t) is not None), None)
         total = self.rules.total_length(len(ids), self.decoder.max_positions)
+        if max_new_tokens is not None:
+            total = min(total, len(ids) + max_new_tokens)
         generated: list[int] = []
         complete = False
         assert logits is not None

@@ -85,3 +85,13 @@ def test_vs_official(ckpt, tmp_path):
                  rf"^weight GB read per frame +{NUM} +{NUM}$",
                  rf"^floor at {NUM} GB/s \[ms/frame\] +{NUM} +{NUM}$",
                  rf"^share of the bandwidth reached +{NUM}% +{NUM}%$"])
+
+
+def test_whisper_speed(tmp_path):
+    """Ours and transformers alternating on the tiny Whisper fixture (the full-size checkpoints are hours of work)."""
+    run(OURS, "whisper_speed.py", "--checkpoint", ROOT / "tests" / "fixtures" / "whisper" / "models" / "tinywhisper80",
+        "--cache", tmp_path / "cache", "--rounds", "1", "--tokens", "5", cwd=tmp_path,
+        figures=[r"^CPU: .+; 2 threads; load average before: ",
+                 rf"^tinywhisper80 +ours +{NUM}s +{NUM}s +{NUM}s +{NUM}s +{NUM}s +{NUM}MB +{NUM} MB$",
+                 rf"^tinywhisper80 +transformers +{NUM}s +{NUM}s +{NUM}s +{NUM}s +{NUM}s +{NUM}MB",
+                 r"^tinywhisper80: token ids identical"])

@@ -178,6 +178,14 @@ def _special_tokens(languages: list[str]) -> list[str]:
 
 
 def step_models(out: Path, names: list[str]) -> None:
+    for name in names:
+        build_checkpoint(out / "whisper" / "models" / name, _tokenizer_dir(out), *MODELS[name], half=True)
+
+
+def build_checkpoint(dest: Path, tok_dir: Path, seed: int, mels: int, n_lang: int, d_model: int, enc_layers: int,
+                     dec_layers: int, heads: int, ffn: int, std: float, eos_gain: float, half: bool) -> None:
+    """One random Whisper checkpoint in the hub's layout (also used for the full-size ones of
+    benchmarks/whisper_speed.py), saved in fp16 (`half`) or fp32."""
     import torch
     from transformers import (
         GenerationConfig,
@@ -189,62 +197,58 @@ def step_models(out: Path, names: list[str]) -> None:
     )
     from transformers.tokenization_utils import AddedToken
 
-    tok_dir = _tokenizer_dir(out)
     all_languages = json.loads((tok_dir / "languages.json").read_text(encoding="utf-8"))
-    for name in names:
-        seed, mels, n_lang, d_model, enc_layers, dec_layers, heads, ffn, std, eos_gain = MODELS[name]
-        languages = all_languages[:n_lang]
-        specials = _special_tokens(languages)
-        base = len(json.loads((tok_dir / "vocab.json").read_text(encoding="utf-8")))
-        ids = {t: base + i for i, t in enumerate(specials)}
-        vocab_size = base + len(specials) + N_TIMESTAMPS
-        eot, sot = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
-        no_ts = ids["<|notimestamps|>"]
-        dest = out / "whisper" / "models" / name
-        dest.mkdir(parents=True, exist_ok=True)
+    languages = all_languages[:n_lang]
+    specials = _special_tokens(languages)
+    base = len(json.loads((tok_dir / "vocab.json").read_text(encoding="utf-8")))
+    ids = {t: base + i for i, t in enumerate(specials)}
+    vocab_size = base + len(specials) + N_TIMESTAMPS
+    eot, sot = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
+    no_ts = ids["<|notimestamps|>"]
+    dest.mkdir(parents=True, exist_ok=True)
 
-        tokenizer = WhisperTokenizer(str(tok_dir / "vocab.json"), str(tok_dir / "merges.txt"), errors="replace",
-                                     unk_token="<|endoftext|>", bos_token="<|endoftext|>",
-                                     eos_token="<|endoftext|>", pad_token="<|endoftext|>")
-        tokenizer.add_special_tokens({"additional_special_tokens": specials[1:]})
-        tokenizer.add_tokens([AddedToken(f"<|{i * 0.02:.2f}|>", lstrip=False, rstrip=False, normalized=False)
-                              for i in range(N_TIMESTAMPS)])
-        assert tokenizer.convert_tokens_to_ids("<|notimestamps|>") == no_ts
-        assert len(tokenizer) == vocab_size, (len(tokenizer), vocab_size)
-        feature_extractor = WhisperFeatureExtractor(feature_size=mels)
-        WhisperProcessor(feature_extractor, tokenizer).save_pretrained(dest)
+    tokenizer = WhisperTokenizer(str(tok_dir / "vocab.json"), str(tok_dir / "merges.txt"), errors="replace",
+                                 unk_token="<|endoftext|>", bos_token="<|endoftext|>",
+                                 eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+    tokenizer.add_special_tokens({"additional_special_tokens": specials[1:]})
+    tokenizer.add_tokens([AddedToken(f"<|{i * 0.02:.2f}|>", lstrip=False, rstrip=False, normalized=False)
+                          for i in range(N_TIMESTAMPS)])
+    assert tokenizer.convert_tokens_to_ids("<|notimestamps|>") == no_ts
+    assert len(tokenizer) == vocab_size, (len(tokenizer), vocab_size)
+    feature_extractor = WhisperFeatureExtractor(feature_size=mels)
+    WhisperProcessor(feature_extractor, tokenizer).save_pretrained(dest)
 
-        config = WhisperConfig(
-            vocab_size=vocab_size, num_mel_bins=mels, d_model=d_model, encoder_layers=enc_layers,
-            decoder_layers=dec_layers, encoder_attention_heads=heads, decoder_attention_heads=heads,
-            encoder_ffn_dim=ffn, decoder_ffn_dim=ffn, max_source_positions=1500, max_target_positions=448,
-            pad_token_id=eot, bos_token_id=eot, eos_token_id=eot, decoder_start_token_id=sot, init_std=std,
-            begin_suppress_tokens=[220, eot], suppress_tokens=None, scale_embedding=False,
-        )
-        torch.manual_seed(seed)
-        model = WhisperForConditionalGeneration(config).eval()
-        with torch.no_grad():  # the init leaves biases and norms at 0 / 1: give them values too
-            for pname, p in model.named_parameters():
-                if pname.endswith("bias") or "layer_norm" in pname:
-                    p.add_(torch.randn_like(p) * std)
-            bias = model.model.decoder.layer_norm.bias
-            model.model.decoder.embed_tokens.weight[eot] += eos_gain * bias / bias.norm()
-        non_speech = _non_speech_tokens(tokenizer)
-        gen = GenerationConfig(
-            decoder_start_token_id=sot, bos_token_id=eot, eos_token_id=eot, pad_token_id=eot, max_length=448,
-            begin_suppress_tokens=[220, eot],
-            suppress_tokens=sorted(set(non_speech) | {sot, ids["<|startoflm|>"], ids["<|startofprev|>"],
-                                                         ids["<|nospeech|>"]}),
-            forced_decoder_ids=[[1, None], [2, ids["<|transcribe|>"]]],
-            is_multilingual=True,
-            lang_to_id={f"<|{c}|>": ids[f"<|{c}|>"] for c in languages},
-            task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]},
-            no_timestamps_token_id=no_ts, prev_sot_token_id=ids["<|startofprev|>"], max_initial_timestamp_index=50,
-            return_timestamps=False,
-        )
-        model.generation_config = gen
-        model.half().save_pretrained(dest, safe_serialization=True)  # fp16 on disk: half the fixture size
-        print(f"model {name}: {sum(p.numel() for p in model.parameters())} parameters, vocab {vocab_size}")
+    config = WhisperConfig(
+        vocab_size=vocab_size, num_mel_bins=mels, d_model=d_model, encoder_layers=enc_layers,
+        decoder_layers=dec_layers, encoder_attention_heads=heads, decoder_attention_heads=heads,
+        encoder_ffn_dim=ffn, decoder_ffn_dim=ffn, max_source_positions=1500, max_target_positions=448,
+        pad_token_id=eot, bos_token_id=eot, eos_token_id=eot, decoder_start_token_id=sot, init_std=std,
+        begin_suppress_tokens=[220, eot], suppress_tokens=None, scale_embedding=False,
+    )
+    torch.manual_seed(seed)
+    model = WhisperForConditionalGeneration(config).eval()
+    with torch.no_grad():  # the init leaves biases and norms at 0 / 1: give them values too
+        for pname, p in model.named_parameters():
+            if pname.endswith("bias") or "layer_norm" in pname:
+                p.add_(torch.randn_like(p) * std)
+        bias = model.model.decoder.layer_norm.bias
+        model.model.decoder.embed_tokens.weight[eot] += eos_gain * bias / bias.norm()
+    non_speech = _non_speech_tokens(tokenizer)
+    gen = GenerationConfig(
+        decoder_start_token_id=sot, bos_token_id=eot, eos_token_id=eot, pad_token_id=eot, max_length=448,
+        begin_suppress_tokens=[220, eot],
+        suppress_tokens=sorted(set(non_speech) | {sot, ids["<|startoflm|>"], ids["<|startofprev|>"],
+                                                     ids["<|nospeech|>"]}),
+        forced_decoder_ids=[[1, None], [2, ids["<|transcribe|>"]]],
+        is_multilingual=True,
+        lang_to_id={f"<|{c}|>": ids[f"<|{c}|>"] for c in languages},
+        task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]},
+        no_timestamps_token_id=no_ts, prev_sot_token_id=ids["<|startofprev|>"], max_initial_timestamp_index=50,
+        return_timestamps=False,
+    )
+    model.generation_config = gen
+    (model.half() if half else model).save_pretrained(dest, safe_serialization=True)
+    print(f"model {dest.name}: {sum(p.numel() for p in model.parameters())} parameters, vocab {vocab_size}")
 
 
 def _non_speech_tokens(tokenizer) -> list[int]:
