@@ -14,6 +14,8 @@ NOT_NEEDED = {
     "tokenizers": "qwen-tts pins it through transformers (an older, compatible release)",
     "huggingface-hub": "the model store only; qwen-tts pins an older release",
     "filelock": "the model store's download lock only (huggingface_hub brings it along)",
+    "starlette": "the speech server only (qwen3tts_server), which the live tier never starts",
+    "uvicorn": "the speech server only (qwen3tts_server), which the live tier never starts",
 }
 
 
