@@ -13,7 +13,10 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     Voice                      a cloned voice (x-vector, optional reference codes); Voice.load / save
     VoiceSummary               a voice file's metadata, read without loading the voice
     designed_voice, is_designed   a VoiceDesign voice saved for reuse, and how to recognise one
-    ModelKind, Speaker         what kind of model a bundle holds (Base, CustomVoice, VoiceDesign) and its speakers
+    ModelKind, Speaker         what kind of model a bundle holds (Base, CustomVoice, VoiceDesign) and its speakers;
+        ModelKind.needs, a VoiceNeed: what the kind speaks with (reference, preset speaker, description)
+    voice_for(synth, VoiceInput(...))   the one function that turns what the user gave into the voice the model's
+        kind needs (engine/synthesis/voice_input.py); MissingVoiceInput(.needs) when the kind's input is missing
     SAMPLE_RATE, SAMPLES_PER_FRAME, FRAME_RATE   24000 Hz output, 1920 samples per 80 ms frame, 12.5 frames/s
     SynthesisRequest(text, voice, language, settings, instruct, options)   what a caller asks: the unit every
         caller builds and Synthesizer.speak(request) takes (engine/longform/request.py); speak(synth, request)
@@ -143,9 +146,10 @@ from .runtime.q8_check_record import CheckRecordError, Q8CheckRecord, read_check
 from .runtime.tuning import CandidateFigure, TuningRecord  # noqa: E402
 from .synthesis.contract import AudioSource, BatchEvents, SynthesizerContract, VoiceChoice  # noqa: E402
 from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
-from .synthesis.model_kind import InstructIgnoredWarning, ModelKind  # noqa: E402
+from .synthesis.model_kind import InstructIgnoredWarning, ModelKind, VoiceNeed  # noqa: E402
 from .synthesis.runs import BatchRun, run_synthesis  # noqa: E402
 from .synthesis.synthesizer import DEFAULT_BATCH_SIZE, Synthesizer  # noqa: E402
+from .synthesis.voice_input import MissingVoiceInput, VoiceInput, voice_for  # noqa: E402
 from .text.length import estimated_frames  # noqa: E402
 from .text.splitter import DEFAULT_MAX_CHARS, TextChunk, split_text  # noqa: E402
 from .text.tokenizer import clean_text  # noqa: E402
@@ -252,6 +256,10 @@ __all__ = [
     "designed_voice",
     "is_designed",
     "ModelKind",
+    "VoiceNeed",
+    "VoiceInput",
+    "MissingVoiceInput",
+    "voice_for",
     "Speaker",
     "SynthesisEvent",
     "SynthesisJob",

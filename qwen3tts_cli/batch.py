@@ -78,13 +78,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
             taken = [t for t in targets if os.path.lexists(t)]
             if taken and not args.overwrite:
                 raise UsageError(f"{taken[0]} already exists; add --overwrite to replace it.")
-            if synth.model_kind == "voice_design" and not (line.instruct or "").strip():
-                raise UsageError('this VoiceDesign model makes its voice from a description: give the line an '
-                                 '"instruct" describing the voice.')
-            key = (line.ref, line.ref_text, line.voice, line.x_vector_only, line.speaker)
+            key = (line.ref, line.ref_text, line.voice, line.x_vector_only, line.speaker,
+                   bool((line.instruct or "").strip()))
             if key not in voices:
                 voices[key] = _job_voice(synth, line)
-            synth.check_instruct(line.instruct)
+            synth.kind.check_instruct(line.instruct)
             jobs.append(SynthesisJob(line.text, voices[key], line.language, line.max_frames, line.seed,
                                      instruct=line.instruct))
             owners.append(line)
@@ -140,19 +138,19 @@ def _write_result(out: Path, name: str, result, codes: bool, overwrite: bool = F
 
 
 def _job_voice(synth, line):
-    """The voice of one jobs-file line (see batch_jobs.py)."""
-    from dataclasses import replace
+    """The voice of one jobs-file line (see batch_jobs.py): the model's kind decides (voice_for)."""
+    from engine import MissingVoiceInput, VoiceInput, VoiceNeed, voice_for
 
-    from engine import Voice
-
-    if line.speaker is not None:
-        return synth.speaker(line.speaker)
-    if line.ref is None and line.voice is None:
-        return None  # VoiceDesign: the instruct describes the voice
-    if line.voice is not None:
-        voice = Voice.load(line.voice, model_id=synth.model_id or None)
-        return replace(voice, ref_codes=None, ref_text=None) if line.x_vector_only and voice.icl else voice
-    return synth.create_voice(str(line.ref), ref_text=line.ref_text)
+    given = VoiceInput(voice=line.voice, reference=str(line.ref) if line.ref is not None else None,
+                       ref_text=line.ref_text, timbre_only=line.x_vector_only, speaker=line.speaker,
+                       description=line.instruct)
+    try:
+        return voice_for(synth, given)
+    except MissingVoiceInput as e:
+        if e.needs == VoiceNeed.DESCRIPTION:
+            raise UsageError('this VoiceDesign model makes its voice from a description: give the line an '
+                             '"instruct" describing the voice.') from None
+        raise
 
 
 def add_parser(sub) -> None:

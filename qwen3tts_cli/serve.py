@@ -33,7 +33,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     def ready(address: str) -> None:
         keyed = "; requests need its API key" if key else ""
-        print(f"qwen3tts: serving {config.model_name} ({synth.model_kind}) at {address}/v1{keyed}. "
+        print(f"qwen3tts: serving {config.model_name} ({synth.kind.kind}) at {address}/v1{keyed}. "
               "Ctrl+C stops it.", file=sys.stderr, flush=True)
 
     try:

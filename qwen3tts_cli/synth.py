@@ -46,40 +46,35 @@ TIMBRE_ONLY_NOTE = ("qwen3tts: no --ref-text: cloning the voice's timbre only; t
 
 def _voice_for(synth, args: argparse.Namespace):
     """The voice of a synth command: --voice FILE or --ref AUDIO [--ref-text TEXT] [--x-vector-only] (Base),
-    --speaker NAME (CustomVoice), nothing but --instruct (VoiceDesign)."""
-    from dataclasses import replace
+    --speaker NAME (CustomVoice), nothing but --instruct (VoiceDesign); the model's kind decides (voice_for)."""
+    from engine import MissingVoiceInput, VoiceInput, VoiceNeed, voice_for
 
-    from engine import Voice
-
-    if args.voice is not None or args.ref is not None:
-        synth.kind.refuse_clone()  # CustomVoice / VoiceDesign explain what they do instead
-    if synth.model_kind != "custom_voice" and args.speaker is not None:
-        synth.kind.speaker(args.speaker)  # Base / VoiceDesign explain they have no preset speakers
-    if synth.model_kind == "voice_design":
-        if not (args.instruct or "").strip():  # the app refuses it too: without one the voice is anybody's
-            raise UsageError('This VoiceDesign model makes its voice from a description: add --instruct "A warm, '
-                             'low female voice, calm and a little husky." (or your own words).')
-        return None
-    if synth.model_kind == "custom_voice":
-        if args.speaker is None:
-            raise UsageError(f"This CustomVoice model needs --speaker NAME; its speakers are: "
-                             f"{', '.join(s.name for s in synth.speakers)}.")
-        return synth.speaker(args.speaker)
     if args.voice is not None and args.ref is not None:
         raise UsageError("give either --voice or --ref, not both")
-    if args.voice is not None:
-        voice = Voice.load(args.voice, model_id=synth.model_id or None)
-        if args.ref_text is not None:
-            raise UsageError("--ref-text goes with --ref; a voice file already holds its transcript")
-        if args.x_vector_only and voice.icl:
-            voice = replace(voice, ref_codes=None, ref_text=None)
-        return voice
-    if args.ref is None:
-        raise UsageError("give the voice to clone: --ref REFERENCE_AUDIO or --voice VOICE_FILE")
-    if args.ref_text is None and not args.x_vector_only:
+    if args.voice is not None and args.ref_text is not None:
+        raise UsageError("--ref-text goes with --ref; a voice file already holds its transcript")
+    given = VoiceInput(voice=args.voice, reference=str(args.ref) if args.ref is not None else None,
+                       ref_text=args.ref_text, timbre_only=args.x_vector_only, speaker=args.speaker,
+                       description=args.instruct)
+    if synth.kind.needs == VoiceNeed.REFERENCE and args.ref is not None and args.ref_text is None \
+            and not args.x_vector_only:
         print(TIMBRE_ONLY_NOTE, file=sys.stderr)  # as the app does with a voice that has no transcript
-    ref_text = None if args.x_vector_only else args.ref_text
-    return synth.create_voice(str(args.ref), ref_text=ref_text)
+    try:
+        return voice_for(synth, given)
+    except MissingVoiceInput as e:  # the engine says what the kind needs; here, which flag gives it
+        raise UsageError(_missing(synth, e.needs)) from None
+
+
+def _missing(synth, needs) -> str:
+    from engine import VoiceNeed
+
+    if needs == VoiceNeed.DESCRIPTION:  # the app refuses it too: without one the voice is anybody's
+        return ('This VoiceDesign model makes its voice from a description: add --instruct "A warm, low female '
+                'voice, calm and a little husky." (or your own words).')
+    if needs == VoiceNeed.SPEAKER:
+        return (f"This CustomVoice model needs --speaker NAME; its speakers are: "
+                f"{', '.join(s.name for s in synth.kind.speakers)}.")
+    return "give the voice to clone: --ref REFERENCE_AUDIO or --voice VOICE_FILE"
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
@@ -113,7 +108,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     # cheap checks before the reference is processed
     synth.check_language(args.language)
     synth.check_settings(settings)
-    note = synth.instruct_note(args.instruct)
+    note = synth.kind.instruct_note(args.instruct)
     if note:
         import warnings
 
@@ -121,7 +116,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
         print(f"qwen3tts: {note}", file=sys.stderr)
         warnings.simplefilter("ignore", InstructIgnoredWarning)  # said once, here
-    synth.check_instruct(args.instruct)
+    synth.kind.check_instruct(args.instruct)
     voice = _voice_for(synth, args)
     journal, made = None, {}
     if args.chunks_dir is not None:  # each chunk kept as it is made; a stopped run's chunks are not made again

@@ -226,7 +226,7 @@ def kind_of(synth: SynthesizerContract | None) -> ModelKind:
 
 def takes_style_instructions(synth: SynthesizerContract | None) -> bool:
     """A preset speaker and a style instruction for it (CustomVoice 1.7B; the 0.6B ignores one, as upstream)."""
-    return synth is not None and synth.kind.has_speakers and synth.honours_instruct
+    return synth is not None and synth.kind.has_speakers and synth.kind.honours_instruct
 
 
 def runs_on(device) -> str:

@@ -107,7 +107,7 @@ class SpeechServer:
     async def voice_list(self, request: Request) -> Response:
         self.check_access(request)
         voices = await run_in_threadpool(self.voices.listing)
-        return JSONResponse({"model": self.model_name, "model_kind": self.synth.model_kind, "voices": voices})
+        return JSONResponse({"model": self.model_name, "model_kind": self.synth.kind.kind, "voices": voices})
 
     async def speech(self, request: Request) -> Response:
         self.check_access(request)
@@ -137,7 +137,7 @@ class SpeechServer:
 
     def _model_card(self) -> dict[str, Any]:
         return {"id": self.model_name, "object": "model", "created": 0, "owned_by": "qwen3-tts-studio",
-                "model_kind": self.synth.model_kind}
+                "model_kind": self.synth.kind.kind}
 
     def make_task(self, body: SpeechBody, stream: bool, post) -> SpeechTask:
         """The checks that need the model (language, settings, instruction, voice, length), on a worker thread."""
@@ -145,7 +145,7 @@ class SpeechServer:
         try:
             text = clean_text(body.text)
             language = synth.check_language(body.language)
-            instruct = synth.check_instruct(body.instructions) if body.instructions else None
+            instruct = synth.kind.check_instruct(body.instructions) if body.instructions else None
             settings = body.settings
             if settings.seed is None:  # fixed now, so that the response can say which seed made it
                 settings = replace(settings, seed=secrets.randbelow(2**32))

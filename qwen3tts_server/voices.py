@@ -28,7 +28,7 @@ class VoiceBook:
 
     def resolve(self, name: str, instructions: str | None) -> VoiceChoice:
         """The engine's voice for a request, or ApiError 400 saying which names there are."""
-        kind = self.synth.model_kind
+        kind = self.synth.kind.kind
         if kind == VOICE_DESIGN:
             if not instructions:
                 raise ApiError(400, "This VoiceDesign model makes its voice from a description: send it as "
@@ -39,7 +39,7 @@ class VoiceBook:
             raise ApiError(400, f"The request needs 'voice': {self._names_hint()}", "missing_field", "voice")
         if kind == CUSTOM_VOICE:
             try:
-                return self.synth.speaker(name)
+                return self.synth.kind.speaker(name)
             except EngineError as e:
                 raise ApiError(400, str(e), "voice_not_found", "voice") from None
         with self._lock:
@@ -68,9 +68,9 @@ class VoiceBook:
 
     def listing(self) -> list[dict]:
         """What `GET /v1/audio/voices` lists: the voices this model can speak with, each {id, name, ...}."""
-        kind = self.synth.model_kind
+        kind = self.synth.kind.kind
         if kind == CUSTOM_VOICE:
-            return [{"id": s.name, "name": s.label, "type": "speaker"} for s in self.synth.speakers]
+            return [{"id": s.name, "name": s.label, "type": "speaker"} for s in self.synth.kind.speakers]
         if kind == VOICE_DESIGN:
             return []
         with self._lock:

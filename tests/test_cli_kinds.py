@@ -121,9 +121,9 @@ def test_demo_model_of_each_kind(tmp_path, capsys, kind):
     assert code == 0, err
     assert is_demo_bundle(dest)
     synth = Synthesizer(dest)
-    assert synth.model_kind == kind and synth.honours_instruct
+    assert synth.kind.kind == kind and synth.kind.honours_instruct
     if kind == "custom_voice":
-        assert [(s.name, s.dialect) for s in synth.speakers] == [
+        assert [(s.name, s.dialect) for s in synth.kind.speakers] == [
             ("dylan", "beijing_dialect"), ("eric", "sichuan_dialect"), ("serena", None)]
         zh = synth._build_prompt("你好。", "eric", "chinese")
         dialect = synth._talker.codec_rows([synth._ids.language_ids["sichuan_dialect"]])[0]
@@ -131,7 +131,7 @@ def test_demo_model_of_each_kind(tmp_path, capsys, kind):
         np.testing.assert_allclose(zh.prefill[5], tpad + dialect, atol=1e-6)
         voice = "serena"
     else:
-        assert synth.speakers == []
+        assert synth.kind.speakers == ()
         voice = None
     from engine import GenerationSettings
 

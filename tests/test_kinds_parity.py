@@ -54,7 +54,7 @@ def voice_of(d: dict):
 
 def dropped(synth: Synthesizer, d: dict):
     """The 0.6B CustomVoice model drops the instruct (as upstream) and says so with a warning."""
-    if d["instruct"] and not synth.honours_instruct:
+    if d["instruct"] and not synth.kind.honours_instruct:
         return pytest.warns(InstructIgnoredWarning, match="ignores style instructions")
     return contextlib.nullcontext()
 
@@ -138,7 +138,7 @@ def test_batched_greedy_codes(model):
         results = {}
         with contextlib.ExitStack() as stack:
             for d in group:
-                if d["instruct"] and not synth.honours_instruct:
+                if d["instruct"] and not synth.kind.honours_instruct:
                     stack.enter_context(pytest.warns(InstructIgnoredWarning))
                     break
             run = synth.synthesize_many(jobs, settings, batch_size=3)

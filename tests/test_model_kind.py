@@ -29,18 +29,18 @@ def config(model: str) -> dict:
 def test_speakers_come_from_the_config(model):
     tc = config(model)["talker_config"]
     s = synth(model)
-    assert s.model_kind == "custom_voice"
-    got = {sp.name: (sp.codec_id, sp.dialect) for sp in s.speakers}
+    assert s.kind.kind == "custom_voice"
+    got = {sp.name: (sp.codec_id, sp.dialect) for sp in s.kind.speakers}
     want = {k: (v[0] if isinstance(v, list) else v, tc["spk_is_dialect"][k] or None) for k, v in tc["spk_id"].items()}
     assert got == want
-    assert s.speaker("ERIC").dialect == "sichuan_dialect"
+    assert s.kind.speaker("ERIC").dialect == "sichuan_dialect"
 
 
 def test_instruct_policy_follows_the_model_size():
-    assert synth("tinycv17b").honours_instruct
-    assert not synth("tinycv06b").honours_instruct
-    assert synth("tinyvd17b").honours_instruct
-    assert not synth("tiny06b").honours_instruct
+    assert synth("tinycv17b").kind.honours_instruct
+    assert not synth("tinycv06b").kind.honours_instruct
+    assert synth("tinyvd17b").kind.honours_instruct
+    assert not synth("tiny06b").kind.honours_instruct
     # the official test is `tts_model_size in "0b6"`, a substring test: an empty size also drops the instruct
     assert not ModelKind("custom_voice", "").honours_instruct
     assert ModelKind("custom_voice", "1b7").honours_instruct
@@ -74,7 +74,7 @@ def test_dialect_changes_the_language_row_of_the_prompt():
 def test_speaker_names_are_case_insensitive_and_unknown_ones_are_listed():
     s = synth("tinycv17b")
     a = s._build_prompt("Hello.", "Serena", "english")
-    b = s._build_prompt("Hello.", s.speaker("serena"), "english")
+    b = s._build_prompt("Hello.", s.kind.speaker("serena"), "english")
     np.testing.assert_array_equal(a.prefill, b.prefill)
     with pytest.raises(VoiceError, match="Unknown speaker 'nobody'; this model's speakers are: dylan, eric, ryan, "
                                          "serena, uncle_fu."):
@@ -115,8 +115,8 @@ def test_instruct_rows_go_first_on_1_7b_and_are_dropped_on_0_6b():
     n = len(ids)
     np.testing.assert_array_equal(styled.prefill[:n], big._text_rows(ids))
     np.testing.assert_array_equal(styled.prefill[n:], plain.prefill)
-    assert small.instruct_note(ins) is not None and big.instruct_note(ins) is None
-    assert small.instruct_note("") is None
+    assert small.kind.instruct_note(ins) is not None and big.kind.instruct_note(ins) is None
+    assert small.kind.instruct_note("") is None
     with pytest.warns(InstructIgnoredWarning, match="This 0.6B CustomVoice model ignores style instructions"):
         dropped = small._build_prompt("Hello.", "serena", "english", instruct=ins)
     np.testing.assert_array_equal(dropped.prefill, small._build_prompt("Hello.", "serena", "english").prefill)
@@ -175,3 +175,27 @@ def test_what_each_kind_speaks_with(model, clones, speakers, designs):
     kind = ModelKind.of_bundle(bundle_for(model, "fp32", parts=PARTS))
     assert (kind.clones_voices, kind.has_speakers, kind.designs_voices) == (clones, speakers, designs)
     assert ModelKind.from_part({}).clones_voices  # a config without a type is a Base model, as upstream reads it
+
+
+def test_the_model_kind_decides_the_voice():
+    """voice_for: each kind says what it needs and turns the user's input into its voice; input another kind
+    needs is refused in the kind's own words, missing input names the need."""
+    from engine.synthesis.model_kind import VoiceNeed
+    from engine.synthesis.voice_input import MissingVoiceInput, VoiceInput, voice_for
+
+    cv, vd, base = synth("tinycv17b"), synth("tinyvd17b"), synth("tiny06b")
+    assert [s.kind.needs for s in (cv, vd, base)] == [VoiceNeed.SPEAKER, VoiceNeed.DESCRIPTION, VoiceNeed.REFERENCE]
+    assert voice_for(cv, VoiceInput(speaker="SERENA")) == cv.kind.speaker("serena")
+    assert voice_for(vd, VoiceInput(description="A calm, warm voice.")) is None
+    saved = Voice(xvector=np.ones(base.hidden_size, np.float32), model_id=base.model_id,
+                  ref_codes=np.zeros((2, 16), np.int64), ref_text="Hi.")
+    assert voice_for(base, VoiceInput(voice=saved)) is saved
+    assert not voice_for(base, VoiceInput(voice=saved, timbre_only=True)).icl
+    for s, needs in ((cv, VoiceNeed.SPEAKER), (vd, VoiceNeed.DESCRIPTION), (base, VoiceNeed.REFERENCE)):
+        with pytest.raises(MissingVoiceInput) as e:
+            voice_for(s, VoiceInput(description="  " if s is vd else None))
+        assert e.value.needs == needs and len(str(e.value).splitlines()) == 1
+    with pytest.raises(VoiceError, match="Voice cloning needs a Base model"):
+        voice_for(cv, VoiceInput(voice=saved, speaker="serena"))
+    with pytest.raises(VoiceError, match="no preset speakers"):
+        voice_for(base, VoiceInput(voice=saved, speaker="serena"))

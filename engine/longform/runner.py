@@ -193,7 +193,7 @@ def speak(synth, request: SynthesisRequest,
     settings = request.settings or GenerationSettings()
     synth.check_settings(settings)
     if request.instruct:
-        synth.check_instruct(request.instruct)
+        synth.kind.check_instruct(request.instruct)
     request = replace(request, language=language, settings=settings, options=options)
     chunks = request.chunks()
     seed = settings.seed if settings.seed is not None else secrets.randbits(32)

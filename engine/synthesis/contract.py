@@ -22,7 +22,7 @@ from ..nets.weight_reads import FrameWeights
 from ..runtime.device import Device
 from ..runtime.tuning import TuningRecord
 from ..types import GenerationSettings, JobEvent, SynthesisEvent, SynthesisJob, SynthesisResult
-from ..voice import Speaker, Voice, VoiceChoice
+from ..voice import Voice, VoiceChoice
 from .model_kind import ModelKind
 
 AudioSource = str | Path | tuple[np.ndarray, int]  # a file any format soundfile reads, or (samples, sample rate)
@@ -77,18 +77,6 @@ class SynthesizerContract(Protocol):
         """The model kind, with its own one-line refusals (refuse_clone(), speaker(name))."""
 
     @property
-    def model_kind(self) -> str:
-        """"base" (clones voices), "custom_voice" (preset speakers) or "voice_design" (voice from a description)."""
-
-    @property
-    def speakers(self) -> list[Speaker]:
-        """The preset speakers of a CustomVoice model; empty for the other kinds."""
-
-    @property
-    def honours_instruct(self) -> bool:
-        """Whether an instruct= given to synthesize() is used (1.7B CustomVoice, VoiceDesign)."""
-
-    @property
     def precision(self) -> str:
         """The bundle's weight precision ("fp32", "fp16", "q8", ...)."""
 
@@ -134,15 +122,6 @@ class SynthesizerContract(Protocol):
 
     def check_settings(self, settings: GenerationSettings) -> None:
         """TextError naming the first setting out of range."""
-
-    def check_instruct(self, instruct: str | None) -> str:
-        """The instruction as this model will use it ("" if none or dropped), or TextError."""
-
-    def instruct_note(self, instruct: str | None) -> str | None:
-        """A sentence to show when this model will ignore the instruction (0.6B CustomVoice), else None."""
-
-    def speaker(self, name: str) -> Speaker:
-        """The preset speaker called `name` (any case), or VoiceError naming the model's speakers."""
 
     # ----------------------------------------------------------------------------------- voices and speech
     def create_voice(self, audio: AudioSource, ref_text: str | None = None, name: str = "",

@@ -12,6 +12,7 @@ import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from ..errors import TextError, VoiceError
@@ -26,6 +27,18 @@ BASE = "base"
 CUSTOM_VOICE = "custom_voice"
 VOICE_DESIGN = "voice_design"
 KIND_LABELS = {BASE: "Base", CUSTOM_VOICE: "CustomVoice", VOICE_DESIGN: "VoiceDesign"}
+
+
+class VoiceNeed(StrEnum):
+    """What a model kind speaks with: the input a user gives it (engine/synthesis/voice_input.py turns it into a
+    voice)."""
+
+    REFERENCE = "reference"  # Base: reference audio, or a voice saved from one
+    SPEAKER = "speaker"  # CustomVoice: one of its preset speakers
+    DESCRIPTION = "description"  # VoiceDesign: the voice described in words
+
+
+NEEDS = {BASE: VoiceNeed.REFERENCE, CUSTOM_VOICE: VoiceNeed.SPEAKER, VOICE_DESIGN: VoiceNeed.DESCRIPTION}
 DIALECT_LANGUAGES = ("chinese", "auto")  # languages a dialect speaker turns into its dialect
 
 
@@ -59,6 +72,11 @@ class ModelKind:
     @property
     def label(self) -> str:
         return KIND_LABELS.get(self.kind, self.kind)
+
+    @property
+    def needs(self) -> VoiceNeed:
+        """What the user gives this kind to speak with (VoiceNeed)."""
+        return NEEDS.get(self.kind, VoiceNeed.REFERENCE)
 
     @property
     def clones_voices(self) -> bool:

@@ -43,7 +43,7 @@ from . import planning
 from .contract import AudioSource, SynthesizerContract, VoiceChoice
 from .generation import SequenceState
 from .jobs import Job, batch_events, job_events
-from .model_kind import ModelKind, Speaker
+from .model_kind import ModelKind
 from .placement import check_weights_fit, gpu_failures, load_placed, on_cpu_after
 from .prompting import PromptMaker
 from .runs import BatchRun
@@ -135,29 +135,6 @@ class Synthesizer:
     @property
     def languages(self) -> list[str]:
         return self._ids.languages()
-
-    @property
-    def model_kind(self) -> str:
-        """"base" (clones voices), "custom_voice" (preset speakers) or "voice_design" (voice from a description)."""
-        return self.kind.kind
-
-    @property
-    def speakers(self) -> list[Speaker]:
-        """The preset speakers of a CustomVoice model (name, dialect); empty for the other kinds."""
-        return list(self.kind.speakers)
-
-    @property
-    def honours_instruct(self) -> bool:
-        """Whether an instruct= given to synthesize() is used (1.7B CustomVoice, VoiceDesign)."""
-        return self.kind.honours_instruct
-
-    def check_instruct(self, instruct: str | None) -> str:
-        """The instruction as this model will use it ("" if none or dropped); TextError on a Base model."""
-        return self.kind.check_instruct(instruct)
-
-    def instruct_note(self, instruct: str | None) -> str | None:
-        """A sentence to show when this model will ignore the instruction (0.6B CustomVoice), else None."""
-        return self.kind.instruct_note(instruct)
 
     @property
     def model_id(self) -> str:
@@ -308,10 +285,6 @@ class Synthesizer:
         """Prefill and trailing rows for this text and voice (synthesis/prompting.py)."""
         return self._prompts.build(text, voice, self.check_language(language), non_streaming, instruct,
                                    self._check_clone_voice)
-
-    def speaker(self, name: str) -> Speaker:
-        """The CustomVoice preset speaker called `name` (any case); VoiceError lists the known ones."""
-        return self.kind.speaker(name)
 
     def check_settings(self, settings: GenerationSettings) -> None:
         """Raise TextError naming the first setting out of range (the frame cap's upper bound needs the text and

@@ -54,7 +54,7 @@ class SpeakerPanel(QWidget):
         keep = self.selected_speaker()
         self.list.blockSignals(True)
         self.list.clear()
-        for speaker in synth.speakers if synth is not None else []:
+        for speaker in synth.kind.speakers if synth is not None else []:
             item = QListWidgetItem(speaker.label)
             item.setData(Qt.ItemDataRole.UserRole, speaker.name)
             if speaker.dialect:
@@ -65,7 +65,7 @@ class SpeakerPanel(QWidget):
         if self.list.currentItem() is None and self.list.count():
             self.list.setCurrentRow(0)
         self.list.blockSignals(False)
-        honours = bool(synth is not None and synth.honours_instruct)
+        honours = bool(synth is not None and synth.kind.honours_instruct)
         self.instruct_edit.setEnabled(honours)
         self.instruct_edit.setToolTip("" if honours else INSTRUCT_IGNORED)
         self.instruct_note.setText("" if honours else INSTRUCT_IGNORED)

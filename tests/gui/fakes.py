@@ -91,11 +91,7 @@ class FakeSynthesizer:
     def model_id(self) -> str:
         return self._model_id
 
-    # a Base model: clones voices, no preset speakers, no instruction
-    model_kind = "base"
     decoder_precision = "fp32"  # the exact speech decoder (the real one may say "bf16" or "fp16")
-    speakers: list = []
-    honours_instruct = False
     precision = "fp32"
     threads = 1
     thread_counts = (1, 1)
@@ -106,20 +102,12 @@ class FakeSynthesizer:
 
     @property
     def kind(self) -> ModelKind:
-        return ModelKind(kind=self.model_kind, size="0b6", languages=tuple(LANGUAGES))
+        """A Base model: clones voices, no preset speakers, no instruction."""
+        return ModelKind(kind="base", size="0b6", languages=tuple(LANGUAGES))
 
     @property
     def hidden_size(self) -> int:
         return self.xvector_size
-
-    def check_instruct(self, instruct: str | None) -> str:
-        return self.kind.check_instruct(instruct)
-
-    def instruct_note(self, instruct: str | None) -> str | None:
-        return self.kind.instruct_note(instruct)
-
-    def speaker(self, name: str):
-        return self.kind.speaker(name)
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
         """The fake's audio of these codes: the tone of each frame's code 0, as synthesize() makes it."""

@@ -83,15 +83,15 @@ def test_both_implement_the_one_contract(synth):
 
 def test_model_facts_and_refusals(synth, voice):
     """The demo model and the fake are Base models: no speakers, no instruction, a voice's x-vector length."""
-    assert synth.model_kind == synth.kind.kind == "base" and synth.speakers == [] and not synth.honours_instruct
+    assert synth.kind.kind == "base" and synth.kind.speakers == () and not synth.kind.honours_instruct
     assert synth.hidden_size == voice.xvector.shape[0]
     assert synth.precision in ("fp32", "fp16", "q8") and isinstance(synth.load_seconds, float)
     assert len(synth.thread_counts) == 2 and all(isinstance(t, int) and t >= 1 for t in synth.thread_counts)
-    assert synth.check_instruct(None) == "" and synth.instruct_note(None) is None
+    assert synth.kind.check_instruct(None) == "" and synth.kind.instruct_note(None) is None
     with pytest.raises(TextError):
-        synth.check_instruct("Speak slowly.")
+        synth.kind.check_instruct("Speak slowly.")
     with pytest.raises(VoiceError):
-        synth.speaker("ryan")
+        synth.kind.speaker("ryan")
     with pytest.raises(VoiceError):
         synth.check_voice(None)
 

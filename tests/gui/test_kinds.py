@@ -44,7 +44,7 @@ def test_custom_voice_lists_speakers_and_the_instruction_field(make_window, mode
     assert window.voice_stack.currentWidget() is window.speaker_panel
     assert len(window._clone_actions) == 3 and not any(a.isEnabled() for a in window._clone_actions)
     panel = window.speaker_panel
-    names = [s.name for s in real(model).speakers]
+    names = [s.name for s in real(model).kind.speakers]
     assert panel.speaker_names() == names
     labels = [panel.list.item(i).text() for i in range(panel.list.count())]
     assert "eric (Sichuan dialect)" in labels and "dylan (Beijing dialect)" in labels

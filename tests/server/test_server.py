@@ -181,7 +181,7 @@ def test_custom_voice_speakers_and_voice_design_descriptions(tmp_path, library):
         try:
             voices = json.loads(curl(f"{server.address}/v1/audio/voices")[2])["voices"]
             if kind == "custom_voice":
-                assert {v["id"] for v in voices} == {s.name for s in synth.speakers}
+                assert {v["id"] for v in voices} == {s.name for s in synth.kind.speakers}
                 ok = {"input": "Hi there.", "voice": "Serena", "instructions": "Cheerfully.", "max_frames": 8}
                 bad = {"input": "Hi there.", "voice": "Anna"}
             else:

@@ -1,0 +1,67 @@
+"""What the user gave to speak with, and the one function that turns it into the voice a model kind needs.
+
+    voice = voice_for(synth, VoiceInput(reference="me.wav", ref_text="..."))   # Base: a cloned voice
+    voice = voice_for(synth, VoiceInput(speaker="serena"))                    # CustomVoice: a preset speaker
+    voice = voice_for(synth, VoiceInput(description="A warm, low voice."))   # VoiceDesign: None (the description
+                                                                             # is the request's instruct)
+The model kind says what it needs (ModelKind.needs, a VoiceNeed); input it cannot
+use is refused in one line that says what it does instead, and missing input raises MissingVoiceInput, whose
+`needs` lets each front end name its own control (a command-line flag, a panel, a request field)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..errors import VoiceError
+from ..voice import Speaker, Voice, VoiceChoice
+from .contract import AudioSource, SynthesizerContract
+from .model_kind import VoiceNeed
+
+
+class MissingVoiceInput(VoiceError):
+    """The model kind needs input that was not given: `needs` says which (a VoiceNeed)."""
+
+    def __init__(self, message: str, needs: VoiceNeed):
+        super().__init__(message)
+        self.needs = needs
+
+
+@dataclass(frozen=True)
+class VoiceInput:
+    """What the user chose: a saved voice (or its file) or reference audio (with its transcript; timbre_only drops
+    it), a preset speaker's name, or a written description of the voice."""
+
+    voice: Voice | str | Path | None = None
+    reference: AudioSource | None = None
+    ref_text: str | None = None
+    timbre_only: bool = False
+    speaker: str | Speaker | None = None
+    description: str | None = None
+
+
+def voice_for(synth: SynthesizerContract, given: VoiceInput) -> VoiceChoice:
+    """The voice `synth`'s model kind speaks `given` with (a reference is cloned here: slow), or VoiceError."""
+    kind = synth.kind
+    if given.voice is not None or given.reference is not None:
+        kind.refuse_clone()  # CustomVoice / VoiceDesign explain what they do instead
+    if given.speaker is not None and kind.needs != VoiceNeed.SPEAKER:
+        kind.speaker(given.speaker if isinstance(given.speaker, str) else given.speaker.name)  # explains why not
+    if kind.needs == VoiceNeed.DESCRIPTION:
+        if not (given.description or "").strip():
+            raise MissingVoiceInput('This VoiceDesign model makes its voice from a description: describe the voice '
+                                    '(e.g. "A warm, low female voice, calm and a little husky.").', VoiceNeed.DESCRIPTION)
+        return None
+    if kind.needs == VoiceNeed.SPEAKER:
+        if given.speaker is None:
+            raise MissingVoiceInput(f"This CustomVoice model speaks with one of its preset speakers: "
+                                    f"{', '.join(s.name for s in kind.speakers)}.", VoiceNeed.SPEAKER)
+        return kind.speaker(given.speaker if isinstance(given.speaker, str) else given.speaker.name)
+    if given.voice is not None and given.reference is not None:
+        raise VoiceError("Give either a saved voice or reference audio, not both.")
+    if given.voice is not None:
+        voice = given.voice if isinstance(given.voice, Voice) else Voice.load(given.voice, model_id=synth.model_id or None)
+        return replace(voice, ref_codes=None, ref_text=None) if given.timbre_only and voice.icl else voice
+    if given.reference is None:
+        raise MissingVoiceInput("This Base model clones a voice: give reference audio or a saved voice.", VoiceNeed.REFERENCE)
+    return synth.create_voice(given.reference, ref_text=None if given.timbre_only else given.ref_text)
