@@ -33,18 +33,32 @@ def _path_problem(path: Path) -> str | None:
     return None
 
 
+MAX_DIALOG_CHARS = 2000  # a message box shows this much of a text at most (a 1 MB path once filled the screen)
+
+
+def shown_in_dialog(text: str) -> str:
+    """`text` as a message box shows it: whole up to MAX_DIALOG_CHARS, else its start and end around a note of
+    what was left out (the end often names the file)."""
+    if len(text) <= MAX_DIALOG_CHARS:
+        return text
+    head, tail = MAX_DIALOG_CHARS * 3 // 4, MAX_DIALOG_CHARS // 8
+    return f"{text[:head]} … ({len(text) - head - tail:,} characters left out) … {text[-tail:]}"
+
+
 class Dialogs:
-    """Every modal question the app asks goes through here, so tests can answer them without a human."""
+    """Every modal question the app asks goes through here, so tests can answer them without a human. What a box
+    shows is capped (shown_in_dialog)."""
 
     def error(self, parent: QWidget | None, title: str, text: str) -> None:
-        QMessageBox.warning(parent, title, text)
+        QMessageBox.warning(parent, title, shown_in_dialog(text))
 
     def info(self, parent: QWidget | None, title: str, text: str) -> None:
-        QMessageBox.information(parent, title, text)
+        QMessageBox.information(parent, title, shown_in_dialog(text))
 
     def notice(self, parent: QWidget | None, title: str, text: str) -> None:
         """A message that does not block: the window stays usable while it is shown."""
-        box = QMessageBox(QMessageBox.Icon.Information, title, text, QMessageBox.StandardButton.Ok, parent)
+        box = QMessageBox(QMessageBox.Icon.Information, title, shown_in_dialog(text), QMessageBox.StandardButton.Ok,
+                          parent)
         box.setModal(False)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.setAttribute(Qt.WidgetAttribute.WA_QuitOnClose, False)  # closing the main window still quits
@@ -52,13 +66,14 @@ class Dialogs:
 
     def question(self, parent: QWidget | None, title: str, text: str) -> bool:
         buttons = QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No
-        answer = QMessageBox.question(parent, title, text, buttons, QMessageBox.StandardButton.No)
+        answer = QMessageBox.question(parent, title, shown_in_dialog(text), buttons, QMessageBox.StandardButton.No)
         return answer == QMessageBox.StandardButton.Yes
 
     def choose(self, parent: QWidget | None, title: str, text: str, choices: list[str]) -> int | None:
         """A question answered by buttons that name the choices (the first is the default; Cancel is added):
         the index of the one pressed, or None for Cancel."""
-        box = QMessageBox(QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.Cancel, parent)
+        box = QMessageBox(QMessageBox.Icon.Question, title, shown_in_dialog(text), QMessageBox.StandardButton.Cancel,
+                          parent)
         buttons = [box.addButton(choice, QMessageBox.ButtonRole.AcceptRole) for choice in choices]
         box.setDefaultButton(buttons[0])
         box.exec()

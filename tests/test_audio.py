@@ -299,7 +299,7 @@ def _failing_write(errno_value: int):
     return write
 
 
-@pytest.mark.parametrize("errno_value,match", [(28, "disk is full"), (13, "no permission"), (30, "no permission"),
+@pytest.mark.parametrize("errno_value,match", [(28, "disk is full"), (13, "no permission"), (30, "read-only"),
                                                (5, "Input/output error")])
 def test_save_is_atomic_when_writing_fails(tmp_path, monkeypatch, errno_value, match):
     p = tmp_path / "keep.wav"

@@ -219,7 +219,9 @@ def os_reason(e: OSError) -> str:
     kept = f" (the complete new content is kept in {e.kept})" if isinstance(e, KeptCopyError) else ""
     if e.errno in (errno.ENOSPC, errno.EDQUOT):
         return "the disk is full" + kept
-    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+    if e.errno == errno.EROFS:
+        return "the disk there is read-only (mounted read-only)" + kept
+    if e.errno in (errno.EACCES, errno.EPERM):
         return "no permission to write there" + kept
     return e.strerror or str(e)
 

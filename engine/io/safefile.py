@@ -29,10 +29,15 @@ def regular_file_problem(path: str | os.PathLike, what: str) -> str | None:
             return f"The {what} {path} is a symbolic link that loops back on itself."
         return f"Cannot read the {what} {path}: {e.strerror or e}."
     if stat.S_ISDIR(st.st_mode):
-        return f"{path} is a folder, not a {what}."
+        return f"{path} is a folder, not {_a(what)}."
     if not stat.S_ISREG(st.st_mode):
         return f"The {what} {path} is not a regular file (it is a pipe, device or socket); choose a file."
     return None
+
+
+def _a(noun: str) -> str:
+    """'a text file', 'an audio file'."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 def npy_bytes_needed(header: bytes | io.BufferedIOBase) -> tuple[tuple[int, ...], np.dtype, int, int]:

@@ -9,7 +9,9 @@ manifest lists (about 10 ms for the full-size talker, code predictor and speech 
   with the stack's epsilon; every InnerProduct (and the 8-bit Gemm of q8 bundles) maps between widths of that
   stack (hidden, attention, fused q/k/v, MLP, fused gate/up, the talker's width, the vocabularies);
 - the speech decoder and the codec encoder's transformer: one SDPA per layer, every RMSNorm and LayerNorm as
-  wide as a width its config names.
+  wide as a width its config names;
+- the text table's shape and the context length (a manifest's max_position_embeddings of -1 made every text
+  "too long"; a table of the wrong shape was reported as a problem with the text).
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BundleError
+from ..io.safefile import npy_bytes_needed
 
 MAX_PARAM_BYTES = 16 * 2**20  # the full-size talker's .param is under 100 KB
+MIN_POSITIONS, MAX_POSITIONS = 256, 1 << 24  # the released models have 32768; a prompt alone needs a few dozen
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,8 @@ def param_layers(text: str) -> list[Layer]:
 def check_layer_shapes(bundle) -> None:
     """BundleError naming the first network, layer and width that the bundle's config does not allow."""
     parts = bundle.manifest.get("parts", {})
+    if "text" in parts:
+        _check_text(bundle)
     if "talker" in parts:
         meta = bundle.part("talker")
         talker, cp = meta["talker"], meta["code_predictor"]
@@ -75,6 +81,30 @@ def check_layer_shapes(bundle) -> None:
         enc = bundle.part("codec_encoder")
         config = (bundle.manifest.get("speech_config") or {}).get("encoder_config") or {}
         _check_norms(bundle, enc["tf_net"], _widths(config, enc), int(enc["layers"]))
+
+
+def _check_text(bundle) -> None:
+    """The context length (a damaged one made every text "too long"), and the text table's shape (a wrong one
+    was reported as a problem with the text)."""
+    text = bundle.part("text")
+    positions = text.get("max_position_embeddings", 32768)
+    if type(positions) is not int or not MIN_POSITIONS <= positions <= MAX_POSITIONS:
+        raise BundleError(f"The manifest of {bundle.path} is damaged: its context length (max_position_embeddings) "
+                          f"is {str(positions)[:20]}, not {MIN_POSITIONS}-{MAX_POSITIONS}; convert the checkpoint "
+                          "again.")
+    table = str(text.get("table", "text_rows"))
+    expected = (int(text["text_vocab"]), int(text["hidden"]))
+    path = bundle.file(f"{table}.npy")
+    try:
+        with open(path, "rb") as f:
+            shape, dtype, _needed, _offset = npy_bytes_needed(f)
+    except FileNotFoundError:
+        raise BundleError(f"model bundle {bundle.path} is incomplete: {table}.npy is missing") from None
+    except (OSError, ValueError, SyntaxError) as e:
+        raise _damaged(bundle, f"{table}.npy", f"it is not a table ({str(e)[:80] or type(e).__name__})") from None
+    if tuple(shape) != expected:
+        raise _damaged(bundle, f"{table}.npy", f"its shape is {tuple(shape)}; the config's text vocabulary and "
+                                               f"width make {expected}")
 
 
 def _check_stack(bundle, graph: str, stack: dict[str, Any], heads: set[int]) -> None:

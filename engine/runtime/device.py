@@ -21,6 +21,7 @@ captured and read.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -29,6 +30,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..errors import AudioError, Cancelled, CodesError, EngineError, TextError, VoiceError
 
@@ -169,12 +171,48 @@ def _no_gpu_reason(lines: list[str]) -> str:
     if "dlopen failed" in text or "load vulkan driver failed" in text or "LoadLibrary" in text:
         return (f"no Vulkan loader ({_LOADER}) was found: install the Vulkan runtime and your GPU's driver "
                 "(on Debian and Ubuntu: libvulkan1 and mesa-vulkan-drivers)")
+    damaged = _damaged_driver_file()
+    if damaged:
+        return damaged
     failed = re.search(r"vkCreateInstance failed (-?\d+)", text)
     if failed and failed.group(1) == "-9":  # VK_ERROR_INCOMPATIBLE_DRIVER: the loader found no usable driver
         return "the Vulkan loader found no usable GPU driver (vkCreateInstance error -9)"
     if failed:
         return f"the Vulkan driver failed to start (vkCreateInstance error {failed.group(1)})"
     return "no Vulkan device was found (no GPU driver with Vulkan support is installed)"
+
+
+# where the Vulkan loader looks for driver descriptions (ICD files) on Linux, unless VK_DRIVER_FILES or
+# VK_ICD_FILENAMES names them
+_ICD_FOLDERS = ("/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d", "/usr/share/vulkan/icd.d")
+MAX_ICD_BYTES = 1 << 20
+
+
+def _damaged_driver_file() -> str | None:
+    """Why the Vulkan loader could not use a driver description that is there (a file that is not JSON, or that
+    names a driver library that does not exist), or None: said instead of "no GPU driver is installed"."""
+    named = os.environ.get("VK_DRIVER_FILES") or os.environ.get("VK_ICD_FILENAMES")
+    if named:
+        files = [Path(p) for p in named.split(os.pathsep) if p]
+    elif sys.platform.startswith("linux"):
+        files = sorted(f for folder in _ICD_FOLDERS for f in Path(folder).glob("*.json"))
+    else:
+        return None
+    for f in files:
+        try:
+            if not f.is_file():
+                continue  # absent: the loader's own error says it
+            with open(f, "rb") as fh:
+                data = json.loads(fh.read(MAX_ICD_BYTES).decode("utf-8"))
+            library = data["ICD"]["library_path"]
+        except OSError as e:
+            return f"the Vulkan driver description {f} cannot be read ({e.strerror or e}); reinstall the GPU driver"
+        except (ValueError, UnicodeDecodeError, KeyError, TypeError, RecursionError):
+            return f"the Vulkan driver description {f} is damaged (not a driver description); reinstall the GPU driver"
+        if not isinstance(library, str) or os.path.isabs(library) and not os.path.exists(library):
+            return (f"the Vulkan driver description {f} names the driver {str(library)[:120]}, which is not there; "
+                    "reinstall the GPU driver")
+    return None
 
 
 _LOADER = {"win32": "vulkan-1.dll", "darwin": "libvulkan.1.dylib / MoltenVK"}.get(sys.platform, "libvulkan.so.1")

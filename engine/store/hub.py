@@ -140,6 +140,11 @@ def _explain(e: BaseException, repo_id: str, endpoint: str, token: str | None) -
         return HubError(f"The hub refused the token for {repo_id} (HTTP {status}); check it, or give a new one.")
     if isinstance(e, HfHubHTTPError) and status in (401, 403):
         return HubError(f"{repo_id} needs a token (HTTP {status}): give --token or set HF_TOKEN.")
+    if isinstance(e, HfHubHTTPError) and status == 404:
+        return HubError(f"The hub has no such repository, revision or file for {repo_id} (HTTP 404): check the "
+                        "name (and the mirror address, HF_ENDPOINT).")
+    if isinstance(e, HfHubHTTPError) and status is not None and 400 <= status < 500 and status not in (408, 429):
+        return HubError(f"The hub refused the request for {repo_id} (HTTP {status}).")
     if isinstance(e, HfHubHTTPError):
         return HubError(f"The hub answered HTTP {status} for {repo_id}; try again later.")
     if isinstance(e, httpx2.HTTPError | ConnectionError | TimeoutError):
@@ -168,7 +173,7 @@ def repo_listing(repo_id: str, endpoint: str | None = None, token: str | None = 
         try:  # any name that could not be written inside the download folder stops the whole download
             check_remote_path(name)
         except UnsafeName as e:
-            raise _unsafe(repo_id, endpoint, f"a file name that is {e}: {shown(name)}") from None
+            raise _unsafe(repo_id, endpoint, f"a file name that {e}: {shown(name)}") from None  # "that has a '..' part"
         if not name.endswith(WANTED_SUFFIXES) or s.size is None:
             continue
         try:

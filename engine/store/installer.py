@@ -140,6 +140,8 @@ def _remote_file(d: dict) -> RemoteFile:
 
 def discard_download(store: ModelStore, name: str) -> bool:
     folder = store.downloads_dir() / check_name(name)
+    if not folder.is_dir():
+        return False  # nothing to remove: no lock to take (a read-only folder is not "starting a download")
     with download_lock(store, name, "removing the unfinished download"):  # not while it is being downloaded
         if not folder.is_dir():
             return False

@@ -201,7 +201,12 @@ class ModelStore:
         # rename first, so a half-deleted folder is never taken for a model
         doomed = self.root / f".removing-{name}"
         shutil.rmtree(doomed, ignore_errors=True)
-        os.replace(model.path, doomed)
+        try:
+            os.replace(model.path, doomed)
+        except OSError as e:
+            from ..io.fileio import os_reason
+
+            raise StoreError(f"Cannot remove {name} from {shown_path(self.root)}: {os_reason(e)}.") from None
         shutil.rmtree(doomed, ignore_errors=True)
         return model.path
 

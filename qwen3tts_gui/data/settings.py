@@ -27,19 +27,23 @@ MAX_GAP_MS = 10000
 MIN_TAKES_MB, MAX_TAKES_MB = 10, 100_000
 # Qt reads the whole file before the window opens; older versions kept batch lines there (up to 64 MB seen)
 MAX_SETTINGS_BYTES = 100 * 2**20
+# a path, an address, a name: far longer than any file system allows (Linux: 4096 bytes a path); a 1 MB string
+# stored in a folder setting delayed the takes by 7 s and filled a dialog
+MAX_SETTING_CHARS = 32768
 
 
 class Option(Generic[T]):
     """One setting: key, default and type. Reads convert whatever the backend stored back to that type."""
 
     def __init__(self, key: str, default: T, minimum: int | None = None, maximum: int | None = None,
-                 items: type | None = None, choices: tuple | None = None):
+                 items: type | None = None, choices: tuple | None = None, max_chars: int | None = MAX_SETTING_CHARS):
         self.key = key
         self.default = default
         self.kind = type(default)
         self.minimum, self.maximum = minimum, maximum  # for int options: what the widget showing it accepts
         self.items = items  # for list options: the type every element must have
         self.choices = choices  # the only values it may hold, if given
+        self.max_chars = max_chars  # the longest text it (or each text in its list) may hold
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -70,6 +74,8 @@ class Option(Generic[T]):
 
     def _in_range(self, value: T) -> bool:
         if self.choices is not None and value not in self.choices:
+            return False
+        if self.max_chars is not None and _longest_text(value) > self.max_chars:
             return False
         if self.kind is not int:
             return True
@@ -106,6 +112,14 @@ class Option(Generic[T]):
         return value
 
 
+def _longest_text(value: object) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, list):
+        return max((len(x) for x in value if isinstance(x, str)), default=0)
+    return 0
+
+
 def _has_nul(value: object) -> bool:
     return isinstance(value, str) and "\0" in value
 
@@ -137,7 +151,7 @@ class Settings:
     # where the networks run: "auto" (a GPU only where measured faster), "cpu", "gpu:N"; on a GPU fp32 (exact) or fp16
     device = Option("engine/device", "auto")
     gpu_precision = Option("engine/gpu_precision", "fp32", choices=("fp32", "fp16"))
-    text = Option("generate/text", "")  # where older versions kept the text box's text (now saved_text.py)
+    text = Option("generate/text", "", max_chars=None)  # where older versions kept the text box's text (now saved_text.py)
     generation_values: Option[dict[str, Any]] = Option("generate/values", {})  # the settings box's values the user set (not defaults)
     # the take history kept in <data>/takes
     takes_limit_mb = Option("takes/limit_mb", 500, minimum=MIN_TAKES_MB, maximum=MAX_TAKES_MB)
@@ -150,7 +164,7 @@ class Settings:
     batch_size = Option("batch/lines_at_once", 0, minimum=0, maximum=MAX_BATCH_SIZE)
     # [[text, voice, language, instruction], ...]: where older versions kept the batch lines (now in a file of
     # their own, batch_store.py); read once to move them there
-    batch_lines: Option[list[list[str]]] = Option("batch/lines", [])
+    batch_lines: Option[list[list[str]]] = Option("batch/lines", [], max_chars=None)
     # "Let other apps use these voices" (controllers/sharing.py): the server's port and key (the switch is not kept)
     sharing_port = Option("sharing/port", 8880, minimum=1024, maximum=65535)
     sharing_key = Option("sharing/key", "")

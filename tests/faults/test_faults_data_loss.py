@@ -343,7 +343,7 @@ def test_a_long_recording_that_cannot_be_put_in_place_is_kept(tmp_path, monkeypa
 
     monkeypatch.setattr(engine.io.audio_writer, "place", read_only_now)
     out = tmp_path / "book.wav"
-    with pytest.raises(AudioError, match="no permission to write there. The audio was kept in") as e:
+    with pytest.raises(AudioError, match=r"the disk there is read-only \(mounted read-only\). The audio was kept in") as e:
         with AudioFileWriter(out) as w:
             w.write(np.full(4800, 0.25, np.float32))
     kept = list((tmp_path / "rescue").glob("qwen3tts-rescued-*.wav"))
