@@ -26,6 +26,7 @@ from .common import (
     say_device,
     tune_if_needed,
 )
+from .transcribe import AUTO, add_whisper_option, auto_ref_text
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -81,7 +82,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             key = (line.ref, line.ref_text, line.voice, line.x_vector_only, line.speaker,
                    bool((line.instruct or "").strip()))
             if key not in voices:
-                voices[key] = _job_voice(synth, line)
+                voices[key] = _job_voice(synth, line, args)
             synth.kind.check_instruct(line.instruct)
             jobs.append(SynthesisJob(line.text, voices[key], line.language, line.max_frames, line.seed,
                                      instruct=line.instruct))
@@ -137,12 +138,16 @@ def _write_result(out: Path, name: str, result, codes: bool, overwrite: bool = F
     raise UsageError(f"no free name for {name}.wav in {out}")
 
 
-def _job_voice(synth, line):
-    """The voice of one jobs-file line (see batch_jobs.py): the model's kind decides (voice_for)."""
+def _job_voice(synth, line, args):
+    """The voice of one jobs-file line (see batch_jobs.py): the model's kind decides (voice_for); "ref_text":
+    "auto" transcribes the reference (once per reference: voices are kept by their line's reference and text)."""
     from engine import MissingVoiceInput, VoiceInput, VoiceNeed, voice_for
 
+    ref_text = line.ref_text
+    if ref_text == AUTO and line.ref is not None and not line.x_vector_only:
+        ref_text, _language = auto_ref_text(line.ref, args.whisper_model, args.threads)
     given = VoiceInput(voice=line.voice, reference=str(line.ref) if line.ref is not None else None,
-                       ref_text=line.ref_text, timbre_only=line.x_vector_only, speaker=line.speaker,
+                       ref_text=ref_text, timbre_only=line.x_vector_only, speaker=line.speaker,
                        description=line.instruct)
     try:
         return voice_for(synth, given)
@@ -159,7 +164,9 @@ def add_parser(sub) -> None:
     bt.add_argument("--jobs", type=Path, required=True,
                     help='one JSON object per line: {"name", "text", "language", "ref", "ref_text"} '
                          '("x_vector_only": true instead of ref_text, "voice" instead of ref; optional '
-                         '"max_frames", "seed"); relative paths are relative to the jobs file')
+                         '"max_frames", "seed"); relative paths are relative to the jobs file; "ref_text": "auto" '
+                         'transcribes the reference with a Whisper model')
+    add_whisper_option(bt)
     bt.add_argument("--out-dir", type=Path, required=True, help="folder for NAME.wav (made if missing)")
     bt.add_argument("--batch-size", type=int, default=None,
                     help=f"sequences sharing each model step (1-{MAX_BATCH_SIZE}; default {DEFAULT_BATCH_SIZE} on q8 "

@@ -2,6 +2,7 @@
 
     {"name": "intro", "text": "...", "language": "english", "ref": "ref.wav", "ref_text": "..."}
     {"name": "b", "text": "...", "ref": "ref.wav"}            (no ref_text: the voice's timbre only, as in the app)
+    {"name": "c", "text": "...", "ref": "ref.wav", "ref_text": "auto"}   (the reference transcribed by Whisper)
     {"name": "c", "text": "...", "voice": "narrator.qvoice", "max_frames": 200, "seed": 7}
     {"name": "d", "text": "...", "speaker": "serena", "instruct": "Slowly."}     (CustomVoice)
     {"name": "e", "text": "...", "instruct": "A deep, calm voice."}            (VoiceDesign)

@@ -39,6 +39,7 @@ from .common import (
     tune_if_needed,
 )
 from .resume import check_chunks_dir, keep_chunk, open_journal
+from .transcribe import AUTO, add_whisper_option, auto_ref_text
 
 TIMBRE_ONLY_NOTE = ("qwen3tts: no --ref-text: cloning the voice's timbre only; the reference's transcript (--ref-text) "
                     "lets the model copy its delivery too.")
@@ -53,8 +54,11 @@ def _voice_for(synth, args: argparse.Namespace):
         raise UsageError("give either --voice or --ref, not both")
     if args.voice is not None and args.ref_text is not None:
         raise UsageError("--ref-text goes with --ref; a voice file already holds its transcript")
+    ref_text = args.ref_text
+    if ref_text == AUTO and args.ref is not None and not args.x_vector_only:
+        ref_text, _language = auto_ref_text(args.ref, args.whisper_model, args.threads)
     given = VoiceInput(voice=args.voice, reference=str(args.ref) if args.ref is not None else None,
-                       ref_text=args.ref_text, timbre_only=args.x_vector_only, speaker=args.speaker,
+                       ref_text=ref_text, timbre_only=args.x_vector_only, speaker=args.speaker,
                        description=args.instruct)
     if synth.kind.needs == VoiceNeed.REFERENCE and args.ref is not None and args.ref_text is None \
             and not args.x_vector_only:
@@ -248,7 +252,8 @@ def add_parser(sub) -> None:
     add_overwrite_option(s)
     s.add_argument("--ref", type=Path, help="reference audio of the voice to clone")
     s.add_argument("--ref-text", help="transcript of the reference: in-context cloning, a closer copy (without it: the voice's "
-                        "timbre only, as in the app)")
+                        "timbre only, as in the app); 'auto': transcribe the reference with a Whisper model")
+    add_whisper_option(s)
     s.add_argument("--x-vector-only", action="store_true", help="ignore --ref-text; clone the timbre only (x-vector)")
     s.add_argument("--voice", type=Path, help="a saved voice file instead of --ref")
     s.add_argument("--language", default="auto")

@@ -29,6 +29,7 @@ from .common import (
     say_device,
     text_of,
 )
+from .transcribe import AUTO, add_whisper_option, auto_ref_text
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -156,9 +157,14 @@ def cmd_voice_create(args: argparse.Namespace) -> int:
 
     out = args.output
     check_output(out, (VOICE_SUFFIX,), "output", (args.ref,), args.overwrite)
+    ref_text, language = args.ref_text, args.language
+    if ref_text == AUTO:
+        ref_text, heard = auto_ref_text(args.ref, args.whisper_model, args.threads)
     synth = Synthesizer(args.model, threads=args.threads, device=args.device, gpu_precision=args.gpu_precision)
     say_device(synth.device)
-    voice = synth.create_voice(str(args.ref), ref_text=args.ref_text, name=args.name, language=args.language)
+    if args.ref_text == AUTO and language == "auto" and heard in synth.languages:
+        language = heard  # the language the recogniser heard, where the model speaks it
+    voice = synth.create_voice(str(args.ref), ref_text=ref_text, name=args.name, language=language)
     voice.save(out)
     mode = f"in-context, {voice.ref_codes.shape[0]} reference frames" if voice.icl else "x-vector only"
     print(f"wrote {out} ({mode})", file=sys.stderr)
@@ -216,7 +222,9 @@ def add_text_and_voice_parsers(sub) -> None:
     vc = vsub.add_parser("create", help="make a reusable voice file from reference audio")
     vc.add_argument("ref", type=Path)
     vc.add_argument("--model", type=Path, required=True)
-    vc.add_argument("--ref-text")
+    vc.add_argument("--ref-text", help="transcript of the reference (in-context cloning); 'auto': transcribe the "
+                    "reference with a Whisper model (its language becomes the voice's when --language is auto)")
+    add_whisper_option(vc)
     vc.add_argument("--name", default="")
     vc.add_argument("--language", default="auto")
     vc.add_argument("-o", "--output", type=Path, required=True)

@@ -55,3 +55,47 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
             print(result.text if len(args.files) == 1 else f"{path}: {result.text}")
         sys.stdout.flush()
     return 2 if failed else 0
+
+
+AUTO = "auto"
+PREFERRED = ("whisper-base", "whisper-small", "whisper-large-v3-turbo")  # when several are installed
+
+
+def add_whisper_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--whisper-model", metavar="NAME_OR_BUNDLE",
+                   help="the Whisper model that --ref-text auto transcribes with (default: an installed one, "
+                        "whisper-base first)")
+
+
+def whisper_model(chosen: str | None) -> Path:
+    """The Whisper bundle --ref-text auto uses: --whisper-model, else an installed Whisper model."""
+    from engine import is_whisper_bundle
+    from engine.store import ModelStore
+
+    from .common import UsageError
+
+    store = ModelStore()
+    if chosen is not None:
+        return store.resolve(chosen)
+    installed = {m.name: m.path for m in store.installed() if is_whisper_bundle(m.path)}
+    for name in (*PREFERRED, *sorted(installed)):
+        if name in installed:
+            return installed[name]
+    raise UsageError("--ref-text auto needs a Whisper model to transcribe the reference: run "
+                     "'qwen3tts models download whisper-base' (or give --whisper-model BUNDLE).")
+
+
+def auto_ref_text(ref: Path, chosen: str | None, threads: int | None = None) -> tuple[str, str]:
+    """The reference's words as the recogniser heard them, and their language's name; said on stderr. No words
+    at all is a one-line error (an in-context clone needs its transcript)."""
+    from engine import Transcriber
+
+    from .common import UsageError
+
+    model = whisper_model(chosen)
+    result = Transcriber(model, threads=threads).transcribe(ref)
+    if not result.text.strip():
+        raise UsageError(f"Whisper heard no words in {ref}; give --ref-text TEXT, or --x-vector-only for the voice's "
+                         "timbre only.")
+    print(f'qwen3tts: heard in {ref.name} ({result.language_name}, {model.name}): "{result.text}"', file=sys.stderr)
+    return result.text, result.language_name

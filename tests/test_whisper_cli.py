@@ -101,3 +101,56 @@ def test_models_download_installs_a_whisper_model_and_transcribe_finds_it_by_nam
     listed = capsys.readouterr().out
     for e in WHISPER_CATALOGUE:
         assert e.name in listed and e.trade_off in listed
+
+
+def test_voice_create_with_ref_text_auto_uses_what_whisper_heard(bundle, tmp_path, capsys):
+    from engine import Voice
+    from tests.bundles import bundle_for
+
+    tts = bundle_for("tiny06b", "fp32")
+    out = tmp_path / "v.qvoice"
+    code = main(["voice", "create", str(CLIP), "--model", str(tts), "--ref-text", "auto", "--whisper-model",
+                 str(bundle), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    heard = _reference("de_8k_4s")["text"]
+    assert f'heard in {CLIP.name} (' in err and heard in err
+    voice = Voice.load(out)
+    assert voice.icl and voice.ref_text == heard
+
+
+def test_synth_with_ref_text_auto_and_no_whisper_model_says_how_to_get_one(tmp_path, monkeypatch, capsys):
+    from tests.bundles import bundle_for
+
+    monkeypatch.setenv("QWEN3TTS_MODELS_DIR", str(tmp_path / "empty-store"))
+    code = main(["synth", "--model", str(bundle_for("tiny06b", "fp32")), "--text", "Hello.", "-o",
+                 str(tmp_path / "o.wav"), "--ref", str(CLIP), "--ref-text", "auto", "--max-frames", "3"])
+    err = capsys.readouterr().err
+    assert code == 2 and "qwen3tts models download whisper-base" in err and err.count("\n") == 1
+    assert not (tmp_path / "o.wav").exists()
+
+
+def test_synth_and_batch_with_ref_text_auto_clone_in_context(bundle, tmp_path, capsys):
+    """The transcript is what the recogniser heard: the same voice as one made with that text typed in."""
+    import shutil
+
+    from tests.bundles import bundle_for
+
+    tts = bundle_for("tiny06b", "fp32")
+    heard = _reference("de_8k_4s")["text"]
+    ref = tmp_path / CLIP.name
+    shutil.copy(CLIP, ref)
+    common = ["--greedy", "--max-frames", "3", "--language", "english"]
+    assert main(["synth", "--model", str(tts), "--text", "Hello.", "-o", str(tmp_path / "auto.wav"), "--ref",
+                 str(ref), "--ref-text", "auto", "--whisper-model", str(bundle), "--codes-out",
+                 str(tmp_path / "auto.npy"), *common]) == 0
+    assert heard in capsys.readouterr().err
+    assert main(["synth", "--model", str(tts), "--text", "Hello.", "-o", str(tmp_path / "typed.wav"), "--ref",
+                 str(ref), "--ref-text", heard, "--codes-out", str(tmp_path / "typed.npy"), *common]) == 0
+    assert np.array_equal(np.load(tmp_path / "auto.npy"), np.load(tmp_path / "typed.npy"))
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(json.dumps({"name": "a", "text": "Hello.", "language": "english", "ref": ref.name,
+                                "ref_text": "auto", "max_frames": 3}) + "\n", encoding="utf-8")
+    assert main(["batch", "--model", str(tts), "--jobs", str(jobs), "--out-dir", str(tmp_path / "out"),
+                 "--greedy", "--codes", "--whisper-model", str(bundle)]) == 0
+    assert np.array_equal(np.load(tmp_path / "out" / "a.codes.npy"), np.load(tmp_path / "typed.npy"))
