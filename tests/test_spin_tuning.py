@@ -181,7 +181,30 @@ def test_the_tuning_stops_at_its_time_cap(q8_bundle, cache):
     record = tune_synthesizer(Synthesizer(q8_bundle), timing=timing, budget=15.0, spin_probe=spin_probe,
                               clock=lambda: now[0])
     assert record.seconds <= 15.0 + 3.1  # at most one frame (talker + code predictor) past the budget
-    assert not any(f.setting == "decoding" for f in record.figures)  # no time was left for it
+    assert not any(f.setting in ("decoding", "decoder precision") for f in record.figures)  # no time was left
+    assert record.settings.decoder_bf16_faster is None
+    s = record.settings
+    assert (s.overlap_decode, s.decoder_threads, s.streaming_threads) == (True, physical_cores(), physical_cores())
+
+
+def test_a_stage_whose_least_work_does_not_fit_is_skipped(q8_bundle, cache):
+    """3 s frames (a busy machine's fp32): after the thread stage 6 s are left, less than the decoder precision
+    stage (codes for 4 frames and two decodes of them) or two streamed arrangements need; before, each stage
+    started while any time was left and ran past the budget by its first measurement."""
+    now = [0.0]
+    stream = {(g, True, d): 2500 for g in (1, 2) for d in (1, 2)} | {(2, False, 2): 2500}
+    base = fake_cpu({1: 1000, 2: 1200}, {1: 2000, 2: 2100}, stream=stream, decode={"fp32": 500, "bf16": 400})
+
+    def timing(part, candidate, seconds):
+        value = base(part, candidate, seconds)
+        now[0] += value * (4 if part == "stream" else 1)
+        return value
+
+    spin_probe, _ = fake_spin_cpu(LONG_SPIN_WINS)
+    record = tune_synthesizer(Synthesizer(q8_bundle), timing=timing, budget=25.0, spin_probe=spin_probe,
+                              clock=lambda: now[0])
+    assert record.seconds <= 25.0
+    assert not any(f.setting in ("decoding", "decoder precision") for f in record.figures)
     s = record.settings
     assert (s.overlap_decode, s.decoder_threads, s.streaming_threads) == (True, physical_cores(), physical_cores())
 
@@ -299,3 +322,11 @@ def test_a_candidate_whose_process_cannot_start_is_not_measured(q8_bundle, monke
     monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", refuse)
     assert probe_in_child(Bundle.open(q8_bundle), 4321, 2, timeout=120) is None
     assert os.environ.get("GOMP_SPINCOUNT") != "4321"
+
+
+def test_the_summary_says_a_new_spin_count_applies_from_the_next_start(monkeypatch):
+    record = _record(10000, "2026-12-01T10:00:00Z")
+    monkeypatch.setattr(cpu, "_spin", SpinSetting(1000, "default"))
+    assert record.summary().endswith("OpenMP spin count 10000 from the next start")
+    monkeypatch.setattr(cpu, "_spin", SpinSetting(10000, "tuned"))
+    assert record.summary().endswith("OpenMP spin count 10000")

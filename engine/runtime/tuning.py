@@ -40,6 +40,7 @@ from ..errors import Cancelled
 from ..io.fileio import OwnFileError, check_own_file, write_own_file
 from ..io.safefile import regular_file_problem
 from .cache_folder import cache_dir
+from .cpu import spin_setting
 from .device import faster_gpu, scan_gpus
 
 TUNER_VERSION = 4  # part of the key: a tuner that measures differently tunes again (3: OpenMP spin, int8 teams;
@@ -188,6 +189,8 @@ class TuningRecord:
             dec += ", bf16 faster" if s.decoder_bf16_faster else ", fp32 as fast"
         if s.spin_count is not None:
             dec += f"; OpenMP spin count {s.spin_count}"
+            if spin_setting().count != s.spin_count:  # libgomp read its count when ncnn loaded
+                dec += " from the next start"
         line = (f"tuned for this computer in {self.seconds:.1f} s: talker {s.talker_threads}, code predictor "
                 f"{s.code_predictor_threads} thread{'s' if s.code_predictor_threads != 1 else ''}; {dec}")
         if s.gpu_faster:

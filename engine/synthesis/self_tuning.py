@@ -22,6 +22,7 @@ numbers, and the decoder precision is only chosen where "auto" allows bf16.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -192,7 +193,12 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
 
         bf16_faster = None
         precision = parts.decoder.precision
-        if bf16_decoder_available(parts.bundle) and clock() < hard:
+        cpu_ms = (median(samples[talker_threads]["talker"]) + median(samples[cp_threads]["code predictor"])) * 1000
+        frame_s = cpu_ms / 1000 if math.isfinite(cpu_ms) else 0.0
+        # a stage starts only where its least work fits before the hard stop (a busy machine's fp32 frame of 0.9 s
+        # made the codes for the decoder stage alone take 3.6 s past it): the codes to decode and two decodes of
+        # them, each about a frame's time; two streamed arrangements of STREAM_FRAMES frames each
+        if bf16_decoder_available(parts.bundle) and clock() + 3 * DECODE_FRAMES * frame_s < hard:
             say(stage_end["spin"], "Timing the speech decoder at fp32 and bf16…")
             codes = frames.codes(DECODE_FRAMES)
             decoders = {p: _decoder_at(parts, p, parts.decoder.threads) for p in ("fp32", "bf16")}
@@ -200,9 +206,10 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
                                     min_rounds=1, max_rounds=4, deadline=t0 + stage_end["precision"] * budget,
                                     cancel=cancel, clock=clock, hard_deadline=hard)
             best = pick(dec_samples, "decode")
-            bf16_faster = best == "bf16"
+            measured = sum(1 for f in dec_samples.values() if f.get("decode"))
+            bf16_faster = best == "bf16" if measured > 1 else None  # one precision timed is no comparison
             figures += _figures(dec_samples, "decoder precision", "decode", "decode, whole", best)
-            if decoder_request == "auto":
+            if decoder_request == "auto" and bf16_faster is not None:
                 precision = best
             parts.spare[("decoder", decoders[precision].threads)] = decoders[precision]
             decoders.clear()
@@ -214,8 +221,9 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
         # 93-99; all on a machine with one other busy process)
         top = counts[-1]
         configs = [(g, True, d) for g in counts for d in counts] + [(top, False, top)]
-        if clock() >= hard:  # no time left: decoding beside generation on every core, as without a tuning
-            configs = [(top, True, top)]
+        default = (top, True, top)  # decoding beside generation on every core, as without a tuning
+        if clock() + 2 * STREAM_FRAMES * 1.5 * frame_s >= hard:  # no time for a comparison
+            configs = [default]
         stream_decoders = {n: _decoder_at(parts, precision, n) for n in {top, *(c[2] for c in configs)}}
 
         def streamed(config: tuple[int, bool, int]) -> dict[str, float]:
@@ -237,7 +245,8 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
                                        clock=clock, hard_deadline=hard,
                                        on_sample=lambda c, f: say(min(0.99, (clock() - t0) / budget),
                                                                   "Timing the speech decoder beside generation…"))
-            streaming_threads, overlap, decoder_threads = pick(stream_samples, "stream")
+            timed = sum(1 for f in stream_samples.values() if f.get("stream"))
+            streaming_threads, overlap, decoder_threads = pick(stream_samples, "stream") if timed > 1 else default
             figures += [replace(f, value=_config_name(c)) for c, f in
                         zip(configs, _figures(stream_samples, "decoding", "stream", "streamed frame",
                                               (streaming_threads, overlap, decoder_threads), keep_all=True),
@@ -245,7 +254,6 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
         else:
             streaming_threads, overlap, decoder_threads = configs[0]
         parts.spare[("decoder", decoder_threads)] = stream_decoders[decoder_threads]
-        cpu_ms = (median(samples[talker_threads]["talker"]) + median(samples[cp_threads]["code predictor"])) * 1000
         device_ms = {"cpu": round(cpu_ms, 2), **gpu_ms}
         gpu = faster_gpu(device_ms)
         if gpu_ms:
