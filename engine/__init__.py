@@ -170,6 +170,7 @@ from .voice import VOICE_SUFFIX, Speaker, Voice, VoiceSummary  # noqa: E402
 
 _LAZY = {
     "convert_checkpoint": "convert",
+    "checkpoint_fingerprint": "convert",
     "check_q8_bundle": "convert.q8_recheck",
     "sampling_kl": "convert.q8_check",
     "decode_codes": "nets.codec_decoder",
@@ -278,6 +279,7 @@ __all__ = [
     "as_sentence",
     "VoiceSummary",
     "convert_checkpoint",
+    "checkpoint_fingerprint",
     "decode_codes",
     "estimated_frames",
     "load_audio",

@@ -97,6 +97,7 @@ __all__ = [
     "MAX_TEXT_FILE_BYTES",
     "decode_text",
     "gpu_choices",
+    "installed_conversion",
     "runs_on",
     "load_npy_bytes",
     "npy_bytes_needed",
@@ -282,6 +283,26 @@ def convert_checkpoint(
     from engine import convert_checkpoint as _convert
 
     return _convert(src, dest, precision=precision, progress=progress, cancel=cancel)
+
+
+def installed_conversion(src: Path, models_dir: Path, precision: str, progress: Progress | None = None,
+                         cancel: Callable[[], bool] | None = None) -> Path | None:
+    """The installed model converted from the checkpoint at `src` (the same files, wherever they lie) at
+    `precision`, or None. Reads the whole checkpoint (a few seconds for a full-size one)."""
+    from engine import Cancelled, checkpoint_fingerprint
+
+    def step(fraction: float) -> None:
+        if cancel is not None and cancel():
+            raise Cancelled("checking the checkpoint cancelled")
+        if progress is not None:
+            progress(fraction, "checking whether this checkpoint is installed")
+
+    try:
+        fingerprint = checkpoint_fingerprint(src, step)
+    except ConvertError:
+        return None  # not a readable checkpoint: the conversion says what is wrong with it
+    found = ModelStore(models_dir).converted_from(fingerprint, precision)
+    return found.path if found is not None else None
 
 
 def check_q8_bundle(bundle: Path, checkpoint: Path, progress: Progress | None = None,

@@ -20,7 +20,7 @@ from ..io.fileio import os_reason
 from ..runtime.bundle import PRECISIONS
 from ..runtime.bundle_writer import BundleWriter, check_writable
 from . import whisper
-from .checkpoint import Checkpoint
+from .checkpoint import Checkpoint, checkpoint_fingerprint
 from .q8_check import CheckOutcome, check_folder, check_q8, move_talker_part
 
 # (module under engine.convert, human label). Order matters only for progress display.
@@ -78,6 +78,7 @@ def convert_checkpoint(
     if precision not in PRECISIONS:
         raise ConvertError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     options = ConvertOptions(precision, progress, cancel, smooth, frozenset(promote))
+    asked = precision
     if parts is not None:
         known = [mod for mod, _ in PARTS]
         unknown = [p for p in parts if p not in known]
@@ -102,7 +103,7 @@ def convert_checkpoint(
                 if checked.record.outcome == "float":
                     precision = "fp32"
                     options = ConvertOptions(precision, progress, cancel)
-            return _write(ckpt, Path(src), dest, precision, options, chosen, overwrite, checked)
+            return _write(ckpt, Path(src), dest, precision, options, chosen, overwrite, checked, asked)
     except OSError as e:
         raise ConvertError(f"cannot write the bundle {dest}: {os_reason(e)}; nothing was left behind") from None
     finally:
@@ -121,13 +122,17 @@ def _run_check(src: Path, work: Path, options: ConvertOptions, parts: int) -> Ch
 
 
 def _write(ckpt: Checkpoint, src: Path, dest: str | Path, precision: str, options: ConvertOptions,
-           chosen: list[tuple[str, str]], overwrite: bool, checked: CheckOutcome | None) -> Path:
+           chosen: list[tuple[str, str]], overwrite: bool, checked: CheckOutcome | None, asked: str) -> Path:
     """The bundle's parts written into place (the talker part moved from the check's folder when checked)."""
     start = 1 if checked is not None else 0
     total = len(chosen) + start
     check_free_space(Path(dest), estimated_bundle_bytes(ckpt, precision))
+    fingerprint = checkpoint_fingerprint(src, lambda f: options.report(start / total, "checking the checkpoint"))
     with BundleWriter(dest, overwrite=overwrite, protect=[src]) as writer:
         writer.manifest["precision"] = precision
+        # which checkpoint, asked at which precision (an 8-bit check may have made it fp32): an import of the same
+        # again finds it installed (engine.store ModelStore.converted_from)
+        writer.manifest["source_checkpoint"] = {"id": fingerprint, "precision": asked}
         writer.manifest["config"] = ckpt.config
         writer.manifest["generation_config"] = ckpt.generation_config
         writer.manifest["speech_config"] = ckpt.speech_config

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import mmap
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,6 +38,28 @@ REQUIRED_FILES = (
     "speech_tokenizer/config.json",
     "speech_tokenizer/model.safetensors",
 )
+
+
+def checkpoint_fingerprint(src: str | Path, step: Callable[[float], None] | None = None) -> str:
+    """The sha256 of a checkpoint's files (their names and bytes): the same wherever the checkpoint lies, another
+    when any file differs. Reads every byte (about 3 s for a 2.5 GB checkpoint at 750 MB/s of SHA-256 on an AMD
+    EPYC, the reading aside); `step(fraction)` is called between blocks (progress, and a chance to cancel)."""
+    paths = [Path(src) / rel for rel in REQUIRED_FILES]
+    try:
+        total = sum(p.stat().st_size for p in paths) or 1
+        h = hashlib.sha256(b"qwen3tts-checkpoint-v1")
+        done = 0
+        for rel, path in zip(REQUIRED_FILES, paths, strict=True):
+            h.update(f"{rel}\0{path.stat().st_size}\0".encode())
+            with open(path, "rb") as f:
+                while block := f.read(64 << 20):
+                    h.update(block)
+                    done += len(block)
+                    if step is not None:
+                        step(done / total)
+    except OSError as e:
+        raise ConvertError(f"cannot read the checkpoint {src}: {e.strerror or e}") from None
+    return h.hexdigest()[:32]
 
 
 class SafetensorsFile:

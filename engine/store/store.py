@@ -85,6 +85,7 @@ class InstalledModel:
     demo: bool = False  # the app's demo model (random weights, made on this computer): neither downloaded nor imported
     accuracy: str = ""  # what the 8-bit check measured, e.g. "8-bit, checked: KL 8.1e-04 / 1.2e-03 (...)"
     check_offered: bool = False  # an 8-bit bundle without a (readable) check record: offer the check
+    checkpoint: tuple[str, str] = ("", "")  # (fingerprint, precision asked) of the checkpoint it was converted from
 
     @property
     def source(self) -> str:
@@ -184,8 +185,16 @@ class ModelStore:
             note = OLD_Q8_NOTE
         config = manifest.get("config") if isinstance(manifest, dict) else None
         demo = isinstance(config, dict) and config.get(DEMO_MARK) is True
+        made = manifest.get("source_checkpoint") if isinstance(manifest, dict) else None
+        checkpoint = ((str(made.get("id", "")), str(made.get("precision", ""))) if isinstance(made, dict)
+                      else ("", ""))
         return InstalledModel(d.name, d, str(precision), str(repo), folder_bytes(d), note, demo=demo,
-                              accuracy=accuracy, check_offered=offered)
+                              accuracy=accuracy, check_offered=offered, checkpoint=checkpoint)
+
+    def converted_from(self, fingerprint: str, precision: str) -> InstalledModel | None:
+        """An installed model converted from the checkpoint of that fingerprint (convert.checkpoint_fingerprint)
+        at that precision, if there is one."""
+        return next((m for m in self.installed() if fingerprint and m.checkpoint == (fingerprint, precision)), None)
 
     def get(self, name: str) -> InstalledModel | None:
         d = self.root / name

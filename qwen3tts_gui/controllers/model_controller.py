@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
@@ -15,6 +16,7 @@ from ..engine_adapter import (
     DEFAULT_PRECISION,
     check_q8_bundle,
     convert_checkpoint,
+    installed_conversion,
     is_demo_bundle,
     make_demo_bundle,
 )
@@ -116,6 +118,25 @@ class ModelController(QObject):
         src = Path(folder)
         self.ctx.settings.last_checkpoint_dir = str(src.parent)
         self.ctx.settings.download_precision = precision
+        # the same checkpoint at the same precision installed already (a second 2.6 GB copy went unsaid): ask
+        models = self.ctx.models_folder()
+        self.run_long_job(
+            lambda progress, cancel: installed_conversion(src, models, precision, progress, cancel) or "",
+            "checking the checkpoint", f"Checking {src.name}…", cancellable=True,
+            done=lambda found: self._convert_unless_installed(src, precision, Path(str(found)) if found else None))
+
+    def _convert_unless_installed(self, src: Path, precision: str, installed: Path | None) -> None:
+        if installed is not None:
+            choice = self.ctx.dialogs.choose(
+                self.window, "Already installed",
+                f"{src.name} is installed already at this precision ({precision_label(precision)}), as "
+                f"“{installed.name}”. Open it, or convert the checkpoint again into a second copy?",
+                ["Open it", "Convert again"])
+            if choice is None:
+                return
+            if choice == 0:
+                self.open_model(installed)
+                return
         # "demo" is the app's own demo model's folder, which the app may replace: an import never lands there
         name = src.name if src.name != DEMO_NAME else f"{DEMO_NAME} (imported)"
         dest = unique_path(self.ctx.models_folder() / name)
@@ -160,13 +181,16 @@ class ModelController(QObject):
         self.run_long_job(lambda progress, cancel: make_demo_bundle(dest, progress=progress, replace=replace),
                           "making the demo model", "Making the demo model…", cancellable=False)
 
-    def run_long_job(self, fn, doing: str, label: str, cancellable: bool) -> ProgressWorker | None:
-        """Conversion-like jobs: a worker plus a progress dialog; the model it makes is opened at the end."""
+    def run_long_job(self, fn, doing: str, label: str, cancellable: bool,
+                     done: Callable[[object], None] | None = None) -> ProgressWorker | None:
+        """Conversion-like jobs: a worker plus a progress dialog; the model it makes is opened at the end (or its
+        result goes to `done`, once the job has ended)."""
         if not self.ctx.can_start(self.window, needs_model=False):
             return None
         worker = ProgressWorker(fn, doing, self)
         dialog = job_progress_dialog(self.window, label, worker, cancellable)
-        worker.done.connect(lambda path: self.ctx.when_idle(lambda: self.open_model(Path(path))))
+        then = done or (lambda path: self.open_model(Path(str(path))))
+        worker.done.connect(lambda result: self.ctx.when_idle(lambda: then(result)))
         worker.failed.connect(lambda msg: self.ctx.dialogs.error(self.window, f"Failed {doing}", msg))
         worker.cancelled.connect(lambda: self.status.emit(f"Stopped {doing}", 5000))
         self.progress_dialog = dialog
