@@ -2,7 +2,7 @@
 against `qwen3tts serve` on a bundle (public API and the command only; the server runs in its own process).
 
     python benchmarks/server_load.py --model BUNDLE [--clients 1,2,4,8] [--requests 3] [--frames 50]
-                                     [--threads 2] [--rounds 1]
+                                     [--threads 2] [--rounds 1] [--decoder-precision fp32]
 
 BUNDLE: a converted full-size bundle (q8 runs requests side by side). Each request asks for `--frames` frames
 (80 ms each) of streamed 16-bit PCM with its own seed. Prints, per client count: time to first byte and to last
@@ -19,6 +19,7 @@ import json
 import multiprocessing
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -108,8 +109,10 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=50, help="frames per request (80 ms each)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--decoder-precision", default="fp32", help="the server's speech decoder (fp32: exact)")
     args = ap.parse_args()
     counts = [int(c) for c in args.clients.split(",")]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: the server below is stopped too
     with tempfile.TemporaryDirectory(prefix="server-load-") as voices:
         ctx = multiprocessing.get_context("spawn")
         maker = ctx.Process(target=_make_voice, args=(str(args.model), voices))
@@ -118,6 +121,7 @@ def main() -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         server = subprocess.Popen([sys.executable, "-m", "qwen3tts_cli", "serve", "--model", str(args.model),
                                    "--port", "0", "--threads", str(args.threads), "--voices", voices,
+                                   "--decoder-precision", args.decoder_precision,
                                    "--max-waiting", "64"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
         try:
             line = server.stderr.readline() if server.stderr else ""
@@ -126,7 +130,8 @@ def main() -> None:
                 raise SystemExit(f"the server did not start: {line.strip()}")
             netloc = match.group(1)
             request(netloc, 0, min(args.frames, 8))  # warm-up: first calls allocate
-            print(f"# {cpu_model()}, {os.cpu_count()} CPUs, server threads {args.threads}, load average before "
+            print(f"# {cpu_model()}, {os.cpu_count()} CPUs, server threads {args.threads}, decoder "
+                  f"{args.decoder_precision}, load average before "
                   f"{load_average()}; {args.requests} requests per client, {args.frames} frames "
                   f"({args.frames * 0.08:.1f} s of audio) each, streamed pcm")
             print("| round | clients | first byte median / p95 s | last byte median / p95 s | audio s per s | "

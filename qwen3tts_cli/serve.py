@@ -8,7 +8,14 @@ import os
 import sys
 from pathlib import Path
 
-from .common import THREADS_HELP, UsageError, add_device_options, say_device, tune_if_needed
+from .common import (
+    DECODER_PRECISION_HELP,
+    THREADS_HELP,
+    UsageError,
+    add_device_options,
+    say_device,
+    tune_if_needed,
+)
 
 KEY_ENV = "QWEN3TTS_API_KEY"
 
@@ -27,7 +34,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config.check()  # another address without a key, a bad port: before the model loads
     if args.voices is not None and not args.voices.is_dir():
         raise UsageError(f"--voices {args.voices} is not a folder.")
-    synth = Synthesizer(args.model, threads=args.threads, device=args.device, gpu_precision=args.gpu_precision)
+    synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision, device=args.device,
+                        gpu_precision=args.gpu_precision)
     say_device(synth.device)
     tune_if_needed(synth, args.threads)
 
@@ -45,6 +53,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
+    from engine import DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION
     from qwen3tts_server.config import DEFAULT_HOST, DEFAULT_PORT, Limits
 
     s = sub.add_parser("serve", help="let other programs speak with your voices: an OpenAI-compatible speech server")
@@ -63,4 +72,6 @@ def add_parser(sub) -> None:
                    help="longest time one request may take (default %(default)s)")
     s.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     add_device_options(s)
+    s.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,
+                   help=DECODER_PRECISION_HELP)
     s.set_defaults(func=cmd_serve)

@@ -77,7 +77,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
     "server_load.py": (
         ["--model", "{demo_q8}", "--clients", "1,2", "--requests", "1", "--frames", "4", "--threads", "1"],
         [rf"^\| 1 \| {n} \| {NUM} / {NUM} \| {NUM} / {NUM} \| {NUM} \| {NUM}x \| \d \| {NUM} / {NUM} \|$"
-         for n in (1, 2)] + [rf"^# .*, server threads 1, load average before {NUM} {NUM} {NUM};"]),
+         for n in (1, 2)] + [rf"^# .*, server threads 1, decoder fp32, load average before {NUM} {NUM} {NUM};"]),
     "gpu_round_trips.py": (  # on lavapipe where installed, else bytes and the CPU column only
         ["--model", "{demo}", "--positions", "4", "--reps", "1"],
         [rf"^\s+4 \| \s*{NUM} MiB \| \s*{NUM} \| \s*({NUM}|-)$",
