@@ -1,9 +1,12 @@
-"""The one place the server runs the engine: a task alone (its audio streamed as the frames are decoded), a group
-of tasks side by side (Synthesizer.synthesize_many: each one's audio exactly what it would be alone, sent when it
-ends), and a long text chunk by chunk (Synthesizer.speak, the app's path).
+"""The one place the server runs the engine. A request alone goes through the engine's one door,
+Synthesizer.speak(SynthesisRequest): a text of one chunk streams its audio as the frames are decoded (as the app's
+streamed take: synthesize's frame cap, no retry), a longer text is split, guarded and joined as the app reads a
+long text, one chunk per turn. Requests waiting together with equal settings run side by side through
+Synthesizer.synthesize_many (the engine has no door for several requests at once): each one's codes, and so its
+audio, are what synthesize() alone gives it with the same seed; each is decoded whole when it ends.
 
-Each function posts the task's events (tasks.py) and checks between frames whether the task must stop (its client
-left, or its time ran out): the generation is closed there, which cancels it in the engine."""
+Each run posts its task's events (tasks.py) and checks between frames whether the task must stop (its client left,
+or its time ran out): the generation is closed there, which cancels it in the engine."""
 
 from __future__ import annotations
 
@@ -11,9 +14,9 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from engine import (
-    AudioChunk,
     ChunkAudio,
     ChunkSkipped,
+    ChunkStream,
     EngineError,
     FrameEvent,
     LongResult,
@@ -34,38 +37,76 @@ def engine_error(e: EngineError) -> ApiError:
     return ApiError(400, str(e))
 
 
-def speak_alone(synth: SynthesizerContract, task: SpeechTask) -> None:
-    settings = replace(task.settings, stream_audio=task.stream)
-    try:
-        events = synth.synthesize(task.text, task.voice, task.language, settings, task.instruct)
-    except EngineError as e:
-        task.post(Failed(engine_error(e)))
-        return
-    task.post(Started(batched=1, seed=settings.seed))
-    sent = 0
-    try:
-        for event in events:
-            stop = task.stop_reason()
-            if stop is not None:
-                task.post(Failed(stop))
-                return
-            if isinstance(event, AudioChunk):
-                task.post(Audio(event.samples))
-                sent += len(event.samples)
-            elif isinstance(event, SynthesisResult):
-                if not task.stream:
-                    task.post(Audio(event.audio))
-                    sent = len(event.audio)
-                task.post(Finished(seconds=sent / event.sample_rate))
-                return
-    except EngineError as e:
-        task.post(Failed(engine_error(e)))
-    finally:
-        _close(events)
+class SpeechRun:
+    """One task alone through Synthesizer.speak, one chunk per advance(), so that other tasks are served between
+    a long text's chunks. Chunks run one at a time: side by side would hold the engine for several at once."""
+
+    def __init__(self, synth: SynthesizerContract, task: SpeechTask):
+        self.task = task
+        self._sent = 0
+        self._skipped: list[str] = []
+        # a text of one chunk streams (its audio as the frames are decoded, the frame cap synthesize has); a long
+        # text is guarded chunk by chunk as in the app
+        settings = replace(task.settings, stream_audio=not task.long)
+        request = SynthesisRequest(text=task.text, voice=task.voice, language=task.language, settings=settings,
+                                   instruct=task.instruct, options=LongTextOptions(batch_size=1))
+        try:
+            self._events: Iterator | None = synth.speak(request)
+        except EngineError as e:
+            task.post(Failed(engine_error(e)))
+            self._events = None
+            return
+        task.post(Started(batched=1, seed=settings.seed))
+
+    def advance(self) -> bool:
+        """Run until a chunk of a longer text is sent (or left out) or the speech ends; True when it is over."""
+        if self._events is None:
+            return True
+        task = self.task
+        try:
+            for event in self._events:
+                stop = task.stop_reason()
+                if stop is not None:
+                    task.post(Failed(stop))
+                    return self._end()
+                if isinstance(event, ChunkStream):
+                    task.post(Audio(event.audio.samples))
+                    self._sent += len(event.audio.samples)
+                elif isinstance(event, ChunkAudio):
+                    if not event.streamed:
+                        task.post(Audio(event.samples))
+                        self._sent += len(event.samples)
+                    if event.chunk + 1 < event.chunks:
+                        return False  # the engine's turn goes to the tasks waiting
+                elif isinstance(event, ChunkSkipped):
+                    self._skipped.append(event.message)
+                    if event.chunk + 1 < event.chunks:
+                        return False
+                elif isinstance(event, LongResult):
+                    if self._sent == 0 and self._skipped:
+                        task.post(Failed(ApiError(500, self._skipped[0], "no_audio")))
+                    else:
+                        task.post(Finished(seconds=event.seconds))
+                    return self._end()
+        except EngineError as e:
+            task.post(Failed(engine_error(e)))
+            return self._end()
+        task.post(Failed(ApiError(500, "The speech ended without a result.")))
+        return self._end()
+
+    def close(self) -> None:
+        self._end()
+
+    def _end(self) -> bool:
+        if self._events is not None:
+            _close(self._events)
+            self._events = None
+        return True
 
 
 def speak_together(synth: SynthesizerContract, tasks: list[SpeechTask]) -> None:
-    """Several tasks sharing every model step; each task's audio is posted whole when it ends."""
+    """Several tasks (each a text of one chunk) sharing every model step; each one's audio is posted whole when it
+    ends."""
     jobs = [SynthesisJob(text=t.text, voice=t.voice.name if isinstance(t.voice, Speaker) else t.voice,
                          language=t.language, max_frames=t.settings.max_frames,
                          seed=t.settings.seed, instruct=t.instruct) for t in tasks]
@@ -108,63 +149,6 @@ def speak_together(synth: SynthesizerContract, tasks: list[SpeechTask]) -> None:
         for i, task in enumerate(tasks):
             if i not in ended:  # the run ended without a word for it (should not happen): never leave it waiting
                 task.post(Failed(ApiError(500, "The engine ended this speech without a result.")))
-
-
-class LongSpeech:
-    """A long text on the long-text path (split into chunks of whole sentences, joined with the app's pauses),
-    run one chunk per advance() so that other requests are served between its chunks. Chunks run one at a time:
-    side by side would hold the engine for several chunks at once."""
-
-    def __init__(self, synth: SynthesizerContract, task: SpeechTask):
-        self.task = task
-        self.done = False
-        self._sent = 0
-        try:
-            self._events: Iterator | None = synth.speak(SynthesisRequest(
-                task.text, task.voice, task.language, replace(task.settings), task.instruct,
-                LongTextOptions(batch_size=1)))
-        except EngineError as e:
-            task.post(Failed(engine_error(e)))
-            self._events = None
-            self.done = True
-            return
-        task.post(Started(batched=1, seed=task.settings.seed))
-
-    def advance(self) -> bool:
-        """Run until the next chunk is sent (or skipped) or the text ends; True when the task is over."""
-        if self._events is None:
-            return True
-        task = self.task
-        try:
-            for event in self._events:
-                stop = task.stop_reason()
-                if stop is not None:
-                    task.post(Failed(stop))
-                    return self._end()
-                if isinstance(event, ChunkAudio):
-                    task.post(Audio(event.samples))
-                    self._sent += len(event.samples)
-                    return False
-                if isinstance(event, ChunkSkipped):
-                    return False
-                if isinstance(event, LongResult):
-                    task.post(Finished(seconds=event.seconds))
-                    return self._end()
-        except EngineError as e:
-            task.post(Failed(engine_error(e)))
-            return self._end()
-        task.post(Failed(ApiError(500, "The long text ended without a result.")))
-        return self._end()
-
-    def close(self) -> None:
-        self._end()
-
-    def _end(self) -> bool:
-        if self._events is not None:
-            _close(self._events)
-            self._events = None
-        self.done = True
-        return True
 
 
 def _close(events: object) -> None:

@@ -155,6 +155,8 @@ class SpeechServer:
         except EngineError as e:
             raise ApiError(400, str(e)) from None
         limit = self.config.limits.request_seconds
+        if len(chunks) == 1:  # the text as speak() speaks a text of one chunk, so that side by side it is the same
+            text = chunks[0].text
         return SpeechTask(text=text, voice=voice, language=language, instruct=instruct or None, settings=settings,
                           long=len(chunks) > 1, stream=stream, post=post, deadline=time.monotonic() + limit,
                           timeout_seconds=limit)

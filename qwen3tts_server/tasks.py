@@ -93,7 +93,7 @@ class TaskQueue:
         self.batch_size = batch_size if batch_size is not None else synth.suggested_batch_size
         self._engine_call = engine_call
         self._waiting: deque[SpeechTask] = deque()
-        self._parked: deque[engine_call.LongSpeech] = deque()
+        self._parked: deque[engine_call.SpeechRun] = deque()
         self._cv = threading.Condition()
         self._closed = False
         self._long_turn = False  # a parked long text goes on next, before more waiting tasks
@@ -212,18 +212,15 @@ class TaskQueue:
             else:
                 self._count([run.task])
             return
-        if group[0].long:
-            run = call.LongSpeech(self.synth, group[0])
+        if len(group) == 1:  # alone: the engine's one door; a long text one chunk per turn
+            run = call.SpeechRun(self.synth, group[0])
             if not run.advance():
                 with self._cv:
                     self._parked.append(run)
             else:
-                self._count([run.task])
+                self._count(group)
             return
-        if len(group) == 1:
-            call.speak_alone(self.synth, group[0])
-        else:
-            call.speak_together(self.synth, group)
+        call.speak_together(self.synth, group)
         self._count(group)
 
     def _count(self, ended: list[SpeechTask]) -> None:

@@ -191,8 +191,8 @@ def test_a_request_past_its_time_limit_is_stopped(synth, library):
     incomplete rather than a short recording."""
     from qwen3tts_server import Limits
 
-    server = start(synth, library, limits=Limits(request_seconds=0.3))
-    text = "\n\n".join(f"Paragraph {n}. " + "Words to keep the engine busy for a while. " * 6 for n in range(20))
+    server = start(synth, library, limits=Limits(request_seconds=2.0))  # a short request still fits, loaded
+    text = "\n\n".join(f"Paragraph {n}. " + "Words to keep the engine busy for a while. " * 6 for n in range(60))
     try:
         status, _, data = post_speech(server.address, {"input": text, "voice": "Anna", "response_format": "flac"})
         assert status == 504 and error_of(data)["code"] == "timeout"
