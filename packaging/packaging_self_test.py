@@ -112,7 +112,8 @@ def _check_single_window(workdir: Path) -> None:
 
 
 def _check_speech_server(synth) -> None:
-    """The speech server's HTTP stack (Starlette, uvicorn: loaded by name at run time) is in the bundle."""
+    """The speech server's HTTP stack (Starlette, uvicorn and anyio's thread pool: loaded by name at run time) is
+    in the bundle."""
     import json
     import urllib.request
 
@@ -123,6 +124,8 @@ def _check_speech_server(synth) -> None:
     try:
         with urllib.request.urlopen(f"{address}/v1/models", timeout=30) as response:
             models = json.loads(response.read())["data"]
+        with urllib.request.urlopen(f"{address}/v1/audio/voices", timeout=30) as response:  # the thread pool
+            json.loads(response.read())["voices"]
     finally:
         server.stop()
     print(f"ok: the speech server answered at {address} ({models[0]['id']})")
