@@ -57,11 +57,11 @@ from ..runtime.tuning import (
 )
 from ..types import Timings
 from .gpu_timing import time_gpus
-from .spin_tuning import Probe, SpinProbe, choose_spin, measure_spins, probe_here, probe_in_child
+from .spin_tuning import Probe, choose_spin, spin_figures, spin_stage
 from .streaming import StreamedAudio
+from .tuning_frames import FrameSource
 
 DEFAULT_BUDGET = 15.0  # seconds at full size on a quiet machine (fewer rounds on a slow or busy one)
-PROMPT_ROWS = 12
 STREAM_FRAMES = 4  # frames per streamed measurement: enough for the decoder thread to settle into its rhythm
 DECODE_FRAMES = 4  # frames per whole-decode measurement of the decoder precision
 Progress = Callable[[float, str], None]
@@ -135,7 +135,7 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
     stage_end = ({"threads": 0.35, "spin": 0.65, "precision": 0.72} if spinning
                  else {"threads": 0.45, "spin": 0.45, "precision": 0.6})
     hard = t0 + (budget if time_cap is None else time_cap)
-    frames = _FrameSource(parts.talker, parts.code_predictor)
+    frames = FrameSource(parts.talker, parts.code_predictor)
     figures: list[CandidateFigure] = []
     try:
         counts = thread_candidates(cores)
@@ -162,11 +162,17 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
         spin = spin_setting()
         spin_count = spin.count if spin.source == "tuned" else None  # kept as it was measured on this CPU
         if spin.source == "default" and spin.count is not None and counts[-1] > 1:
-            probes = _spin_stage(parts, spin.count, cp_nets[counts[-1]], samples, counts[-1],
-                                 t0 + stage_end["spin"] * budget, clock, cancel)
+            cp_top = cp_nets[counts[-1]]
+
+            def cp_at_top() -> CodePredictor:
+                parts.code_predictor.net = cp_top
+                return parts.code_predictor
+
+            probes = spin_stage(parts.bundle, cp_at_top, samples[counts[-1]].get("code predictor", []), spin.count,
+                                counts[-1], t0 + stage_end["spin"] * budget, clock, cancel, parts.spin_probe)
             if len(probes) > 1:  # a choice between counts (a busy machine may have time for this one alone)
                 spin_count = choose_spin(probes)
-                figures += _spin_figures(probes, spin_count)
+                figures += spin_figures(probes, spin_count)
                 chosen = probes[spin_count]
                 if spin_count != spin.count and counts[-1] > 1 and chosen.quiet:
                     # the code predictor's count at the spin count the next start runs at (one thread opens no
@@ -186,7 +192,7 @@ def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder
         cp_nets.clear()
 
         say(0.45, "Timing the GPUs…")
-        gpu_ms, gpu_figures = time_gpus(parts.bundle, _FrameSource, parts.timing, parts.include_software_gpus,
+        gpu_ms, gpu_figures = time_gpus(parts.bundle, FrameSource, parts.timing, parts.include_software_gpus,
                                         cancel)
         if cancel is not None and cancel():
             raise Cancelled("Tuning was cancelled.")
@@ -369,40 +375,6 @@ def tune_synthesizer(synth, progress: Progress | None = None, cancel: Callable[[
 # -------------------------------------------------------------------------------------------------- helpers
 
 
-class _FrameSource:
-    """Frames generated greedily from a random prompt, one at a time, with the talker and code predictor timed."""
-
-    def __init__(self, talker: Talker, cp: CodePredictor):
-        self.talker, self.cp = talker, cp
-        rng = np.random.default_rng(0)
-        prompt = (rng.standard_normal((PROMPT_ROWS, talker.hidden_size)) * 0.05).astype(np.float32)
-        self.seq, self.hidden, self.logits = talker.start(prompt)
-        self.made: list[np.ndarray] = []
-
-    def next(self, timed: bool = True) -> Any:
-        talker, cp = self.talker, self.cp
-        c0 = int(np.argmax(self.logits[:cp.codebook_size]))
-        t0 = time.perf_counter()
-        rest = cp.predict_many(self.hidden[None], [c0], [_greedy])[0]
-        t1 = time.perf_counter()
-        frame = np.concatenate([[c0], rest]).astype(np.int64)
-        self.made.append(frame)
-        hidden, logits = talker.step_many([self.seq], cp.frame_rows(frame[None]))
-        self.hidden, self.logits = hidden[0], logits[0]
-        if not timed:
-            return frame
-        return {"talker": time.perf_counter() - t1, "code predictor": t1 - t0}
-
-    def codes(self, n: int) -> np.ndarray:
-        while len(self.made) < n:
-            self.next()
-        return np.stack(self.made[:n])
-
-
-def _greedy(logits: np.ndarray, group: int) -> int:
-    return int(np.argmax(logits))
-
-
 def _net_at(parts: Parts, part: str, threads: int):
     """The part's net for `threads`: its own net when it can run at that count (float graphs; int8 graphs loaded
     for at least that many threads where teams can be limited), else a new load (int8 Gemms fix their count at
@@ -433,30 +405,6 @@ def _figures(samples, setting: str, part: str, label: str, chosen, keep_all: boo
     """One figure per candidate measured (keep_all: per candidate, the unmeasured with 0 samples)."""
     return [CandidateFigure(setting, str(c), label, median(parts.get(part, ())) * 1000, len(parts.get(part, ())),
                             c == chosen) for c, parts in samples.items() if keep_all or parts.get(part)]
-
-
-def _spin_stage(parts: Parts, current: int, cp_net, samples, top: int, deadline: float, clock,
-                cancel) -> dict[int, SpinProbe]:
-    """The spin counts timed while the stage's share lasts (engine/synthesis/spin_tuning.py); the code predictor
-    is run at `top` threads on the net timed in the thread stage."""
-    quiet = samples[top].get("code predictor", [])
-    if parts.spin_probe is not None:
-        probe = parts.spin_probe
-        here = lambda: probe(current, deadline - clock())  # noqa: E731
-    else:
-        def here() -> SpinProbe | None:
-            parts.code_predictor.net = cp_net
-            return probe_here(parts.code_predictor, top, quiet)
-
-        def probe(spin: int, seconds: float) -> SpinProbe | None:
-            return probe_in_child(parts.bundle, spin, top, seconds, cancel)
-    return measure_spins(current, here, probe, deadline, median(quiet) if quiet else 0.1, clock, cancel)
-
-
-def _spin_figures(probes: dict[int, SpinProbe], chosen: int) -> list[CandidateFigure]:
-    return [CandidateFigure("spin count", str(s), f"code predictor, {how}", ms, n, s == chosen)
-            for s, p in sorted(probes.items())
-            for how, ms, n in (("quiet", p.quiet_ms, len(p.quiet)), ("loaded", p.loaded_ms, len(p.loaded)))]
 
 
 def _config_name(config: tuple[int, bool, int]) -> str:

@@ -34,7 +34,8 @@ from ..nets.code_predictor import CodePredictor
 from ..runtime.bundle import Bundle
 from ..runtime.cpu_load import shared_cpu_load
 from ..runtime.thread_governor import ThreadGovernor
-from ..runtime.tuning import TIE_MARGIN, median
+from ..runtime.tuning import TIE_MARGIN, CandidateFigure, median
+from .tuning_frames import greedy
 
 # Candidates in the order they are measured while time lasts (the count this process runs at is timed first, in
 # process). 1000: the first start's value, chosen on the AMD EPYC; 10000 and 100000: the Intel Xeon's best
@@ -91,7 +92,7 @@ def time_frames(cp: CodePredictor, governor: ThreadGovernor, frames: int = 0, se
         end = time.perf_counter() + seconds
         while len(out) < frames or (seconds and (len(out) < 2 or time.perf_counter() < end)):
             t = time.perf_counter()
-            cp.predict_many(hidden, [0], [_greedy])
+            cp.predict_many(hidden, [0], [greedy])
             out.append(time.perf_counter() - t)
     finally:
         cp.governor = own
@@ -190,6 +191,33 @@ def measure_spins(current: int, here: Callable[[], SpinProbe | None], there: Pro
     return probes
 
 
+def spin_stage(bundle: Bundle, cp_at_top: Callable[[], CodePredictor], quiet: list[float], current: int,
+               top: int, deadline: float, clock: Callable[[], float], cancel: Callable[[], bool] | None,
+               injected: Probe | None = None) -> dict[int, SpinProbe]:
+    """The self-tuner's spin stage: the counts timed while its share of the budget lasts. cp_at_top() gives the
+    code predictor running at `top` threads (this process's count is timed on it; `quiet` are its frames from
+    the thread stage); injected replaces every measurement (tests)."""
+    if injected is not None:
+        probe = injected
+
+        def here() -> SpinProbe | None:
+            return probe(current, deadline - clock())
+    else:
+        def here() -> SpinProbe | None:
+            return probe_here(cp_at_top(), top, quiet)
+
+        def probe(spin: int, seconds: float) -> SpinProbe | None:
+            return probe_in_child(bundle, spin, top, seconds, cancel)
+    return measure_spins(current, here, probe, deadline, median(quiet) if quiet else 0.1, clock, cancel)
+
+
+def spin_figures(probes: dict[int, SpinProbe], chosen: int) -> list[CandidateFigure]:
+    """The record's figures: each count's code predictor frame, quiet and loaded."""
+    return [CandidateFigure("spin count", str(s), f"code predictor, {how}", ms, n, s == chosen)
+            for s, p in sorted(probes.items())
+            for how, ms, n in (("quiet", p.quiet_ms, len(p.quiet)), ("loaded", p.loaded_ms, len(p.loaded)))]
+
+
 def busy_count(cores: int) -> int:
     """Busy processes for the loaded measurement: every core but one taken (one on 2 cores, as the figures in
     engine/runtime/cpu.py were measured)."""
@@ -235,10 +263,6 @@ def _stop(proc) -> None:
             proc.kill()
     proc.join()
     proc.close()
-
-
-def _greedy(logits: np.ndarray, group: int) -> int:
-    return int(np.argmax(logits))
 
 
 Probe = Callable[[int, float], SpinProbe | None]  # (spin count, seconds it may take) -> its frames, or None
