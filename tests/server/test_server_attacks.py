@@ -207,3 +207,36 @@ def test_a_request_past_its_time_limit_is_stopped(synth, library):
         still_serving(server.address)
     finally:
         server.stop()
+
+
+def test_a_client_leaving_a_batch_stops_only_its_own_speech(server, synth, library):
+    """Side by side, the one that left is dropped before the next step; the other gets its whole audio."""
+    from .conftest import FRAMES, local, read_audio, same_audio, seed_with_frames
+
+    text = "Two requests side by side, one of them leaves."
+    seed = seed_with_frames(synth, text, "Anna", library, FRAMES)
+    cancelled = server.server.queue.cancelled
+    stayed: dict[str, tuple] = {}
+
+    def stay() -> None:
+        stayed["answer"] = post_speech(server.address, {"input": text, "voice": "Anna", "seed": seed,
+                                                        "max_frames": FRAMES, "response_format": "flac"})
+
+    other = threading.Thread(target=stay)
+    conn = http.client.HTTPConnection(urlsplit(server.address).netloc, timeout=60)
+    conn.request("POST", "/v1/audio/speech", json.dumps({"input": text, "voice": "Bob", "seed": seed,
+                                                         "max_frames": FRAMES, "response_format": "pcm"}),
+                 {"Content-Type": "application/json"})
+    other.start()
+    response = conn.getresponse()  # headers come with the first step
+    assert response.status == 200 and response.getheader("x-batched") == "2"
+    conn.sock.shutdown(socket.SHUT_RDWR)
+    conn.close()
+    other.join(60)
+    status, headers, data = stayed["answer"]
+    assert status == 200 and headers["x-batched"] == "2"
+    assert same_audio(read_audio(data), local(synth, text, "Anna", library, seed=seed))
+    t0 = time.monotonic()
+    while server.server.queue.cancelled != cancelled + 1:
+        assert time.monotonic() - t0 < 2.0, "the batch did not drop the request whose client left"
+        time.sleep(0.02)
