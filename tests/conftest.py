@@ -25,3 +25,13 @@ def _other_programs_unknown(monkeypatch):
     from engine.runtime import cpu_load
 
     monkeypatch.setattr(cpu_load, "_shared", cpu_load.CpuLoad(read=lambda: None))
+
+
+@pytest.fixture(autouse=True)
+def _spin_count_as_started(monkeypatch):
+    """The self-tuner times OpenMP spin counts in processes of its own, each loading the model again: seconds per
+    model, and figures of whatever else runs on the machine. Tests keep the count this process started with, as
+    when the user sets GOMP_SPINCOUNT; tests of the spin stage set the setting they describe."""
+    from engine.runtime import cpu
+
+    monkeypatch.setattr(cpu, "_spin", cpu.SpinSetting(cpu.spin_setting().count, "user"))
