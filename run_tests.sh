@@ -19,7 +19,7 @@ fi
 .venv/bin/pip install $(quiet .venv) -e '.[test,package]'
 touch .venv/.installed
 .venv/bin/ruff check .
-.venv/bin/mypy  # the engine and the app, as pyproject.toml [tool.mypy] says
+.venv/bin/mypy  # the engine, the app, the CLI, the server and tools/, no module silenced (pyproject.toml [tool.mypy])
 
 status=0
 echo "== Default tier: unit, parity against the committed fixtures, GUI, CLI ==" >&2

@@ -13,6 +13,7 @@ from engine import (
     DEFAULT_DECODER_PRECISION,
     MAX_BATCH_SIZE,
     EngineError,
+    VoiceChoice,
     as_sentence,
     regular_file_problem,
 )
@@ -68,7 +69,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         failed += 1
         print(f"failed  {line.name}: {message}", flush=True)
 
-    voices: dict[tuple, object] = {}
+    voices: dict[tuple, VoiceChoice] = {}
     jobs, owners = [], []
     for line in lines:
         if line.error is not None:

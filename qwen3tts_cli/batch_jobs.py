@@ -100,7 +100,7 @@ def _parse(raw: str, number: int, base: Path) -> JobLine:
         return bad('"x_vector_only" must be true or false.', name)
     if voice is not None and ref_text is not None:
         return bad('"ref_text" goes with "ref"; a voice file already holds its transcript.', name)
-    numbers = {}
+    numbers: dict[str, int | None] = {}
     for field, low in (("max_frames", 1), ("seed", 0)):
         value = obj.get(field)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
@@ -109,5 +109,6 @@ def _parse(raw: str, number: int, base: Path) -> JobLine:
     return JobLine(
         number, name, text=text, language=language,
         ref=(base / ref) if ref is not None else None, ref_text=None if x_only else ref_text, x_vector_only=x_only,
-        voice=(base / voice) if voice is not None else None, speaker=speaker, instruct=instruct, **numbers,
+        voice=(base / voice) if voice is not None else None, speaker=speaker, instruct=instruct,
+        max_frames=numbers.get("max_frames"), seed=numbers.get("seed"),
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,6 +41,9 @@ from .common import (
 )
 from .resume import check_chunks_dir, keep_chunk, open_journal
 from .transcribe import AUTO, add_whisper_option, auto_ref_text
+
+if TYPE_CHECKING:
+    from engine import AudioFileWriter
 
 TIMBRE_ONLY_NOTE = ("qwen3tts: no --ref-text: cloning the voice's timbre only; the reference's transcript (--ref-text) "
                     "lets the model copy its delivery too.")
@@ -178,8 +182,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
         if journal is not None and not result.skipped:  # complete (a left-out chunk is tried again next run)
             journal.discard()
     t = result.timings
-    made = f", {result.chunks - len(result.skipped)} of {result.chunks} chunks" if several else ""
-    bar.done(f"wrote {args.output} ({result.seconds:.2f} s, {result.frames} frames{made}, ended by "
+    counted = f", {result.chunks - len(result.skipped)} of {result.chunks} chunks" if several else ""
+    bar.done(f"wrote {args.output} ({result.seconds:.2f} s, {result.frames} frames{counted}, ended by "
              f"{result.ended_by}, seed {result.seed}, {t.total:.1f} s, RTF {t.rtf:.2f})")
     return 1 if result.skipped else 0
 
@@ -192,7 +196,7 @@ class RecordingFile:
     def __init__(self, path: Path, subtype: str | None):
         self.path, self.subtype = path, subtype
         self.pieces: list = []
-        self.writer = None
+        self.writer: AudioFileWriter | None = None
 
     def write(self, piece) -> None:
         from engine import AudioFileWriter

@@ -4,6 +4,7 @@ file, make the demo model, and show how a text is split into chunks."""
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import time
 from pathlib import Path
@@ -143,8 +144,9 @@ def cmd_split(args: argparse.Namespace) -> int:
     text = clean_text(text_of(args))
     chunks = split_text(text, max_chars=args.max_chars, language=args.language)
     try:  # UTF-8 whatever the console or pipe would pick (an ASCII or cp1252 stdout cannot hold most scripts)
-        sys.stdout.reconfigure(encoding="utf-8")
-    except (AttributeError, ValueError, OSError):
+        if isinstance(sys.stdout, io.TextIOWrapper):
+            sys.stdout.reconfigure(encoding="utf-8")
+    except (ValueError, OSError):
         pass
     for chunk in chunks:
         sys.stdout.write(chunk.text + "\n")
@@ -166,7 +168,8 @@ def cmd_voice_create(args: argparse.Namespace) -> int:
         language = heard  # the language the recogniser heard, where the model speaks it
     voice = synth.create_voice(str(args.ref), ref_text=ref_text, name=args.name, language=language)
     voice.save(out)
-    mode = f"in-context, {voice.ref_codes.shape[0]} reference frames" if voice.icl else "x-vector only"
+    codes = voice.ref_codes if voice.icl else None
+    mode = f"in-context, {codes.shape[0]} reference frames" if codes is not None else "x-vector only"
     print(f"wrote {out} ({mode})", file=sys.stderr)
     return 0
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QUrl
@@ -73,7 +75,9 @@ class MainWindow(QMainWindow):
         self.ctx = ctx
         self.setWindowTitle(APP_NAME)
         self.setMinimumSize(960, 640)
-        install_wheel_guard(QApplication.instance())
+        app = QApplication.instance()
+        if app is not None:
+            install_wheel_guard(app)
 
         self.downloader = ModelDownloader(ctx, self)
         self.downloader.failed.connect(lambda msg: self.ctx.dialogs.error(self, "Download failed", msg))
@@ -105,7 +109,7 @@ class MainWindow(QMainWindow):
         self.history.status.connect(self._show_status)
         self.clear_takes = self.history.clear
 
-        self.text_edit = QPlainTextEdit()
+        self.text_edit: QPlainTextEdit = QPlainTextEdit()
         self.text_edit.setTabChangesFocus(True)  # Tab reaches Language and Generate; Ctrl+Return generates
         self.text_edit.setObjectName("TextEdit")
         self.text_edit.setPlaceholderText("Type what the voice should say…  (Ctrl+Enter generates)")
@@ -133,7 +137,8 @@ class MainWindow(QMainWindow):
             settings_box=self.settings_box, voice_panel=self.voice_panel, speaker_panel=self.speaker_panel,
             design_panel=self.design_panel, progress=self.progress, output=self.output)
         self.generation.status.connect(self._show_status)
-        self.generate, self.regenerate = self.generation.generate, self.generation.regenerate
+        self.generate: Callable[..., bool] = self.generation.generate
+        self.regenerate: Callable[[Take], None] = self.generation.regenerate
         self.batch_voices = BatchVoices(ctx, self.voice_panel, self.speaker_panel)
         self.batch = BatchPanel(ctx, self.batch_voices.voice, self.settings_box.generation_settings)
         self.batch.voice_names = self.batch_voices.names
@@ -156,7 +161,7 @@ class MainWindow(QMainWindow):
         gen_keys = [QShortcut(QKeySequence(k), self) for k in ("Ctrl+Return", "Ctrl+Enter")]
         for sc in gen_keys:
             sc.activated.connect(lambda: self.generate())
-        QShortcut(QKeySequence("Esc"), self, activated=self.cancel_generation)
+        QShortcut(QKeySequence("Esc"), self).activated.connect(self.cancel_generation)
 
         ctx.model_changed.connect(self._model_changed)
         ctx.busy_changed.connect(lambda _: self._update_actions())
@@ -239,15 +244,14 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         bar = self.menuBar()
         file_menu = bar.addMenu("&File")
-        self.open_action = QAction("&Open model…", self, shortcut=QKeySequence.StandardKey.Open,
-                                   triggered=self.choose_model)
-        self.import_action = QAction("&Import checkpoint…", self, triggered=lambda: self.import_checkpoint())
-        self.demo_action = QAction("Use the &demo model", self, triggered=self.use_demo_model)
-        self.models_action = QAction("&Models…", self, triggered=self.show_models)
+        self.open_action = self._action("&Open model…", self.choose_model, QKeySequence.StandardKey.Open)
+        self.import_action = self._action("&Import checkpoint…", lambda: self.import_checkpoint())
+        self.demo_action = self._action("Use the &demo model", self.use_demo_model)
+        self.models_action = self._action("&Models…", self.show_models)
         self.recent_menu = file_menu.addMenu("Recent models")
-        self.save_action = QAction("&Save take as…", self, shortcut=QKeySequence.StandardKey.Save,
-                                   triggered=lambda: self.output.save_take(self.output.current))
-        quit_action = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close)
+        self.save_action = self._action("&Save take as…", lambda: self.output.save_take(self.output.current),
+                                        QKeySequence.StandardKey.Save)
+        quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
         file_menu.insertAction(self.recent_menu.menuAction(), self.open_action)
         file_menu.insertAction(self.recent_menu.menuAction(), self.import_action)
         file_menu.insertAction(self.recent_menu.menuAction(), self.demo_action)
@@ -274,24 +278,36 @@ class MainWindow(QMainWindow):
                 voice_menu.addSeparator()
                 continue
             label, slot, keys = entry
-            action = QAction(label, self, shortcut=QKeySequence(keys), triggered=slot)
+            action = self._action(label, slot, QKeySequence(keys))
             voice_menu.addAction(action)
             if slot in (self.voice_panel.choose_reference_file, self.voice_panel.toggle_record,
                         self.voice_panel.editor.create_voice):
                 self._clone_actions.append(action)  # only a Base model clones a voice
 
         take_menu = bar.addMenu("&Take")
-        self.play_action = QAction("&Play / stop", self, shortcut=QKeySequence("Ctrl+P"),
-                                   triggered=self.output.toggle_play)
+        self.play_action = self._action("&Play / stop", self.output.toggle_play, QKeySequence("Ctrl+P"))
         take_menu.addAction(self.play_action)
-        take_menu.addAction(QAction("&Regenerate with a new seed", self, shortcut=QKeySequence("Ctrl+Shift+R"),
-                                    triggered=lambda: self.output.current and self.regenerate(self.output.current)))
+        take_menu.addAction(self._action("&Regenerate with a new seed", self._regenerate_current,
+                                         QKeySequence("Ctrl+Shift+R")))
         take_menu.addSeparator()
-        take_menu.addAction(QAction("&Clear all takes…", self, triggered=self.clear_takes))
+        take_menu.addAction(self._action("&Clear all takes…", self.clear_takes))
 
         help_menu = bar.addMenu("&Help")
         help_menu.addAction("Open the &log folder", self._open_log_folder)
         help_menu.addAction(f"&About {APP_NAME}", self._about)
+
+    def _action(self, text: str, slot: Callable[[], object],
+                shortcut: QKeySequence | QKeySequence.StandardKey | None = None) -> QAction:
+        """A menu action of this window: its text, what it does, and its shortcut."""
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(shortcut)
+        action.triggered.connect(slot)
+        return action
+
+    def _regenerate_current(self) -> None:
+        if self.output.current is not None:
+            self.regenerate(self.output.current)
 
     def _where_it_runs(self, synth) -> str:
         """"on the CPU" or "on GPU 0: name, exact"; a GPU chosen but not used says so (a q8 model, say, runs on
@@ -305,7 +321,7 @@ class MainWindow(QMainWindow):
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
         for path in self.ctx.settings.recent_models:
-            self.recent_menu.addAction(path, lambda p=path: self.open_model(Path(p)))
+            self.recent_menu.addAction(path, partial(self.open_model, Path(path)))
         if not self.ctx.settings.recent_models:
             self.recent_menu.addAction("(none yet)").setEnabled(False)
 
@@ -402,7 +418,8 @@ class MainWindow(QMainWindow):
         for a in (self.open_action, self.import_action, self.demo_action):
             a.setEnabled(not busy)
         self.design_panel.set_busy(busy)
-        name = self.voice_stack.currentWidget().selected_name()
+        panel = self.voice_stack.currentWidget()
+        name = panel.selected_name() if isinstance(panel, (VoicePanel, SpeakerPanel, DesignPanel)) else ""
         self.voice_label.setText(f"Voice: {name}" if name else "No voice selected")
 
     def edit_folders(self) -> None:

@@ -227,10 +227,15 @@ class BatchJob:
     instruct: str | None = None  # the style instruction sent with it (CustomVoice 1.7B), None for none
     may_replace: bool = False  # its file existed before the run and the user agreed to replace it
 
+    def ready_voice(self) -> Voice | str | None:
+        """The line's voice as the engine takes it: the worker has called a loader by then."""
+        if callable(self.voice):
+            raise _LineProblem("Its voice was not loaded.")
+        return self.voice
+
     def request(self, settings: GenerationSettings, options: LongTextOptions | None) -> SynthesisRequest:
         """What this line asks of the engine (its voice made ready by the worker first)."""
-        assert not callable(self.voice), "the worker loads a line's voice before it speaks"
-        return SynthesisRequest(self.text, self.voice, self.language, settings, self.instruct,
+        return SynthesisRequest(self.text, self.ready_voice(), self.language, settings, self.instruct,
                                 options or LongTextOptions())
 
 
@@ -263,7 +268,8 @@ class BatchWorker(Worker):
         self._made: dict = {}  # voices read or cloned for this run, by what made them
 
     def work(self) -> None:
-        together, chapters = [], []
+        together: list[BatchJob] = []
+        chapters: list[BatchJob] = []
         for job in self.jobs:
             try:
                 if job.problem:
@@ -287,26 +293,27 @@ class BatchWorker(Worker):
         done = [job for job in self.jobs if job.key in self._written]
         if self.merge_path is not None and done:
             try:
-                self._merge(done)
+                self.merge_path = self._merge(done, self.merge_path)
                 self.merged.emit(str(self.merge_path))
             except BaseException as e:
                 self.failed.emit(user_message(e, "writing the merged file"))
         self.done.emit(len(self._written), self._failed)
 
-    def _merge(self, done: list[BatchJob]) -> None:
+    def _merge(self, done: list[BatchJob], path: Path) -> Path:
         """The lines' files joined in table order with the gap, streamed: one line in memory at a time (holding
         every line's audio for the merge grew without bound with the batch). Reading a line's 16-bit or float
         file back gives exactly the samples written, so the merged file is what joining in memory gave."""
         gap = np.zeros(int(self.gap_seconds * SAMPLE_RATE), np.float32)
         if not self.merge_may_replace:  # appeared during the run: not the user's to lose
-            self.merge_path = unique_path(self.merge_path)
-        with audio_file_writer(self.merge_path, self.wav_subtype) as writer:
+            path = unique_path(path)
+        with audio_file_writer(path, self.wav_subtype) as writer:
             for i, job in enumerate(done):
                 self.check_cancel()
                 if i:
                     writer.write(gap)
                 samples, _rate = read_audio_file(job.out_path)
                 writer.write(samples[:, 0])
+        return path
 
     def _ready_voice(self, job: BatchJob) -> None:
         """A line's voice ready for this model: its file read here, off the window's thread, once for all the
@@ -315,9 +322,11 @@ class BatchWorker(Worker):
         if callable(job.voice):
             job.voice = self._once(job.voice, job.voice)
         if isinstance(job.voice, Voice) and is_designed(job.voice):  # a designed voice: clone it for this model
-            designed = job.voice
+            designed, recording = job.voice, job.voice.ref_audio
+            if recording is None:
+                raise _LineProblem(f"The designed voice {designed.name!r} has lost its recording; design it again.")
             job.voice = self._once(id(designed), lambda: self.synth.create_voice(
-                (designed.ref_audio, SAMPLE_RATE), ref_text=designed.ref_text, name=designed.name,
+                (recording, SAMPLE_RATE), ref_text=designed.ref_text, name=designed.name,
                 language=designed.language))
 
     def _once(self, key, make):
@@ -333,7 +342,7 @@ class BatchWorker(Worker):
 
     def _run_together(self, jobs: list[BatchJob]) -> None:
         # longest first: the batch ends sooner (short lines fill the slots at the end)
-        run = self.synth.synthesize_many([SynthesisJob(j.text, j.voice, j.language, instruct=j.instruct)
+        run = self.synth.synthesize_many([SynthesisJob(j.text, j.ready_voice(), j.language, instruct=j.instruct)
                                           for j in jobs], self.settings,
                                          batch_size=self.batch_size, longest_first=True)
         started: set[int] = set()
@@ -348,7 +357,7 @@ class BatchWorker(Worker):
                         self._save(job, ev.event.audio)
                     except BaseException as e:
                         self._line_failed(job, e)
-                else:
+                elif isinstance(ev.event, FrameEvent):
                     if job.key not in started:
                         started.add(job.key)
                         self.line_started.emit(job.key)

@@ -1,4 +1,4 @@
-"""mypy over the engine, the app and the app tests' fake synthesizer, as pyproject.toml [tool.mypy] configures it
+"""mypy over the engine, the app, the command line, the speech server, tools/ and the app tests' fake synthesizer, as pyproject.toml [tool.mypy] configures it
 (run_tests.sh runs it too): the synthesizer contract (engine/synthesis/contract.py) is held against the real
 Synthesizer and the fake, and the app's use of the engine is checked, in every test run, not only in CI."""
 

@@ -40,7 +40,7 @@ def tensors(preset: str) -> dict[str, dict[str, list[int]]]:
 
 
 def safetensors_bytes(shapes: dict[str, list[int]], dtype: str) -> int:
-    header = {"__metadata__": {"format": "pt"}}
+    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
     offset = 0
     for name, shape in shapes.items():
         n = math.prod(shape) * BYTES[dtype]
@@ -97,8 +97,9 @@ def main() -> None:
             converted = {}
             for p in PRECISIONS:
                 total = 0.0
-                measured = full17 is not None and preset == "1.7b"
-                for f, size in (full17 if measured else full).items():
+                source = full17 if full17 is not None and preset == "1.7b" else full
+                measured = source is full17
+                for f, size in source.items():
                     stem = f.split(".")[0]
                     if stem == "speaker_encoder" and not kind_has_speaker:
                         continue

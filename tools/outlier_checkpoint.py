@@ -228,6 +228,8 @@ def write_edited_checkpoint(src: str | os.PathLike, dest: str | os.PathLike,
                     shutil.copy2(path, tmp / rel)
         if progress:
             progress(f"rewriting {len(edits)} tensors of model.safetensors")
+        if not isinstance(ckpt.main, SafetensorsFile):
+            raise EngineError("the checkpoint's weights are not one model.safetensors file; cannot rewrite them")
         _rewrite(ckpt.main, tmp / "model.safetensors", edits)
         os.chmod(tmp, 0o755)
         os.replace(tmp, dest)

@@ -58,7 +58,7 @@ from .throttle import Throttle
 class BatchPanel(QWidget):
     running_changed = Signal(bool)
 
-    def __init__(self, ctx: AppContext, resolve_voice: Callable[[str], Voice],
+    def __init__(self, ctx: AppContext, resolve_voice: Callable[[str], str | Callable[[], Voice]],
                  current_settings: Callable[[], GenerationSettings], parent: QWidget | None = None,
                  lines_file: Path | None = None):
         super().__init__(parent)

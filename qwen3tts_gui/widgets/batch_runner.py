@@ -66,14 +66,18 @@ class BatchRunner(QObject):
             self.panel, "Replace files?", f"{len(existing)} file(s) in {folder} will be replaced, e.g. “{existing[0]}”. Go on?"
         ):
             return False
+        synth = self.ctx.synth
+        if synth is None:
+            return False
         for key in keys:
-            line = self.model.line(key)
-            line.reset()
-            line.state, line.duration, line.output = LineState.QUEUED, None, ""
-            self.model.changed(key)
+            queued = self.model.line(key)
+            if queued is not None:
+                queued.reset()
+                queued.state, queued.duration, queued.output = LineState.QUEUED, None, ""
+                self.model.changed(key)
         settings = current_settings()
         settings.stream_audio = False
-        worker = BatchWorker(self.ctx.synth, jobs, settings, merge, gap_seconds, self,
+        worker = BatchWorker(synth, jobs, settings, merge, gap_seconds, self,
                              long_options=text_options(self.ctx.settings), batch_size=batch_size,
                              wav_subtype="FLOAT" if self.ctx.settings.wav_float else None)
         worker.merge_may_replace = merge is not None and merge.name in existing
@@ -90,7 +94,7 @@ class BatchRunner(QObject):
         self._run_keys = keys
         self._t0 = time.monotonic()
         self._done_chars = 0
-        self._total_chars = sum(len(self.model.line(k).text) for k in keys)
+        self._total_chars = sum(len(ln.text) for k in keys if (ln := self.model.line(k)) is not None)
         self.model.locked = True
         self.running_changed.emit(True)
         self.progress.setRange(0, 1000)
@@ -145,7 +149,7 @@ class BatchRunner(QObject):
         self._finish_line(key)
 
     def _update_overall(self) -> None:
-        done = self._done_chars
+        done: float = self._done_chars
         for key in self._run_keys:  # every line generating now counts with its own progress
             line = self.model.line(key)
             if line is not None and line.state == LineState.RUNNING and line.estimated:

@@ -79,13 +79,13 @@ class Preset(ModelShape):
     eos_gain: float = 1.0  # talker codec_head EOS row gain: makes sampled runs end on their own
 
 
-_SPK_DEFAULT = dict(spk_channels=None, spk_att=None, spk_scale=None, spk_se=None)
-_CODEC_REAL = dict(
+_SPK_DEFAULT: dict[str, Any] = dict(spk_channels=None, spk_att=None, spk_scale=None, spk_se=None)
+_CODEC_REAL: dict[str, Any] = dict(
     d_hidden=512, d_inter=1024, d_layers=8, d_heads=16, d_head_dim=64, d_window=72, d_latent=1024, d_dim=1536,
     d_codebook_dim=512,
     e_filters=64, e_hidden=512, e_inter=2048, e_layers=8, e_heads=8, e_head_dim=64, e_window=250, e_codebook_dim=256,
 )
-_CP_REAL = dict(cp_hidden=1024, cp_inter=3072, cp_layers=5, cp_heads=16, cp_kv=8, cp_head_dim=128, cp_max_pos=65536)
+_CP_REAL: dict[str, Any] = dict(cp_hidden=1024, cp_inter=3072, cp_layers=5, cp_heads=16, cp_kv=8, cp_head_dim=128, cp_max_pos=65536)
 
 PRESETS: dict[str, Preset] = {
     "demo": Preset(
@@ -114,7 +114,7 @@ PRESETS: dict[str, Preset] = {
 }
 
 # Speaker-encoder class defaults (used when the preset leaves them out of config.json, as the real file does).
-SPK_DEFAULTS = dict(channels=(512, 512, 512, 512, 1536), att=128, scale=8, se=128)
+SPK_DEFAULTS: dict[str, Any] = dict(channels=(512, 512, 512, 512, 1536), att=128, scale=8, se=128)
 
 # Codec control ids relative to the codebook size (real: codebook 2048 -> pad 2148 ... languages 2050...).
 CODEC_OFFSETS = {"pad": 100, "bos": 101, "eos": 102, "think": 106, "nothink": 107, "think_bos": 108, "think_eos": 109}

@@ -58,8 +58,8 @@ def tensor_chunks(spec: TensorSpec, seed: int, dtype: str = "fp32", table: np.nd
     if spec.init in ("ones", "const"):
         v = np.full(n, 1.0 if spec.init == "ones" else spec.a, np.float32)
     elif spec.init in ("usage", "uniform"):
-        lo, hi = (0.5, 2.0) if spec.init == "usage" else (spec.a, spec.b)
-        v = (lo + (hi - lo) * rng.random(n, dtype=np.float32)).astype(np.float32)
+        low, high = (0.5, 2.0) if spec.init == "usage" else (float(spec.a), float(spec.b))
+        v = (low + (high - low) * rng.random(n, dtype=np.float32)).astype(np.float32)
     elif spec.init == "codesum":
         # embedding_sum = codebook vector * usage, so that sum / usage is a N(0, std) row
         usage = tensor_values(TensorSpec(spec.pair, (spec.shape[0],), "usage"), seed)
@@ -110,7 +110,7 @@ def write_safetensors(path: Path, specs: list[TensorSpec], dtype: str, seed: int
             table = _normal_table()
             for s in specs:
                 for chunk in tensor_chunks(s, seed, dtype, table):
-                    f.write(memoryview(np.ascontiguousarray(chunk)))
+                    f.write(np.ascontiguousarray(chunk).data)
                     done += chunk.size
                     if progress is not None:
                         progress(done / total)
