@@ -58,7 +58,6 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
 
 
 AUTO = "auto"
-PREFERRED = ("whisper-base", "whisper-small", "whisper-large-v3-turbo")  # when several are installed
 
 
 def add_whisper_option(p: argparse.ArgumentParser) -> None:
@@ -68,8 +67,7 @@ def add_whisper_option(p: argparse.ArgumentParser) -> None:
 
 
 def whisper_model(chosen: str | None) -> Path:
-    """The Whisper bundle --ref-text auto uses: --whisper-model, else an installed Whisper model."""
-    from engine import is_whisper_bundle
+    """The Whisper bundle --ref-text auto uses: --whisper-model, else the store's default (ModelStore.speech_recogniser)."""
     from engine.store import ModelStore
 
     from .common import UsageError
@@ -77,10 +75,9 @@ def whisper_model(chosen: str | None) -> Path:
     store = ModelStore()
     if chosen is not None:
         return store.resolve(chosen)
-    installed = {m.name: m.path for m in store.installed() if is_whisper_bundle(m.path)}
-    for name in (*PREFERRED, *sorted(installed)):
-        if name in installed:
-            return installed[name]
+    model = store.speech_recogniser()
+    if model is not None:
+        return model.path
     raise UsageError("--ref-text auto needs a Whisper model to transcribe the reference: run "
                      "'qwen3tts models download whisper-base' (or give --whisper-model BUNDLE).")
 

@@ -94,7 +94,8 @@ def test_models_download_installs_a_whisper_model_and_transcribe_finds_it_by_nam
         assert not hub.file_requests("flax_model.msgpack.safetensors") and not hub.file_requests("README.md")
     capsys.readouterr()
     model = ModelStore().get("whisper-base")
-    assert model is not None and model.precision == "fp16"
+    assert model is not None and model.precision == "fp16" and model.recognises_speech
+    assert ModelStore().speech_recogniser() == model  # what --ref-text auto takes without --whisper-model
     assert main(["transcribe", "--model", "whisper-base", str(CLIP), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["token_ids"] == _reference("de_8k_4s")["ids"]
     assert main(["models", "list", "--available"]) == 0

@@ -86,6 +86,7 @@ class InstalledModel:
     accuracy: str = ""  # what the 8-bit check measured, e.g. "8-bit, checked: KL 8.1e-04 / 1.2e-03 (...)"
     check_offered: bool = False  # an 8-bit bundle without a (readable) check record: offer the check
     checkpoint: tuple[str, str] = ("", "")  # (fingerprint, precision asked) of the checkpoint it was converted from
+    recognises_speech: bool = False  # a Whisper bundle (speech recognition), not a voice model
 
     @property
     def source(self) -> str:
@@ -185,16 +186,27 @@ class ModelStore:
             note = OLD_Q8_NOTE
         config = manifest.get("config") if isinstance(manifest, dict) else None
         demo = isinstance(config, dict) and config.get(DEMO_MARK) is True
+        whisper = isinstance(manifest, dict) and manifest.get("model") == "whisper"
         made = manifest.get("source_checkpoint") if isinstance(manifest, dict) else None
         checkpoint = ((str(made.get("id", "")), str(made.get("precision", ""))) if isinstance(made, dict)
                       else ("", ""))
         return InstalledModel(d.name, d, str(precision), str(repo), folder_bytes(d), note, demo=demo,
-                              accuracy=accuracy, check_offered=offered, checkpoint=checkpoint)
+                              accuracy=accuracy, check_offered=offered, checkpoint=checkpoint,
+                              recognises_speech=whisper)
 
     def converted_from(self, fingerprint: str, precision: str) -> InstalledModel | None:
         """An installed model converted from the checkpoint of that fingerprint (convert.checkpoint_fingerprint)
         at that precision, if there is one."""
         return next((m for m in self.installed() if fingerprint and m.checkpoint == (fingerprint, precision)), None)
+
+    def speech_recogniser(self) -> InstalledModel | None:
+        """The installed Whisper model that writes down a reference's words by default: whisper-base if installed
+        (quick and good on clear speech), else the others in the catalogue's order, else any; None without one."""
+        from .catalogue import WHISPER_CATALOGUE
+
+        models = {m.name: m for m in self.installed() if m.recognises_speech}
+        order = ["whisper-base", *(e.name for e in WHISPER_CATALOGUE), *sorted(models)]
+        return next((models[name] for name in order if name in models), None)
 
     def get(self, name: str) -> InstalledModel | None:
         d = self.root / name
