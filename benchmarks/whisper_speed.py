@@ -54,6 +54,12 @@ def default_cache() -> Path:
 
 
 def peak_mb() -> float:
+    """This process's peak RSS since it started its program (VmHWM: getrusage's maxrss would include the parent's
+    size at the fork)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
