@@ -42,8 +42,7 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     decode_codes(bundle, codes, threads, precision)   codec ids -> audio, loading only the decoder
     DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION   the speech decoder's precisions ("auto", "fp32", "bf16")
     load_audio, read_audio_file, save_audio   audio files in and out
-    convert_checkpoint(src, dest, precision, progress)   Hugging Face checkpoint -> bundle (8-bit ones checked);
-        checkpoint_fingerprint(src)   the SHA-256 of a checkpoint's files, recorded in the bundles made from it
+    convert_checkpoint(src, dest, precision, progress)   Hugging Face checkpoint -> bundle (8-bit ones checked)
         checkpoint_fingerprint(src): the sha256 of a checkpoint's files, so a second import of it is recognised
     the 8-bit check (engine/convert/q8_check.py): check_q8_bundle(bundle, checkpoint, progress, cancel) checks a
         bundle made before it; Q8CheckRecord, read_check_record(manifest), CheckRecordError   what a manifest
