@@ -92,6 +92,6 @@ def test_whisper_speed(tmp_path):
     run(OURS, "whisper_speed.py", "--checkpoint", ROOT / "tests" / "fixtures" / "whisper" / "models" / "tinywhisper80",
         "--cache", tmp_path / "cache", "--rounds", "1", "--tokens", "5", cwd=tmp_path,
         figures=[r"^CPU: .+; 2 threads; load average before: ",
-                 rf"^tinywhisper80 +ours +{NUM}s +{NUM}s +{NUM}s +{NUM}s +{NUM}s +{NUM}MB +{NUM} MB$",
-                 rf"^tinywhisper80 +transformers +{NUM}s +{NUM}s +{NUM}s +{NUM}s +{NUM}s +{NUM}MB",
+                 rf"^tinywhisper80 +ours +{NUM}s +{NUM}s +{NUM}s +{NUM}s +{NUM}s +{NUM}s +{NUM}MB +{NUM} MB$",
+                 rf"^tinywhisper80 +transformers +{NUM}s +{NUM}s +{NUM}s +{NUM}s +{NUM}s +{NUM}s +{NUM}MB",
                  r"^tinywhisper80: token ids identical"])
