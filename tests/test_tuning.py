@@ -270,3 +270,15 @@ def test_a_busy_tuning_is_worth_redoing_only_on_a_quiet_machine():
     assert busy.worth_retuning("0.40 1.00 2.00") and not busy.worth_retuning("3.50 3.00 3.00")
     assert not RECORD.worth_retuning("0.10 0.10 0.10")  # measured quiet: kept
     assert not busy.worth_retuning("n/a")  # no load figure (Windows): kept
+
+
+def test_the_hard_stop_leaves_out_a_measurement_that_would_end_past_it():
+    now = [0.0]
+
+    def measure(c):
+        now[0] += 3.0
+        return {"t": 0.01 * c}
+
+    samples = alternate([1, 2, 3], measure, min_rounds=2, hard_deadline=7.0, clock=lambda: now[0])
+    assert [c for c, parts in samples.items() if parts] == [1, 2] and now[0] == 6.0  # a third would end at 9
+    assert pick(samples, "t") == 1

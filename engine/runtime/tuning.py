@@ -71,20 +71,24 @@ def alternate(candidates: Sequence[C], measure: Callable[[C], Mapping[str, float
               hard_deadline: float | None = None) -> Samples:
     """Time every candidate once per round: measure(candidate) runs it and returns seconds per part. Rounds go
     forward, then backward, and so on. After min_rounds, stops when clock() has passed `deadline` or another
-    round would end after it (judged by the last round's length). Past `hard_deadline` it stops before the next
-    measurement whatever the rounds (once one is made): candidates not measured then are never picked.
+    round would end after it (judged by the last round's length). Before `hard_deadline` it stops whatever the
+    rounds (once one measurement is made) when the next measurement, taking as long as the last, would end after
+    it: candidates not measured then are never picked.
     cancel() is checked before every measurement: True raises Cancelled."""
     if not candidates:
         raise ValueError("nothing to tune")
     samples: Samples = {c: {} for c in candidates}
+    last = 0.0  # how long the last measurement took
     for r in range(max(1, max_rounds)):
         started = clock()
         for c in (candidates if r % 2 == 0 else list(reversed(candidates))):
             if cancel is not None and cancel():
                 raise Cancelled("Tuning was cancelled.")
-            if hard_deadline is not None and clock() >= hard_deadline and any(samples.values()):
-                return samples
+            if hard_deadline is not None and any(samples.values()) and clock() + last > hard_deadline:
+                return samples  # the next measurement, as long as the last one, would end past the hard stop
+            began = clock()
             figures = measure(c)
+            last = clock() - began
             for part, seconds in figures.items():
                 samples[c].setdefault(part, []).append(float(seconds))
             if on_sample is not None:
