@@ -41,7 +41,8 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
         hands over without trusting them (FIFOs, lying .npy headers)
     decode_codes(bundle, codes, threads, precision)   codec ids -> audio, loading only the decoder
     DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION   the speech decoder's precisions ("auto", "fp32", "bf16")
-    load_audio, read_audio_file, save_audio   audio files in and out
+    load_audio, read_audio_file, save_audio   audio files in and out; AUDIO_FORMATS, AudioFormat, SAVE_SUFFIXES,
+        SAVE_SUFFIX_WORDS   the one list of the formats audio is saved in (engine/io/audio_formats.py)
     convert_checkpoint(src, dest, precision, progress)   Hugging Face checkpoint -> bundle (8-bit ones checked)
         checkpoint_fingerprint(src): the sha256 of a checkpoint's files, so a second import of it is recognised
     the 8-bit check (engine/convert/q8_check.py): check_q8_bundle(bundle, checkpoint, progress, cancel) checks a
@@ -107,6 +108,7 @@ from .errors import (  # noqa: E402
     VoiceError,
     as_sentence,
 )
+from .io.audio_formats import AUDIO_FORMATS, SAVE_SUFFIX_WORDS, SAVE_SUFFIXES, AudioFormat  # noqa: E402
 from .io.fileio import OwnFileError, create_new, os_reason, read_own_file, write_atomic, write_own_file  # noqa: E402
 from .io.safefile import load_npy_bytes, load_npy_file, npy_bytes_needed, regular_file_problem  # noqa: E402
 from .io.text_file import MAX_TEXT_FILE_BYTES, decode_text, read_text_file  # noqa: E402
@@ -200,6 +202,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AUDIO_FORMATS",
+    "AudioFormat",
+    "SAVE_SUFFIXES",
+    "SAVE_SUFFIX_WORDS",
     "DEFAULT_DEVICE",
     "DEFAULT_GPU_PRECISION",
     "GPU_PRECISIONS",

@@ -17,6 +17,7 @@ from engine import (
     DEFAULT_MAX_CHARS,
     FRAME_RATE,
     MAX_BATCH_SIZE,
+    SAVE_SUFFIXES,
     ChunkAudio,
     ChunkFrame,
     GuardSettings,
@@ -99,7 +100,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     )
 
     inputs = (args.ref, args.voice)
-    check_output(args.output, (".wav", ".flac", ".ogg"), "output", inputs, args.overwrite)
+    check_output(args.output, SAVE_SUFFIXES, "output", inputs, args.overwrite)
     sample_format(args)  # --float on a non-WAV name is refused before any work
     if args.codes_out is not None:
         check_output(args.codes_out, (".npy",), "--codes-out", (*inputs, args.output), args.overwrite)
@@ -252,7 +253,7 @@ def add_parser(sub) -> None:
     s.add_argument("--model", type=Path, required=True, help="bundle folder")
     s.add_argument("--text")
     s.add_argument("--text-file", type=Path, help="a UTF-8 text file (any length) instead of --text")
-    s.add_argument("-o", "--output", type=Path, required=True, help="output audio file (.wav, .flac, .ogg)")
+    s.add_argument("-o", "--output", type=Path, required=True, help=f"output audio file ({', '.join(SAVE_SUFFIXES)})")
     add_overwrite_option(s)
     s.add_argument("--ref", type=Path, help="reference audio of the voice to clone")
     s.add_argument("--ref-text", help="transcript of the reference: in-context cloning, a closer copy (without it: the voice's "

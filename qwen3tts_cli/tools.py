@@ -14,6 +14,7 @@ from engine import (
     DEFAULT_DECODER_PRECISION,
     DEFAULT_MAX_CHARS,
     OFFERED_PRECISIONS,
+    SAVE_SUFFIXES,
     physical_cores,
 )
 from engine.store import DEFAULT_PRECISION
@@ -86,7 +87,7 @@ def cmd_speakers(args: argparse.Namespace) -> int:
 def cmd_decode(args: argparse.Namespace) -> int:
     from engine import SAMPLE_RATE, decode_codes, save_audio
 
-    check_output(args.output, (".wav", ".flac", ".ogg"), "output", (args.codes,), args.overwrite)
+    check_output(args.output, SAVE_SUFFIXES, "output", (args.codes,), args.overwrite)
     sample_format(args)
     codes = _read_codes(args.codes)
     t0 = time.monotonic()

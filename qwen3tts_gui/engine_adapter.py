@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from engine import (
+    AUDIO_FORMATS,
     DEFAULT_BATCH_SIZE,
     DEFAULT_DECODER_PRECISION,
     FRAME_RATE,
@@ -20,6 +21,7 @@ from engine import (
     MAX_TEXT_FILE_BYTES,
     SAMPLE_RATE,
     SAMPLES_PER_FRAME,
+    SAVE_SUFFIXES,
     AudioChunk,
     AudioError,
     AudioSource,
@@ -92,6 +94,8 @@ from engine.store import (
 )
 
 __all__ = [
+    "AUDIO_FORMATS",
+    "SAVE_SUFFIXES",
     "VoiceLibrary",
     "default_voices_dir",
     "MAX_TEXT_FILE_BYTES",

@@ -10,10 +10,10 @@ from PySide6.QtWidgets import QWidget
 from .context import AppContext
 from .data.paths import output_dir
 from .diagnostics import user_message
-from .engine_adapter import SAMPLE_RATE, save_audio
+from .engine_adapter import AUDIO_FORMATS, SAMPLE_RATE, SAVE_SUFFIXES, save_audio
 
-FILTERS = "WAV audio (*.wav);;FLAC audio (*.flac);;Ogg Vorbis audio (*.ogg)"
-SUFFIXES = (".wav", ".flac", ".ogg")
+FILTERS = ";;".join(f"{f.label} (*{f.suffix})" for f in AUDIO_FORMATS)
+SUFFIXES = SAVE_SUFFIXES
 
 
 def default_folder(ctx: AppContext) -> Path:

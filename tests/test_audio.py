@@ -377,3 +377,17 @@ def test_saved_files_get_ordinary_permissions(tmp_path):
     finally:
         os.umask(old)
     assert (p.stat().st_mode & 0o777) == 0o644
+
+
+def test_every_audio_format_is_written_read_and_offered_by_all():
+    """AUDIO_FORMATS is the one list: each format is one libsndfile writes, and the app's save dialog and the
+    command line's output check take their suffixes from it."""
+    import soundfile as sf
+
+    from engine import AUDIO_FORMATS, SAVE_SUFFIX_WORDS, SAVE_SUFFIXES
+    from qwen3tts_gui import save
+
+    assert SAVE_SUFFIXES == tuple(f.suffix for f in AUDIO_FORMATS) == save.SUFFIXES
+    for f in AUDIO_FORMATS:
+        assert sf.check_format(f.soundfile) and f"{f.label} (*{f.suffix})" in save.FILTERS
+        assert f.suffix in SAVE_SUFFIX_WORDS

@@ -19,6 +19,7 @@ import soxr
 
 from ..codec_format import SAMPLE_RATE
 from ..errors import AudioError
+from .audio_formats import SAVE_FORMATS, SAVE_SUFFIX_WORDS
 from .fileio import create_new, os_reason, write_atomic
 from .safefile import regular_file_problem
 
@@ -27,7 +28,7 @@ MAX_SECONDS = 600  # longer than any sensible reference; also bounds what the ap
 MIN_RATE, MAX_RATE = 1000, 768000
 MAX_CHANNELS = 64
 SILENCE_PEAK = 1e-4  # below this peak amplitude a reference carries no voice (about -80 dBFS)
-SAVE_FORMATS = {".wav": "WAV", ".flac": "FLAC", ".ogg": "OGG"}
+
 
 # Speaker-encoder mel parameters (fixed in the official extract_speaker_embedding).
 N_FFT = 1024
@@ -196,7 +197,7 @@ def save_audio(path: str | os.PathLike, samples: np.ndarray, sr: int = SAMPLE_RA
     path = Path(path)
     fmt = SAVE_FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise AudioError(f"cannot save {path.name}: use a .wav, .flac or .ogg file name")
+        raise AudioError(f"cannot save {path.name}: use a {SAVE_SUFFIX_WORDS} file name")
     a = np.asarray(samples, dtype=np.float32)
     if a.ndim not in (1, 2):
         raise AudioError(f"cannot save {path.name}: samples must be (n,) or (n, channels), not {a.shape}")

@@ -11,7 +11,7 @@ import soundfile as sf
 
 from ..codec_format import SAMPLE_RATE
 from ..errors import AudioError
-from .audio import SAVE_FORMATS
+from .audio_formats import SAVE_FORMATS, SAVE_SUFFIX_WORDS
 from .fileio import KeptCopyError, os_reason, place, rescue, target_of, temp_beside
 
 FULL_BELOW_BYTES = 1 << 20  # less free space than this after a failed write: the disk is what failed
@@ -24,7 +24,7 @@ class AudioFileWriter:
         self.path = Path(path)
         fmt = SAVE_FORMATS.get(self.path.suffix.lower())
         if fmt is None:
-            raise AudioError(f"Cannot save {self.path.name}: use a .wav, .flac or .ogg file name.")
+            raise AudioError(f"Cannot save {self.path.name}: use a {SAVE_SUFFIX_WORDS} file name.")
         subtype = subtype or sf.default_subtype(fmt)
         if not sf.check_format(fmt, subtype):
             raise AudioError(f"Cannot save {self.path.name}: {fmt} files cannot hold {subtype} samples.")
