@@ -16,6 +16,7 @@ import pytest
 from engine import Bundle, CheckRecordError, Q8CheckRecord, read_check_record
 from engine.convert import convert_checkpoint, q8_check, smooth
 from engine.convert.checkpoint import Checkpoint
+from engine.convert.q8_layers import expand
 from engine.runtime import q8
 from engine.store import ModelStore
 from qwen3tts_cli.main import main as cli_main
@@ -132,6 +133,12 @@ def test_stress_checkpoints_end_within_the_bound_or_float(stress, tmp_path):
         assert Bundle.open(dest).precision == "fp32" and record.reason
 
 
+def test_whole_layer_names_expand_to_their_four_linears():
+    assert expand(["talker.5", "talker.head", "code_predictor.1.o", "code_predictor.head.3"]) == {
+        "talker.5.qkv", "talker.5.o", "talker.5.gate_up", "talker.5.down", "talker.head", "code_predictor.1.o",
+        "code_predictor.head.3"}
+
+
 def test_choose_promotions_takes_the_fewest_largest_first():
     kl = {"talker.0.qkv": 8e-3, "talker.0.o": 1e-3, "talker.1.down": 5e-4, "talker.head": 5e-4}
     # measured 1e-2 over a per-layer sum of 1e-2: dropping the 8e-3 one leaves an estimated 2e-3
@@ -238,7 +245,8 @@ def test_an_old_bundle_is_offered_a_check_and_the_check_records_it(store, capsys
     code, out, _ = run(capsys, "models", "list")
     assert out.startswith(f"old  {Bundle.open(path).precision} ({record.summary()})  ")
     if record.outcome == "q8":  # the bundle still loads and holds the Linears the record names
-        assert sorted(Bundle.open(path).part("talker")["promoted_layers"]) == sorted(p.name for p in record.promoted)
+        promoted = expand(p.name for p in record.promoted)
+        assert sorted(Bundle.open(path).part("talker")["promoted_layers"]) == sorted(promoted)
 
 
 def test_checking_an_old_bundle_within_the_bound_changes_only_its_manifest(store, capsys, monkeypatch):

@@ -11,7 +11,8 @@ bundle made before it (check_installed_bundle). Steps, all on the checkpoint at 
 2. per network: sampling_kl (KL(fp32 || q8) of the sampling distribution at T 0.9 over fp32's top 50, the
    sampler's defaults) and top-1 agreement;
 3. a network over BOUND gets its Linears measured one at a time (q8_layers.py: the KL its 8-bit product alone
-   causes); the fewest Linears, largest first, whose share of the summed per-Linear KLs brings the network's
+   causes; layer by layer first, then Linear by Linear in the layers holding most of it, on the first prompt);
+   the fewest Linears (or whole layers), largest first, whose share of the summed per-Linear KLs brings the network's
    measured KL to the bound are promoted to fp32 (the errors of separate layers add up roughly; the estimate is
    checked by measuring again);
 4. measured again; up to MAX_ROUNDS rounds, each aiming at half the last target; a bundle still over BOUND, or
@@ -46,7 +47,7 @@ from ..runtime.bundle_writer import PARTIAL_MARK
 from ..runtime.q8_check_record import NetworkAccuracy, PromotedLayer, Q8CheckRecord
 from . import smooth
 from .checkpoint import Checkpoint
-from .q8_layers import code_predictor_sensitivity, linear_sizes, talker_sensitivity
+from .q8_layers import code_predictor_sensitivity, expand, linear_sizes, talker_sensitivity
 from .stack_forward import TextRows
 
 try:
@@ -68,8 +69,7 @@ FRAMES = 16  # teacher-forced frames per prompt
 MAX_TEXT_TOKENS = 40
 MAX_ROUNDS = 3  # promotion rounds after the first measurement
 FLOAT_SHARE_LIMIT = 1 / 3  # of the Linear weights kept fp32: past it a float bundle reads no more (module docstring)
-SENSITIVITY_PROMPTS = 2  # talker prompts the per-layer measurement runs on (cost grows with layers^2)
-SENSITIVITY_FRAMES = 32  # code-predictor frames it runs on
+SENSITIVITY_FRAMES = 16  # code-predictor frames the per-layer measurement runs on (the talker: the first prompt)
 NETS = ("talker", "code_predictor")
 Report = Callable[[float, str], None]
 
@@ -281,7 +281,7 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
         if trial is None or rnd > 0:
             report(0.25 + 0.6 * rnd / (MAX_ROUNDS + 1), f"converting 8-bit ({len(promote)} layers fp32)")
             trial = convert_checkpoint(src, work / f"q8-{rnd}", "q8", parts=["talker"], smooth=smoothing,
-                                       check=False, promote=promote)
+                                       check=False, promote=expand(promote))
             if rnd > 0:
                 shutil.rmtree(work / f"q8-{rnd - 1}", ignore_errors=True)
         report(0.3 + 0.6 * rnd / (MAX_ROUNDS + 1), "measuring 8-bit against the float reference")
@@ -326,7 +326,7 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
         outcome="float" if fell_back else "q8", reason=reason, rounds=rnd + 1,
         seconds=round(time.perf_counter() - t0, 1), languages=tuple(languages), frames=FRAMES)
     assert trial is not None
-    return CheckOutcome(record, ref_dir if fell_back else trial, frozenset() if fell_back else promote)
+    return CheckOutcome(record, ref_dir if fell_back else trial, frozenset() if fell_back else expand(promote))
 
 
 def _layer_figures(src: Path, ref_dir: Path, ref: list[PromptRun], prompts: list[np.ndarray], smoothing: bool,
@@ -336,10 +336,7 @@ def _layer_figures(src: Path, ref_dir: Path, ref: list[PromptRun], prompts: list
     try:
         weights = smooth.smoothed(ckpt, smooth.ALPHA)[0] if smoothing else ckpt
         cb = ref[0].talker_logits.shape[-1]
-        n = min(SENSITIVITY_PROMPTS, len(ref))
-        sequences = [r.talker_rows for r in ref[:n]]
-        firsts = [len(p) - 1 for p in prompts[:n]]
-        out, _ = talker_sensitivity(weights, sequences, firsts, cb, sampling_kl, cancel)
+        out = talker_sensitivity(weights, ref[0].talker_rows, len(prompts[0]) - 1, cb, sampling_kl, cancel)
         out.update(code_predictor_sensitivity(weights, cp_sequences(ref_dir, ref, SENSITIVITY_FRAMES),
                                               sampling_kl, cancel))
         return out

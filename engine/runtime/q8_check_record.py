@@ -59,7 +59,7 @@ class NetworkAccuracy:
 class PromotedLayer:
     """A Linear kept in fp32 and why: its 8-bit product alone moved its network's logits by `kl_alone`."""
 
-    name: str  # engine/convert/q8_layers.py linear_name, e.g. "talker.3.down"
+    name: str  # a Linear (engine/convert/q8_layers.py linear_name, "talker.3.down") or a whole layer ("talker.3")
     kl_alone: float
     extra_bytes_per_frame: int  # weight bytes one frame reads more than at 8 bits
 
