@@ -289,6 +289,7 @@ class MainWindow(QMainWindow):
         take_menu.addAction(self.play_action)
         take_menu.addAction(self._action("&Regenerate with a new seed", self._regenerate_current,
                                          QKeySequence("Ctrl+Shift+R")))
+        take_menu.addAction(self._action("&Unfinished texts…", lambda: self.generation.unfinished.offer(again=True)))
         take_menu.addSeparator()
         take_menu.addAction(self._action("&Clear all takes…", self.clear_takes))
 

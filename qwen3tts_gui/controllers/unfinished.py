@@ -123,8 +123,17 @@ class Unfinished(QObject):
                 log.warning("unfinished text skipped: %s", e)
         return found
 
-    def offer(self) -> None:
-        """Ask about the unfinished texts, once a session: when a model is open and nothing runs."""
+    def offer(self, again: bool = False) -> None:
+        """Ask about the unfinished texts, once a session: when a model is open and nothing runs. again: the
+        user asked (Take > Unfinished texts): every one is asked about, a text cancelled a moment ago too."""
+        if again:
+            if not self.ctx.can_start(self.window):
+                return
+            if not self.journals():
+                self.ctx.dialogs.info(self.window, "Unfinished texts", "There is no unfinished text.")
+                return
+            self._offered = False
+            self.asked.clear()
         if self._offered or self.ctx.synth is None or self.ctx.job is not None:
             return
         self._offered = True

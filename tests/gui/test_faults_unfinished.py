@@ -153,3 +153,24 @@ def test_a_text_begun_with_another_model_names_that_model(qtbot, make_window, di
     assert dialogs.errors[0][0] == "Cannot continue"
     assert f"begun with another model ({tmp_path / 'fake-bundle'})" in dialogs.errors[0][1]
     assert len(_journals()) == 1 and not other.calls  # nothing generated, nothing lost
+
+
+def test_a_chapter_cancelled_by_mistake_is_continued_from_the_take_menu(qtbot, make_window, dialogs, fake_synth):
+    window = make_window()
+    fake_synth.frame_delay = 0.01
+    window.text_edit.setPlainText(CHAPTER)
+    assert window.generate()
+    qtbot.waitUntil(lambda: bool(_journals()) and _made(_journals()[0]) >= 2, timeout=30000)
+    window.cancel_generation()
+    qtbot.waitUntil(lambda: window.ctx.job is None, timeout=10000)
+    assert "next start offers to continue" in window.statusBar().currentMessage()
+    assert not dialogs.questions  # not asked again at once
+    take_menu = next(m.menu() for m in window.menuBar().actions() if m.text() == "&Take")
+    action = next(a for a in take_menu.actions() if a.text() == "&Unfinished texts…")
+    dialogs.choice = 0  # Continue
+    action.trigger()
+    assert len(dialogs.questions) == 1
+    _wait_for_take(qtbot, window, 1)
+    assert window.output.current.text == CHAPTER and _journals() == []
+    action.trigger()
+    assert dialogs.infos[-1] == ("Unfinished texts", "There is no unfinished text.")
