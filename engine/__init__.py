@@ -8,7 +8,8 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     SynthesisJob, JobEvent, BatchRun   several syntheses sharing each model step (Synthesizer.synthesize_many)
     DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE   its default and largest batch size; check_batch_size(n)   the one check
     check_batch_request(settings, n)   what synthesize_many asks of its settings and batch size
-    GenerationSettings         sampling and output options of one synthesis (validated by the Synthesizer)
+    GenerationSettings         sampling and output options of one synthesis (validated by the Synthesizer);
+        SAMPLING_SETTINGS, SettingSpec   each sampling setting declared once (engine/setting_specs.py)
     FrameEvent, AudioChunk, SynthesisResult, SynthesisEvent, Timings   what synthesis yields
     Voice                      a cloned voice (x-vector, optional reference codes); Voice.load / save
     VoiceSummary               a voice file's metadata, read without loading the voice
@@ -147,6 +148,7 @@ from .runtime.device import (  # noqa: E402
 )
 from .runtime.q8_check_record import CheckRecordError, Q8CheckRecord, read_check_record  # noqa: E402
 from .runtime.tuning import CandidateFigure, TuningRecord  # noqa: E402
+from .setting_specs import SAMPLING_SETTINGS, SettingSpec  # noqa: E402
 from .synthesis.contract import AudioSource, BatchEvents, SynthesizerContract, VoiceChoice  # noqa: E402
 from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
 from .synthesis.model_kind import InstructIgnoredWarning, ModelKind, VoiceNeed  # noqa: E402
@@ -202,6 +204,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "SAMPLING_SETTINGS",
+    "SettingSpec",
     "AUDIO_FORMATS",
     "AudioFormat",
     "SAVE_SUFFIXES",

@@ -10,6 +10,7 @@ import numpy as np
 
 from .codec_format import SAMPLE_RATE
 from .errors import EngineError, TextError
+from .setting_specs import PROBABILITY, SAMPLING_SETTINGS, WHOLE_OR_OFF
 
 if TYPE_CHECKING:
     from .voice import VoiceChoice
@@ -45,21 +46,10 @@ class GenerationSettings:
 
     def check(self) -> None:
         """Raise TextError naming the first setting out of range (one line, the value included)."""
-        for name in ("temperature", "subtalker_temperature"):
-            value = getattr(self, name)
-            if value is not None and not (_is_number(value) and math.isfinite(value) and value > 0):
-                raise TextError(f"{_label(name)} must be a finite number greater than 0, not {value!r}.")
-        for name in ("top_k", "subtalker_top_k"):
-            value = getattr(self, name)
-            if value is not None and not (_is_whole(value) and value >= 0):
-                raise TextError(f"{_label(name)} must be a whole number, 0 (off) or more, not {value!r}.")
-        for name in ("top_p", "subtalker_top_p"):
-            value = getattr(self, name)
-            if value is not None and not (_is_number(value) and 0 < value <= 1):
-                raise TextError(f"{_label(name)} must be greater than 0 and at most 1, not {value!r}.")
-        value = self.repetition_penalty
-        if value is not None and not (_is_number(value) and math.isfinite(value) and value > 0):
-            raise TextError(f"Repetition penalty must be a finite number greater than 0, not {value!r}.")
+        for spec in SAMPLING_SETTINGS:  # declared once, with the rule each is checked by (engine/setting_specs.py)
+            value = getattr(self, spec.name)
+            if value is not None and not _follows(value, spec.rule):
+                raise TextError(f"{spec.label} must be {spec.rule}, not {value!r}.")
         if self.seed is not None and not (_is_whole(self.seed) and 0 <= self.seed <= MAX_SEED):
             raise TextError(f"The seed must be a whole number from 0 to {MAX_SEED}, not {self.seed!r}.")
         if self.max_frames is not None and not (_is_whole(self.max_frames) and self.max_frames >= 1):
@@ -76,10 +66,13 @@ def _is_whole(value: object) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def _label(name: str) -> str:
-    """"subtalker_top_k" -> "Code predictor top-k"."""
-    words = name.replace("subtalker_", "code predictor ").replace("top_", "top-").replace("_", " ")
-    return words[0].upper() + words[1:]
+def _follows(value: object, rule: str) -> bool:
+    if rule == WHOLE_OR_OFF:
+        return _is_whole(value) and value >= 0  # type: ignore[operator]
+    if not _is_number(value):
+        return False
+    number = float(value)  # type: ignore[arg-type]
+    return 0 < number <= 1 if rule == PROBABILITY else math.isfinite(number) and number > 0
 
 
 @dataclass

@@ -17,6 +17,7 @@ from engine import (
     DEFAULT_MAX_CHARS,
     FRAME_RATE,
     MAX_BATCH_SIZE,
+    SAMPLING_SETTINGS,
     SAVE_SUFFIXES,
     ChunkAudio,
     ChunkFrame,
@@ -110,9 +111,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
                         device=args.device, gpu_precision=args.gpu_precision)
     say_device(synth.device)
     settings = GenerationSettings(
-        greedy=args.greedy, seed=args.seed, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-        repetition_penalty=args.repetition_penalty, max_frames=args.max_frames,
-        non_streaming_text=args.non_streaming_text,
+        greedy=args.greedy, seed=args.seed, max_frames=args.max_frames, non_streaming_text=args.non_streaming_text,
+        **{spec.name: getattr(args, spec.name) for spec in SAMPLING_SETTINGS},
     )
     # cheap checks before the reference is processed
     synth.check_language(args.language)
@@ -264,10 +264,8 @@ def add_parser(sub) -> None:
     s.add_argument("--language", default="auto")
     s.add_argument("--greedy", action="store_true", help="argmax decoding (reproducible, parity mode)")
     s.add_argument("--seed", type=int)
-    s.add_argument("--temperature", type=float)
-    s.add_argument("--top-k", type=int)
-    s.add_argument("--top-p", type=float)
-    s.add_argument("--repetition-penalty", type=float)
+    for spec in SAMPLING_SETTINGS:  # declared once (engine/setting_specs.py)
+        s.add_argument(spec.flag, type=int if spec.whole else float, help=spec.help)
     s.add_argument("--max-frames", type=int, help="at most this many 80 ms frames (for a long text: per chunk)")
     mode = s.add_mutually_exclusive_group()
     mode.add_argument("--non-streaming-text", dest="non_streaming_text", action="store_true", default=None,

@@ -21,6 +21,7 @@ from engine import (
     MAX_TEXT_FILE_BYTES,
     SAMPLE_RATE,
     SAMPLES_PER_FRAME,
+    SAMPLING_SETTINGS,
     SAVE_SUFFIXES,
     AudioChunk,
     AudioError,
@@ -48,6 +49,7 @@ from engine import (
     ModelKind,
     NotUtf8Error,
     RecordingLength,
+    SettingSpec,
     Speech,
     SynthesisEvent,
     SynthesisJob,
@@ -93,7 +95,12 @@ from engine.store import (
     remember_models_dir,
 )
 
+SETTING = {spec.name: spec for spec in SAMPLING_SETTINGS}  # each sampling setting's declaration, by field
+
 __all__ = [
+    "SAMPLING_SETTINGS",
+    "SETTING",
+    "SettingSpec",
     "AUDIO_FORMATS",
     "SAVE_SUFFIXES",
     "VoiceLibrary",

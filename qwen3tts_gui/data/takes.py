@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engine_adapter import GenerationSettings, SynthesisResult, Voice, VoiceChoice
+from ..engine_adapter import SETTING, GenerationSettings, SynthesisResult, Voice, VoiceChoice
 from .paths import readable_name
 from .take_file import StoredResult
 
@@ -56,14 +56,14 @@ class Take:
     def details(self) -> str:
         """Everything that made this take (shown as the take's tooltip)."""
         s = self.settings
-        sampling = "greedy" if s.greedy else (
-            f"temperature {s.temperature}, top-k {s.top_k}, top-p {s.top_p}"
-        )
+        sampling = "greedy" if s.greedy else ", ".join(
+            f"{SETTING[name].label.lower()} {getattr(s, name)}" for name in ("temperature", "top_k", "top_p"))
         cap = f"{s.max_frames} frames" if s.max_frames else "automatic"
         instruct = f"Instruction: {self.instruct}\n" if self.instruct else ""
         device = f" · made on {self.device}" if self.device else ""
         return (f"{self.text}\n\nVoice: {self.voice_name} · language: {self.language}\n{instruct}"
-                f"Seed {self.seed} · {sampling} · repetition penalty {s.repetition_penalty}\n"
+                f"Seed {self.seed} · {sampling} · {SETTING['repetition_penalty'].label.lower()} "
+                f"{s.repetition_penalty}\n"
                 f"Maximum length {cap} · {self.frames} frames, ended by {self.result.ended_by}{device} · "
                 f"made {self.created}")
 

@@ -22,9 +22,10 @@ from PySide6.QtWidgets import (
 )
 
 from ..data.settings import MAX_SEED, Settings
-from ..engine_adapter import FRAME_RATE, GenerationSettings, physical_cores, usable_cpus
+from ..engine_adapter import FRAME_RATE, SETTING, GenerationSettings, SettingSpec, physical_cores, usable_cpus
 from .device_combo import DeviceCombo
 
+SHOWN = ("temperature", "top_k", "top_p", "repetition_penalty")  # the sampling settings the form offers
 # Used only where a bundle leaves a value unset (the official generation_config values).
 FALLBACK = GenerationSettings(temperature=0.9, top_k=50, top_p=1.0, repetition_penalty=1.05)
 
@@ -40,6 +41,17 @@ def _set_spin(spin: QSpinBox | QDoubleSpinBox, value: float | str) -> None:
         spin.setValue(int(value))
     else:
         spin.setValue(float(value))
+
+
+def _spin(spec: SettingSpec) -> QSpinBox | QDoubleSpinBox:
+    """The input box of a declared setting: its range, step and decimals, its help as the tooltip."""
+    box: QSpinBox | QDoubleSpinBox
+    if spec.whole:
+        box = QSpinBox(minimum=int(spec.low), maximum=int(spec.high), singleStep=int(spec.step))
+    else:
+        box = QDoubleSpinBox(minimum=spec.low, maximum=spec.high, singleStep=spec.step, decimals=spec.decimals)
+    box.setToolTip(spec.help[:1].upper() + spec.help[1:])
+    return box
 
 
 def _widget(item: QWidget | QHBoxLayout) -> QWidget:
@@ -83,10 +95,10 @@ class GenerationSettingsBox(QWidget):
         seed_row = QHBoxLayout()
         seed_row.addWidget(self.seed, 1)
         seed_row.addWidget(self.seed_random)
-        self.temperature = QDoubleSpinBox(minimum=0.05, maximum=2.0, singleStep=0.05, decimals=2)
-        self.top_k = QSpinBox(minimum=1, maximum=2048)
-        self.top_p = QDoubleSpinBox(minimum=0.05, maximum=1.0, singleStep=0.05, decimals=2)
-        self.repetition_penalty = QDoubleSpinBox(minimum=1.0, maximum=2.0, singleStep=0.01, decimals=2)
+        # the sampling boxes, each built from its declaration (engine/setting_specs.py)
+        self.sampling = {name: _spin(SETTING[name]) for name in SHOWN}
+        self.temperature, self.top_k = self.sampling["temperature"], self.sampling["top_k"]
+        self.top_p, self.repetition_penalty = self.sampling["top_p"], self.sampling["repetition_penalty"]
         self.max_frames = QSpinBox(minimum=0, maximum=32768, singleStep=64)
         self.max_frames.setSuffix(" frames")
         self.max_frames.setSpecialValueText("Automatic")
@@ -140,9 +152,9 @@ class GenerationSettingsBox(QWidget):
         reset.clicked.connect(self.reset_to_defaults)
 
         rows: list[tuple[str, QWidget | QHBoxLayout, str, QWidget | QHBoxLayout]] = [
-            ("Seed", seed_row, "Temperature", self.temperature),
-            ("Top-k", self.top_k, "Top-p", self.top_p),
-            ("Repetition penalty", self.repetition_penalty, "Maximum length", length_row),
+            ("Seed", seed_row, SETTING["temperature"].label, self.temperature),
+            (SETTING["top_k"].label, self.top_k, SETTING["top_p"].label, self.top_p),
+            (SETTING["repetition_penalty"].label, self.repetition_penalty, "Maximum length", length_row),
             ("Pause between sentences", self.sentence_pause, "Pause after a paragraph", self.paragraph_pause),
         ]
         # label/field pairs, two to a row when there is room and one to a row when the column is narrow (the
@@ -189,7 +201,7 @@ class GenerationSettingsBox(QWidget):
         self._drop_unusable_values()
         self.load_defaults(FALLBACK)
         # values the user sets are kept (and win over the model's defaults at the next start)
-        for spin in (self.temperature, self.top_k, self.top_p, self.repetition_penalty, self.max_frames):
+        for spin in (*self.sampling.values(), self.max_frames):
             spin.valueChanged.connect(self._remember)
         self.greedy.toggled.connect(self._remember)
 
@@ -232,8 +244,7 @@ class GenerationSettingsBox(QWidget):
         self.max_seconds.setText(f"≈ {int(s // 60)}:{s % 60:04.1f}" if frames else "")
 
     def _spins(self) -> dict[str, QSpinBox | QDoubleSpinBox]:
-        return {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p,
-                "repetition_penalty": self.repetition_penalty, "max_frames": self.max_frames}
+        return {**self.sampling, "max_frames": self.max_frames}
 
     def _drop_unusable_values(self) -> None:
         """Forget remembered values no field can show (a hand edit, another version: top-k 1e30, Infinity), each
@@ -264,8 +275,7 @@ class GenerationSettingsBox(QWidget):
         self._loading = True
         try:
             self.greedy.setChecked(bool(user.get("greedy", defaults.greedy)))
-            for name, spin in (("temperature", self.temperature), ("top_k", self.top_k), ("top_p", self.top_p),
-                               ("repetition_penalty", self.repetition_penalty)):
+            for name, spin in self.sampling.items():
                 try:
                     _set_spin(spin, user.get(name, _value(defaults, name)))
                 except (TypeError, ValueError):  # a hand-edited value: the default instead
@@ -286,22 +296,20 @@ class GenerationSettingsBox(QWidget):
         if self._loading:
             return
         self.settings.generation_values = dict(
-            greedy=self.greedy.isChecked(), temperature=self.temperature.value(), top_k=self.top_k.value(),
-            top_p=self.top_p.value(), repetition_penalty=self.repetition_penalty.value(),
+            greedy=self.greedy.isChecked(), **{name: spin.value() for name, spin in self.sampling.items()},
             max_frames=self.max_frames.value())
 
     def generation_settings(self) -> GenerationSettings:
         random_seed = self.seed_random.isChecked()
         self.settings.seed_random = random_seed
         self.settings.seed = self.seed.value()
-        return replace(
+        settings = replace(
             self.defaults,
             greedy=self.greedy.isChecked(),
             seed=None if random_seed else self.seed.value(),
-            temperature=self.temperature.value(),
-            top_k=self.top_k.value(),
-            top_p=self.top_p.value(),
-            repetition_penalty=self.repetition_penalty.value(),
             max_frames=self.max_frames.value() or None,
             stream_audio=self.stream_audio.isChecked(),
         )
+        for name, spin in self.sampling.items():
+            setattr(settings, name, spin.value())
+        return settings
