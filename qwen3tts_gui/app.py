@@ -151,7 +151,6 @@ def main(argv: list[str] | None = None) -> int:
     from .data.paths import data_dir
     from .data.settings import user_settings
     from .diagnostics import log, setup_logging, user_message
-    from .engine_adapter import installed_model
     from .main_window import MainWindow
     from .single_instance import SingleInstance, Start, bring_forward
 
@@ -171,10 +170,13 @@ def main(argv: list[str] | None = None) -> int:
                                                                       *args.qt_args]))
     app.setApplicationDisplayName(APP_NAME)
     instance = SingleInstance(data_dir())  # held (lock and socket) until the process ends
-    start = instance.start()
+    named = "" if args.model is None else str(args.model.absolute() if _exists(args.model) else args.model)
+    start = instance.start(named)
     if start is Start.HANDED_OVER:
-        log.info("already open: its window was brought to the front")
-        print(f"qwen3tts-gui: {APP_NAME} is already open; its window was brought to the front.", file=sys.stderr)
+        also = f" and asked to open {named}" if named else ""
+        log.info("already open: its window was brought to the front%s", also)
+        print(f"qwen3tts-gui: {APP_NAME} is already open; its window was brought to the front{also}.",
+              file=sys.stderr)
         return 0
     missing = apply_look(app)
     if missing:
@@ -187,7 +189,17 @@ def main(argv: list[str] | None = None) -> int:
             f"Another window of {APP_NAME} uses the same data folder ({data_dir()}) but did not answer. This "
             "window works beside it: every take of both is kept, and the window closed last keeps its settings.")))
     window = MainWindow(ctx)
-    instance.show_requested.connect(lambda: bring_forward(window))
+
+    def shown_for_launch(named: str) -> None:  # a later launch: this window, and the model it named
+        bring_forward(window)
+        if named:
+            model = launch_model(Path(named))
+            if model is None:
+                ctx.dialogs.error(window, "Cannot open the model", f"{named} does not exist")
+            elif ctx.can_start(window, needs_model=False):
+                window.open_model(model)
+
+    instance.show_requested.connect(shown_for_launch)
 
     def excepthook(kind, value, tb):  # a bug in a GUI slot: log it, show one line, keep running
         log.error("unhandled exception\n%s", "".join(traceback.format_exception(kind, value, tb)))
@@ -206,12 +218,22 @@ def main(argv: list[str] | None = None) -> int:
     ticker.timeout.connect(lambda: None)
     window.show()
     log.info("started; log file %s", log_path)
-    model = args.model or (Path(settings.model_path) if settings.model_path else None)
-    if args.model is not None and not _exists(args.model):
-        model = installed_model(args.model)  # --model also takes an installed model's name
-    if model is not None:
-        if _exists(model):
+    if args.model is not None:
+        model = launch_model(args.model)
+        if model is not None:
             window.open_model(model)
-        elif args.model is not None:
-            ctx.dialogs.error(window, "Cannot open the model", f"{model} does not exist")
+        else:
+            ctx.dialogs.error(window, "Cannot open the model", f"{args.model} does not exist")
+    elif settings.model_path and _exists(Path(settings.model_path)):
+        window.open_model(Path(settings.model_path))
     return app.exec()
+
+
+def launch_model(named: Path) -> Path | None:
+    """The model --model names: a bundle folder, or an installed model's name; None when neither exists."""
+    from .engine_adapter import installed_model
+
+    if _exists(named):
+        return named
+    model = installed_model(named)
+    return model if model is not None and _exists(model) else None

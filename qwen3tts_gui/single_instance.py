@@ -25,8 +25,9 @@ from PySide6.QtNetwork import QLocalServer, QLocalSocket
 log = logging.getLogger("qwen3tts_gui")
 
 LOCK_FILE = "window.lock"
-SHOW = b"show\n"
+SHOW = b"show"  # a line: "show", or "show <model>" when the launch named a model (--model)
 SHOWN = b"shown\n"
+MAX_LINE = 64 * 1024
 ANSWER_SECONDS = 15.0  # the running copy answers from its event loop: it may still be opening its window
 
 
@@ -52,9 +53,10 @@ def server_name(folder: Path) -> str:
 
 class SingleInstance(QObject):
     """start() once, right after the QApplication is made; keep the object for the app's life (it holds the
-    lock and the socket). show_requested fires when a later launch asks for the window."""
+    lock and the socket). show_requested(model) fires when a later launch asks for the window; model is what
+    its --model named, or ""."""
 
-    show_requested = Signal()
+    show_requested = Signal(str)
 
     def __init__(self, folder: Path, parent: QObject | None = None):
         super().__init__(parent)
@@ -64,7 +66,8 @@ class SingleInstance(QObject):
         self._lock: object = None  # the filelock, held while this object lives
         self._server: QLocalServer | None = None
 
-    def start(self) -> Start:
+    def start(self, model: str = "") -> Start:
+        """Take the lock, or hand over to the copy that holds it (asking it to open `model` too, when named)."""
         from filelock import FileLock, Timeout
 
         try:
@@ -72,7 +75,7 @@ class SingleInstance(QObject):
             lock = FileLock(str(self.folder / LOCK_FILE), timeout=0)
             lock.acquire()
         except Timeout:
-            return Start.HANDED_OVER if ask_to_show(self.name, ANSWER_SECONDS) else Start.UNANSWERED
+            return Start.HANDED_OVER if ask_to_show(self.name, ANSWER_SECONDS, model) else Start.UNANSWERED
         except (OSError, ValueError) as e:
             self.problem = f"no single-window lock in {self.folder}: {getattr(e, 'strerror', None) or e}"
             log.warning("%s", self.problem)
@@ -103,23 +106,28 @@ class SingleInstance(QObject):
     def _read(self, sock: QLocalSocket) -> None:
         if not sock.canReadLine():
             return
-        if bytes(sock.readLine().data()) == SHOW:
-            log.info("another launch asked for this window: brought to the front")
-            self.show_requested.emit()
+        line = bytes(sock.readLine(MAX_LINE).data()).rstrip(b"\n")
+        if line == SHOW or line.startswith(SHOW + b" "):
+            model = line[len(SHOW) + 1:].decode("utf-8", "replace")
+            log.info("another launch asked for this window: brought to the front%s",
+                     f"; it names the model {model}" if model else "")
+            self.show_requested.emit(model)
             sock.write(SHOWN)
             sock.flush()
         sock.disconnectFromServer()
 
 
-def ask_to_show(name: str, seconds: float = ANSWER_SECONDS) -> bool:
-    """Ask the copy listening on `name` to show its window; True once it says it has. Retried until `seconds`
-    have passed: the holder may have taken the lock a moment ago and not be listening yet."""
+def ask_to_show(name: str, seconds: float = ANSWER_SECONDS, model: str = "") -> bool:
+    """Ask the copy listening on `name` to show its window (and open `model`, when named); True once it says it
+    has. Retried until `seconds` have passed: the holder may have taken the lock a moment ago and not be
+    listening yet."""
+    request = SHOW + (b" " + " ".join(model.split("\n")).encode("utf-8", "surrogateescape") if model else b"") + b"\n"
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         sock = QLocalSocket()
         sock.connectToServer(name)
         if sock.waitForConnected(500):
-            sock.write(SHOW)
+            sock.write(request)
             sock.waitForBytesWritten(1000)
             while not sock.canReadLine() and time.monotonic() < end:
                 if not sock.waitForReadyRead(max(1, int((end - time.monotonic()) * 1000))):

@@ -73,8 +73,8 @@ def launch():
     """launch() starts the app as a user would (python -m qwen3tts_gui); every copy is ended after the test."""
     apps: list[subprocess.Popen] = []
 
-    def start() -> subprocess.Popen:
-        apps.append(subprocess.Popen([sys.executable, "-m", "qwen3tts_gui"], cwd=ROOT, env=_env(),
+    def start(*args: str) -> subprocess.Popen:
+        apps.append(subprocess.Popen([sys.executable, "-m", "qwen3tts_gui", *args], cwd=ROOT, env=_env(),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         return apps[-1]
 
@@ -113,6 +113,19 @@ def test_a_second_launch_brings_the_running_window_forward(launch):
     assert _log_count(ASKED) == 1  # the first one heard it
     assert _log_count(STARTED) == 1  # the second never opened a window
     assert first.poll() is None
+
+
+def test_a_second_launch_with_a_model_opens_it_in_the_running_window(launch, tmp_path):
+    from engine.demo import make_demo_bundle
+
+    bundle = make_demo_bundle(tmp_path / "demo")
+    first = launch()
+    _wait_started(first, 1)
+    second = launch("--model", str(bundle))
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0 and f"brought to the front and asked to open {bundle}" in err, err[-2000:]
+    _wait_for(lambda: _log_count(f"opened model {bundle}") == 1 or first.poll() is not None, 180, "the model")
+    assert first.poll() is None and _log_count(STARTED) == 1
 
 
 def test_a_killed_window_does_not_keep_the_next_launch_out(launch):
