@@ -100,7 +100,7 @@ def test_conversion_progress_and_cancel(qtbot, make_window, monkeypatch, dialogs
     window.import_checkpoint()
     # first a quick look whether the checkpoint is installed already (it is not readable: no), then the conversion
     qtbot.waitUntil(lambda: window.models.progress_dialog is not None
-                    and "Converting" in window.models.progress_dialog.labelText(), timeout=5000)
+                    and "converting part" in window.models.progress_dialog.labelText(), timeout=5000)
     dialog = window.models.progress_dialog
     assert dialog.isVisible()
     qtbot.waitUntil(lambda: dialog.value() > 20, timeout=5000)
