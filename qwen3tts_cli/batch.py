@@ -27,7 +27,7 @@ from .common import (
     say_device,
     tune_if_needed,
 )
-from .transcribe import AUTO, add_whisper_option, auto_ref_text
+from .transcribe import add_whisper_option, voice_input
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -142,14 +142,10 @@ def _write_result(out: Path, name: str, result, codes: bool, overwrite: bool = F
 def _job_voice(synth, line, args):
     """The voice of one jobs-file line (see batch_jobs.py): the model's kind decides (voice_for); "ref_text":
     "auto" transcribes the reference (once per reference: voices are kept by their line's reference and text)."""
-    from engine import MissingVoiceInput, VoiceInput, VoiceNeed, voice_for
+    from engine import MissingVoiceInput, VoiceNeed, voice_for
 
-    ref_text = line.ref_text
-    if ref_text == AUTO and line.ref is not None and not line.x_vector_only:
-        ref_text, _language = auto_ref_text(line.ref, args.whisper_model, args.threads)
-    given = VoiceInput(voice=line.voice, reference=str(line.ref) if line.ref is not None else None,
-                       ref_text=ref_text, timbre_only=line.x_vector_only, speaker=line.speaker,
-                       description=line.instruct)
+    given = voice_input(line.ref, line.ref_text, line.voice, line.x_vector_only, line.speaker, line.instruct,
+                        args.whisper_model, args.threads)
     try:
         return voice_for(synth, given)
     except MissingVoiceInput as e:

@@ -42,7 +42,7 @@ from .common import (
     tune_if_needed,
 )
 from .resume import check_chunks_dir, keep_chunk, open_journal
-from .transcribe import AUTO, add_whisper_option, auto_ref_text
+from .transcribe import add_whisper_option, voice_input
 
 if TYPE_CHECKING:
     from engine import AudioFileWriter
@@ -54,18 +54,14 @@ TIMBRE_ONLY_NOTE = ("qwen3tts: no --ref-text: cloning the voice's timbre only; t
 def _voice_for(synth, args: argparse.Namespace):
     """The voice of a synth command: --voice FILE or --ref AUDIO [--ref-text TEXT] [--x-vector-only] (Base),
     --speaker NAME (CustomVoice), nothing but --instruct (VoiceDesign); the model's kind decides (voice_for)."""
-    from engine import MissingVoiceInput, VoiceInput, VoiceNeed, voice_for
+    from engine import MissingVoiceInput, VoiceNeed, voice_for
 
     if args.voice is not None and args.ref is not None:
         raise UsageError("give either --voice or --ref, not both")
     if args.voice is not None and args.ref_text is not None:
         raise UsageError("--ref-text goes with --ref; a voice file already holds its transcript")
-    ref_text = args.ref_text
-    if ref_text == AUTO and args.ref is not None and not args.x_vector_only:
-        ref_text, _language = auto_ref_text(args.ref, args.whisper_model, args.threads)
-    given = VoiceInput(voice=args.voice, reference=str(args.ref) if args.ref is not None else None,
-                       ref_text=ref_text, timbre_only=args.x_vector_only, speaker=args.speaker,
-                       description=args.instruct)
+    given = voice_input(args.ref, args.ref_text, args.voice, args.x_vector_only, args.speaker, args.instruct,
+                        args.whisper_model, args.threads)
     if synth.kind.needs == VoiceNeed.REFERENCE and args.ref is not None and args.ref_text is None \
             and not args.x_vector_only:
         print(TIMBRE_ONLY_NOTE, file=sys.stderr)  # as the app does with a voice that has no transcript

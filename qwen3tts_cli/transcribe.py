@@ -96,3 +96,15 @@ def auto_ref_text(ref: Path, chosen: str | None, threads: int | None = None) -> 
                          "timbre only.")
     print(f'qwen3tts: heard in {ref.name} ({result.language_name}, {model.name}): "{result.text}"', file=sys.stderr)
     return result.text, result.language_name
+
+
+def voice_input(ref: Path | None, ref_text: str | None, voice: Path | None, x_vector_only: bool,
+                speaker: str | None, instruct: str | None, whisper: str | None, threads: int | None):
+    """What a command's voice options (or a jobs-file line) give, as the engine's VoiceInput (the model's kind
+    then decides, engine.voice_for); a reference's transcript "auto" is heard here first."""
+    from engine import VoiceInput
+
+    if ref_text == AUTO and ref is not None and not x_vector_only:
+        ref_text, _language = auto_ref_text(ref, whisper, threads)
+    return VoiceInput(voice=voice, reference=str(ref) if ref is not None else None, ref_text=ref_text,
+                      timbre_only=x_vector_only, speaker=speaker, description=instruct)
