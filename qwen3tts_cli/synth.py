@@ -93,7 +93,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
         clean_text,
         run_speech,
         save_audio,
-        write_atomic,
+        write_own_file,
     )
 
     inputs = (args.ref, args.voice)
@@ -175,7 +175,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
             raise
     if args.chunks_dir is not None:
         listing = "".join(f"{i + 1:04d}\t{c.text}\n" for i, c in enumerate(speech.chunks))
-        write_atomic(args.chunks_dir / "chunks.tsv", listing.encode())
+        write_own_file(args.chunks_dir / "chunks.tsv", listing.encode())  # the app's listing, never through a link
         if journal is not None and not result.skipped:  # complete (a left-out chunk is tried again next run)
             journal.discard()
     t = result.timings

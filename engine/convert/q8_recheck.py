@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import Cancelled, ConvertError
-from ..io.fileio import write_atomic
+from ..io.fileio import write_own_file
 from ..runtime.bundle import MANIFEST, Bundle
 from ..runtime.bundle_writer import STORE_RECORD, BundleWriter
 from ..runtime.q8_check_record import Q8CheckRecord
@@ -58,7 +58,7 @@ def check_q8_bundle(bundle_dir: str | Path, checkpoint: str | Path, progress: Pr
         elif outcome.talker_bundle == bundle_dir:
             manifest = dict(bundle.manifest)
             manifest["q8_check"] = outcome.record.to_json()
-            write_atomic(bundle_dir / MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8"))
+            write_own_file(bundle_dir / MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8"))
         else:
             _replace_talker(bundle, checkpoint, outcome)
     report(1.0, "done")
@@ -81,7 +81,7 @@ def _kept_store_record(bundle_dir: Path) -> bytes | None:
 
 def _restore_store_record(bundle_dir: Path, record: bytes | None) -> None:
     if record is not None:
-        write_atomic(bundle_dir / STORE_RECORD, record)
+        write_own_file(bundle_dir / STORE_RECORD, record)
 
 
 def _replace_talker(bundle: Bundle, checkpoint: Path, outcome: CheckOutcome) -> None:
@@ -113,5 +113,5 @@ def _convert_float(bundle_dir: Path, checkpoint: Path, record: Q8CheckRecord, re
                        progress=lambda f, m: report(0.9 + 0.1 * f, f"converting to fp32: {m}"))
     manifest = json.loads((bundle_dir / MANIFEST).read_text(encoding="utf-8"))
     manifest["q8_check"] = record.to_json()
-    write_atomic(bundle_dir / MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8"))
+    write_own_file(bundle_dir / MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8"))
     _restore_store_record(bundle_dir, store_record)
