@@ -6,8 +6,9 @@ against `qwen3tts serve` on a bundle (public API and the command only; the serve
 
 BUNDLE: a converted full-size bundle (q8 runs requests side by side). Each request asks for `--frames` frames
 (80 ms each) of streamed 16-bit PCM with its own seed. Prints, per client count: time to first byte and to last
-byte (median and p95 over the requests), audio seconds per wall second and that against one client, the most
-requests generated side by side, and the server's resident memory (now and its peak). The CPU, the load average
+byte (median and p95 over the requests), audio seconds per wall second and that against the round's first level
+(one client), the most requests generated side by side, the server's resident memory (now and its peak) and
+the 1-minute load average after the level. The CPU, the load average
 before and after, and the thread count head the table. Levels run in order, then again for each further round.
 """
 
@@ -135,19 +136,20 @@ def main() -> None:
                   f"{load_average()}; {args.requests} requests per client, {args.frames} frames "
                   f"({args.frames * 0.08:.1f} s of audio) each, streamed pcm")
             print("| round | clients | first byte median / p95 s | last byte median / p95 s | audio s per s | "
-                  "vs 1 client | side by side | server RSS / peak MB |")
-            print("|---|---|---|---|---|---|---|---|")
-            base: float | None = None
+                  "vs 1 client | side by side | server RSS / peak MB | load |")
+            print("|---|---|---|---|---|---|---|---|---|")
             for round_ in range(1, args.rounds + 1):
+                base: float | None = None  # this round's first level (1 client): the load of its own round
                 for n in counts:
                     r = level(netloc, n, args.requests, args.frames, seed0=1000 * n + 100 * round_)
                     rate = r["audio"] / r["wall"]
-                    if n == counts[0] and base is None:
-                        base = rate / max(1, n) if n != 1 else rate
+                    if base is None:
+                        base = rate
                     rss, peak = memory_mb(server.pid)
                     print(f"| {round_} | {n} | {statistics.median(r['first']):.2f} / {p95(r['first']):.2f} | "
                           f"{statistics.median(r['last']):.2f} / {p95(r['last']):.2f} | {rate:.2f} | "
-                          f"{rate / base:.2f}x | {r['batched']} | {rss:.0f} / {peak:.0f} |", flush=True)
+                          f"{rate / base:.2f}x | {r['batched']} | {rss:.0f} / {peak:.0f} | "
+                          f"{load_average().split()[0]} |", flush=True)
             print(f"# load average after {load_average()}")
         finally:
             server.terminate()
