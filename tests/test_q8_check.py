@@ -75,8 +75,38 @@ def test_a_layer_over_the_bound_is_kept_fp32(tmp_path, spoiled_int8):
     assert INJECTED in meta["promoted_layers"]
     assert graph_layers(bundle, meta["talker_graph"]).count("InnerProduct") == sum(
         p.name.startswith("talker.") for p in record.promoted)
-    assert record.promoted[0].extra_bytes_per_frame == 3 * int(np.prod(
+    per_weight = 3 if INJECTED in meta["promoted_fp32_layers"] else 1  # fp32 or fp16 storage instead of int8
+    assert record.promoted[0].extra_bytes_per_frame == per_weight * int(np.prod(
         Checkpoint.open(MODELS / MODEL).main.shape(INJECTED_TENSOR)))
+
+
+def test_fp16_storage_leaves_a_q8_graph_as_it_is(tmp_path, monkeypatch):
+    """Float Linears of a q8 bundle are fp16-stored where lossless and the nets then load with fp16 storage:
+    on a q8 graph without them that changes no bit of the logits."""
+    from engine.nets import code_predictor, talker
+    from tests.test_q8_smooth import greedy
+
+    dest = convert_checkpoint(MODELS / MODEL, tmp_path / "b", "q8", parts=["talker"], check=False)
+    runs = {}
+    for precision in ("fp32", "fp16"):
+        monkeypatch.setattr(talker, "net_precision", lambda *a, p=precision, **k: p)
+        monkeypatch.setattr(code_predictor, "net_precision", lambda *a, p=precision, **k: p)
+        runs[precision] = greedy(dest, 4)
+    for a, b in zip(runs["fp32"], runs["fp16"], strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_float_linears_of_a_q8_bundle_are_fp16_where_lossless(tmp_path):
+    from engine.nets.talker import X86, net_precision
+
+    ckpt = write_stress_checkpoint(MODELS / MODEL, tmp_path / "ckpt", Stress("preserve", 2))  # bf16 weights
+    dest = convert_checkpoint(ckpt, tmp_path / "b", "q8", parts=["talker"], check=False,
+                              promote=["talker.0.o", "code_predictor.head.0"])
+    bundle = Bundle.open(dest)
+    meta = bundle.part("talker")
+    assert sorted(meta["promoted_layers"]) == ["code_predictor.head.0", "talker.0.o"]
+    assert meta["promoted_fp32_layers"] == [] and meta["fp16_weight_layers"] == 2
+    assert net_precision(bundle, meta) == ("fp16" if X86 else "fp32")
 
 
 def test_the_record_holds_what_the_bundle_it_ships_measures(tmp_path, spoiled_int8):

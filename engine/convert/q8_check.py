@@ -16,9 +16,10 @@ bundle made before it (check_installed_bundle). Steps, all on the checkpoint at 
    measured KL to the bound are promoted to fp32 (the errors of separate layers add up roughly; the estimate is
    checked by measuring again);
 4. measured again; up to MAX_ROUNDS rounds, each aiming at half the last target; a bundle still over BOUND, or
-   one that would keep a third of its Linear weights in fp32 (then it reads as many weight bytes per frame as the
-   fp32 bundle, whose weights are fp16-stored: 1 byte x 2/3 + 4 x 1/3 = 2), becomes a float bundle instead, with
-   one line saying why.
+   one whose float Linears would make it read as many weight bytes per frame as the fp32 bundle (whose weights are
+   fp16-stored: 2 bytes against 1; the frame's time follows its weight bytes, docs/performance.md "CPU speed"),
+   becomes a float bundle instead, with one line saying why. Promotion is ordered by KL per byte a frame reads
+   more: a code-predictor layer costs 15 reads a frame, a talker layer one.
 
 BOUND, 2e-3 per network: plain random checkpoints give 7.6e-4 (talker) and 1.2e-3 (code predictor) at full size
 (docs/performance.md "8-bit accuracy"), outlier checkpoints whose outliers smoothing can move 8.0e-4 / 1.3e-3; the
@@ -68,7 +69,6 @@ PROMPTS = {
 FRAMES = 16  # teacher-forced frames per prompt
 MAX_TEXT_TOKENS = 40
 MAX_ROUNDS = 3  # promotion rounds after the first measurement
-FLOAT_SHARE_LIMIT = 1 / 3  # of the Linear weights kept fp32: past it a float bundle reads no more (module docstring)
 SENSITIVITY_FRAMES = 16  # code-predictor frames the per-layer measurement runs on (the talker: the first prompt)
 NETS = ("talker", "code_predictor")
 Report = Callable[[float, str], None]
@@ -197,16 +197,18 @@ def cp_sequences(bundle_dir: Path, runs: list[PromptRun], limit: int) -> np.ndar
 
 
 def choose_promotions(kl_alone: dict[str, float], measured: float, target: float,
-                      already: frozenset[str]) -> list[str]:
-    """The fewest Linears, largest first, whose promotion brings the estimated KL to `target` or under. The KL
-    measured now is put down to the Linears still 8-bit (not in `already`) in proportion to their KL alone, so
-    the estimate is measured x (their sum left after promotion / their sum now)."""
+                      already: frozenset[str], cost: dict[str, int] | None = None) -> list[str]:
+    """Linears to promote, most KL per byte of `cost` first (largest KL first without costs), until the estimated
+    KL is `target` or under. The KL measured now is put down to the Linears still 8-bit (not in `already`) in
+    proportion to their KL alone, so the estimate is measured x (their sum left after promotion / their sum
+    now)."""
     now = sum(v for k, v in kl_alone.items() if k not in already)
     if now <= 0:
         return []
     left = now
     chosen = []
-    for name, value in sorted(kl_alone.items(), key=lambda kv: -kv[1]):
+    per_byte = {k: v / max(1, cost[k]) if cost else v for k, v in kl_alone.items()}
+    for name, value in sorted(kl_alone.items(), key=lambda kv: -per_byte[kv[0]]):
         if measured * left / now <= target:
             break
         if name in already:
@@ -216,11 +218,25 @@ def choose_promotions(kl_alone: dict[str, float], measured: float, target: float
     return chosen
 
 
-def extra_bytes_per_frame(name: str, elements: int, groups: int) -> int:
-    """fp32 (4 bytes) instead of int8 (1) per weight, times the reads per frame: the talker's layers once, the code
-    predictor's layers once per code 1..15 (positions 0 and 1 share a call), each of its heads once."""
-    reads = groups - 1 if name.startswith("code_predictor.") and ".head." not in name else 1
-    return 3 * elements * reads
+def reads_per_frame(name: str, groups: int, q8: bool = True) -> int:
+    """How often one frame reads a Linear's weights: the talker's once; the code predictor's layers (and its
+    projection) once per call, 15 on q8 bundles (positions 0 and 1 share a call), 16 on float ones; its heads once
+    each."""
+    if name.startswith("code_predictor.") and ".head." not in name:
+        return groups - 1 if q8 else groups
+    return 1
+
+
+def extra_bytes_per_frame(name: str, elements: int, groups: int, fp32: bool = False) -> int:
+    """Weight bytes a frame reads more with the Linear kept float: fp16-stored 2 bytes (fp32: 4) instead of 1."""
+    return (3 if fp32 else 1) * elements * reads_per_frame(name, groups)
+
+
+def frame_bytes(sizes: dict[str, int], groups: int) -> tuple[int, int]:
+    """(int8 bundle, float bundle with fp16-stored weights) weight bytes per frame, over every Linear."""
+    linears = {k: v for k, v in sizes.items() if not k.partition(".")[2].isdigit()}  # not the whole-layer sums
+    return (sum(v * reads_per_frame(k, groups) for k, v in linears.items()),
+            sum(2 * v * reads_per_frame(k, groups, q8=False) for k, v in linears.items()))
 
 
 # ------------------------------------------------------------------------------------------- the check
@@ -265,6 +281,7 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
         languages, prompts, pad = calibration_prompts(ckpt)
         sizes = linear_sizes(ckpt)
         groups = int(ckpt.talker_config.get("num_code_groups", 16))
+        int8_bytes, float_bytes = frame_bytes(sizes, groups)
     finally:
         ckpt.close()
     report(0.0, "converting the float reference")
@@ -284,6 +301,12 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
                                        check=False, promote=expand(promote))
             if rnd > 0:
                 shutil.rmtree(work / f"q8-{rnd - 1}", ignore_errors=True)
+            stored_fp32 = set(Bundle.open(trial).part("talker").get("promoted_fp32_layers") or [])
+            extra = sum(extra_bytes_per_frame(n, sizes[n], groups, bool(expand([n]) & stored_fp32))
+                        for n in promote)
+            if int8_bytes + extra >= float_bytes:  # weights fp16 could not hold are fp32: 4 bytes, not 2
+                reason = _no_gain(int8_bytes + extra, float_bytes)
+                break
         report(0.3 + 0.6 * rnd / (MAX_ROUNDS + 1), "measuring 8-bit against the float reference")
         got = run_prompts(trial, prompts, pad, FRAMES, ref, threads, cancel)
         figures = compare(ref, got)
@@ -300,19 +323,27 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
             kl_alone = _layer_figures(src, ref_dir, ref, prompts, smoothing, cancel)
         target = bound / 2 ** rnd
         more: list[str] = []
+        cost = {k: extra_bytes_per_frame(k, sizes[k], groups) for k in kl_alone}
         for net in over:
             mine = {k: v for k, v in kl_alone.items() if k.startswith(net + ".")}
-            more += choose_promotions(mine, figures[net][0], target, promote)
+            more += choose_promotions(mine, figures[net][0], target, promote, cost)
         if not more:
             reason = "no layer left whose 8-bit error explains the difference"
             break
         promote = promote | frozenset(more)
-        share = sum(sizes[n] for n in promote) / sum(sizes.values())
-        if share >= FLOAT_SHARE_LIMIT:
-            reason = (f"{share:.0%} of the weights would have to stay fp32, which reads as many bytes per frame "
-                      f"as the float bundle")
+        extra = sum(cost[n] for n in promote)
+        if int8_bytes + extra >= float_bytes:
+            reason = _no_gain(int8_bytes + extra, float_bytes)
             break
-    promoted = tuple(PromotedLayer(n, kl_alone.get(n, 0.0), extra_bytes_per_frame(n, sizes[n], groups))
+        floated = expand(promote)
+        whole = [net for net in NETS if all(k in floated for k in sizes
+                                            if k.startswith(net + ".") and not k.partition(".")[2].isdigit())]
+        if whole:
+            reason = f"every Linear of the {whole[0].replace('_', ' ')} would be float"
+            break
+    fp32 = set(Bundle.open(trial).part("talker").get("promoted_fp32_layers") or []) if trial else set()
+    promoted = tuple(PromotedLayer(n, kl_alone.get(n, 0.0),
+                                   extra_bytes_per_frame(n, sizes[n], groups, bool(expand([n]) & fp32)))
                      for n in sorted(promote, key=lambda n: -kl_alone.get(n, 0.0)))
 
     def accuracy(net: str) -> NetworkAccuracy:
@@ -327,6 +358,11 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
         seconds=round(time.perf_counter() - t0, 1), languages=tuple(languages), frames=FRAMES)
     assert trial is not None
     return CheckOutcome(record, ref_dir if fell_back else trial, frozenset() if fell_back else expand(promote))
+
+
+def _no_gain(q8_bytes: int, float_bytes: int) -> str:
+    return (f"with the layers it would keep float it reads {q8_bytes / 1e9:.2f} GB of weights a frame, no less "
+            f"than the float bundle's {float_bytes / 1e9:.2f} GB")
 
 
 def _layer_figures(src: Path, ref_dir: Path, ref: list[PromptRun], prompts: list[np.ndarray], smoothing: bool,

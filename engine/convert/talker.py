@@ -122,7 +122,8 @@ class _Builder:
         self.fp16_layers = 0
         self.fp32_layers = 0
         self.q8_layers = 0
-        self.promoted: list[str] = []
+        self.promoted: list[str] = []  # Linears kept float (fp16-stored where lossless)
+        self.promoted_fp32: list[str] = []  # of those, the ones stored fp32
 
     def w(self, name: str) -> np.ndarray:
         return self.ckpt.main.get(name)
@@ -184,15 +185,23 @@ class _Builder:
 
     def promoted_linear(self, x: str, w: np.ndarray, biases: list[np.ndarray | None] | None,
                         parts: list[np.ndarray], name: str | None, full_name: str) -> str:
-        """A Linear of a q8 bundle kept in fp32: Reshape -> InnerProduct -> Squeeze(h), the frame of q8_linear, so the
-        step graphs treat it as they treat an int8 Gemm (rows stay a matrix; with the packed layout off, ncnn's
-        InnerProduct computes each row on its own, so batching still changes no row). fp32 storage: a q8 net runs
-        with fp32 options (fp16 storage would be half the bytes, but ncnn sets it per net, not per layer)."""
+        """A Linear of a q8 bundle kept in float: Reshape -> InnerProduct -> Squeeze(h), the frame of q8_linear, so
+        the step graphs treat it as they treat an int8 Gemm (rows stay a matrix; with the packed layout off, ncnn's
+        InnerProduct computes each row on its own, so batching still changes no row). Weights fp16-stored where
+        that is lossless (bf16 checkpoints: 2 bytes a weight, computed in fp32 on x86, as fp32 bundles do; the
+        runtime then loads the net with fp16 storage, which changes no other layer of a q8 graph: same bits,
+        tests/test_q8_check.py), else fp32 with fp16 storage off for the layer."""
         n, k = (int(d) for d in w.shape)
         self.promoted.append(full_name)
         rows = self.op("Reshape", [x], params={0: k, 1: -1})
         params: dict[int, Any] = {0: n, 1: 0, 2: n * k}
-        ws = [tagged(w, fp16=False)]
+        fp16 = fp16_lossless(w)
+        if fp16:
+            self.fp16_layers += 1
+        else:
+            self.promoted_fp32.append(full_name)
+            params[31] = FEATMASK_NO_FP16
+        ws = [tagged(w, fp16=fp16)]
         if biases is not None and any(b is not None for b in biases):
             params[1] = 1
             ws.append(raw(np.concatenate([b if b is not None else np.zeros(p.shape[0], np.float32)
@@ -329,8 +338,8 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     g.output(hidden)
     b.linear(hidden, [ckpt.main.get("talker.codec_head.weight")], name="logits", site="head")
     writer.add_graph(TALKER_GRAPH, g)
-    fp16_layers, fp32_layers, q8_layers = b.fp16_layers, b.fp32_layers + len(b.promoted), b.q8_layers
-    promoted = list(b.promoted)
+    fp16_layers, fp32_layers, q8_layers = b.fp16_layers, b.fp32_layers + len(b.promoted_fp32), b.q8_layers
+    promoted, promoted_fp32 = list(b.promoted), list(b.promoted_fp32)
     del g, b
 
     # code predictor: projection, stack, 15 heads
@@ -350,9 +359,10 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     for gi in range(groups - 1):
         b.linear(hidden, [b.w(f"talker.code_predictor.lm_head.{gi}.weight")], name=f"logits_{gi}", site=f"head.{gi}")
     writer.add_graph(CP_GRAPH, g)
-    fp16_layers, fp32_layers = fp16_layers + b.fp16_layers, fp32_layers + b.fp32_layers + len(b.promoted)
+    fp16_layers, fp32_layers = fp16_layers + b.fp16_layers, fp32_layers + b.fp32_layers + len(b.promoted_fp32)
     q8_layers += b.q8_layers
     promoted += b.promoted
+    promoted_fp32 += b.promoted_fp32
     del g, b
 
     unknown = sorted(options.promote - set(promoted)) if options.precision == "q8" else []
@@ -389,7 +399,9 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
         "q8_weight_layers": q8_layers,
         # outlier smoothing folded into the weights (smooth.py); absent in bundles converted before it
         "outlier_smoothing": smoothing,
-        # Linears of a q8 bundle kept in fp32 by the 8-bit check (q8_check.py; its record says why)
+        # Linears of a q8 bundle kept float by the 8-bit check (q8_check.py; its record says why), and those of them
+        # stored fp32 (the others fp16: fp16_weight_layers counts them)
         "promoted_layers": promoted,
+        "promoted_fp32_layers": promoted_fp32,
     })
     options.report(1.0, "done")

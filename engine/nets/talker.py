@@ -32,8 +32,9 @@ def net_precision(bundle: Bundle, meta: dict, compact_weights: bool = True) -> s
 
     fp32 bundles may hold fp16-stored (lossless) weights: on x86 ncnn then keeps them fp16 in memory and still
     computes in fp32 (it never converts activations to fp16 there); elsewhere, or with compact_weights=False,
-    they are widened to fp32 at load."""
-    if bundle.precision != "fp32":
+    they are widened to fp32 at load. So may the Linears a q8 bundle keeps float (engine/convert/q8_check.py):
+    fp16 storage leaves its int8 Gemms and other layers as they are (same bits, tests/test_q8_check.py)."""
+    if bundle.precision not in ("fp32", "q8"):
         return bundle.runtime_precision
     if compact_weights and X86 and int(meta.get("fp16_weight_layers", 0)) > 0:
         return "fp16"
