@@ -61,9 +61,14 @@ def test_the_switch_serves_the_open_model_and_the_librarys_voices(qtbot, make_wi
     assert settings.sharing_key != key and _get(f"{sharing.address}/models", key)[0] == 401
     assert _get(f"{sharing.address}/models", settings.sharing_key)[0] == 200
 
+    from qwen3tts_gui.widgets.sharing_dialog import SharingDialog
+
+    dialog = window.findChild(SharingDialog)  # what the user copies into the other program
+    assert dialog.address.text() == sharing.address and dialog.key.text() == settings.sharing_key
+    assert dialog.switch.isChecked() and dialog.status.text().startswith("On")
     address = sharing.address
-    sharing.set_enabled(False)
-    assert sharing.state == "off"
+    dialog.switch.setChecked(False)  # the switch in the window turns it off
+    assert sharing.state == "off" and dialog.status.text() == "Off."
     with pytest.raises(urllib.error.URLError):
         _get(f"{address}/models", settings.sharing_key)
 
