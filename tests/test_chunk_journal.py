@@ -152,3 +152,15 @@ def test_discard_removes_only_the_journal_files(tmp_path):
     journal = ChunkJournal.create(tmp_path / "k", _plan())
     journal.discard()
     assert not (tmp_path / "k").exists()
+
+
+def test_discard_removes_what_a_killed_run_left_half_written(tmp_path):
+    import subprocess
+    import sys
+
+    journal = ChunkJournal.create(tmp_path / "j", _plan())
+    journal.keep(0, _result(2, 41))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (tmp_path / "j" / f".0002.audio.npy.{int(gone.stdout)}.abcd1234.tmp").write_bytes(b"half a chunk")  # kill -9
+    ChunkJournal.open(tmp_path / "j").discard()
+    assert not (tmp_path / "j").exists()

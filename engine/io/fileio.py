@@ -256,10 +256,11 @@ _swept: set[str] = set()
 _swept_lock = threading.Lock()
 
 
-def sweep_stale_temps(folder: str | os.PathLike[str], force: bool = False) -> list[Path]:
+def sweep_stale_temps(folder: str | os.PathLike[str], force: bool = False,
+                      older_than: float = STALE_SECONDS) -> list[Path]:
     """Remove the temporary files a killed process left in `folder` (kill -9 during a long synthesis left up to
     78 MB, hidden, for ever): only names temp_beside makes, only when that process is gone and the file is older
-    than STALE_SECONDS. Once per folder per process unless force. Returns what was removed."""
+    than `older_than` seconds. Once per folder per process unless force. Returns what was removed."""
     key = os.path.abspath(folder)
     with _swept_lock:
         if key in _swept and not force:
@@ -277,7 +278,7 @@ def sweep_stale_temps(folder: str | os.PathLike[str], force: bool = False) -> li
             continue
         try:
             st = entry.stat(follow_symlinks=False)
-            if stat.S_ISREG(st.st_mode) and now - st.st_mtime > STALE_SECONDS:
+            if stat.S_ISREG(st.st_mode) and now - st.st_mtime >= older_than:
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))
         except OSError:

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..codec_format import SAMPLE_RATE
 from ..errors import EngineError, TextError, VoiceError
-from ..io.fileio import read_own_file, write_own_file
+from ..io.fileio import read_own_file, sweep_stale_temps, write_own_file
 from ..io.safefile import load_npy_bytes
 from ..types import GenerationSettings, SynthesisResult
 from ..voice import Voice
@@ -257,7 +257,9 @@ class ChunkJournal:
                                seed=made.seed)
 
     def discard(self) -> None:
-        """Remove the journal's own files (nothing else in the folder), then the folder if that empties it."""
+        """Remove the journal's own files (nothing else in the folder) and what a killed run left half written
+        (a temporary file of a process that is gone), then the folder if that empties it."""
+        sweep_stale_temps(self.folder, force=True, older_than=0)
         names = {JOURNAL_FILE, VOICE_FILE}
         for i in range(len(self.plan.chunks)):
             names.update(f"{i + 1:04d}{suffix}" for suffix in (".json", ".audio.npy", ".codes.npy"))
