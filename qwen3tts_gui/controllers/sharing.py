@@ -3,7 +3,7 @@ thread beside the window, so that other programs on this computer can speak with
 
 It loads its own copy of the open model (the app's one engine job at a time stays the app's: the server never
 waits for the window, nor the window for the server), serves the app's voice folder, listens on 127.0.0.1 only
-and asks for a key of its own, kept in the settings so other programs stay set up. A request's generation settings
+(unless the user lets other computers and containers in) and asks for a key of its own, kept in the settings so other programs stay set up. A request's generation settings
 default to the app's (the settings box's values when the server starts). Off each time the app starts;
 a new model or voice folder restarts it; turning it off stops whatever it was generating."""
 
@@ -63,6 +63,16 @@ class VoiceSharing(QObject):
             self.ctx.settings.sharing_port = port
             self._restart()
 
+    @property
+    def everywhere(self) -> bool:
+        """Other computers and containers (Docker) may connect too: the server listens on every address."""
+        return self.ctx.settings.sharing_everywhere
+
+    def set_everywhere(self, on: bool) -> None:
+        if on != self.ctx.settings.sharing_everywhere:
+            self.ctx.settings.sharing_everywhere = on
+            self._restart()
+
     def new_key(self) -> None:
         """A new key (the old one stops working at once; other programs need the new one)."""
         from qwen3tts_server.config import new_api_key
@@ -96,7 +106,8 @@ class VoiceSharing(QObject):
             return
         from qwen3tts_server import ServerConfig
 
-        config = ServerConfig(port=self.port, api_key=self.key, model_name=Path(path).name,
+        config = ServerConfig(host="0.0.0.0" if self.everywhere else "127.0.0.1", port=self.port, api_key=self.key,
+                              model_name=Path(path).name,
                               voices_dir=self.ctx.library.folder,
                               defaults=self._defaults() if self._defaults is not None else None)
         open_synth = self.ctx.open_synth
@@ -121,6 +132,10 @@ class VoiceSharing(QObject):
         if token is not self._token:  # turned off or restarted meanwhile
             server.stop()
             return
+        if self.everywhere:  # 0.0.0.0 is no address to give: this computer's name, which others can reach
+            import socket
+
+            address = f"http://{socket.gethostname()}:{self.port}"
         self._server, self.state, self.address = server, ON, f"{address}/v1"
         log.info("sharing voices at %s", self.address)
         self.changed.emit()

@@ -168,6 +168,7 @@ class Settings:
     # "Let other apps use these voices" (controllers/sharing.py): the server's port and key (the switch is not kept)
     sharing_port = Option("sharing/port", 8880, minimum=1024, maximum=65535)
     sharing_key = Option("sharing/key", "")
+    sharing_everywhere = Option("sharing/other_computers", False)  # listen beyond 127.0.0.1 (the key still needed)
     # window
     geometry = Option("window/geometry", QByteArray())
     window_state = Option("window/state", QByteArray())

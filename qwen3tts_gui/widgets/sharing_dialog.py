@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 
 from ..controllers.sharing import ON, STARTING, VoiceSharing
 
-INTRO = ("Programs on this computer that speak through OpenAI's speech API (Open WebUI, SillyTavern and others) "
+INTRO = ("Programs that speak through OpenAI's speech API (Open WebUI, SillyTavern and others) "
          "can speak with your voices: give them the address and the key below, and a voice's name as the voice. "
          "The server keeps its own copy of the open model in memory while it is on.")
 
@@ -42,6 +42,11 @@ class SharingDialog(QDialog):
         self.port.setRange(1024, 65535)
         self.port.setValue(sharing.port)
         self.port.editingFinished.connect(lambda: sharing.set_port(self.port.value()))
+        self.everywhere = QCheckBox("Other computers and containers (Docker) may connect too, with the key")
+        self.everywhere.setChecked(sharing.everywhere)
+        self.everywhere.setToolTip("Listens on every network address of this computer instead of 127.0.0.1 only. "
+                                   "From a Docker container use http://host.docker.internal:PORT/v1.")
+        self.everywhere.toggled.connect(sharing.set_everywhere)
         copy_address = QPushButton("Copy")
         copy_address.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.address.text()))
         copy_key = QPushButton("Copy")
@@ -53,6 +58,7 @@ class SharingDialog(QDialog):
         form.addRow("Address", _row(self.address, copy_address))
         form.addRow("API key", _row(self.key, copy_key, new_key))
         form.addRow("Port", self.port)
+        form.addRow("", self.everywhere)
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.status.setObjectName("Muted")
@@ -79,7 +85,8 @@ class SharingDialog(QDialog):
         elif s.state == STARTING:
             self.status.setText("Starting: loading the model…")
         elif s.state == ON:
-            self.status.setText(f"On: voices from {s.ctx.library.folder}, this computer only.")
+            reach = "this computer and the network, with the key" if s.everywhere else "this computer only"
+            self.status.setText(f"On: voices from {s.ctx.library.folder}, {reach}.")
         else:
             self.status.setText("Off.")
 

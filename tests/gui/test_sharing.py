@@ -66,6 +66,16 @@ def test_the_switch_serves_the_open_model_and_the_librarys_voices(qtbot, make_wi
     dialog = window.findChild(SharingDialog)  # what the user copies into the other program
     assert dialog.address.text() == sharing.address and dialog.key.text() == settings.sharing_key
     assert dialog.switch.isChecked() and dialog.status.text().startswith("On")
+    dialog.everywhere.setChecked(True)  # other computers and containers: every address, the key still needed
+    qtbot.waitUntil(lambda: sharing.state == "on", timeout=60000)
+    assert sharing.server.server.config.host == "0.0.0.0" and settings.sharing_everywhere
+    assert sharing.address == f"http://{socket.gethostname()}:{settings.sharing_port}/v1"
+    local_address = f"http://127.0.0.1:{settings.sharing_port}/v1"
+    assert _get(f"{local_address}/models", None)[0] == 401
+    assert _get(f"{local_address}/models", settings.sharing_key)[0] == 200
+    dialog.everywhere.setChecked(False)
+    qtbot.waitUntil(lambda: sharing.state == "on", timeout=60000)
+    assert sharing.server.server.config.host == "127.0.0.1"
     address = sharing.address
     dialog.switch.setChecked(False)  # the switch in the window turns it off
     assert sharing.state == "off" and dialog.status.text() == "Off."
