@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-# GOMP_SPINCOUNT: see the module docstring. Measured on the AMD EPYC only (no other CPU kind was at hand); the
-# count is in spin-loop iterations, about 10 microseconds on current x86 cores, and the trade-off it sets (a region
-# gap of a few microseconds against a partner descheduled for milliseconds) is the same on any of them.
+# GOMP_SPINCOUNT until this CPU's tuning chose one (see the module docstring): chosen on the AMD EPYC, the safe end
+# of the trade-off (a region gap of a few microseconds against a partner descheduled for milliseconds); how long
+# an iteration takes, and so the best count, differs by CPU (the Intel Xeon's was 10000-100000)
 SPIN_COUNT = "1000"
 OPENMP_CHOICES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")  # either one set by the user: their choice stands
 
