@@ -30,6 +30,7 @@ the environment (either variable) is kept.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import platform
 import subprocess
@@ -167,20 +168,46 @@ def load_average() -> str:
 
 @contextmanager
 def busy_processes(count: int) -> Iterator[None]:
-    """`count` CPU-bound busy processes (a stand-in for other programs) for the duration of the block."""
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(count)]
+    """`count` CPU-bound busy processes (a stand-in for other programs) for the duration of the block, each spinning
+    before the block starts. Started with multiprocessing's spawn (the packaged app too, where sys.executable is the
+    app); each stops by itself when this process is gone, so a killed caller never leaves one spinning."""
+    ctx = multiprocessing.get_context("spawn")
+    pipes = [ctx.Pipe(duplex=False) for _ in range(count)]
+    procs = [ctx.Process(target=exec, args=(_SPIN_CODE, {"ready": send}), daemon=True, name="busy process")
+             for _, send in pipes]
+    started = []
     try:
+        for p in procs:
+            p.start()
+            started.append(p)
+        for receive, send in pipes:  # spinning before the block starts (a process takes a few hundred ms to start)
+            send.close()
+            try:
+                if receive.poll(BUSY_START_SECONDS):
+                    receive.recv()
+            except EOFError:  # it ended at once: the load is lighter than asked
+                pass
+            receive.close()
         yield
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        for p in started:
+            stop_process(p)
+
+
+BUSY_START_SECONDS = 5.0  # the most a busy process is waited for
+# a busy process: says it runs, then spins until its parent is gone
+_SPIN_CODE = "import os\nparent = os.getppid()\nready.send(1)\nready.close()\nwhile os.getppid() == parent: pass"
+
+
+def stop_process(proc) -> None:
+    """Stop a multiprocessing process (terminate, then kill after 2 s) and release it."""
+    if proc.is_alive():
+        proc.terminate()
+        proc.join(2)
+        if proc.is_alive():
+            proc.kill()
+    proc.join()
+    proc.close()
 
 
 def has_bf16_dot_product() -> bool:

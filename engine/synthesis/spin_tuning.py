@@ -23,8 +23,7 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +31,7 @@ import numpy as np
 from ..errors import Cancelled
 from ..nets.code_predictor import CodePredictor
 from ..runtime.bundle import Bundle
+from ..runtime.cpu import busy_processes, stop_process
 from ..runtime.cpu_load import shared_cpu_load
 from ..runtime.thread_governor import ThreadGovernor
 from ..runtime.tuning import TIE_MARGIN, CandidateFigure, median
@@ -45,7 +45,6 @@ LOADED_FACTOR = 2.0  # a spin count may be at most this much slower beside a com
 QUIET_FRAMES = 6  # code predictor frames timed quiet (after one warm-up frame)
 LOADED_SECONDS = 0.8  # code predictor frames timed beside the competing load, at least two
 POLL_SECONDS = 0.1  # how often a running candidate's process is checked for a cancel
-LOAD_START_SECONDS = 5.0  # the most a competing process is waited for
 CHILD_START_SECONDS = 1.0  # a candidate's process: interpreter, engine import and the code predictor's load
 
 
@@ -65,6 +64,9 @@ class SpinProbe:
         """The mean under load: the slow frames before the governor moves to one thread count in full."""
         finite = [v for v in self.loaded if math.isfinite(v)]
         return sum(finite) / len(finite) * 1000 if finite else math.inf
+
+
+Probe = Callable[[int, float], SpinProbe | None]  # (spin count, seconds it may take) -> its frames, or None
 
 
 def choose_spin(probes: dict[int, SpinProbe]) -> int:
@@ -102,7 +104,7 @@ def time_frames(cp: CodePredictor, governor: ThreadGovernor, frames: int = 0, se
 def probe_here(cp: CodePredictor, cores: int, quiet: list[float]) -> SpinProbe | None:
     """This process's spin count: its quiet frames measured already (the thread stage), the loaded ones now."""
     try:
-        with competing_load(busy_count(cores)):
+        with busy_processes(busy_count(cores)):
             loaded = time_frames(cp, ThreadGovernor(cores, adaptive=True, load=shared_cpu_load()),
                                  seconds=LOADED_SECONDS)
     except OSError:  # no process for the competing load: this count is not measured
@@ -150,7 +152,7 @@ def probe_in_child(bundle: Bundle, spin: int, cores: int, timeout: float,
         result = None
     finally:
         receive.close()
-        _stop(proc)
+        stop_process(proc)
     if not isinstance(result, dict) or result.get("spin") != str(int(spin)):
         return None
     return SpinProbe(tuple(result["quiet"]), tuple(result["loaded"]))
@@ -163,7 +165,7 @@ def _child(bundle_path: str, cores: int, send) -> None:
         fixed = ThreadGovernor(cores, adaptive=False)
         time_frames(cp, fixed, frames=1)  # warm-up: a fresh net allocates its buffers on its first call
         quiet = time_frames(cp, fixed, frames=QUIET_FRAMES)
-        with competing_load(busy_count(cores)):
+        with busy_processes(busy_count(cores)):
             loaded = time_frames(cp, ThreadGovernor(cores, adaptive=True, load=shared_cpu_load()),
                                  seconds=LOADED_SECONDS)
         send.send({"spin": os.environ.get("GOMP_SPINCOUNT"), "quiet": quiet, "loaded": loaded})
@@ -224,45 +226,6 @@ def busy_count(cores: int) -> int:
     return max(1, cores - 1)
 
 
-@contextmanager
-def competing_load(count: int) -> Iterator[None]:
-    """`count` processes spinning on the CPU for the block (multiprocessing: works in the packaged app too)."""
-    ctx = multiprocessing.get_context("spawn")
-    pipes = [ctx.Pipe(duplex=False) for _ in range(count)]
-    procs = [ctx.Process(target=exec, args=(_SPIN_CODE, {"ready": send}),
-                         daemon=True, name="competing load") for _, send in pipes]
-    started = []
-    try:
-        for p in procs:
-            p.start()
-            started.append(p)
-        for receive, send in pipes:  # spinning before the block starts (a process takes a few hundred ms to start)
-            send.close()
-            try:
-                if receive.poll(LOAD_START_SECONDS):
-                    receive.recv()
-            except EOFError:  # it ended at once: the load is lighter than asked, the timing still stands
-                pass
-            receive.close()
-        yield
-    finally:
-        for p in started:
-            _stop(p)
-
-
 _environment_lock = threading.Lock()
-# a competing process: says it runs, then spins until its parent is gone (never left spinning by a killed tuner)
-_SPIN_CODE = "import os\nparent = os.getppid()\nready.send(1)\nready.close()\nwhile os.getppid() == parent: pass"
 
 
-def _stop(proc) -> None:
-    if proc.is_alive():
-        proc.terminate()
-        proc.join(2)
-        if proc.is_alive():
-            proc.kill()
-    proc.join()
-    proc.close()
-
-
-Probe = Callable[[int, float], SpinProbe | None]  # (spin count, seconds it may take) -> its frames, or None
