@@ -95,7 +95,8 @@ def bf16_decoder_available(bundle: Bundle) -> bool:
 
 @dataclass
 class Parts:
-    """The Synthesizer's networks the tuner times and changes."""
+    """The loaded networks the tuner times and changes (a Synthesizer hands its own over: Parts.of), so the
+    tuner never reaches into the Synthesizer."""
 
     bundle: Bundle
     talker: Talker
@@ -113,6 +114,14 @@ class Parts:
     # (spin count, seconds it may take) -> its code predictor frames: tests inject CPUs through it; None: measured
     # (this process's count here, the others in processes of their own)
     spin_probe: Probe | None = None
+
+    @classmethod
+    def of(cls, bundle: Bundle, talker: Talker, code_predictor: CodePredictor, decoder: CodecDecoder,
+           overlap_decode: bool, adaptive_threads: bool, cores: int) -> Parts:
+        """A synthesizer's loaded networks, with streamed decoding as it does it."""
+        return cls(bundle, talker, code_predictor, decoder, overlap_decode,
+                   lambda decoder, overlap: StreamedAudio(decoder, None, Timings(), overlap),
+                   adaptive_threads=adaptive_threads, cores=cores)
 
 
 def run_tuning(parts: Parts, cores: int, budget: float = DEFAULT_BUDGET, decoder_request: str = "fp32",
@@ -339,37 +348,38 @@ def decoder_choice(bundle: Bundle, request: str, record: TuningRecord | None) ->
     return "fp32" if decoder_net_precision(bundle, "auto") == "bf16" else "auto"
 
 
-def tune_synthesizer(synth, progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
-                     budget: float = DEFAULT_BUDGET, timing: Callable[[str, Any, float], float] | None = None,
-                     include_software_gpus: bool = False, spin_probe: Probe | None = None,
-                     time_cap: float | None = None, clock: Callable[[], float] = time.monotonic) -> TuningRecord:
-    """Synthesizer.tune(): measure on this machine (candidates up to its physical cores, whatever the synthesizer
-    was opened with), store the record, then apply it (an explicit thread count keeps its counts). Cancelled
-    leaves the synthesizer as it was and stores nothing. timing and spin_probe inject a CPU (tests); a CPU
-    injected through timing alone has no spin count figures (the spin stage measures nothing)."""
-
-    parts = Parts(synth._bundle, synth._talker, synth._code_predictor, synth._decoder, synth.overlap_decode,
-                  lambda decoder, overlap: StreamedAudio(decoder, None, Timings(), overlap),
-                  adaptive_threads=synth._adaptive_threads, cores=synth.threads)
+def tune_parts(parts: Parts, decoder_request: str, explicit_threads: int | None, progress: Progress | None = None,
+               cancel: Callable[[], bool] | None = None, budget: float = DEFAULT_BUDGET,
+               timing: Callable[[str, Any, float], float] | None = None, include_software_gpus: bool = False,
+               spin_probe: Probe | None = None, time_cap: float | None = None,
+               clock: Callable[[], float] = time.monotonic) -> tuple[TuningRecord, str | None]:
+    """Measure the loaded networks `parts` on this machine (candidates up to its physical cores, whatever they were
+    opened with), store the record, then apply it to `parts` (explicit_threads, when the user set a count, keeps
+    it). Returns the record and the note of storing it. Cancelled changes nothing and stores nothing. timing and
+    spin_probe inject a CPU (tests); a CPU injected through timing alone has no spin count figures (the spin stage
+    measures nothing)."""
     if timing is not None:
         parts.timing = timing
         parts.spin_probe = spin_probe or (lambda spin, seconds: None)
     elif spin_probe is not None:
         parts.spin_probe = spin_probe
     parts.include_software_gpus = include_software_gpus
-    record = run_tuning(parts, physical_cores(), budget, synth._decoder_request, progress, cancel, clock, time_cap)
-    synth.tuning_note = save_record(record)
-    synth.tuning = record
-    precision = decoder_net_precision(synth._bundle, decoder_choice(synth._bundle, synth._decoder_request, record))
-    if synth._explicit_threads:
-        apply_settings(parts, replace(record.settings, talker_threads=synth.threads,
-                                      code_predictor_threads=synth.threads, decoder_threads=synth.threads),
+    record = run_tuning(parts, physical_cores(), budget, decoder_request, progress, cancel, clock, time_cap)
+    note = save_record(record)
+    precision = decoder_net_precision(parts.bundle, decoder_choice(parts.bundle, decoder_request, record))
+    if explicit_threads is not None:
+        apply_settings(parts, replace(record.settings, talker_threads=explicit_threads,
+                                      code_predictor_threads=explicit_threads, decoder_threads=explicit_threads),
                        precision)
     else:
         apply_settings(parts, record.settings, precision)
-    synth._decoder, synth.overlap_decode = parts.decoder, parts.overlap_decode
-    synth.streaming_threads = None if synth._explicit_threads else parts.streaming_threads
-    return record
+    return record, note
+
+
+def tune_synthesizer(synth, progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
+                     budget: float = DEFAULT_BUDGET, **measuring: Any) -> TuningRecord:
+    """Synthesizer.tune with a CPU injected through `measuring` (tune_parts' timing, spin_probe, time_cap...)."""
+    return synth.tune(progress, cancel, budget, **measuring)
 
 
 # -------------------------------------------------------------------------------------------------- helpers

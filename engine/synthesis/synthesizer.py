@@ -12,7 +12,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,12 +50,14 @@ from .runs import BatchRun
 from .sampling import Sampler, SamplingConfig, resolve, settings_from_generation_config
 from .self_tuning import (
     DEFAULT_BUDGET,
+    Parts,
     Progress,
     decoder_choice,
     stored_tuning,
     thread_plan,
-    tune_synthesizer,
+    tune_parts,
 )
+from .spin_tuning import Probe
 
 DEFAULT_BATCH_SIZE = 4  # side by side on q8 bundles (suggested_batch_size): see docs/performance.md, "Several lines at once"
 
@@ -191,20 +193,38 @@ class Synthesizer:
                 and (self.tuning is None or self.tuning.worth_retuning(load_average())))
 
     def tune(self, progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
-             budget: float = DEFAULT_BUDGET) -> TuningRecord:
+             budget: float = DEFAULT_BUDGET, *, timing: Callable[[str, Any, float], float] | None = None,
+             spin_probe: Probe | None = None, time_cap: float | None = None,
+             include_software_gpus: bool = False, clock: Callable[[], float] = time.monotonic) -> TuningRecord:
         """Measure the fastest settings for this model on this computer, store and apply them. progress(fraction,
         message) reports; cancel() returning True stops with Cancelled and changes nothing. On a GPU the networks
         move to the CPU for the measuring (it times the CPU's settings, and each GPU as one more candidate), then
-        back: to the same GPU, or where the new figures send "auto"."""
+        back: to the same GPU, or where the new figures send "auto". timing, spin_probe, time_cap,
+        include_software_gpus and clock inject a CPU and bound the run (tests; self_tuning.tune_parts)."""
+        measuring = dict(timing=timing, spin_probe=spin_probe, time_cap=time_cap,
+                         include_software_gpus=include_software_gpus, clock=clock)
         if not self.device.on_gpu:
-            return tune_synthesizer(self, progress, cancel, budget)
+            return self._tune_on_cpu(progress, cancel, budget, measuring)
         was = self.device
         self._load_nets(replace(CPU, fallback_to_cpu=was.fallback_to_cpu))
         try:
-            return tune_synthesizer(self, progress, cancel, budget)
+            return self._tune_on_cpu(progress, cancel, budget, measuring)
         finally:
             measured = self.tuning.device_ms if self.tuning else None
             self._load_nets(resolve_device("auto", was.precision, measured) if was.fallback_to_cpu else was)
+
+    def _tune_on_cpu(self, progress: Progress | None, cancel: Callable[[], bool] | None, budget: float,
+                     measuring: dict[str, Any]) -> TuningRecord:
+        """The tuner times this synthesizer's loaded networks (self_tuning.Parts); what it chose is taken here."""
+        parts = Parts.of(self._bundle, self._talker, self._code_predictor, self._decoder, self.overlap_decode,
+                         self._adaptive_threads, self.threads)
+        explicit = self.threads if self._explicit_threads else None
+        record, self.tuning_note = tune_parts(parts, self._decoder_request, explicit, progress, cancel, budget,
+                                              **measuring)
+        self.tuning = record
+        self._decoder, self.overlap_decode = parts.decoder, parts.overlap_decode
+        self.streaming_threads = None if explicit is not None else parts.streaming_threads
+        return record
 
     def frame_weights(self) -> FrameWeights:
         """The weight bytes one generated frame reads, per network (for the memory-bandwidth floor)."""
