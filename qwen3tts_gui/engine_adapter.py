@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -58,6 +59,7 @@ from engine import (
     SynthesizerContract,
     TextError,
     Timings,
+    Transcript,
     TuningRecord,
     Voice,
     VoiceChoice,
@@ -83,6 +85,7 @@ from engine import (
 from engine.store import (
     CATALOGUE,
     DEFAULT_PRECISION,
+    WHISPER_CATALOGUE,
     ModelStore,
     StoreError,
     VoiceLibrary,
@@ -124,6 +127,12 @@ __all__ = [
     "physical_cores",
     "usable_cpus",
     "CATALOGUE",
+    "WHISPER_CATALOGUE",
+    "Transcript",
+    "TranscriberContract",
+    "open_transcriber",
+    "speech_recogniser",
+    "recognises_speech",
     "DEFAULT_PRECISION",
     "FRAME_RATE",
     "SAMPLE_RATE",
@@ -354,6 +363,37 @@ def precisions() -> tuple[str, ...]:
     from engine import OFFERED_PRECISIONS
 
     return tuple(OFFERED_PRECISIONS)
+
+
+@runtime_checkable
+class TranscriberContract(Protocol):
+    """What the app uses of engine.Transcriber (tests/gui/test_contract.py holds the GUI tests' fake to it)."""
+
+    def transcribe(self, audio: AudioSource, language: str | None = None, progress: Progress | None = None,
+                   cancel: Callable[[], bool] | None = None) -> Transcript: ...
+
+
+def open_transcriber(bundle_dir: Path, threads: int | None = None) -> TranscriberContract:
+    """Load a Whisper bundle (call it from a worker thread: the encoder and decoder are read here)."""
+    from engine import Transcriber
+
+    return Transcriber(bundle_dir, threads=threads)
+
+
+def recognises_speech(path: Path) -> bool:
+    """A Whisper bundle (it writes down a reference's words; it is not a voice model)."""
+    from engine import is_whisper_bundle
+
+    return is_whisper_bundle(path)
+
+
+def speech_recogniser(models_dir: Path) -> Path | None:
+    """The installed Whisper model that writes down a reference's words (the store's choice), or None."""
+    try:
+        model = ModelStore(models_dir).speech_recogniser()
+    except StoreError:
+        return None  # an unreadable models folder: the Models dialog says why
+    return model.path if model is not None else None
 
 
 def installed_model(value: Path) -> Path:

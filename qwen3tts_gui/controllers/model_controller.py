@@ -19,6 +19,7 @@ from ..engine_adapter import (
     installed_conversion,
     is_demo_bundle,
     make_demo_bundle,
+    recognises_speech,
 )
 from ..widgets.download_panel import precision_label
 from ..widgets.job_dialog import job_progress_dialog
@@ -35,6 +36,7 @@ class ModelController(QObject):
     status-line message and how long it shows (ms; "" clears the line)."""
 
     status = Signal(str, int)
+    recogniser_installed = Signal()  # a Whisper model was downloaded: a reference waiting for its words gets them
 
     def __init__(self, ctx: AppContext, window: QMainWindow, welcome: WelcomeView, downloader: ModelDownloader):
         super().__init__(window)
@@ -98,7 +100,12 @@ class ModelController(QObject):
     def _model_downloaded(self, path: Path) -> None:
         """The first model opens by itself; with a model already open, the new one waits in File > Models.
 
-        Downloads are not the engine job (AppContext.start_job): a long download must not stop generating."""
+        Downloads are not the engine job (AppContext.start_job): a long download must not stop generating.
+        A Whisper model is not opened: new references' words are written down with it."""
+        if recognises_speech(path):
+            self.status.emit(f"Installed {path.name}: new voices' transcripts are written down with it", 8000)
+            self.recogniser_installed.emit()
+            return
         if self.ctx.synth is not None:
             self.status.emit(f"Installed {path.name}: open it from File > Models", 8000)
             return

@@ -21,6 +21,7 @@ from ..downloads import ModelDownloader
 from ..engine_adapter import (
     CATALOGUE,
     DEFAULT_PRECISION,
+    WHISPER_CATALOGUE,
     ModelStore,
     StoreError,
     find_entry,
@@ -39,7 +40,17 @@ TRADE_OFF = ("Fast (8-bit) generates speech faster and takes the least disk, wit
 
 
 def entry_label(entry) -> str:
+    if entry.recognises_speech:
+        return f"Whisper {entry.size} (speech recognition)"
     return f"Qwen3-TTS {entry.size} {entry.kind}"
+
+
+def converted_size(entry, precision: str) -> tuple[int | None, str]:
+    """An entry's size on disk after conversion, and the precision it is converted to (Whisper models are not
+    made 8-bit: the installer converts them to fp16 then)."""
+    if entry.recognises_speech and entry.bundle_size(precision) is None:
+        precision = "fp16"
+    return entry.bundle_size(precision), precision
 
 
 def precision_label(precision: str) -> str:
@@ -49,14 +60,15 @@ def precision_label(precision: str) -> str:
 class DownloadPanel(PlainHeight, QWidget):
     installed = Signal(object)  # Path of the new bundle
 
-    def __init__(self, downloader: ModelDownloader, parent: QWidget | None = None):
+    def __init__(self, downloader: ModelDownloader, parent: QWidget | None = None, recognisers: bool = False):
+        """recognisers: the Whisper models (speech recognition, for transcripts) are offered too."""
         super().__init__(parent)
         self.downloader = downloader
         self.ctx = downloader.ctx
         self.model_combo = QComboBox()
         self.model_combo.setEditable(True)  # any repository id in the same layout (fine-tunes) works too
         self.model_combo.setToolTip("A Qwen3-TTS model, or any repository id such as OWNER/NAME")
-        for e in CATALOGUE:
+        for e in CATALOGUE + (WHISPER_CATALOGUE if recognisers else ()):
             self.model_combo.addItem(entry_label(e), e.repo_id)
         self.precision_combo = QComboBox()
         offered = precisions()
@@ -139,11 +151,11 @@ class DownloadPanel(PlainHeight, QWidget):
         source = self.source()
         entry = find_entry(source)
         if entry is not None:
-            converted = entry.bundle_size(self.precision())
+            converted, precision = converted_size(entry, self.precision())
             on_disk = f"about {format_bytes(converted)} on disk" if converted else "on-disk size not known"
             self.sizes.setText(f"{entry.abilities[:1].upper()}{entry.abilities[1:]}. "
                                f"{format_bytes(entry.download_bytes)} to download from {entry.repo_id}, "
-                               f"{on_disk} after conversion to {precision_label(self.precision())}.")
+                               f"{on_disk} after conversion to {precision_label(precision)}.")
         else:
             self.sizes.setText(f"{source or 'OWNER/NAME'}: sizes are read from the repository when it starts")
         pending = self.pending_for(source)

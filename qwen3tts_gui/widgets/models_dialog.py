@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from ..downloads import ModelDownloader
 from ..engine_adapter import (
     CATALOGUE,
+    WHISPER_CATALOGUE,
     EngineError,
     ModelStore,
     StoreError,
@@ -29,8 +30,10 @@ from ..engine_adapter import (
     move_store,
     pending_downloads,
 )
-from .download_panel import DownloadPanel
+from .download_panel import DownloadPanel, converted_size
 from .plain_height import WrappedLabel
+
+RECOGNISER_SHOWN = "openai/whisper-base"
 
 
 class ModelsDialog(QDialog):
@@ -90,7 +93,7 @@ class ModelsDialog(QDialog):
         self.available.setColumnWidth(0, 250)
         self.available.setColumnWidth(1, 250)
         self.available.itemSelectionChanged.connect(self._pick_available)
-        self.panel = DownloadPanel(downloader)
+        self.panel = DownloadPanel(downloader, recognisers=True)
         self.panel.installed.connect(lambda _path: self.refresh())
         self.panel.precision_combo.currentIndexChanged.connect(lambda _i: self._fill_available())
         self.endpoint = QLineEdit(self.ctx.settings.hub_endpoint)
@@ -148,9 +151,12 @@ class ModelsDialog(QDialog):
         for m in models:
             name = f"{m.name} (default)" if default and Path(default) == m.path else m.name
             precision = f"{m.precision} ({m.accuracy})" if m.accuracy else m.precision
+            if m.recognises_speech:  # not a voice model: it writes down new references' words
+                precision = f"{precision} (speech recognition)"
             item = QTreeWidgetItem([name, precision, format_bytes(m.disk_bytes), m.source])
             item.setData(0, Qt.ItemDataRole.UserRole, str(m.path))
             item.setData(1, Qt.ItemDataRole.UserRole, m.check_offered)
+            item.setData(2, Qt.ItemDataRole.UserRole, m.recognises_speech)
             if m.note:  # an 8-bit bundle from before outlier smoothing or the 8-bit check: say what to do
                 if not m.accuracy:
                     item.setText(1, f"{m.precision} (old)")
@@ -171,7 +177,7 @@ class ModelsDialog(QDialog):
         have = {m.repo_id for m in models}
         precision = self.panel.precision()
         self.available.clear()
-        for e in CATALOGUE:
+        for e in CATALOGUE + WHISPER_CATALOGUE:
             if e.repo_id in have:
                 state = "installed"
             elif e.repo_id in pending:
@@ -179,12 +185,22 @@ class ModelsDialog(QDialog):
                 state = f"{100 * p.done_bytes // max(p.total_bytes, 1)} % downloaded"
             else:
                 state = ""
-            size = e.bundle_size(precision)
+            size, converted = converted_size(e, precision)
             item = QTreeWidgetItem([e.name, e.abilities, format_bytes(e.download_bytes),
-                                    f"{format_bytes(size)} ({precision})" if size else "?", state])
+                                    f"{format_bytes(size)} ({converted})" if size else "?", state])
             item.setToolTip(1, e.abilities)
             item.setData(0, Qt.ItemDataRole.UserRole, e.repo_id)
             self.available.addTopLevelItem(item)
+
+    def show_recognisers(self) -> None:
+        """Select Whisper base in the download list and scroll to it (the new voice's "get a speech recognition
+        model" link): quick and good on clear speech, the model the store picks first."""
+        for i in range(self.available.topLevelItemCount()):
+            item = self.available.topLevelItem(i)
+            if item is not None and item.data(0, Qt.ItemDataRole.UserRole) == RECOGNISER_SHOWN:
+                self.available.setCurrentItem(item)
+                self.available.scrollToItem(item)
+                return
 
     def _pick_available(self) -> None:
         items = self.available.selectedItems()
@@ -199,9 +215,11 @@ class ModelsDialog(QDialog):
 
     def _update_buttons(self) -> None:
         chosen = self.selected() is not None
-        for b in (self.open_btn, self.default_btn, self.remove_btn):
-            b.setEnabled(chosen)
         items = self.table.selectedItems()
+        voice_model = chosen and not items[0].data(2, Qt.ItemDataRole.UserRole)
+        self.open_btn.setEnabled(voice_model)  # a Whisper model is not opened: the new voice editor uses it
+        self.default_btn.setEnabled(voice_model)
+        self.remove_btn.setEnabled(chosen)
         self.check_btn.setEnabled(bool(items) and bool(items[0].data(1, Qt.ItemDataRole.UserRole)))
 
     def _check(self) -> None:
@@ -212,7 +230,7 @@ class ModelsDialog(QDialog):
 
     def _open(self) -> None:
         path = self.selected()
-        if path is not None:
+        if path is not None and self.open_btn.isEnabled():
             self.open_model.emit(path)
             self.accept()
 

@@ -97,7 +97,8 @@ def test_models_dialog_lists_sets_default_moves_and_removes(qtbot, make_window, 
     shutil.copytree(bundle_for("tiny06b", "fp16"), store_dir / "mine")
     window = make_window(model=True)
     dialog = window.show_models()
-    assert dialog.available.topLevelItemCount() == 5  # the catalogue, with sizes at the chosen precision
+    # the catalogue, with sizes at the chosen precision: the five voice models, then the six Whisper models
+    assert dialog.available.topLevelItemCount() == 11
     dialog.panel.precision_combo.setCurrentIndex(dialog.panel.precision_combo.findData("fp32"))
     big = dialog.available.topLevelItem(1)
     assert big.text(0) == "Qwen3-TTS-12Hz-1.7B-Base" and big.text(2) == "4.5 GB" and big.text(3) == "5.3 GB (fp32)"
