@@ -17,7 +17,8 @@ bundle made before it (check_installed_bundle). Steps, all on the checkpoint at 
    checked by measuring again);
 4. measured again; up to MAX_ROUNDS rounds, each aiming at half the last target; a bundle still over BOUND, or
    one whose float Linears would make it read as many weight bytes per frame as the fp32 bundle (whose weights are
-   fp16-stored: 2 bytes against 1; the frame's time follows its weight bytes, docs/performance.md "CPU speed"),
+   fp16-stored: 2 bytes against 1; the frame's time follows its weight bytes, docs/performance.md "CPU speed:
+   self-tuning and the memory floor"),
    becomes a float bundle instead, with one line saying why. Promotion is ordered by KL per byte a frame reads
    more: a code-predictor layer costs 15 reads a frame, a talker layer one.
 
