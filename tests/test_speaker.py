@@ -223,3 +223,21 @@ def test_model_without_speaker_encoder(tmp_path):
     assert not list(bundle.path.glob("speaker_encoder.*"))
     with pytest.raises(BundleError, match="no speaker encoder"):
         SpeakerEncoder(bundle)
+
+
+def test_the_speaker_part_is_one_typed_record_and_old_manifests_still_read():
+    """SpeakerPart: what the converter writes is what the network reads (a round trip through the manifest's
+    JSON), a manifest written before it existed reads the same, and a wrong-typed value is one BundleError."""
+    import json
+
+    from engine.errors import BundleError
+    from engine.runtime.manifest_parts import SpeakerPart
+
+    old = {"present": True, "graph": "speaker", "input": "in0", "output": "out0", "mel_dim": 128, "enc_dim": 1024,
+           "sample_rate": 24000, "min_frames": 5, "channels": [512, 512, 512, 512, 1536]}
+    part = SpeakerPart.from_manifest(json.loads(json.dumps(old)))
+    assert part.to_manifest() == old and part.enc_dim == 1024 and part.channels[-1] == 1536
+    none = {"present": False, "model_type": "custom_voice"}
+    assert SpeakerPart.from_manifest(none).to_manifest() == none and not SpeakerPart.from_manifest({}).present
+    with pytest.raises(BundleError, match="'enc_dim' is not a whole number"):
+        SpeakerPart.from_manifest({**old, "enc_dim": "1024"})

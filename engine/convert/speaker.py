@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConvertError
+from ..runtime.manifest_parts import SpeakerPart
 from ..runtime.ncnn_graph import Graph, raw, tagged
 from .checkpoint import Checkpoint
 
@@ -251,7 +252,7 @@ class _Builder:
 def convert(ckpt: Checkpoint, writer, options) -> None:
     if not has_speaker_encoder(ckpt):
         # CustomVoice / VoiceDesign checkpoints carry no speaker encoder (tts_model_type != "base")
-        writer.set_part(PART, {"present": False, "model_type": ckpt.config.get("tts_model_type")})
+        writer.set_part(PART, SpeakerPart(False, ckpt.config.get("tts_model_type")).to_manifest())
         options.report(1.0, "no speaker encoder in this model")
         return
     spec = SpeakerSpec.from_config(ckpt.config)
@@ -259,15 +260,6 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     graph = _Builder(ckpt, fp16=options.precision == "fp16").build(spec)
     options.report(0.7, "writing weights")
     writer.add_graph(GRAPH, graph)
-    writer.set_part(PART, {
-        "present": True,
-        "graph": GRAPH,
-        "input": INPUT,
-        "output": OUTPUT,
-        "mel_dim": spec.mel_dim,
-        "enc_dim": spec.enc_dim,
-        "sample_rate": spec.sample_rate,
-        "min_frames": spec.max_pad + 1,
-        "channels": list(spec.channels),
-    })
+    writer.set_part(PART, SpeakerPart(True, None, GRAPH, INPUT, OUTPUT, spec.mel_dim, spec.enc_dim, spec.sample_rate,
+                                      spec.max_pad + 1, tuple(spec.channels)).to_manifest())
     options.report(1.0, "done")

@@ -8,6 +8,7 @@ import numpy as np
 from ..errors import AudioError, BundleError
 from ..io.audio import HOP, N_FFT, mel_spectrogram
 from ..runtime.bundle import Bundle
+from ..runtime.manifest_parts import SpeakerPart
 
 
 class SpeakerEncoder:
@@ -18,15 +19,15 @@ class SpeakerEncoder:
         the bundle stores them (fp16 bundles keep fp16 weights), but bf16/fp16 activations gave no speed-up here
         (full size, 2 threads) while bf16 costs ~0.5 % x-vector error. Pass bundle.runtime_precision to follow
         the bundle instead."""
-        info = bundle.part("speaker")
-        if not info.get("present", False):
+        part = SpeakerPart.from_manifest(bundle.part("speaker"), f"The manifest of {bundle.path}: its speaker part")
+        if not part.present:
             raise BundleError(
                 "this model has no speaker encoder (it is not a Base model); voice cloning needs a Qwen3-TTS Base model"
             )
-        self.dim = int(info["enc_dim"])
-        self.min_frames = int(info["min_frames"])
-        self._input, self._output = info["input"], info["output"]
-        self._net = bundle.net(info["graph"], threads, precision=precision)
+        self.dim = part.enc_dim
+        self.min_frames = part.min_frames
+        self._input, self._output = part.input, part.output
+        self._net = bundle.net(part.graph, threads, precision=precision)
 
     def xvector_from_mel(self, mel: np.ndarray) -> np.ndarray:
         """(frames, 128) mel -> (D,) x-vector."""
