@@ -14,7 +14,14 @@ from .audio_io import AudioBackend, Player
 from .data.paths import data_dir, models_dir, voices_dir
 from .data.settings import Settings
 from .data.voices import VoiceLibrary
-from .engine_adapter import SynthesizerContract, SynthFactory, open_synthesizer
+from .engine_adapter import (
+    SynthesizerContract,
+    SynthFactory,
+    TranscriberContract,
+    open_synthesizer,
+    open_transcriber,
+    speech_recogniser,
+)
 from .recorder import Recorder
 from .workers import Worker
 
@@ -119,6 +126,10 @@ class AppContext(QObject):
             path, threads=self.settings.threads or None, decoder_precision=self.settings.decoder_precision,
             device=self.settings.device, gpu_precision=self.settings.gpu_precision))
         self.library = library or VoiceLibrary(Path(settings.voices_dir) if settings.voices_dir else voices_dir())
+        # speech recognition (a new voice's transcript): which installed Whisper model, and how it is loaded
+        self.find_recogniser: Callable[[], Path | None] = lambda: speech_recogniser(self.models_folder())
+        self.open_transcriber: Callable[[Path], TranscriberContract] = lambda path: open_transcriber(
+            path, threads=self.settings.threads or None)
         self.player = Player(audio, self)
         self.synth: SynthesizerContract | None = None
         self.model_path: Path | None = None

@@ -94,6 +94,8 @@ class MainWindow(QMainWindow):
         self.voice_panel = VoicePanel(ctx)
         # a voice made: the next step is the text (then Ctrl+Return generates, Ctrl+P plays, Ctrl+S saves)
         self.voice_panel.editor.created.connect(lambda _path: self.text_edit.setFocus())
+        self.voice_panel.editor.get_recogniser.connect(lambda: self.show_models().show_recognisers())
+        self.models.recogniser_installed.connect(self.voice_panel.editor.recogniser_installed)
         # what the model speaks with: cloned voices (Base), preset speakers (CustomVoice), a description (VoiceDesign)
         self.speaker_panel = SpeakerPanel(ctx)
         self.design_panel = DesignPanel(ctx)
@@ -473,6 +475,7 @@ class MainWindow(QMainWindow):
         self.downloader.cancel()  # the partial files stay: the next Download resumes
         self.downloader.wait()
         self.voice_panel.stop_recording()
+        self.voice_panel.editor.stop_transcribing()
         self.ctx.player.stop()
         self.history.close()  # every take generated is on disk before the app quits
         self.batch.save_lines()

@@ -136,6 +136,8 @@ class Settings:
     output_dir = Option("folders/output", "")
     voices_dir = Option("folders/voices", "")
     last_reference_dir = Option("folders/last_reference", "")
+    # a new voice's transcript written down from its reference by the installed Whisper model
+    auto_transcript = Option("voices/auto_transcript", True)
     # generation
     language = Option("generate/language", "auto")
     last_voice = Option("generate/last_voice", "")

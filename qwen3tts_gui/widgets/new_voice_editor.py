@@ -24,6 +24,7 @@ from ..diagnostics import log, user_message
 from ..engine_adapter import Voice, VoiceError, read_audio_file
 from ..workers import CallWorker
 from .elided_label import ElidedLabel
+from .heard_line import HeardLine
 from .language_combo import LanguageCombo
 from .level_meter import LevelMeter
 from .reference_coach import ReferenceCoach
@@ -36,6 +37,7 @@ class NewVoiceEditor(QWidget):
     """The "New from file… / Record" buttons, and below them the editor, shown once there is a reference."""
 
     created = Signal(object)  # the Path of the new voice file in the library
+    get_recogniser = Signal()  # the "get a speech recognition model" link: the Models dialog's Whisper models
     meter: LevelMeter  # made below the recorder that feeds them
     rec_time: QLabel
 
@@ -110,6 +112,11 @@ class NewVoiceEditor(QWidget):
         self.transcript.setFixedHeight(64)
         self.transcript.setTabChangesFocus(True)  # a one-line answer: Tab moves on, as in the name field
         form.addRow("Transcript", self.transcript)
+        # what the speech recogniser is doing or heard, its progress and Cancel (or the link to get one), the
+        # setting that turns it off; the coach's transcript notes and their fixes
+        self.heard = HeardLine(ctx, self.transcript, self.lang_combo, self.coach, self._selected_reference)
+        self.heard.get_recogniser.connect(self.get_recogniser)
+        form.addRow("", self.heard)
         # the why, in a label that wraps: as the box's placeholder it was cut off after two lines
         self.transcript_hint = QLabel("With a transcript the voice also copies the delivery (in-context "
                                       "cloning); without it only the voice timbre is used.")
@@ -221,6 +228,7 @@ class NewVoiceEditor(QWidget):
         self.ref_wave.set_audio(samples, sr)
         self.coach.analyze(samples, sr)
         self.create_status.setText("")
+        self.heard.new_reference()
         self.frame.show()
         self.update_buttons()
         # the next step, from the keyboard too: name, Tab, language, Tab, transcript
@@ -232,6 +240,7 @@ class NewVoiceEditor(QWidget):
         samples, sr = self._ref
         a, b = self.ref_wave.selected_samples()
         self.coach.analyze(samples[a:b], sr)
+        self.heard.check()
 
     def trim_silence(self) -> None:
         if self._ref is not None:
@@ -260,11 +269,27 @@ class NewVoiceEditor(QWidget):
             self.recorder.stop()
         self._ref = None
         self._ref_path = None
+        self.heard.clear()
         self.ref_wave.clear()
         self.coach.set_notes([])
         self.name_edit.clear()
         self.transcript.clear()
         self.frame.hide()
+
+    def _selected_reference(self) -> tuple[np.ndarray, int] | None:
+        """The selected part of the reference (all of it when nothing is selected), at its own rate."""
+        if self._ref is None:
+            return None
+        samples, sr = self._ref
+        a, b = self.ref_wave.selected_samples()
+        return (samples[a:b] if b > a else samples), sr
+
+    def stop_transcribing(self) -> None:
+        """Before the window closes: the speech recogniser's thread is stopped and waited for."""
+        self.heard.shutdown()
+
+    def recogniser_installed(self) -> None:
+        self.heard.recogniser_installed()
 
     # --- creating the voice --------------------------------------------------------------------------------
     def create_voice(self) -> None:
@@ -325,3 +350,4 @@ class NewVoiceEditor(QWidget):
         self.create_btn.setEnabled(has_ref and self.ctx.synth is not None and not self.ctx.busy)
         self.create_btn.setToolTip("" if self.ctx.synth is not None else "Open a model first")
         self.new_file_btn.setEnabled(not self.recorder.recording)
+

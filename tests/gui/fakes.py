@@ -22,6 +22,7 @@ import soundfile as sf
 
 from engine import (
     DEFAULT_BATCH_SIZE,
+    WHISPER_LANGUAGES,
     AudioChunk,
     AudioError,
     Cancelled,
@@ -29,12 +30,14 @@ from engine import (
     FrameEvent,
     GenerationSettings,
     JobEvent,
+    LanguageError,
     ModelKind,
     SynthesisRequest,
     SynthesisResult,
     SynthesizerContract,
     TextError,
     Timings,
+    Transcript,
     TuningRecord,
     Voice,
     VoiceChoice,
@@ -491,3 +494,50 @@ class FakeDialogs:
 if TYPE_CHECKING:
     def _implements_the_contract(synth: FakeSynthesizer) -> SynthesizerContract:
         return synth  # mypy: the fake is a SynthesizerContract, as the real Synthesizer is
+
+
+class FakeTranscriber:
+    """Stands in for engine.Transcriber: hears `text` in `language` (detected unless one is given) after `steps`
+    progress reports `delay` seconds apart; refuses audio and languages as the real one does (test_contract.py)."""
+
+    MAX_SECONDS = 30.0
+
+    def __init__(self, text: str = "Hello there, this is my voice.", language: str = "en", steps: int = 5,
+                 delay: float = 0.0):
+        self.text, self.language, self.steps, self.delay = text, language, steps, delay
+        self.calls = 0
+        self.started = threading.Event()  # set when a transcription has begun (tests cancel mid-way)
+
+    def transcribe(self, audio, language: str | None = None, progress=None, cancel=None) -> Transcript:
+        code = None
+        if language is not None:
+            key = language.strip().lower().removeprefix("<|").removesuffix("|>")
+            by_name = {name: c for c, name in WHISPER_LANGUAGES.items()}
+            code = key if key in WHISPER_LANGUAGES else by_name.get(key)
+            if code is None:
+                raise LanguageError(f"Whisper does not know the language {language!r}.")
+        samples, rate = audio
+        mono = np.asarray(samples, np.float32)
+        mono = mono.mean(axis=1) if mono.ndim == 2 else mono.reshape(-1)
+        if mono.size == 0:
+            raise AudioError("The recording is empty: there is nothing to transcribe.")
+        if not np.isfinite(mono).all():
+            raise AudioError("The recording contains invalid samples (NaN or infinity); it cannot be transcribed.")
+        if mono.size / rate > self.MAX_SECONDS:
+            raise AudioError(f"The recording is {mono.size / rate:.1f} s long; transcription takes up to 30 s.")
+        if mono.size / rate < 0.1:
+            raise AudioError("The recording is too short to transcribe.")
+        if float(np.max(np.abs(mono))) < 1e-4:
+            raise AudioError("The recording is silent: there are no words to transcribe.")
+        self.calls += 1
+        self.started.set()
+        for i in range(self.steps + 1):
+            if cancel is not None and cancel():
+                raise Cancelled("Transcription cancelled.")
+            if progress is not None:
+                progress(i / self.steps, "writing" if i else "listening")
+            if i < self.steps:
+                time.sleep(self.delay)
+        return Transcript(text=self.text, language=code or self.language, language_detected=code is None,
+                          token_ids=tuple(range(len(self.text.split()))), prompt_ids=(1, 2, 3),
+                          seconds=mono.size / rate, complete=True)

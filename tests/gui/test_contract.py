@@ -8,6 +8,7 @@ add up to the audio, seeds, the frame cap, and cancelling by closing the generat
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,23 +16,27 @@ import pytest
 from engine import (
     MAX_BATCH_SIZE,
     SAMPLES_PER_FRAME,
+    WHISPER_LANGUAGES,
     AudioChunk,
     AudioError,
     BatchEvents,
     Cancelled,
     FrameEvent,
     GenerationSettings,
+    LanguageError,
     SynthesisJob,
     SynthesisResult,
     SynthesizerContract,
     TextError,
     Timings,
+    Transcript,
     Voice,
     VoiceError,
     estimated_frames,
 )
+from qwen3tts_gui.engine_adapter import TranscriberContract
 
-from .fakes import FakeSynthesizer, speech_like
+from .fakes import FakeSynthesizer, FakeTranscriber, speech_like
 
 SR = 24000
 
@@ -262,3 +267,64 @@ def test_tuning_reports_progress_and_cancels_cleanly(synth, tmp_path, monkeypatc
     line = record.summary()
     assert isinstance(line, str) and line and "\n" not in line
     assert not synth.tuning_needed
+
+
+# --- speech recognition: the GUI tests' FakeTranscriber against engine.Transcriber on the tiny Whisper fixture ---
+
+WHISPER_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "whisper"
+
+
+@pytest.fixture(scope="module", params=["fake", "real"])
+def transcriber(request, tmp_path_factory):
+    if request.param == "fake":
+        return FakeTranscriber(text="Guten Tag.", language="de")
+    from engine import Transcriber, convert_checkpoint
+
+    bundle = convert_checkpoint(WHISPER_FIXTURE / "models" / "tinywhisper80", tmp_path_factory.mktemp("w") / "b")
+    return Transcriber(bundle, threads=1)
+
+
+def _clip(name: str = "de_8k_4s.wav") -> tuple[np.ndarray, int]:
+    from engine import read_audio_file
+
+    samples, rate = read_audio_file(WHISPER_FIXTURE / "audio" / name)
+    return samples, rate
+
+
+def test_transcriber_matches_the_app_contract():
+    assert isinstance(FakeTranscriber(), TranscriberContract)
+
+
+def test_transcript_detects_the_language_or_takes_the_given_one(transcriber):
+    seen: list[tuple[float, str]] = []
+    heard = transcriber.transcribe(_clip(), progress=lambda f, m: seen.append((f, m)))
+    assert isinstance(heard, Transcript) and isinstance(heard.text, str)
+    assert heard.language_detected and heard.language in WHISPER_LANGUAGES
+    assert heard.language_name == WHISPER_LANGUAGES[heard.language]
+    fractions = [f for f, _ in seen]
+    assert fractions and fractions[0] == 0.0 and fractions[-1] == 1.0 and fractions == sorted(fractions)
+    given = transcriber.transcribe(_clip(), language="french")
+    assert given.language == "fr" and not given.language_detected
+    assert transcriber.transcribe(_clip(), language="fr").language == "fr"
+
+
+def test_transcriber_cancel_raises_cancelled(transcriber):
+    with pytest.raises(Cancelled):
+        transcriber.transcribe(_clip(), cancel=lambda: True)
+
+
+@pytest.mark.parametrize("audio", [
+    (np.zeros(0, np.float32), 16000),  # empty
+    (np.zeros(48000, np.float32), 16000),  # silent
+    (np.full(16000, np.nan, np.float32), 16000),  # NaN
+    (np.full(16000 * 31, 0.1, np.float32), 16000),  # past the 30 s window
+])
+def test_transcriber_refuses_unusable_audio_in_one_line(transcriber, audio):
+    with pytest.raises(AudioError) as e:
+        transcriber.transcribe(audio)
+    assert "\n" not in str(e.value) and str(e.value)
+
+
+def test_transcriber_refuses_an_unknown_language(transcriber):
+    with pytest.raises(LanguageError):
+        transcriber.transcribe(_clip(), language="klingon")

@@ -1,0 +1,206 @@
+"""A new voice's transcript written down from its reference by the speech recogniser (FakeTranscriber, held to
+engine.Transcriber by test_contract.py), never over typed text; the coach's transcript notes and their fixes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from qwen3tts_gui.coach import transcript_notes
+from qwen3tts_gui.widgets.models_dialog import ModelsDialog
+
+from .fakes import FakeTranscriber, speech_like
+
+SR = 24000
+HEARD = "Hello there, this is my voice."
+
+
+@pytest.fixture
+def recogniser(tmp_path):
+    """make(window, transcriber): the window finds a Whisper model and loads `transcriber` for it."""
+
+    def make(window, transcriber: FakeTranscriber):
+        loaded = []
+
+        def open_transcriber(path):
+            loaded.append(path)
+            return transcriber
+
+        window.ctx.find_recogniser = lambda: tmp_path / "whisper-base"
+        window.ctx.open_transcriber = open_transcriber
+        return loaded
+
+    return make
+
+
+def load(window, seconds: float = 4.0, samples=None):
+    editor = window.voice_panel.editor
+    clip = speech_like(seconds, SR) if samples is None else samples
+    editor.set_reference(clip.reshape(-1, 1), SR, None)
+    return editor
+
+
+def test_an_empty_transcript_is_written_in(qtbot, make_window, recogniser, tmp_path):
+    window = make_window()
+    fake = FakeTranscriber(HEARD)
+    loaded = recogniser(window, fake)
+    editor = load(window)
+    qtbot.waitUntil(lambda: editor.transcript.toPlainText() == HEARD, timeout=5000)
+    assert loaded == [tmp_path / "whisper-base"]
+    assert "Written down from the audio" in editor.heard.label.text()
+    qtbot.waitUntil(lambda: not editor.heard.cancel_btn.isVisible(), timeout=5000)
+    load(window)  # a second reference: the loaded model is used again, its words replace the ones it wrote
+    qtbot.waitUntil(lambda: fake.calls == 2, timeout=5000)
+    assert loaded == [tmp_path / "whisper-base"]
+    assert editor.transcript.toPlainText() == HEARD
+
+
+def test_typed_text_is_kept_and_what_was_heard_is_offered(qtbot, make_window, recogniser):
+    window = make_window()
+    fake = FakeTranscriber(HEARD)
+    recogniser(window, fake)
+    editor = window.voice_panel.editor
+    editor.transcript.setPlainText("Words I typed myself")
+    load(window)
+    qtbot.waitUntil(lambda: "Use what was heard" in editor.heard.label.text(), timeout=5000)
+    assert editor.transcript.toPlainText() == "Words I typed myself"
+    assert HEARD in editor.heard.label.text()
+    editor.heard.label.linkActivated.emit("use")
+    assert editor.transcript.toPlainText() == HEARD
+
+
+def test_cancel_stops_the_recogniser_and_writes_nothing(qtbot, make_window, recogniser):
+    window = make_window()
+    fake = FakeTranscriber(HEARD, steps=200, delay=0.01)
+    recogniser(window, fake)
+    editor = load(window)
+    assert fake.started.wait(5)
+    qtbot.waitUntil(editor.heard.cancel_btn.isVisible, timeout=2000)
+    editor.heard.cancel_btn.click()
+    assert "Stopped" in editor.heard.label.text() and not editor.heard.progress.isVisible()
+    qtbot.waitUntil(lambda: not editor.heard.writer.running, timeout=5000)
+    qtbot.wait(50)
+    assert editor.transcript.toPlainText() == ""
+    editor.heard.label.linkActivated.emit("again")  # the link in the line writes them down after all
+    qtbot.waitUntil(lambda: editor.transcript.toPlainText() == HEARD, timeout=10000)
+
+
+def test_without_a_model_the_box_stays_and_a_link_opens_the_whisper_models(qtbot, make_window, dialogs):
+    window = make_window()  # the private models folder has no Whisper model
+    editor = load(window)
+    assert not editor.heard.writer.running and editor.transcript.toPlainText() == ""
+    assert "Get a speech recognition model" in editor.heard.label.text()
+    editor.heard.label.linkActivated.emit("models")
+    dialog = window.findChild(ModelsDialog)
+    assert dialog is not None and dialog.isVisible()
+    names = [dialog.available.topLevelItem(i).text(0) for i in range(dialog.available.topLevelItemCount())]
+    assert {"whisper-tiny", "whisper-base", "whisper-small", "whisper-large-v3-turbo"} <= set(names)
+    assert dialog.available.currentItem().text(0) == "whisper-base"
+    assert "Whisper base" in dialog.panel.model_combo.currentText()  # ready to download
+    assert "about" in dialog.panel.sizes.text()  # its size on disk, though 8-bit is not made of a Whisper model
+    dialog.reject()
+    assert not dialogs.errors
+
+
+def test_the_setting_turns_it_off(qtbot, make_window, recogniser, settings):
+    settings.auto_transcript = False
+    window = make_window()
+    fake = FakeTranscriber(HEARD)
+    recogniser(window, fake)
+    editor = load(window)
+    qtbot.wait(100)
+    assert fake.calls == 0 and editor.transcript.toPlainText() == ""
+    assert not editor.heard.auto.isChecked()
+    editor.heard.auto.setChecked(True)  # turned on with a reference open: its words are written down
+    assert settings.auto_transcript
+    qtbot.waitUntil(lambda: editor.transcript.toPlainText() == HEARD, timeout=5000)
+
+
+def test_damaged_whisper_bundle_is_one_line_in_the_window(qtbot, make_window, dialogs, tmp_path):
+    window = make_window()
+    bundle = tmp_path / "whisper-base"
+    bundle.mkdir()
+    (bundle / "manifest.json").write_text(json.dumps({"model": "whisper"}), encoding="utf-8")
+    window.ctx.find_recogniser = lambda: bundle  # the real loader: engine.Transcriber
+    editor = load(window)
+    qtbot.waitUntil(lambda: "could not be written down" in editor.heard.label.text(), timeout=10000)
+    line = editor.heard.label.text()
+    assert "Traceback" not in line and "\n" not in line
+    assert editor.transcript.toPlainText() == "" and not dialogs.errors
+
+
+def test_nan_audio_is_one_line_in_the_window(qtbot, make_window, recogniser, dialogs):
+    window = make_window()
+    recogniser(window, FakeTranscriber(HEARD))
+    clip = speech_like(3.0, SR)
+    clip[SR:SR + 10] = np.nan
+    editor = load(window, samples=clip)
+    qtbot.waitUntil(lambda: "invalid samples" in editor.heard.label.text(), timeout=5000)
+    assert editor.transcript.toPlainText() == "" and not dialogs.errors
+
+
+def test_no_words_heard_in_a_clip_with_speech_offers_to_type(qtbot, make_window, recogniser):
+    window = make_window()
+    recogniser(window, FakeTranscriber(""))
+    editor = load(window)
+    qtbot.waitUntil(lambda: "use_heard" in editor.coach.fix_buttons or "edit_transcript" in editor.coach.fix_buttons,
+                    timeout=5000)
+    assert any("No words were heard" in n.text for n in editor.coach.notes)
+    editor.name_edit.setFocus()
+    editor.coach.fix_buttons["edit_transcript"].click()
+    assert editor.transcript.hasFocus()
+
+
+def test_a_transcript_far_from_what_was_heard_gets_a_fix(qtbot, make_window, recogniser):
+    window = make_window()
+    fake = FakeTranscriber(HEARD)
+    recogniser(window, fake)
+    editor = load(window)
+    qtbot.waitUntil(lambda: editor.transcript.toPlainText() == HEARD, timeout=5000)
+    assert not any("far from" in n.text for n in editor.coach.notes)
+    editor.transcript.setPlainText("Completely different words about a garden")
+    note = next(n for n in editor.coach.notes if "far from what was heard" in n.text)
+    assert HEARD in note.text
+    editor.coach.fix_buttons["use_heard"].click()
+    assert editor.transcript.toPlainText() == HEARD
+    assert not any("far from" in n.text for n in editor.coach.notes)
+
+
+def test_the_detected_language_is_offered_for_the_voice(qtbot, make_window, recogniser):
+    window = make_window()
+    recogniser(window, FakeTranscriber("Guten Tag, das ist meine Stimme.", language="de"))
+    editor = load(window)
+    qtbot.waitUntil(lambda: "language:german" in editor.coach.fix_buttons, timeout=5000)
+    assert editor.lang_combo.language() == "auto"  # offered, not chosen for the user
+    editor.coach.fix_buttons["language:german"].click()
+    assert editor.lang_combo.language() == "german"
+    assert "language:german" not in editor.coach.fix_buttons  # done: no longer offered
+
+
+def test_far_too_many_words_for_the_clip_without_a_recogniser(qtbot, make_window):
+    window = make_window()
+    editor = load(window, seconds=3.0)
+    editor.transcript.setPlainText(" ".join(["word"] * 40))
+    note = next(n for n in editor.coach.notes if "far too many" in n.text)
+    assert note.action == "edit_transcript"
+    editor.coach.fix_buttons["edit_transcript"].click()
+    assert editor.transcript.hasFocus() and editor.transcript.textCursor().hasSelection()
+
+
+@pytest.mark.parametrize(("typed", "seconds", "expected"), [
+    (" ".join(["w"] * 30), 3.0, "far too many"),  # 10 words a second
+    ("Hello", 9.0, "Only 1 word"),  # one word in 9 s of speech
+    ("这是我的声音，你好吗，今天天气很好", 3.0, None),  # 17 characters in 3 s: ordinary Mandarin
+    ("Hello there, this is my voice.", 3.0, None),
+])
+def test_word_count_notes(typed, seconds, expected):
+    notes = [n.text for n in transcript_notes(typed, seconds)]
+    assert (any(expected in n for n in notes) if expected else notes == [])
+
+
+def test_a_close_transcript_is_not_called_far():
+    assert transcript_notes("Hello there this is my voice", 3.0, "Hello there, this is my voice.") == []
+    far = transcript_notes("Hello", 3.0, "The weather is fine today in Berlin.")
+    assert [n.action for n in far] == ["use_heard"]
