@@ -114,12 +114,7 @@ from .io.fileio import OwnFileError, create_new, os_reason, read_own_file, write
 from .io.safefile import load_npy_bytes, load_npy_file, npy_bytes_needed, regular_file_problem  # noqa: E402
 from .io.text_file import MAX_TEXT_FILE_BYTES, decode_text, read_text_file  # noqa: E402
 from .longform.consuming import run_speech  # noqa: E402
-from .longform.joining import JoinSettings  # noqa: E402
-from .longform.journal import ChunkJournal, ChunkPlan, JournalError, same_voice  # noqa: E402
-from .longform.recording_length import RecordingLength  # noqa: E402
-from .longform.request import LongTextOptions, SynthesisRequest  # noqa: E402
-from .longform.runaway import GuardSettings  # noqa: E402
-from .longform.runner import (  # noqa: E402
+from .longform.events import (  # noqa: E402
     ChunkAudio,
     ChunkFrame,
     ChunkProgress,
@@ -129,9 +124,13 @@ from .longform.runner import (  # noqa: E402
     ChunkStream,
     LongResult,
     Speech,
-    recording_of_made,
-    speak,
 )
+from .longform.joining import JoinSettings  # noqa: E402
+from .longform.journal import ChunkJournal, ChunkPlan, JournalError, same_voice  # noqa: E402
+from .longform.recording_length import RecordingLength  # noqa: E402
+from .longform.request import LongTextOptions, SynthesisRequest  # noqa: E402
+from .longform.runaway import GuardSettings  # noqa: E402
+from .longform.runner import recording_of_made, speak  # noqa: E402
 from .nets.codec_decoder import DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION  # noqa: E402
 from .runtime.bundle import OFFERED_PRECISIONS, Bundle  # noqa: E402
 from .runtime.device import (  # noqa: E402

@@ -16,11 +16,7 @@ import soundfile as sf
 from engine.errors import AudioError, Cancelled, EngineError, TextError
 from engine.io.audio_writer import AudioFileWriter
 from engine.longform.consuming import run_speech
-from engine.longform.joining import JoinSettings, fade_edges, joined_piece, pause_samples, seconds_to_samples
-from engine.longform.recording_length import RecordingLength
-from engine.longform.request import LongTextOptions, SynthesisRequest, split_for_synthesis
-from engine.longform.runaway import GuardSettings, RunawayGuard
-from engine.longform.runner import (
+from engine.longform.events import (
     ChunkAudio,
     ChunkFrame,
     ChunkProgress,
@@ -29,8 +25,12 @@ from engine.longform.runner import (
     ChunkStarted,
     ChunkStream,
     LongResult,
-    speak,
 )
+from engine.longform.joining import JoinSettings, fade_edges, joined_piece, pause_samples, seconds_to_samples
+from engine.longform.recording_length import RecordingLength
+from engine.longform.request import LongTextOptions, SynthesisRequest, split_for_synthesis
+from engine.longform.runaway import GuardSettings, RunawayGuard
+from engine.longform.runner import speak
 from engine.types import AudioChunk, FrameEvent, GenerationSettings, SynthesisResult
 from engine.voice import Voice
 from qwen3tts_cli.main import main

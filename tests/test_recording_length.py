@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import TextError
+from engine.longform.events import ChunkAudio, ChunkSkipped, LongResult
 from engine.longform.joining import JoinSettings, pause_samples
 from engine.longform.recording_length import RecordingLength
 from engine.longform.request import LongTextOptions
-from engine.longform.runner import ChunkAudio, ChunkSkipped, LongResult
 from engine.text.length import estimate_seconds
 from engine.types import GenerationSettings
 from tests.test_longform import CHUNKS, OPTIONS, TEXT, ScriptedSynth, run_long

@@ -9,8 +9,7 @@ from collections.abc import Callable
 
 from ..errors import EngineError
 from ..types import AudioChunk
-from .recording_length import RecordingLength
-from .runner import (
+from .events import (
     ChunkAudio,
     ChunkFrame,
     ChunkProgress,
@@ -20,6 +19,7 @@ from .runner import (
     LongResult,
     Speech,
 )
+from .recording_length import RecordingLength
 
 
 def run_speech(

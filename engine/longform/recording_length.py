@@ -15,9 +15,9 @@ from ..codec_format import SAMPLES_PER_FRAME
 from ..errors import TextError
 from ..text.length import estimated_frames
 from ..text.splitter import TextChunk
+from .events import ChunkAudio, ChunkSkipped, LongEvent, Speech
 from .joining import JoinSettings, PausePlanner
-from .request import LongTextOptions, split_for_synthesis
-from .runner import ChunkAudio, ChunkSkipped, LongEvent, Speech, speakable
+from .request import LongTextOptions, speakable, split_for_synthesis
 
 
 class RecordingLength:

@@ -53,3 +53,8 @@ def split_for_synthesis(text: str, language: str = "auto", max_chars: int = DEFA
     """The chunks a request is spoken in (a model language the splitter does not know splits as "auto")."""
     rules = language if (language or "auto").strip().lower() in LANGUAGE_CODES else "auto"
     return split_text(text, max_chars=max_chars, language=rules)
+
+
+def speakable(chunk: TextChunk) -> bool:
+    """A chunk with no letter or digit ("* * *", "—") has nothing to say: only its pause is kept."""
+    return any(ch.isalnum() for ch in chunk.text)

@@ -16,8 +16,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..longform.events import Speech
 from ..longform.request import SynthesisRequest
-from ..longform.runner import Speech
 from ..nets.weight_reads import FrameWeights
 from ..runtime.device import Device
 from ..runtime.tuning import TuningRecord

@@ -18,8 +18,9 @@ import numpy as np
 
 from ..codec_format import SAMPLES_PER_FRAME
 from ..errors import EngineError, TextError
+from ..longform.events import Speech
 from ..longform.request import SynthesisRequest
-from ..longform.runner import Speech, speak
+from ..longform.runner import speak
 from ..nets.code_predictor import CodePredictor
 from ..nets.codec_decoder import DEFAULT_DECODER_PRECISION, CodecDecoder, check_decoder_precision
 from ..nets.talker import Talker
