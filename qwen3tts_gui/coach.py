@@ -155,7 +155,9 @@ def transcript_notes(typed: str, seconds: float, heard: str | None = None, heard
                                "Use what was heard", "use_heard"))
     elif typed and seconds > 0:
         words = word_count(typed)
-        fix = ("Use what was heard", "use_heard") if heard_words else ("Edit it", "edit_transcript")
+        # the recogniser's own words are no fix for themselves (a small model can repeat a word many times)
+        differs = heard_words and transcript_units(typed) != transcript_units(heard or "")
+        fix = ("Use what was heard", "use_heard") if differs else ("Edit it", "edit_transcript")
         if words > MAX_WORDS_PER_S * seconds + 2:
             notes.append(CoachNote("warn", f"{words:.0f} words for {seconds:.1f} s of speech: far too many, the "
                                    "transcript says more than the clip.", *fix))

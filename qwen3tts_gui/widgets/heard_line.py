@@ -63,7 +63,7 @@ class HeardLine(QWidget):
         self.cancel_btn.setToolTip("Stop writing down the reference's words")
         self.cancel_btn.clicked.connect(self.cancel)
         self.cancel_btn.hide()
-        self.auto = QCheckBox("Write the transcript down from the audio")
+        self.auto = QCheckBox("Fill in from the audio")
         self.auto.setToolTip("With a speech recognition (Whisper) model installed, a new reference's words are "
                              "written into the transcript box; typed text is never replaced")
         self.auto.setChecked(ctx.settings.auto_transcript)

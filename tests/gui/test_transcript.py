@@ -200,6 +200,13 @@ def test_word_count_notes(typed, seconds, expected):
     assert (any(expected in n for n in notes) if expected else notes == [])
 
 
+def test_the_heard_words_are_no_fix_for_themselves():
+    """A recogniser that repeats a word: its text, already in the box, is offered for editing, not again."""
+    heard = " ".join(["replaces"] * 30)
+    notes = transcript_notes(heard, 2.0, heard)
+    assert [n.action for n in notes] == ["edit_transcript"] and "far too many" in notes[0].text
+
+
 def test_a_close_transcript_is_not_called_far():
     assert transcript_notes("Hello there this is my voice", 3.0, "Hello there, this is my voice.") == []
     far = transcript_notes("Hello", 3.0, "The weather is fine today in Berlin.")
