@@ -132,6 +132,11 @@ class ModelsDialog(QDialog):
             height += tree.horizontalScrollBar().sizeHint().height()  # the columns are wider than the dialog
             height += sum(tree.sizeHintForRow(i) for i in range(rows))
             tree.setMinimumHeight(height)
+        # and three installed models above it: with the Whisper models in the catalogue, the installed list
+        # was squeezed to half a row
+        table = self.table
+        row = table.sizeHintForRow(0) if table.topLevelItemCount() else tree.sizeHintForRow(0)
+        table.setMinimumHeight(table.header().sizeHint().height() + 2 * table.frameWidth() + 3 * max(row, 1) + 4)
 
     def store(self) -> ModelStore:
         return ModelStore(self.ctx.models_folder())

@@ -121,4 +121,6 @@ def test_models_dialog_shows_the_whole_catalogue_at_its_default_size(qtbot, make
              and tree.visualItemRect(tree.topLevelItem(i)).bottom() < height]
     assert len(shown) == tree.topLevelItemCount(), \
         f"only {len(shown)} whole rows of the catalogue fit in {tree.viewport().size()}"
+    # the installed models keep room for three rows beside a catalogue that holds the Whisper models too
+    assert dialog.table.viewport().height() >= 3 * tree.sizeHintForRow(0)
     dialog.close()
