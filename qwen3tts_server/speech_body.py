@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from engine import EngineError, GenerationSettings
+from engine import SAMPLING_SETTINGS, EngineError, GenerationSettings
 
 from .api_errors import ApiError
 from .config import Limits
@@ -25,9 +25,9 @@ OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")  # front ends send thes
 # extra fields: name -> (expected type, what to say it must be)
 WHOLE, NUMBER, FLAG = "a whole number", "a number", "true or false"
 SETTINGS = {
-    "seed": WHOLE, "temperature": NUMBER, "top_k": WHOLE, "top_p": NUMBER, "repetition_penalty": NUMBER,
-    "greedy": FLAG, "max_frames": WHOLE, "subtalker_temperature": NUMBER, "subtalker_top_k": WHOLE,
-    "subtalker_top_p": NUMBER,
+    "seed": WHOLE, "greedy": FLAG, "max_frames": WHOLE,
+    # the sampling settings as the engine declares them (engine/setting_specs.py)
+    **{spec.name: WHOLE if spec.whole else NUMBER for spec in SAMPLING_SETTINGS},
 }
 
 
