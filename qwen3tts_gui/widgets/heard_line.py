@@ -191,6 +191,8 @@ class HeardLine(QWidget):
         if reference is None:
             self.coach.set_transcript_notes([])
             return
+        if self.label.text() == WRITTEN and self.transcript.toPlainText().strip() != self._filled:
+            self._say("")  # the words are the user's now: the coach compares them with what was heard
         heard = self.transcript_heard
         languages = tuple(self.language.itemData(i) for i in range(self.language.count()))
         self.coach.set_transcript_notes(transcript_notes(

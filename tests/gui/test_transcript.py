@@ -161,6 +161,7 @@ def test_a_transcript_far_from_what_was_heard_gets_a_fix(qtbot, make_window, rec
     qtbot.waitUntil(lambda: editor.transcript.toPlainText() == HEARD, timeout=5000)
     assert not any("far from" in n.text for n in editor.coach.notes)
     editor.transcript.setPlainText("Completely different words about a garden")
+    assert "Written down" not in editor.heard.label.text()  # no longer what the recogniser wrote
     note = next(n for n in editor.coach.notes if "far from what was heard" in n.text)
     assert HEARD in note.text
     editor.coach.fix_buttons["use_heard"].click()
@@ -211,3 +212,38 @@ def test_a_close_transcript_is_not_called_far():
     assert transcript_notes("Hello there this is my voice", 3.0, "Hello there, this is my voice.") == []
     far = transcript_notes("Hello", 3.0, "The weather is fine today in Berlin.")
     assert [n.action for n in far] == ["use_heard"]
+
+
+@pytest.fixture(scope="module")
+def whisper_bundle(tmp_path_factory):
+    from engine import convert_checkpoint
+
+    from .test_contract import WHISPER_FIXTURE
+
+    return convert_checkpoint(WHISPER_FIXTURE / "models" / "tinywhisper80", tmp_path_factory.mktemp("w") / "b")
+
+
+def test_an_installed_whisper_model_writes_the_words_and_is_no_voice_model(qtbot, make_window, tmp_path,
+                                                                          monkeypatch, whisper_bundle):
+    """The real store and the real Transcriber: the installed Whisper model is found and used; in the Models
+    dialog it says what it is and cannot be opened as the voice model; a download of one does not open it."""
+    import shutil
+
+    store = tmp_path / "models"
+    store.mkdir()
+    shutil.copytree(whisper_bundle, store / "whisper-tiny")
+    monkeypatch.setenv("QWEN3TTS_MODELS_DIR", str(store))
+    window = make_window()
+    editor = load(window)
+    qtbot.waitUntil(lambda: not editor.heard.writer.running, timeout=60000)
+    assert editor.heard.transcript_heard is not None, editor.heard.label.text()
+    assert editor.transcript.toPlainText() == editor.heard.transcript_heard.text.strip()
+    dialog = window.show_models()
+    row = dialog.table.topLevelItem(0)
+    assert row.text(0) == "whisper-tiny" and "speech recognition" in row.text(1)
+    dialog.table.setCurrentItem(row)
+    assert not dialog.open_btn.isEnabled() and not dialog.default_btn.isEnabled() and dialog.remove_btn.isEnabled()
+    dialog.reject()
+    window.ctx.set_model(None, None)  # no voice model open: a downloaded voice model would open by itself
+    window.models._model_downloaded(store / "whisper-tiny")
+    assert window.ctx.job is None and window.ctx.synth is None  # a Whisper model does not
