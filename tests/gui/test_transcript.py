@@ -247,3 +247,30 @@ def test_an_installed_whisper_model_writes_the_words_and_is_no_voice_model(qtbot
     window.ctx.set_model(None, None)  # no voice model open: a downloaded voice model would open by itself
     window.models._model_downloaded(store / "whisper-tiny")
     assert window.ctx.job is None and window.ctx.synth is None  # a Whisper model does not
+
+
+def test_a_reference_past_30_s_is_one_line_and_its_selected_part_is_written_down(qtbot, make_window, recogniser,
+                                                                                 dialogs):
+    window = make_window()
+    fake = FakeTranscriber(HEARD)
+    recogniser(window, fake)
+    editor = load(window, seconds=40.0)
+    qtbot.waitUntil(lambda: "30 s" in editor.heard.label.text(), timeout=5000)
+    assert "Try again" in editor.heard.label.text() and editor.transcript.toPlainText() == ""
+    editor.ref_wave.set_selection(SR, 9 * SR)  # the part to use
+    editor.heard.label.linkActivated.emit("again")
+    qtbot.waitUntil(lambda: editor.transcript.toPlainText() == HEARD, timeout=5000)
+    assert not dialogs.errors
+
+
+def test_a_newer_reference_replaces_the_one_being_written_down(qtbot, make_window, recogniser):
+    window = make_window()
+    fake = FakeTranscriber(HEARD, steps=100, delay=0.01)
+    recogniser(window, fake)
+    editor = load(window, seconds=4.0)
+    assert fake.started.wait(5)
+    load(window, seconds=6.0)  # mid-way through the first
+    qtbot.waitUntil(lambda: editor.heard.transcript_heard is not None, timeout=10000)
+    qtbot.waitUntil(lambda: not editor.heard.writer.running, timeout=10000)
+    assert editor.heard.transcript_heard.seconds == pytest.approx(6.0)  # only the newest reference's words
+    assert fake.calls == 2
