@@ -85,13 +85,13 @@ from typing import Any
 
 from .runtime.cpu import (
     busy_processes,
-    configure_openmp,
     cpu_model,
     load_average,
     openmp_settings,
     physical_cores,
     usable_cpus,
 )
+from .runtime.openmp_setup import configure_openmp
 
 configure_openmp()  # before anything imports ncnn (libgomp reads its environment once, at load)
 

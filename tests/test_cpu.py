@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from engine.runtime import cpu
+from engine.runtime import cpu, openmp_setup
 
 OPENMP_KEYS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 LIBGOMP_DEFAULT_SPIN = 300000  # libgomp's own spin count with no OMP_WAIT_POLICY (its env.c)
@@ -54,12 +54,12 @@ def test_a_users_openmp_choice_is_kept_and_nothing_is_added(key, value):
 def test_configure_openmp_in_process(monkeypatch):
     for key in OPENMP_KEYS:
         monkeypatch.delenv(key, raising=False)
-    cpu.configure_openmp()
+    openmp_setup.configure_openmp()
     assert {k: os.environ.get(k) for k in OPENMP_KEYS} == {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": cpu.SPIN_COUNT}
     assert cpu.openmp_settings() == f"GOMP_SPINCOUNT={cpu.SPIN_COUNT}"
     monkeypatch.delenv("GOMP_SPINCOUNT")
     monkeypatch.setenv("OMP_WAIT_POLICY", "passive")  # any value the user set stands, as they wrote it
-    cpu.configure_openmp()
+    openmp_setup.configure_openmp()
     assert {k: os.environ.get(k) for k in OPENMP_KEYS} == {"OMP_WAIT_POLICY": "passive", "GOMP_SPINCOUNT": None}
 
 

@@ -24,7 +24,7 @@ to 100 by itself while it runs more threads than there are CPUs. Figures: docs/p
 The best count is a property of the CPU: on a 2-vCPU Intel Xeon (Sapphire/Emerald Rapids class) 1000 was the main
 loss (generation 95-105 ms/frame at 1000, 59-69 at 10000-100000, one thread 109-110). So 1000 is only the first
 start's value: the self-tuner measures candidates in processes of their own (engine/synthesis/spin_tuning.py) and
-keeps its choice in the tuning record, which configure_openmp() reads at the next start. A value the user set in
+keeps its choice in the tuning record, which configure_openmp() (openmp_setup.py) reads at the next start. A value the user set in
 the environment (either variable) is kept.
 """
 
@@ -59,28 +59,18 @@ class SpinSetting:
 _spin = SpinSetting(None, "default")
 
 
-def configure_openmp() -> SpinSetting:
-    """Set the OpenMP spin count unless the user chose otherwise: this CPU's tuned count (the newest tuning record
-    measured on it), else SPIN_COUNT. Effective only before ncnn is imported (libgomp reads it once, at load)."""
+def set_spin(setting: SpinSetting) -> None:
+    """Record what libgomp was given (engine/runtime/openmp_setup.py configure_openmp decides it)."""
     global _spin
-    if any(key in os.environ for key in OPENMP_CHOICES):
-        value = os.environ.get("GOMP_SPINCOUNT", "")
-        _spin = SpinSetting(int(value) if value.isdigit() and "OMP_WAIT_POLICY" not in os.environ else None, "user")
-        return _spin
-    from .tuning import stored_spin_count
-
-    tuned = stored_spin_count(cpu_model(), physical_cores(), usable_cpus(), _ncnn_version())
-    _spin = SpinSetting(int(SPIN_COUNT), "default") if tuned is None else SpinSetting(tuned, "tuned")
-    os.environ["GOMP_SPINCOUNT"] = str(_spin.count)
-    return _spin
+    _spin = setting
 
 
 def spin_setting() -> SpinSetting:
-    """What configure_openmp() gave libgomp in this process."""
+    """What configure_openmp() (engine/runtime/openmp_setup.py) gave libgomp in this process."""
     return _spin
 
 
-def _ncnn_version() -> str:
+def ncnn_version() -> str:
     """ncnn's version as the tuning key spells it (ncnn.__version__), read without importing ncnn."""
     try:
         return metadata.version("ncnn")

@@ -461,7 +461,7 @@ def save_record(record: TuningRecord, folder: Path | None = None) -> str | None:
 
 def stored_spin_count(cpu: str, cores: int, logical: int, ncnn: str, folder: Path | None = None) -> int | None:
     """The spin count the newest valid record measured on this CPU (any model), or None. Read at start-up, before
-    ncnn is imported (engine/runtime/cpu.py configure_openmp): the CPU facts and ncnn's version come from the
+    ncnn is imported (engine/runtime/openmp_setup.py configure_openmp): the CPU facts and ncnn's version come from the
     caller, and records that do not load (load_record's checks) are passed over silently, and so are records
     measured on a busy machine (the spin count is measured again when the model is next tuned on a quiet one)."""
     found: list[tuple[str, int]] = []

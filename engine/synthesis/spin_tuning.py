@@ -12,7 +12,7 @@ fastest quiet one, the shortest spin among those tied with it; if none stays wit
 A long spin wins quiet wherever a core is free and loses when another program wants it (AMD EPYC, 2 cores, busy
 with one other process, two threads: 1000 151-193 ms per frame, 30000 2425-2446; engine/runtime/cpu.py), so the
 loaded bound is what keeps such a count out. The choice is kept in the tuning record and applied before ncnn loads
-at the next start (engine/runtime/cpu.py configure_openmp); a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins
+at the next start (engine/runtime/openmp_setup.py configure_openmp); a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins
 and then nothing here runs.
 """
 

@@ -191,10 +191,10 @@ def test_the_spin_count_is_read_before_ncnn_from_a_record_with_gpu_figures(tmp_p
     import subprocess
     import sys
 
-    from engine.runtime.cpu import _ncnn_version, cpu_model, physical_cores, usable_cpus
+    from engine.runtime.cpu import cpu_model, ncnn_version, physical_cores, usable_cpus
     from tests.faults.conftest import ROOT
 
-    key = TuningKey(cpu=cpu_model(), cores=physical_cores(), logical=usable_cpus(), ncnn=_ncnn_version(),
+    key = TuningKey(cpu=cpu_model(), cores=physical_cores(), logical=usable_cpus(), ncnn=ncnn_version(),
                     model="m", precision="fp32", format="f")
     data = good() | {"key": asdict(key), "device_ms": {"cpu": 120.5, "gpu:0": 300.0}}
     data["settings"] |= {"talker_threads": 1, "code_predictor_threads": 1, "decoder_threads": 1,
