@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -30,6 +30,10 @@ from .language_combo import LanguageCombo
 from .reference_coach import ReferenceCoach
 
 WRITTEN = "Written down from the audio: check it."
+# A new selection is written down again once it has rested this long (a drag on the waveform changes it many times
+# a second) and only if it holds more or less speech than the part written down (trimming silence changes nothing)
+SELECTION_REST_MS = 700
+SPEECH_CHANGED_S = 0.25
 
 
 class HeardLine(QWidget):
@@ -47,6 +51,11 @@ class HeardLine(QWidget):
         self.writer.running_changed.connect(self._running)
         self.transcript_heard: Transcript | None = None  # what the recogniser heard in the current reference
         self._filled = ""  # the text the recogniser put in the box (any other text was typed)
+        self._voiced: float | None = None  # seconds of speech in the part last written down (None: not asked)
+        self._rest = QTimer(self)
+        self._rest.setSingleShot(True)
+        self._rest.setInterval(SELECTION_REST_MS)
+        self._rest.timeout.connect(self._selection_rested)
 
         self.label = QLabel("")
         self.label.setObjectName("Muted")
@@ -86,9 +95,25 @@ class HeardLine(QWidget):
     # --- what the editor tells it ----------------------------------------------------------------------------
     def new_reference(self) -> None:
         self.transcript_heard = None
+        self._voiced = None
+        self._rest.stop()
         self.write_down()
 
+    def selection_changed(self) -> None:
+        """The part of the reference to use changed: the coach's notes now, its words once the selection rests."""
+        self.check()
+        if self._voiced is not None:
+            self._rest.start()
+
+    def _selection_rested(self) -> None:
+        reference = self.reference()
+        if reference is not None and self._voiced is not None and self.ctx.settings.auto_transcript \
+                and abs(speech_seconds(*reference) - self._voiced) > SPEECH_CHANGED_S:
+            self.write_down()
+
     def clear(self) -> None:
+        self._voiced = None
+        self._rest.stop()
         self.writer.cancel()
         self.transcript_heard = None
         self._filled = ""
@@ -111,7 +136,9 @@ class HeardLine(QWidget):
         if reference is None or not (by_hand or self.ctx.settings.auto_transcript):
             self._say("")
             return
-        if not self.writer.start(*reference):
+        if self.writer.start(*reference):
+            self._voiced = speech_seconds(*reference)
+        else:
             self._say("<a href='models'>Get a speech recognition model</a> to have the words written down from "
                       "the audio.")
 

@@ -240,7 +240,7 @@ class NewVoiceEditor(QWidget):
         samples, sr = self._ref
         a, b = self.ref_wave.selected_samples()
         self.coach.analyze(samples[a:b], sr)
-        self.heard.check()
+        self.heard.selection_changed()
 
     def trim_silence(self) -> None:
         if self._ref is not None:

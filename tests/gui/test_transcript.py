@@ -274,3 +274,17 @@ def test_a_newer_reference_replaces_the_one_being_written_down(qtbot, make_windo
     qtbot.waitUntil(lambda: not editor.heard.writer.running, timeout=10000)
     assert editor.heard.transcript_heard.seconds == pytest.approx(6.0)  # only the newest reference's words
     assert fake.calls == 2
+
+
+def test_a_new_selection_with_other_speech_is_written_down_again(qtbot, make_window, recogniser):
+    window = make_window()
+    fake = FakeTranscriber(HEARD)
+    recogniser(window, fake)
+    editor = load(window, seconds=4.0)  # speech from 0.6 s to 3.4 s
+    qtbot.waitUntil(lambda: editor.heard.transcript_heard is not None, timeout=5000)
+    editor.ref_wave.set_selection(int(0.3 * SR), int(3.7 * SR))  # only silence trimmed: the words are the same
+    qtbot.wait(1200)
+    assert fake.calls == 1
+    editor.ref_wave.set_selection(int(1.5 * SR), int(3.0 * SR))  # part of the speech
+    qtbot.waitUntil(lambda: fake.calls == 2 and not editor.heard.writer.running, timeout=5000)
+    assert editor.heard.transcript_heard.seconds == pytest.approx(1.5)
