@@ -160,7 +160,7 @@ class HeardLine(QWidget):
         self.cancel_btn.setVisible(running)
         if running:
             self.progress.setValue(0)
-            self._say("Listening to the reference…")
+            self._say("Listening…")  # beside the bar and Cancel: a longer line wrapped to three
 
     def _progress(self, fraction: float) -> None:
         self.progress.setValue(int(round(100 * fraction)))
