@@ -28,7 +28,7 @@ class TranscriptWriter(QObject):
         self.ctx = ctx
         self._loaded: tuple[Path, TranscriberContract] | None = None  # read in the worker; one worker at a time
         self._worker: ProgressWorker | None = None
-        self._waiting: tuple[int, Path, np.ndarray, int] | None = None
+        self._waiting: tuple[int, Path, np.ndarray, int, str | None] | None = None
         self._ticket = 0  # the newest reference's number: results of older ones are dropped
 
     @property
@@ -39,13 +39,14 @@ class TranscriptWriter(QObject):
         """The Whisper model that would write the words down, or None without one."""
         return self.ctx.find_recogniser()
 
-    def start(self, samples: np.ndarray, samplerate: int) -> bool:
-        """Transcribe this reference (n,) or (n, channels); False without a Whisper model installed."""
+    def start(self, samples: np.ndarray, samplerate: int, language: str | None = None) -> bool:
+        """Transcribe this reference (n,) or (n, channels) in `language` (a name or code; None: detect it);
+        False without a Whisper model installed."""
         path = self.recogniser()
         if path is None:
             return False
         self._ticket += 1
-        self._waiting = (self._ticket, path, np.array(samples, np.float32), int(samplerate))
+        self._waiting = (self._ticket, path, np.array(samples, np.float32), int(samplerate), language)
         if self._worker is not None:
             self._worker.cancel()  # the waiting reference starts when it has stopped
         else:
@@ -71,7 +72,7 @@ class TranscriptWriter(QObject):
 
     def _start_waiting(self) -> None:
         assert self._waiting is not None
-        ticket, path, samples, rate = self._waiting
+        ticket, path, samples, rate, language = self._waiting
         self._waiting = None
 
         def work(progress, cancel):
@@ -80,7 +81,7 @@ class TranscriptWriter(QObject):
                 progress(0.0, "loading the speech recognition model")
                 self._loaded = (path, self.ctx.open_transcriber(path))
             mono = samples.mean(axis=1) if samples.ndim == 2 else samples
-            return self._loaded[1].transcribe((mono, rate), progress=progress, cancel=cancel)
+            return self._loaded[1].transcribe((mono, rate), language=language, progress=progress, cancel=cancel)
 
         worker = ProgressWorker(work, "writing down the reference", self)
 

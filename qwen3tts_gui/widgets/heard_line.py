@@ -136,7 +136,8 @@ class HeardLine(QWidget):
         if reference is None or not (by_hand or self.ctx.settings.auto_transcript):
             self._say("")
             return
-        if self.writer.start(*reference):
+        chosen = self.language.language()  # a language the user chose is heard in; Auto-detect: Whisper's choice
+        if self.writer.start(*reference, language=None if chosen == "auto" else chosen):
             self._voiced = speech_seconds(*reference)
         else:
             self._say("<a href='models'>Get a speech recognition model</a> to have the words written down from "

@@ -506,6 +506,7 @@ class FakeTranscriber:
                  delay: float = 0.0):
         self.text, self.language, self.steps, self.delay = text, language, steps, delay
         self.calls = 0
+        self.languages_asked: list[str | None] = []
         self.started = threading.Event()  # set when a transcription has begun (tests cancel mid-way)
 
     def transcribe(self, audio, language: str | None = None, progress=None, cancel=None) -> Transcript:
@@ -530,6 +531,7 @@ class FakeTranscriber:
         if float(np.max(np.abs(mono))) < 1e-4:
             raise AudioError("The recording is silent: there are no words to transcribe.")
         self.calls += 1
+        self.languages_asked.append(language)
         self.started.set()
         for i in range(self.steps + 1):
             if cancel is not None and cancel():

@@ -288,3 +288,18 @@ def test_a_new_selection_with_other_speech_is_written_down_again(qtbot, make_win
     editor.ref_wave.set_selection(int(1.5 * SR), int(3.0 * SR))  # part of the speech
     qtbot.waitUntil(lambda: fake.calls == 2 and not editor.heard.writer.running, timeout=5000)
     assert editor.heard.transcript_heard.seconds == pytest.approx(1.5)
+
+
+def test_a_language_chosen_for_the_voice_is_the_one_listened_for(qtbot, make_window, recogniser):
+    window = make_window()
+    fake = FakeTranscriber("Bonjour, c'est ma voix.")
+    recogniser(window, fake)
+    editor = window.voice_panel.editor
+    load(window)
+    qtbot.waitUntil(lambda: fake.calls == 1 and not editor.heard.writer.running, timeout=5000)
+    editor.lang_combo.setCurrentIndex(editor.lang_combo.findData("french"))
+    load(window)
+    qtbot.waitUntil(lambda: fake.calls == 2 and not editor.heard.writer.running, timeout=5000)
+    assert fake.languages_asked == [None, "french"]  # Auto-detect: Whisper detects it
+    assert not editor.heard.transcript_heard.language_detected
+    assert not any(n.action.startswith("language:") for n in editor.coach.notes)  # nothing to offer
