@@ -303,3 +303,12 @@ def test_a_language_chosen_for_the_voice_is_the_one_listened_for(qtbot, make_win
     assert fake.languages_asked == [None, "french"]  # Auto-detect: Whisper detects it
     assert not editor.heard.transcript_heard.language_detected
     assert not any(n.action.startswith("language:") for n in editor.coach.notes)  # nothing to offer
+
+
+def test_a_whisper_model_installed_with_a_reference_open_writes_its_words(qtbot, make_window, recogniser):
+    window = make_window()
+    editor = load(window)
+    assert "Get a speech recognition model" in editor.heard.label.text()
+    recogniser(window, FakeTranscriber(HEARD))  # the download has finished
+    window.models.recogniser_installed.emit()
+    qtbot.waitUntil(lambda: editor.transcript.toPlainText() == HEARD, timeout=5000)
