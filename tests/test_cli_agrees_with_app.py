@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from engine.store import CATALOGUE
+from engine.store import CATALOGUE, WHISPER_CATALOGUE
 from qwen3tts_cli.main import main
 from tests.bundles import FIXTURES, bundle_for, fixture_models
 
@@ -72,9 +72,9 @@ def test_models_list_available_prints_the_catalogue_on_stdout(tmp_path, monkeypa
     code, out, err = run(capsys, "models", "list", "--available")
     assert code == 0
     names = [ln.split()[0] for ln in out.splitlines()]
-    assert names == [e.name for e in CATALOGUE], out
+    assert names == [e.name for e in CATALOGUE + WHISPER_CATALOGUE], out  # voice models, then speech recognition
     assert all("available" in ln for ln in out.splitlines())
-    assert "No models installed" in err and not any(e.name in err for e in CATALOGUE)
+    assert "No models installed" in err and not any(e.name in err for e in CATALOGUE + WHISPER_CATALOGUE)
 
 
 def test_the_demo_model_is_listed_as_the_demo_not_as_imported(tmp_path, monkeypatch, capsys):
