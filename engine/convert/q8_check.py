@@ -297,7 +297,7 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
     trial = existing
     for rnd in range(MAX_ROUNDS + 1):
         if trial is None or rnd > 0:
-            report(0.25 + 0.6 * rnd / (MAX_ROUNDS + 1), f"converting 8-bit ({len(promote)} layers fp32)")
+            report(0.25 + 0.6 * rnd / (MAX_ROUNDS + 1), f"converting 8-bit ({len(promote)} kept float)")
             trial = convert_checkpoint(src, work / f"q8-{rnd}", "q8", parts=["talker"], smooth=smoothing,
                                        check=False, promote=expand(promote))
             if rnd > 0:
