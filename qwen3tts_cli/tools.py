@@ -71,10 +71,10 @@ def say_q8_check(bundle_dir) -> None:
 
 def cmd_speakers(args: argparse.Namespace) -> int:
     """One line per speaker: name, dialect; then the languages. Reads the bundle's tables only."""
-    from engine import ModelKind
+    from engine import ModelKind, VoiceNeed
 
     kind = ModelKind.of_bundle(args.model)
-    if kind.kind != "custom_voice":
+    if kind.needs != VoiceNeed.SPEAKER:
         kind.speaker("")  # raises the kind's own explanation
     width = max(len(s.name) for s in kind.speakers) + 2
     for s in kind.speakers:

@@ -64,6 +64,7 @@ from engine import (
     Voice,
     VoiceChoice,
     VoiceError,
+    VoiceNeed,
     VoiceSummary,
     as_sentence,
     decode_text,
@@ -159,6 +160,7 @@ __all__ = [
     "LongResult",
     "LongTextOptions",
     "ModelKind",
+    "VoiceNeed",
     "ModelStore",
     "kind_of",
     "takes_style_instructions",
@@ -247,7 +249,7 @@ def kind_of(synth: SynthesizerContract | None) -> ModelKind:
 
 def takes_style_instructions(synth: SynthesizerContract | None) -> bool:
     """A preset speaker and a style instruction for it (CustomVoice 1.7B; the 0.6B ignores one, as upstream)."""
-    return synth is not None and synth.kind.has_speakers and synth.kind.honours_instruct
+    return synth is not None and synth.kind.needs == VoiceNeed.SPEAKER and synth.kind.honours_instruct
 
 
 def runs_on(device) -> str:

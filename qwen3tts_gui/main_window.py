@@ -45,7 +45,7 @@ from .data.saved_text import TEXT_FILE, restore_text, save_text
 from .data.takes import Take
 from .diagnostics import current_log_file, log
 from .downloads import ModelDownloader
-from .engine_adapter import kind_of, runs_on
+from .engine_adapter import VoiceNeed, kind_of, runs_on
 from .widgets.batch_panel import BatchPanel
 from .widgets.design_panel import DesignPanel
 from .widgets.elided_label import ElidedLabel
@@ -379,12 +379,12 @@ class MainWindow(QMainWindow):
         self.lang_combo.set_languages(synth.languages if synth is not None else ["auto"],
                                       select=self.ctx.settings.language)
         kind = kind_of(synth)
-        self.voice_stack.setCurrentWidget(self.speaker_panel if kind.has_speakers else
-                                          self.design_panel if kind.designs_voices else self.voice_panel)
-        if kind.has_speakers:
+        panels = {VoiceNeed.SPEAKER: self.speaker_panel, VoiceNeed.DESCRIPTION: self.design_panel}
+        self.voice_stack.setCurrentWidget(panels.get(kind.needs, self.voice_panel))
+        if kind.needs == VoiceNeed.SPEAKER:
             self.speaker_panel.set_model(synth)
         for action in self._clone_actions:
-            action.setEnabled(kind.clones_voices)
+            action.setEnabled(kind.needs == VoiceNeed.REFERENCE)
         if synth is not None:
             self.settings_box.load_defaults(synth.default_settings)
             path = self.ctx.model_path

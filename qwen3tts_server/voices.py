@@ -9,12 +9,20 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from engine import EngineError, SynthesizerContract, Voice, VoiceChoice, is_designed
+from engine import (
+    EngineError,
+    MissingVoiceInput,
+    SynthesizerContract,
+    Voice,
+    VoiceChoice,
+    VoiceInput,
+    VoiceNeed,
+    is_designed,
+    voice_for,
+)
 from engine.store import VoiceLibrary
 
 from .api_errors import ApiError
-
-BASE, CUSTOM_VOICE, VOICE_DESIGN = "base", "custom_voice", "voice_design"
 
 
 class VoiceBook:
@@ -28,18 +36,19 @@ class VoiceBook:
 
     def resolve(self, name: str, instructions: str | None) -> VoiceChoice:
         """The engine's voice for a request, or ApiError 400 saying which names there are."""
-        kind = self.synth.kind.kind
-        if kind == VOICE_DESIGN:
-            if not instructions:
+        needs = self.synth.kind.needs
+        if needs == VoiceNeed.DESCRIPTION:
+            try:
+                return voice_for(self.synth, VoiceInput(description=instructions))
+            except MissingVoiceInput:
                 raise ApiError(400, "This VoiceDesign model makes its voice from a description: send it as "
                                     "instructions, e.g. \"A warm, low female voice, calm and a little husky.\"",
-                               "missing_field", "instructions")
-            return None
+                               "missing_field", "instructions") from None
         if not name:
             raise ApiError(400, f"The request needs 'voice': {self._names_hint()}", "missing_field", "voice")
-        if kind == CUSTOM_VOICE:
+        if needs == VoiceNeed.SPEAKER:
             try:
-                return self.synth.kind.speaker(name)
+                return voice_for(self.synth, VoiceInput(speaker=name))
             except EngineError as e:
                 raise ApiError(400, str(e), "voice_not_found", "voice") from None
         with self._lock:
@@ -68,10 +77,10 @@ class VoiceBook:
 
     def listing(self) -> list[dict]:
         """What `GET /v1/audio/voices` lists: the voices this model can speak with, each {id, name, ...}."""
-        kind = self.synth.kind.kind
-        if kind == CUSTOM_VOICE:
+        needs = self.synth.kind.needs
+        if needs == VoiceNeed.SPEAKER:
             return [{"id": s.name, "name": s.label, "type": "speaker"} for s in self.synth.kind.speakers]
-        if kind == VOICE_DESIGN:
+        if needs == VoiceNeed.DESCRIPTION:
             return []
         with self._lock:
             entries = self.library.entries()

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -165,16 +167,35 @@ def test_design_once_then_clone_with_a_base_model(tmp_path):
         designed_voice(result.audio[:100], text, "x", vd.model_id)
 
 
-@pytest.mark.parametrize("model, clones, speakers, designs", [
-    ("tiny06b", True, False, False), ("tinycv06b", False, True, False), ("tinycv17b", False, True, False),
-    ("tinyvd17b", False, False, True),
+@pytest.mark.parametrize("model, needs", [
+    ("tiny06b", "reference"), ("tinycv06b", "speaker"), ("tinycv17b", "speaker"), ("tinyvd17b", "description"),
 ])
-def test_what_each_kind_speaks_with(model, clones, speakers, designs):
-    """The app picks its voice column by these (a cloned voice, a preset speaker, a description): read from
-    each fixture bundle, one of the three and only one."""
-    kind = ModelKind.of_bundle(bundle_for(model, "fp32", parts=PARTS))
-    assert (kind.clones_voices, kind.has_speakers, kind.designs_voices) == (clones, speakers, designs)
-    assert ModelKind.from_part({}).clones_voices  # a config without a type is a Base model, as upstream reads it
+def test_what_each_kind_speaks_with(model, needs):
+    """The app picks its voice column by this (a cloned voice, a preset speaker, a description): read from
+    each fixture bundle."""
+    from engine.synthesis.model_kind import VoiceNeed
+
+    assert ModelKind.of_bundle(bundle_for(model, "fp32", parts=PARTS)).needs == VoiceNeed(needs)
+    assert ModelKind.from_part({}).needs == VoiceNeed.REFERENCE  # no type: a Base model, as upstream reads it
+
+
+FRONT_ENDS = ("qwen3tts_cli", "qwen3tts_gui", "qwen3tts_server")
+KIND_NAMES = re.compile(r"""["'](base|custom_voice|voice_design)["']|\bkind\.kind\s*[!=]=|"""
+                        r"""\b(CUSTOM_VOICE|VOICE_DESIGN|has_speakers|designs_voices|clones_voices)\b""")
+
+
+def test_front_ends_ask_the_kind_what_it_needs():
+    """Which voice a model speaks with is ModelKind.needs: no front end compares kind names or keeps its own
+    kind checks (a Base model is "base" in one place only). The --kind choices of the test-model maker name
+    the config's types and are left out."""
+    root = Path(__file__).resolve().parent.parent
+    found = []
+    for package in FRONT_ENDS:
+        for path in sorted((root / package).rglob("*.py")):
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if KIND_NAMES.search(line) and "add_argument(\"--kind\"" not in line and "args.kind" not in line:
+                    found.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    assert not found, "\n".join(found)
 
 
 def test_the_model_kind_decides_the_voice():

@@ -79,20 +79,6 @@ class ModelKind:
         return NEEDS.get(self.kind, VoiceNeed.REFERENCE)
 
     @property
-    def clones_voices(self) -> bool:
-        return self.kind == BASE
-
-    @property
-    def has_speakers(self) -> bool:
-        """CustomVoice: speaks with one of its preset speakers."""
-        return self.kind == CUSTOM_VOICE
-
-    @property
-    def designs_voices(self) -> bool:
-        """VoiceDesign: speaks in a voice made from a written description."""
-        return self.kind == VOICE_DESIGN
-
-    @property
     def honours_instruct(self) -> bool:
         """The official generate_custom_voice drops the instruct when `tts_model_size in "0b6"` (a substring
         test, kept as is: an empty size counts as 0.6B); VoiceDesign always uses it; Base takes none."""

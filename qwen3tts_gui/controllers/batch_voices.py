@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..context import AppContext
-from ..engine_adapter import Voice, VoiceError, is_designed, kind_of, takes_style_instructions
+from ..engine_adapter import Voice, VoiceError, VoiceNeed, is_designed, kind_of, takes_style_instructions
 from ..widgets.speaker_panel import SpeakerPanel
 from ..widgets.voice_panel import VoicePanel
 
@@ -19,7 +19,7 @@ class BatchVoices:
 
     def names(self) -> list[str]:
         """The batch's voice column: the model's speakers (CustomVoice) or the voice library."""
-        if kind_of(self.ctx.synth).has_speakers:
+        if kind_of(self.ctx.synth).needs == VoiceNeed.SPEAKER:
             return self.speaker_panel.speaker_names()
         return self.voice_panel.voice_names()
 
@@ -33,10 +33,10 @@ class BatchVoices:
         """A batch line's voice by name ("" = the one selected): a speaker, or a function that loads the voice
         file (a designed voice is cloned with this Base model before its line). Raises VoiceError."""
         kind = kind_of(self.ctx.synth)
-        if kind.designs_voices:
+        if kind.needs == VoiceNeed.DESCRIPTION:
             raise VoiceError("A VoiceDesign model makes one voice per description: design it, save it as a voice, "
                              "then run the batch with a Base model.")
-        if kind.has_speakers:
+        if kind.needs == VoiceNeed.SPEAKER:
             name = name or self.speaker_panel.selected_name()
             if name.lower() not in self.speaker_panel.speaker_names():
                 raise VoiceError(f"There is no speaker called “{name}”; this model's speakers are: "

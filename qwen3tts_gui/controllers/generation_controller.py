@@ -24,6 +24,7 @@ from ..engine_adapter import (
     SynthesisResult,
     VoiceChoice,
     VoiceError,
+    VoiceNeed,
     as_sentence,
     kind_of,
     runs_on,
@@ -102,13 +103,13 @@ class GenerationController(QObject):
         assert synth is not None  # can_start refuses without a model
         kind = kind_of(synth)
         if voice is None and instruct is None:
-            if kind.has_speakers:
+            if kind.needs == VoiceNeed.SPEAKER:
                 voice, voice_name = self.speaker_panel.selected_speaker(), self.speaker_panel.selected_name()
                 instruct = self.speaker_panel.instruct()
                 if voice is None:
                     self.ctx.dialogs.error(self.window, "No speaker", "Choose one of the model's speakers first.")
                     return False
-            elif kind.designs_voices:
+            elif kind.needs == VoiceNeed.DESCRIPTION:
                 instruct, voice_name = self.design_panel.describe(), self.design_panel.selected_name()
                 if not instruct:
                     self.ctx.dialogs.error(self.window, "No description", "Describe the voice to design first.")
@@ -186,7 +187,7 @@ class GenerationController(QObject):
             self.ctx.dialogs.error(self.window, "Cannot regenerate", as_sentence(str(e)))
             return
         self.generate(take.text, voice, take.voice_name, take.language, take.with_new_seed(),
-                      instruct=take.instruct, design=voice is None and kind_of(self.ctx.synth).designs_voices)
+                      instruct=take.instruct, design=voice is None and kind_of(self.ctx.synth).needs == VoiceNeed.DESCRIPTION)
 
     def preview_design(self, regenerate: bool) -> None:
         """VoiceDesign: speak the preview sentence in a voice made from the description (regenerate: new seed)."""
