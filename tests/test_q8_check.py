@@ -97,7 +97,7 @@ def test_fp16_storage_leaves_a_q8_graph_as_it_is(tmp_path, monkeypatch):
 
 
 def test_float_linears_of_a_q8_bundle_are_fp16_where_lossless(tmp_path):
-    from engine.nets.talker import X86, net_precision
+    from engine.nets.talker import X86, net_precision, talker_part
 
     ckpt = write_stress_checkpoint(MODELS / MODEL, tmp_path / "ckpt", Stress("preserve", 2))  # bf16 weights
     dest = convert_checkpoint(ckpt, tmp_path / "b", "q8", parts=["talker"], check=False,
@@ -106,7 +106,7 @@ def test_float_linears_of_a_q8_bundle_are_fp16_where_lossless(tmp_path):
     meta = bundle.part("talker")
     assert sorted(meta["promoted_layers"]) == ["code_predictor.head.0", "talker.0.o"]
     assert meta["promoted_fp32_layers"] == [] and meta["fp16_weight_layers"] == 2
-    assert net_precision(bundle, meta) == ("fp16" if X86 else "fp32")
+    assert net_precision(bundle, talker_part(bundle)) == ("fp16" if X86 else "fp32")
 
 
 def test_the_record_holds_what_the_bundle_it_ships_measures(tmp_path, spoiled_int8):

@@ -255,3 +255,41 @@ def test_fp32_bundle_of_bf16_checkpoint_keeps_exact_weights(tmp_path):
     (_, a, ca), (_, b, cb) = results
     assert max(rel_err(x, y) for x, y in zip(a, b, strict=True)) <= 1e-5
     assert max(rel_err(x, y) for x, y in zip(ca, cb, strict=True)) <= 1e-5
+
+
+@pytest.mark.parametrize("model,precision", [(m, "fp32") for m in fixture_models()] + [(fixture_models()[0], "q8")])
+def test_the_talker_part_is_one_typed_record_and_the_manifests_read_back_byte_identical(model, precision):
+    """TalkerPart: the talker part of each fixture bundle reads into the typed record and writes back to the same
+    JSON bytes (so bundles converted before it open the same); a wrong-typed or missing value is one BundleError line,
+    and a bundle made before the counts and the 8-bit check's lists were recorded reads with them empty."""
+    import json
+
+    from engine.errors import BundleError
+    from engine.nets.talker import talker_part
+    from engine.runtime.bundle import _Part
+    from engine.runtime.manifest_parts import TalkerPart
+
+    bundle = Bundle.open(bundle_for(model, precision))
+    stored = bundle.manifest["parts"]["talker"]
+    part = talker_part(bundle)
+    assert json.dumps(part.to_manifest()) == json.dumps(stored)
+    assert part.talker.hidden == stored["talker"]["hidden"] and part.cp_codec_table == stored["tables"]["cp_codec"]
+    old = {k: v for k, v in stored.items() if k not in ("fp16_weight_layers", "fp32_weight_layers", "q8_weight_layers",
+                                                         "outlier_smoothing", "promoted_layers", "promoted_fp32_layers")}
+    legacy = TalkerPart.from_manifest(old)
+    assert legacy.promoted_layers == () and legacy.fp16_weight_layers == 0 and legacy.outlier_smoothing is None
+    for key, bad, says in [("num_code_groups", "16", "'num_code_groups' is not a whole number"),
+                           ("vocab_size", 0, "'vocab_size' is 0, not a positive count"),
+                           ("talker", [1], "'talker' is not a table of values"),
+                           ("promoted_layers", [3], "'promoted_layers' is not a list of names"),
+                           ("small_to_mtp_projection", "yes", "'small_to_mtp_projection' is not true or false")]:
+        with pytest.raises(BundleError, match=says) as caught:
+            TalkerPart.from_manifest({**stored, key: bad})
+        assert "\n" not in str(caught.value)
+    with pytest.raises(BundleError, match="'rope_theta' is not a number") as caught:
+        TalkerPart.from_manifest({**stored, "code_predictor": {**stored["code_predictor"], "rope_theta": None}})
+    assert "its code predictor" in str(caught.value) and "\n" not in str(caught.value)
+    wrapped = _Part.wrap({k: v for k, v in stored.items() if k != "cp_graph"}, "where")
+    with pytest.raises(BundleError, match="'cp_graph'") as caught:
+        TalkerPart.from_manifest(wrapped)
+    assert "\n" not in str(caught.value)

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import ConvertError
 from ..runtime import q8
+from ..runtime.manifest_parts import StackShape, TalkerPart
 from ..runtime.ncnn_graph import Graph, Packed, Weight, raw, tagged
 from . import smooth
 from .checkpoint import Checkpoint
@@ -95,12 +96,9 @@ class StackSpec:
             raise ConvertError(f"config.json: {what} rope type {rope_type!r} is not supported")
         return spec
 
-    def meta(self) -> dict[str, Any]:
-        return {
-            "layers": self.layers, "hidden": self.hidden, "heads": self.heads, "kv_heads": self.kv_heads,
-            "head_dim": self.head_dim, "intermediate": self.intermediate, "eps": self.eps,
-            "rope_theta": self.rope_theta,
-        }
+    def shape(self) -> StackShape:
+        return StackShape(self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim, self.intermediate,
+                         self.eps, self.rope_theta)
 
 
 def fp16_lossless(w: np.ndarray) -> bool:
@@ -377,31 +375,22 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
 
     if options.precision == "q8" and smoothing is not None:
         writer.manifest["q8_format"] = q8.FORMAT_VERSION
-    writer.set_part("talker", {
-        "talker_graph": TALKER_GRAPH,
-        "cp_graph": CP_GRAPH,
-        "talker": t.meta(),
-        "code_predictor": c.meta(),
-        "num_code_groups": groups,
-        "vocab_size": vocab,
-        "codebook_size": codebook,
-        "small_to_mtp_projection": has_proj,
-        "tables": {"codec": "talker_codec_embedding", "cp_codec": "cp_codec_embedding"},
-        "blobs": {
+    writer.set_part("talker", TalkerPart(
+        talker_graph=TALKER_GRAPH, cp_graph=CP_GRAPH, talker=t.shape(), code_predictor=c.shape(),
+        num_code_groups=groups, vocab_size=vocab, codebook_size=codebook, small_to_mtp_projection=has_proj,
+        codec_table="talker_codec_embedding", cp_codec_table="cp_codec_embedding",
+        blobs={
             "input": "in0", "cos": "cos", "sin": "sin", "mask": "mask",
             "hidden": "hidden", "logits": "logits", "cp_logits": "logits_{g}",
             "cache_in": ["k_in_{i}", "v_in_{i}"], "cache_out": ["k_out_{i}", "v_out_{i}"],
         },
-        "codec_eos_token_id": cfg.get("codec_eos_token_id"),
+        codec_eos_token_id=cfg.get("codec_eos_token_id"),
         # Linear weights stored fp16 / fp32 (see the module docstring); the runtime picks ncnn options from these
-        "fp16_weight_layers": fp16_layers,
-        "fp32_weight_layers": fp32_layers,
-        "q8_weight_layers": q8_layers,
+        fp16_weight_layers=fp16_layers, fp32_weight_layers=fp32_layers, q8_weight_layers=q8_layers,
         # outlier smoothing folded into the weights (smooth.py); absent in bundles converted before it
-        "outlier_smoothing": smoothing,
+        outlier_smoothing=smoothing,
         # Linears of a q8 bundle kept float by the 8-bit check (q8_check.py; its record says why), and those of them
         # stored fp32 (the others fp16: fp16_weight_layers counts them)
-        "promoted_layers": promoted,
-        "promoted_fp32_layers": promoted_fp32,
-    })
+        promoted_layers=tuple(promoted), promoted_fp32_layers=tuple(promoted_fp32),
+    ).to_manifest())
     options.report(1.0, "done")

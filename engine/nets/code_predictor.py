@@ -23,7 +23,7 @@ from ..runtime.sequence_net import Cache, SequenceNet
 from ..runtime.stacked_graph import StackedNet, stacked_code_predictor_net
 from ..runtime.step_graph import StepNet
 from ..runtime.thread_governor import ThreadGovernor
-from .talker import RopeTable, as_rows, check_ids, decode_net, net_precision
+from .talker import RopeTable, as_rows, check_ids, decode_net, net_precision, talker_part
 
 Choose = Callable[[np.ndarray, int], int]
 
@@ -33,20 +33,20 @@ class CodePredictor:
                  adaptive_threads: bool = True, int8_threads: int | None = None, start_threads: int | None = None):
         """int8_threads: the load-time thread count of a q8 bundle's int8 Gemms (default StepNet.INT8_THREADS);
         start_threads: the thread governor's first count (default `threads`)."""
-        meta = bundle.part("talker")
-        self._load = (bundle, meta, compact_weights)
-        spec = meta["code_predictor"]
-        self.groups = int(meta["num_code_groups"])  # 16: code 0 from the talker + 15 from here
-        self.codebook_size = int(meta["codebook_size"])
-        self.hidden_size = int(meta["talker"]["hidden"])  # inputs and the feedback are talker width
-        self.layers = int(spec["layers"])
+        part = talker_part(bundle)
+        self._load = (bundle, part, compact_weights)
+        spec = part.code_predictor
+        self.groups = part.num_code_groups  # 16: code 0 from the talker + 15 from here
+        self.codebook_size = part.codebook_size
+        self.hidden_size = part.talker.hidden  # inputs and the feedback are talker width
+        self.layers = spec.layers
         self.net = self.load_net(threads, int8_threads)
         self.governor = ThreadGovernor(threads, adaptive=adaptive_threads, start=start_threads,
                                        load=shared_cpu_load())
-        self._codec = bundle.table(meta["tables"]["codec"], in_memory=True)  # both read at every frame
-        self._cp = bundle.table(meta["tables"]["cp_codec"], in_memory=True)  # (groups-1, codebook, talker hidden)
+        self._codec = bundle.table(part.codec_table, in_memory=True)  # both read at every frame
+        self._cp = bundle.table(part.cp_codec_table, in_memory=True)  # (groups-1, codebook, talker hidden)
         self._cp_flat = self._cp.reshape(-1, self._cp.shape[-1])  # row (g-1)*codebook + code
-        rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]), initial=self.groups)
+        rope = RopeTable(spec.head_dim, spec.rope_theta, initial=self.groups)
         self._cos = [rope.cos[p:p + 1] for p in range(self.groups)]  # positions are the same every frame
         self._sin = [rope.sin[p:p + 1] for p in range(self.groups)]
         self._rope_mats = [(as_mat(c), as_mat(s)) for c, s in zip(self._cos, self._sin, strict=True)]  # reused
@@ -74,11 +74,11 @@ class CodePredictor:
     def load_net(self, threads: int, int8_threads: int | None = None) -> SequenceNet | StepNet:
         """A new net of the code predictor's graph at `threads` (a q8 bundle's int8 Gemms at int8_threads, fixed at
         load; default StepNet.INT8_THREADS)."""
-        bundle, meta, compact = self._load
-        spec = meta["code_predictor"]
+        bundle, part, compact = self._load
+        spec = part.code_predictor
         return (stacked_code_predictor_net(
-            bundle, meta["cp_graph"], int(spec["heads"]), int(spec["head_dim"]),
-            net_precision(bundle, meta, compact), int8_threads)) or decode_net(bundle, meta, meta["cp_graph"],
+            bundle, part.cp_graph, spec.heads, spec.head_dim,
+            net_precision(bundle, part, compact), int8_threads)) or decode_net(bundle, part, part.cp_graph,
                                                                                threads, compact, int8_threads)
 
     def predict(self, past_hidden: np.ndarray, c0: int, choose: Choose) -> np.ndarray:

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import EngineError
 from ..runtime.bundle import Bundle
 from ..runtime.cpu_load import shared_cpu_load
+from ..runtime.manifest_parts import TalkerPart
 from ..runtime.ncnn_mats import as_mat
 from ..runtime.sequence_net import Cache, SequenceNet
 from ..runtime.step_graph import StepNet
@@ -27,7 +28,12 @@ MASKED = np.float32(-1e9)  # additive mask value for future positions (exp under
 X86 = platform.machine().lower() in ("x86_64", "amd64", "x86", "i386", "i686")
 
 
-def net_precision(bundle: Bundle, meta: dict, compact_weights: bool = True) -> str:
+def talker_part(bundle: Bundle) -> TalkerPart:
+    """The bundle's talker part (the talker and the code predictor) as its typed record."""
+    return TalkerPart.from_manifest(bundle.part("talker"), f"The manifest of {bundle.path} is damaged: its 'talker' part")
+
+
+def net_precision(bundle: Bundle, part: TalkerPart, compact_weights: bool = True) -> str:
     """ncnn options for the talker/code-predictor graphs.
 
     fp32 bundles may hold fp16-stored (lossless) weights: on x86 ncnn then keeps them fp16 in memory and still
@@ -36,16 +42,16 @@ def net_precision(bundle: Bundle, meta: dict, compact_weights: bool = True) -> s
     fp16 storage leaves its int8 Gemms and other layers as they are (same bits, tests/test_q8_check.py)."""
     if bundle.precision not in ("fp32", "q8"):
         return bundle.runtime_precision
-    if compact_weights and X86 and int(meta.get("fp16_weight_layers", 0)) > 0:
+    if compact_weights and X86 and part.fp16_weight_layers > 0:
         return "fp16"
     return "fp32"
 
 
-def decode_net(bundle: Bundle, meta: dict, graph: str, threads: int, compact_weights: bool,
+def decode_net(bundle: Bundle, part: TalkerPart, graph: str, threads: int, compact_weights: bool,
                int8_threads: int | None = None) -> SequenceNet | StepNet:
     """The net a talker / code-predictor graph runs on: the stored graph for float bundles, the row-stacked step
     graph for q8 (see the module docstring)."""
-    precision = net_precision(bundle, meta, compact_weights)
+    precision = net_precision(bundle, part, compact_weights)
     if bundle.precision == "q8":
         return StepNet(bundle, graph, threads, precision, int8_threads)
     return SequenceNet(bundle, graph, threads, precision)
@@ -115,27 +121,27 @@ class Talker:
                  adaptive_threads: bool = True, int8_threads: int | None = None, start_threads: int | None = None):
         """int8_threads: the load-time thread count of a q8 bundle's int8 Gemms (default StepNet.INT8_THREADS);
         start_threads: the thread governor's first count (default `threads`)."""
-        meta = bundle.part("talker")
-        self._load = (bundle, meta, compact_weights)
-        spec = meta["talker"]
-        self.hidden_size = int(spec["hidden"])
-        self.vocab_size = int(meta["vocab_size"])
-        self.layers = int(spec["layers"])
+        part = talker_part(bundle)
+        self._load = (bundle, part, compact_weights)
+        spec = part.talker
+        self.hidden_size = spec.hidden
+        self.vocab_size = part.vocab_size
+        self.layers = spec.layers
         self.net = self.load_net(threads, int8_threads)
         # a float graph's single row goes in as a vector: it takes ncnn's GEMV kernel (engine/runtime/sequence_net.py)
         self._vector_rows = not isinstance(self.net, StepNet)
         self.governor = ThreadGovernor(threads, adaptive=adaptive_threads, start=start_threads,
                                        load=shared_cpu_load())
-        self._codec = bundle.table(meta["tables"]["codec"], in_memory=True)  # read every frame
-        self._rope = RopeTable(int(spec["head_dim"]), float(spec["rope_theta"]))
+        self._codec = bundle.table(part.codec_table, in_memory=True)  # read every frame
+        self._rope = RopeTable(spec.head_dim, spec.rope_theta)
         self._zeros = np.zeros((1, 1024), np.float32)
         self._rope_mats: list[tuple[ncnn.Mat, ncnn.Mat]] = []  # per position, made in blocks, shared by sequences
 
     def load_net(self, threads: int, int8_threads: int | None = None) -> SequenceNet | StepNet:
         """A new net of this talker's graph at `threads` (a q8 bundle's int8 Gemms at int8_threads, fixed at load;
         default StepNet.INT8_THREADS)."""
-        bundle, meta, compact = self._load
-        return decode_net(bundle, meta, meta["talker_graph"], threads, compact, int8_threads)
+        bundle, part, compact = self._load
+        return decode_net(bundle, part, part.talker_graph, threads, compact, int8_threads)
 
     def start(self, rows: np.ndarray) -> tuple[TalkerSequence, np.ndarray, np.ndarray]:
         """Prefill a new sequence with its prompt rows (L, H) at positions 0..L-1; returns the sequence and the

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..runtime.bandwidth import weights_read
 from ..runtime.bundle import Bundle
 from ..runtime.stacked_graph import runs_stacked
-from .talker import net_precision
+from .talker import net_precision, talker_part
 
 
 @dataclass(frozen=True)
@@ -28,19 +28,19 @@ class FrameWeights:
 
 
 def frame_weights(bundle: Bundle) -> FrameWeights:
-    meta = bundle.part("talker")
-    float_bytes = 4 if net_precision(bundle, meta) == "fp32" else 2  # fp16 / bf16 storage, or int8 in the graph
-    talker_text = bundle.file(f"{meta['talker_graph']}.param").read_text(encoding="utf-8")
-    cp_text = bundle.file(f"{meta['cp_graph']}.param").read_text(encoding="utf-8")
-    t_layers, c_layers = int(meta["talker"]["layers"]), int(meta["code_predictor"]["layers"])
+    part = talker_part(bundle)
+    float_bytes = 4 if net_precision(bundle, part) == "fp32" else 2  # fp16 / bf16 storage, or int8 in the graph
+    talker_text = bundle.file(f"{part.talker_graph}.param").read_text(encoding="utf-8")
+    cp_text = bundle.file(f"{part.cp_graph}.param").read_text(encoding="utf-8")
+    t_layers, c_layers = part.talker.layers, part.code_predictor.layers
     t_cache = [f"{kv}_out_{i}" for i in range(t_layers) for kv in "kv"]
     c_cache = [f"{kv}_out_{i}" for i in range(c_layers) for kv in "kv"]
-    heads = [f"logits_{g}" for g in range(int(meta["num_code_groups"]) - 1)]
+    heads = [f"logits_{g}" for g in range(part.num_code_groups - 1)]
     talker = weights_read(talker_text, ["hidden", "logits", *t_cache], float_bytes)
     first = weights_read(cp_text, c_cache, float_bytes)
     per_code = [weights_read(cp_text, [h, *c_cache], float_bytes) for h in heads]
     head_bytes = weights_read(cp_text, heads, float_bytes, only="logits_")
     full_call = per_code[0] - weights_read(cp_text, heads[:1], float_bytes, only="logits_")
-    if runs_stacked(bundle, meta["cp_graph"]):  # position 0 rides along with position 1
+    if runs_stacked(bundle, part.cp_graph):  # position 0 rides along with position 1
         return FrameWeights(talker, full_call, len(heads), sum(per_code), head_bytes)
     return FrameWeights(talker, full_call, 1 + len(heads), first + sum(per_code), head_bytes)

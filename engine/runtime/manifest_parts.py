@@ -4,7 +4,7 @@ keys written in convert/ and read in nets/. Reading keeps old bundles opening: a
 a key that must be there is a BundleError naming it (Bundle.part's tables raise it), a value of the wrong type is
 a BundleError saying so.
 
-SpeakerPart is the first part declared this way; the others still speak in keys (see docs/architecture.md).
+SpeakerPart and TalkerPart are declared this way; the others still speak in keys (see docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -64,3 +64,133 @@ class SpeakerPart:
         return cls(True, None, _text(info, "graph", where), _text(info, "input", where), _text(info, "output", where),
                    _whole(info, "mel_dim", where), _whole(info, "enc_dim", where), _whole(info, "sample_rate", where),
                    _whole(info, "min_frames", where), tuple(channels))
+
+
+def _real(info: Mapping[str, Any], key: str, where: str) -> float:
+    value = info[key]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BundleError(f"{where}: {key!r} is not a number ({value!r}); convert the checkpoint again.")
+    return float(value) if isinstance(value, int) else value
+
+
+def _positive(info: Mapping[str, Any], key: str, where: str) -> int:
+    value = _whole(info, key, where)
+    if value < 1:
+        raise BundleError(f"{where}: {key!r} is {value}, not a positive count; convert the checkpoint again.")
+    return value
+
+
+def _count(info: Mapping[str, Any], key: str, where: str) -> int:
+    """A count the converter writes; bundles made before it was recorded lack it (0)."""
+    if key not in info:
+        return 0
+    value = _whole(info, key, where)
+    if value < 0:
+        raise BundleError(f"{where}: {key!r} is {value}, not a count; convert the checkpoint again.")
+    return value
+
+
+def _table(info: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    value = info[key]
+    if not isinstance(value, Mapping):
+        raise BundleError(f"{where}: {key!r} is not a table of values; convert the checkpoint again.")
+    return value
+
+
+def _names(info: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = info.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BundleError(f"{where}: {key!r} is not a list of names; convert the checkpoint again.")
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class StackShape:
+    """One decoder stack's shape (the talker's, the code predictor's)."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    eps: float
+    rope_theta: float
+
+    def to_manifest(self) -> dict[str, Any]:
+        return {"layers": self.layers, "hidden": self.hidden, "heads": self.heads, "kv_heads": self.kv_heads,
+                "head_dim": self.head_dim, "intermediate": self.intermediate, "eps": self.eps,
+                "rope_theta": self.rope_theta}
+
+    @classmethod
+    def from_manifest(cls, info: Mapping[str, Any], where: str) -> StackShape:
+        return cls(_positive(info, "layers", where), _positive(info, "hidden", where), _positive(info, "heads", where),
+                   _positive(info, "kv_heads", where), _positive(info, "head_dim", where),
+                   _positive(info, "intermediate", where), _real(info, "eps", where), _real(info, "rope_theta", where))
+
+
+@dataclass(frozen=True)
+class TalkerPart:
+    """The talker and the code predictor: their graphs, shapes, embedding tables, how their Linears are stored, and
+    what the 8-bit check kept float (engine/convert/q8_check.py writes this part back unchanged but for those)."""
+
+    talker_graph: str  # the nets' .param/.bin names in the bundle
+    cp_graph: str
+    talker: StackShape
+    code_predictor: StackShape
+    num_code_groups: int  # 16: code 0 from the talker + 15 from the code predictor
+    vocab_size: int  # the talker's codec vocabulary
+    codebook_size: int  # each code predictor head's
+    small_to_mtp_projection: bool
+    codec_table: str  # tables: the code-0 embedding, the code predictor's (groups-1, codebook, hidden)
+    cp_codec_table: str
+    blobs: Mapping[str, Any]  # blob names the converter used (informative; the nets name them in code)
+    codec_eos_token_id: int | None
+    fp16_weight_layers: int = 0  # Linear weights stored fp16 / fp32 / int8 (engine/convert/talker.py)
+    fp32_weight_layers: int = 0
+    q8_weight_layers: int = 0
+    outlier_smoothing: Mapping[str, Any] | None = None  # smooth.py's record; None: not smoothed
+    promoted_layers: tuple[str, ...] = ()  # q8 Linears the 8-bit check kept float
+    promoted_fp32_layers: tuple[str, ...] = ()  # of them, those stored fp32
+
+    def to_manifest(self) -> dict[str, Any]:
+        return {
+            "talker_graph": self.talker_graph, "cp_graph": self.cp_graph,
+            "talker": self.talker.to_manifest(), "code_predictor": self.code_predictor.to_manifest(),
+            "num_code_groups": self.num_code_groups, "vocab_size": self.vocab_size,
+            "codebook_size": self.codebook_size, "small_to_mtp_projection": self.small_to_mtp_projection,
+            "tables": {"codec": self.codec_table, "cp_codec": self.cp_codec_table},
+            "blobs": dict(self.blobs), "codec_eos_token_id": self.codec_eos_token_id,
+            "fp16_weight_layers": self.fp16_weight_layers, "fp32_weight_layers": self.fp32_weight_layers,
+            "q8_weight_layers": self.q8_weight_layers,
+            "outlier_smoothing": None if self.outlier_smoothing is None else dict(self.outlier_smoothing),
+            "promoted_layers": list(self.promoted_layers), "promoted_fp32_layers": list(self.promoted_fp32_layers),
+        }
+
+    @classmethod
+    def from_manifest(cls, info: Mapping[str, Any], where: str = "the talker part") -> TalkerPart:
+        tables = _table(info, "tables", where)
+        projection = info.get("small_to_mtp_projection", False)
+        if not isinstance(projection, bool):
+            raise BundleError(f"{where}: 'small_to_mtp_projection' is not true or false; convert the checkpoint again.")
+        eos = info.get("codec_eos_token_id")
+        if eos is not None and (isinstance(eos, bool) or not isinstance(eos, int)):
+            raise BundleError(f"{where}: 'codec_eos_token_id' is not a whole number ({eos!r}); convert the "
+                              "checkpoint again.")
+        blobs = info.get("blobs", {})
+        smoothing = info.get("outlier_smoothing")
+        for key, value in (("blobs", blobs), ("outlier_smoothing", smoothing)):
+            if value is not None and not isinstance(value, Mapping):
+                raise BundleError(f"{where}: {key!r} is not a table of values; convert the checkpoint again.")
+        return cls(
+            _text(info, "talker_graph", where), _text(info, "cp_graph", where),
+            StackShape.from_manifest(_table(info, "talker", where), f"{where}, its talker"),
+            StackShape.from_manifest(_table(info, "code_predictor", where), f"{where}, its code predictor"),
+            _positive(info, "num_code_groups", where), _positive(info, "vocab_size", where),
+            _positive(info, "codebook_size", where), projection,
+            _text(tables, "codec", f"{where}, its tables"), _text(tables, "cp_codec", f"{where}, its tables"),
+            blobs or {}, eos,
+            _count(info, "fp16_weight_layers", where), _count(info, "fp32_weight_layers", where),
+            _count(info, "q8_weight_layers", where), smoothing,
+            _names(info, "promoted_layers", where), _names(info, "promoted_fp32_layers", where),
+        )
