@@ -330,3 +330,15 @@ def test_a_fresh_q8_conversion_is_not_offered_a_check(store):
     model = store.get("new")
     assert not model.check_offered and model.accuracy.startswith(("8-bit, checked: ", "float: "))
     shutil.rmtree(store.root / "new")
+
+
+def test_a_bundle_from_before_smoothing_gets_a_smoothed_talker_part_when_over(store, capsys):
+    """The old bundle is measured as it is; what replaces its talker part is today's conversion (smoothed). The
+    tiny model's code predictor is over the bound as converted (2.2e-3), so a new talker part is made."""
+    path = convert_checkpoint(MODELS / MODEL, store.root / "old", "q8", check=False, smooth=False)
+    assert Bundle.open(path).part("talker")["outlier_smoothing"] is None
+    code, _, err = run(capsys, "models", "check", "old", "--checkpoint", str(MODELS / MODEL))
+    assert code == 0, err
+    record = record_of(path)
+    assert record.rounds > 1 and record.outcome == "q8" and record.within
+    assert Bundle.open(path).part("talker")["outlier_smoothing"] is not None
