@@ -43,6 +43,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         keyed = "; requests need its API key" if key else ""
         print(f"qwen3tts: serving {config.model_name} ({synth.kind.kind}) at {address}/v1{keyed}. "
               "Ctrl+C stops it.", file=sys.stderr, flush=True)
+        print(f"qwen3tts: {_voices_line(synth, config)}", file=sys.stderr, flush=True)
 
     try:
         run_server(synth, config, ready)
@@ -50,6 +51,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         pass
     print("qwen3tts: server stopped.", file=sys.stderr)
     return 0
+
+
+def _voices_line(synth, config) -> str:
+    """The names a request's `voice` may take, or what to do when there are none."""
+    from engine.store import VoiceLibrary, default_voices_dir
+    from qwen3tts_server.voices import VoiceBook
+
+    if synth.kind.kind == "voice_design":
+        return "this VoiceDesign model makes its voice from each request's instructions (a description)."
+    names = [v["id"] for v in VoiceBook(synth, VoiceLibrary(config.voices_dir or default_voices_dir())).listing()]
+    if not names:
+        return ("no voice in the library was made with this model yet: make one in the app or with "
+                "'qwen3tts voice create', save it to the voice folder, and name it in requests.")
+    shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+    return f"voices: {shown}."
 
 
 def add_parser(sub) -> None:

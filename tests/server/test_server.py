@@ -204,15 +204,19 @@ def test_qwen3tts_serve_runs_until_interrupted(demo_q8, library, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "qwen3tts_cli", "serve", "--model", str(demo_q8), "--port", "0",
                              "--threads", "1", "--voices", str(library)], cwd=ROOT, env=env,
                             stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(60, proc.kill)  # a line that never comes must not hang the suite
+    watchdog.start()
     try:
         line = proc.stderr.readline()
         match = re.search(r"at (http://127\.0\.0\.1:\d+)/v1", line)
         assert match, line
+        assert proc.stderr.readline().strip() == f"qwen3tts: voices: {', '.join(VOICES)}."
         status, _, data = post_speech(match.group(1), {"input": "Hello.", "voice": "Anna", "response_format": "wav"})
         assert status == 200 and data[:4] == b"RIFF"
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0
     finally:
+        watchdog.cancel()
         proc.kill()
         proc.wait()
 
