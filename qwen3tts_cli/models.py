@@ -87,7 +87,7 @@ def cmd_models_check(args: argparse.Namespace) -> int:
     record = check_q8_bundle(model.path, Path(checkpoint), progress=bar.update)
     bar.done(f"checked {args.name} in {time.monotonic() - t0:.1f} s: {record.summary()}")
     for layer in record.promoted:
-        print(f"  kept fp32: {layer.name} (8-bit alone: KL {layer.kl_alone:.1e}; "
+        print(f"  kept float: {layer.name} (8-bit alone: KL {layer.kl_alone:.1e}; "
               f"+{layer.extra_bytes_per_frame / 1e6:.1f} MB read per frame)", file=sys.stderr)
     return 0
 

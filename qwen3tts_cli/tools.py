@@ -49,7 +49,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def say_q8_check(bundle_dir) -> None:
-    """The 8-bit check's outcome of a bundle just made: its figures, its time, each layer kept fp32 and what it
+    """The 8-bit check's outcome of a bundle just made: its figures, its time, each Linear kept float and what it
     costs, or the one line saying why the bundle is float."""
     from engine import Bundle, CheckRecordError, read_check_record
 
@@ -65,7 +65,7 @@ def say_q8_check(bundle_dir) -> None:
         return
     print(f"8-bit check ({record.seconds:.0f} s): {record.summary()}", file=sys.stderr)
     for layer in record.promoted:
-        print(f"  kept fp32: {layer.name} (8-bit alone: KL {layer.kl_alone:.1e}; "
+        print(f"  kept float: {layer.name} (8-bit alone: KL {layer.kl_alone:.1e}; "
               f"+{layer.extra_bytes_per_frame / 1e6:.1f} MB read per frame)", file=sys.stderr)
 
 

@@ -1,5 +1,5 @@
 """The 8-bit check (engine/convert/q8_check.py, q8_layers.py, q8_recheck.py): a q8 bundle measured against the
-float model on the weights it was made from, the Linears over the bound kept fp32, a float bundle when 8-bit cannot
+float model on the weights it was made from, the Linears over the bound kept float, a float bundle when 8-bit cannot
 get within it, the figures in the manifest (engine/runtime/q8_check_record.py), and bundles made before it offered
 a check. Errors are injected into one Linear's 8-bit weights (every other Linear as converted), or come from the
 outlier stress checkpoints of tools/outlier_checkpoint.py on the tiny fixtures.
@@ -68,7 +68,7 @@ def test_a_layer_over_the_bound_is_kept_fp32(tmp_path, spoiled_int8):
     record = record_of(dest)
     assert record.talker.kl_unchecked > record.bound  # the injection put the talker over the bound
     assert record.outcome == "q8" and record.within
-    assert record.promoted[0].name == INJECTED  # the largest error alone, and it is kept fp32
+    assert record.promoted[0].name == INJECTED  # the largest error alone, and it is kept float
     assert all(p.kl_alone < record.promoted[0].kl_alone / 4 for p in record.promoted[1:])
     bundle = Bundle.open(dest)
     meta = bundle.part("talker")
@@ -195,7 +195,7 @@ def test_the_record_round_trips_and_reads_as_one_phrase():
     record = Q8CheckRecord.from_json(good_record())
     assert record.to_json() == good_record()
     assert record.summary() == ("8-bit, checked: KL 8.0e-04 / 1.0e-03 (talker / code predictor), "
-                                "1 layers kept fp32")
+                                "1 kept float")
 
 
 def _damaged(path: str, value):
@@ -322,7 +322,7 @@ def test_convert_prints_the_check(tmp_path, capsys):
     assert code == 0, err
     record = record_of(tmp_path / "b")
     assert f"8-bit check ({record.seconds:.0f} s): {record.summary()}" in err
-    assert err.count("kept fp32: ") == len(record.promoted)
+    assert err.count("kept float: ") == len(record.promoted)
 
 
 def test_a_fresh_q8_conversion_is_not_offered_a_check(store):

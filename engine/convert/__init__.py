@@ -42,7 +42,7 @@ class ConvertOptions:
     progress: Progress | None = None
     cancel: Callable[[], bool] | None = None
     smooth: bool | None = None  # outlier smoothing (smooth.py); None: on for q8, off otherwise
-    promote: frozenset[str] = field(default_factory=frozenset)  # q8 Linears kept fp32 (q8_check.py)
+    promote: frozenset[str] = field(default_factory=frozenset)  # q8 Linears kept float (q8_check.py)
 
     @property
     def smoothing(self) -> bool:
@@ -72,7 +72,7 @@ def convert_checkpoint(
     `parts` limits the conversion to those part modules (e.g. ["codec_decoder"]); None converts all. `smooth`:
     q8 outlier smoothing on or off (None: on for q8, ConvertOptions.smoothing). `check`: the 8-bit check
     (q8_check.py; None: on whenever a q8 talker is made): the bundle holds the measured talker part, with the
-    Linears it promoted kept fp32, or is a float (fp32) bundle when 8-bit could not get within the bound; the
+    Linears it promoted kept float, or is a float (fp32) bundle when 8-bit could not get within the bound; the
     manifest's "q8_check" records it. `promote`: Linears a q8 bundle keeps fp32 without a check (names of
     q8_layers.linear_name)."""
     if precision not in PRECISIONS:

@@ -317,7 +317,7 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
             break
         if rnd == MAX_ROUNDS:
             reason = (f"{' and '.join(n.replace('_', ' ') for n in over)} still over the bound {bound:.0e} after "
-                      f"{len(promote)} layers were kept fp32")
+                      f"{len(promote)} were kept float")
             break
         if not kl_alone:
             report(0.35, "measuring each layer's 8-bit error")

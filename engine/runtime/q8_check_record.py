@@ -134,7 +134,7 @@ class Q8CheckRecord:
         figures = f"KL {self.talker.kl:.1e} / {self.code_predictor.kl:.1e} (talker / code predictor)"
         if self.outcome == "float":
             return f"float: 8-bit failed its check ({self.reason})"
-        kept = f", {len(self.promoted)} layers kept fp32" if self.promoted else ""
+        kept = f", {len(self.promoted)} kept float" if self.promoted else ""
         return f"8-bit, checked: {figures}{kept}"
 
 
