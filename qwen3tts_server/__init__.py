@@ -7,7 +7,8 @@ front ends, readers, home automation) can speak with this app's voices. `qwen3tt
     speech_body.py   the request body -> a checked SpeechOrder (what to say, how, in which format)
     voices.py        voice names -> the engine's voice (library voices by name, preset speakers); the voice list
     audio_formats.py the encoders: wav and pcm stream as audio comes, flac / mp3 / opus are written whole
-    tasks.py         SpeechTask (one request's work) and TaskQueue: the engine thread, the queue, batching
+    task.py          SpeechTask (one request's work, the unit) and the events posted back to its request
+    tasks.py         TaskQueue: the engine thread, the queue, batching
     engine_call.py   the one place that runs the engine for a task or a group of tasks
     http_app.py      the Starlette app: routes, the key, body limits, streaming and disconnects
     serving.py       running it: uvicorn in the foreground (CLI) or on a thread (the app)

@@ -5,7 +5,7 @@ long text, one chunk per turn. Requests waiting together with equal settings run
 Synthesizer.synthesize_many (the engine has no door for several requests at once): each one's codes, and so its
 audio, are what synthesize() alone gives it with the same seed; each is decoded whole when it ends.
 
-Each run posts its task's events (tasks.py) and checks between frames whether the task must stop (its client left,
+Each run posts its task's events (task.py) and checks between frames whether the task must stop (its client left,
 or its time ran out): the generation is closed there, which cancels it in the engine."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from engine import (
 )
 
 from .api_errors import ApiError
-from .tasks import Audio, Failed, Finished, SpeechTask, Started
+from .task import Audio, Failed, Finished, SpeechTask, Started
 
 
 def engine_error(e: EngineError) -> ApiError:

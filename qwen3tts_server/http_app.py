@@ -40,7 +40,8 @@ from .api_errors import ApiError
 from .audio_formats import Encoder
 from .config import ServerConfig, is_loopback
 from .speech_body import OPENAI_MODELS, SpeechBody, parse_speech_body
-from .tasks import Audio, Failed, Finished, SpeechTask, Started, TaskEvent, TaskQueue
+from .task import Audio, Failed, Finished, SpeechTask, Started, TaskEvent
+from .tasks import TaskQueue
 from .voices import VoiceBook
 
 log = logging.getLogger("qwen3tts_server")

@@ -1,4 +1,4 @@
-"""SpeechTask, the unit of work (one request's speech), and TaskQueue: the one thread that owns the engine.
+"""TaskQueue: the one thread that owns the engine, and the queue of SpeechTasks (task.py) it runs.
 
 The HTTP side checks a request, makes a SpeechTask and submits it; the engine thread takes waiting tasks in
 order and runs them through engine_call.py, posting each task's events (Started, Audio, Finished, Failed) back to
@@ -14,79 +14,19 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 
-import numpy as np
+from engine import SynthesizerContract
 
-from engine import GenerationSettings, SynthesizerContract, VoiceChoice
-
+from . import engine_call
 from .api_errors import ApiError
+from .task import Failed, SpeechTask
 
 log = logging.getLogger("qwen3tts_server")
-
-
-@dataclass
-class Started:
-    batched: int  # how many tasks are generated side by side with this one (itself included)
-    seed: int | None
-
-
-@dataclass
-class Audio:
-    samples: np.ndarray  # float32 at SAMPLE_RATE, in order
-
-
-@dataclass
-class Finished:
-    seconds: float  # audio seconds sent
-
-
-@dataclass
-class Failed:
-    error: ApiError
-
-
-TaskEvent = Started | Audio | Finished | Failed
-
-
-@dataclass(eq=False)
-class SpeechTask:
-    text: str
-    voice: VoiceChoice
-    language: str
-    instruct: str | None
-    settings: GenerationSettings  # the seed is fixed by now (every task's seed is known before it starts)
-    long: bool  # more than one chunk: the long-text path
-    stream: bool  # audio events as the frames are decoded (streamed formats); else one Audio at the end
-    post: Callable[[TaskEvent], None]  # delivers an event to the request (thread-safe)
-    deadline: float  # time.monotonic() by which the task must end
-    cancelled: threading.Event = field(default_factory=threading.Event)
-    timeout_seconds: float = 0.0
-    stopped: ApiError | None = None  # why the engine stopped it early, if it did
-
-    def cancel(self) -> None:
-        self.cancelled.set()
-
-    def stop_reason(self) -> ApiError | None:
-        """Why the task must stop now (its client left, or it ran out of time), else None."""
-        if self.cancelled.is_set():
-            self.stopped = ApiError(499, "The client closed the connection.")
-        elif time.monotonic() > self.deadline:
-            self.stopped = ApiError(504, f"The speech took longer than this server's limit of "
-                                         f"{self.timeout_seconds:g} s per request; send a shorter text.", "timeout")
-        return self.stopped
-
-    def batch_key(self) -> GenerationSettings:
-        """Tasks with equal keys may run side by side: one run's settings, with each task's seed and frame cap."""
-        return replace(self.settings, seed=None, max_frames=None)
 
 
 class TaskQueue:
     def __init__(self, synth: SynthesizerContract, max_waiting: int, batch_wait: float = 0.05,
                  batch_size: int | None = None):
-        from . import engine_call
-
         self.synth = synth
         self.max_waiting = max_waiting
         self.batch_wait = batch_wait
