@@ -285,7 +285,7 @@ def test_only_the_vocoder_convolutions_may_run_in_bf16(model):
         assert producer[cast[2][0]][0] == "Convolution" and not producer[cast[2][0]][4] & NO_BF16
     for conv in convs:
         assert consumers[conv[3][0]] == 1  # its only consumer is its Cast
-    assert decoder(model).info["bf16_layers"] is True
+    assert decoder(model).info.bf16_layers is True
     kinds = {layer[0] for layer in layers if layer[4] & NO_BF16}
     assert {"Concat", "Crop", "Split", "UnaryOp", "Scale", "BinaryOp", "SDPA", "Convolution", "Clip"} <= kinds
 
@@ -358,7 +358,7 @@ def test_bf16_run_keeps_state_and_audio_in_fp32(model):
     run = dec._new_run()
     wav = run.step(dec.latent(codes[:BLOCK_FRAMES]))
     assert _fp32_valued(wav) > 0.5
-    for name, arr in zip([s["name"] for s in dec._states], run.conv, strict=True):
+    for name, arr in zip([s.name for s in dec._states], run.conv, strict=True):
         assert _fp32_valued(arr) > 0.5, name
     for arr in run.kv:
         assert _fp32_valued(arr) > 0.5
@@ -440,3 +440,39 @@ def test_bad_precision_name_is_refused(bad):
     with pytest.raises(EngineError, match="Unknown speech decoder precision") as e:
         CodecDecoder(bundle, threads=THREADS, precision=bad)
     assert "\n" not in str(e.value) and str(e.value).endswith(".")
+
+
+@pytest.mark.parametrize("model,precision", [(m, "fp32") for m in fixture_models()] + [(fixture_models()[0], "fp16")])
+def test_the_decoder_part_is_one_typed_record_and_the_manifests_read_back_byte_identical(model, precision):
+    """CodecDecoderPart: each fixture bundle's speech decoder part reads into the typed record and writes back to the
+    same JSON bytes; a decoder part made before the bf16 marks reads unmarked and writes back without them; a
+    wrong-typed or missing value is one BundleError line."""
+    import json
+
+    from engine.errors import BundleError
+    from engine.nets.codec_decoder import decoder_part
+    from engine.runtime.bundle import _Part
+    from engine.runtime.manifest_parts import CodecDecoderPart
+
+    bundle = Bundle.open(bundle_for(model, precision))
+    stored = bundle.manifest["parts"]["codec_decoder"]
+    part = decoder_part(bundle)
+    assert json.dumps(part.to_manifest()) == json.dumps(stored)
+    assert part.states[0].name == stored["states"][0]["name"] and part.codebook_sizes == tuple(stored["codebook_sizes"])
+    old = {k: v for k, v in stored.items() if k != "bf16_layers"}
+    assert json.dumps(CodecDecoderPart.from_manifest(old).to_manifest()) == json.dumps(old)
+    assert not CodecDecoderPart.from_manifest(old).bf16_layers
+    for key, bad, says in [("num_quantizers", 1.5, "'num_quantizers' is not a whole number"),
+                           ("upsample", -4, "'upsample' is -4, not a positive count"),
+                           ("sliding_window", "72", "'sliding_window' is not a whole number"),
+                           ("states", {"a": 1}, "'states' is not a list of tables"),
+                           ("outputs", [1], "'outputs' is not a list of names"),
+                           ("codebook_offsets", [0], "codebook sizes and 1 offsets")]:
+        with pytest.raises(BundleError, match=says) as caught:
+            CodecDecoderPart.from_manifest({**stored, key: bad})
+        assert "\n" not in str(caught.value)
+    with pytest.raises(BundleError, match="its states: 'width' is not a whole number") as caught:
+        CodecDecoderPart.from_manifest({**stored, "states": [{**stored["states"][0], "width": None}]})
+    with pytest.raises(BundleError, match="'past'") as caught:
+        CodecDecoderPart.from_manifest(_Part.wrap({k: v for k, v in stored.items() if k != "past"}, "where"))
+    assert "\n" not in str(caught.value)

@@ -28,6 +28,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..errors import ConvertError
+from ..runtime.manifest_parts import CodecDecoderPart, ConvState
 from ..runtime.ncnn_graph import Graph, raw
 from .checkpoint import Checkpoint
 from .codec_decoder_layers import FEATMASK_NO_BF16, PREFIX, DecoderBuilder, cfg
@@ -78,7 +79,8 @@ def _codebook_tables(ckpt: Checkpoint, dc: dict[str, Any]) -> tuple[np.ndarray, 
     return np.concatenate(parts, axis=0), sizes, offsets
 
 
-def build_graph(ckpt: Checkpoint, fp16: bool) -> tuple[Graph, dict[str, Any]]:
+def build_graph(ckpt: Checkpoint, fp16: bool, sizes: list[int], offsets: list[int]) -> tuple[Graph, CodecDecoderPart]:
+    """The decoder's graph and its manifest part (sizes, offsets: the codebooks' in the table)."""
     dc = ckpt.speech_config.get("decoder_config")
     if not isinstance(dc, dict):
         raise ConvertError("speech_tokenizer/config.json has no decoder_config")
@@ -155,24 +157,17 @@ def build_graph(ckpt: Checkpoint, fp16: bool) -> tuple[Graph, dict[str, Any]]:
     _one_thread(g, lambda layer: layer.type == "Crop")
     _fp32_except(g, b.bf16_layers)
     upsample = int(np.prod(upsampling_ratios + upsample_rates))
-    meta = {
-        "graph": GRAPH,
-        "table": TABLE,
-        "num_quantizers": int(cfg(dc, "num_quantizers")),
-        "codebook_dim": int(cfg(dc, "codebook_dim")),
-        "layers": n_layers,
-        "heads": b.heads,
-        "kv_heads": b.kv_heads,
-        "head_dim": b.head_dim,
-        "rope_theta": float(cfg(dc, "rope_theta")),
-        "sliding_window": int(window) if window else None,
-        "past": b.past,
-        "upsample": upsample,
-        "states": b.states,
-        "outputs": b.outputs + ["wav"],
-        "bf16_layers": True,  # the graph carries the per-layer marks that make bf16 storage safe to turn on
-    }
-    return g, meta
+    part = CodecDecoderPart(
+        graph=GRAPH, table=TABLE, num_quantizers=int(cfg(dc, "num_quantizers")),
+        codebook_dim=int(cfg(dc, "codebook_dim")), layers=n_layers, heads=b.heads, kv_heads=b.kv_heads,
+        head_dim=b.head_dim, rope_theta=float(cfg(dc, "rope_theta")),
+        sliding_window=int(window) if window else None, past=b.past, upsample=upsample,
+        states=tuple(ConvState(s["name"], s["channels"], s["width"]) for s in b.states),
+        outputs=(*b.outputs, "wav"),
+        bf16_layers=True,  # the graph carries the per-layer marks that make bf16 storage safe to turn on
+        codebook_sizes=tuple(sizes), codebook_offsets=tuple(offsets),
+    )
+    return g, part
 
 
 def convert(ckpt: Checkpoint, writer, options) -> None:
@@ -187,10 +182,8 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
         table = table.astype(np.float16)
     writer.add_table(TABLE, table)
     options.report(0.2, "network")
-    graph, meta = build_graph(ckpt, fp16=options.precision == "fp16")
+    graph, part = build_graph(ckpt, options.precision == "fp16", sizes, offsets)
     options.report(0.7, "writing")
     writer.add_graph(GRAPH, graph)
-    meta["codebook_sizes"] = sizes
-    meta["codebook_offsets"] = offsets
-    writer.set_part("codec_decoder", meta)
+    writer.set_part("codec_decoder", part.to_manifest())
     options.report(1.0, "done")

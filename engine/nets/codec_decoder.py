@@ -28,6 +28,7 @@ from ..runtime.bundle import Bundle
 from ..runtime.cpu import has_bf16_dot_product
 from ..runtime.cpu_load import crowded_team
 from ..runtime.device import DEFAULT_GPU_PRECISION, Device, gpu_failures, resolve_device
+from ..runtime.manifest_parts import CodecDecoderPart
 from ..runtime.openmp import team_limit
 
 CHUNK_SIZE = 300  # official chunked_decode
@@ -59,11 +60,17 @@ def check_decoder_precision(precision: str) -> str:
     return precision
 
 
+def decoder_part(bundle: Bundle) -> CodecDecoderPart:
+    """The bundle's speech decoder part as its typed record."""
+    return CodecDecoderPart.from_manifest(bundle.part("codec_decoder"),
+                                         f"The manifest of {bundle.path} is damaged: its 'codec_decoder' part")
+
+
 def decoder_net_precision(bundle: Bundle, precision: str = "auto") -> str:
     """The ncnn precision the decoder of `bundle` runs at for the requested precision: "fp32", "bf16", or "fp16"
     (fp16 bundles under "auto" on a CPU without AVX512-BF16, as before bf16 decoding existed)."""
     check_decoder_precision(precision)
-    marked = bundle.part("codec_decoder").get("bf16_layers") is True
+    marked = decoder_part(bundle).bf16_layers
     if precision == "bf16":
         if not marked:
             raise EngineError(f"The speech decoder of {bundle.path} was converted before bf16 decoding existed; "
@@ -83,30 +90,30 @@ class CodecDecoder:
     def __init__(self, bundle: Bundle, threads: int = 2, precision: str = DEFAULT_DECODER_PRECISION):
         """precision: "auto" (bf16 convolutions where the CPU has AVX512-BF16 and the bundle's graph is marked
         for it, else the bundle's own), "fp32" (exact) or "bf16" (refused for bundles converted without the marks)."""
-        info = bundle.part("codec_decoder")
+        info = decoder_part(bundle)
         self.info = info
         self.requested_precision = check_decoder_precision(precision)
         self._bundle, self._precision = bundle, decoder_net_precision(bundle, precision)
-        self._net = bundle.net(info["graph"], threads, precision=self._precision)
-        self._table = bundle.table(info["table"])
-        self.num_quantizers = int(info["num_quantizers"])
-        self.codebook_sizes = np.asarray(info["codebook_sizes"], dtype=np.int64)
-        self._offsets = np.asarray(info["codebook_offsets"], dtype=np.int64)
-        self.samples_per_frame = int(info["upsample"])
+        self._net = bundle.net(info.graph, threads, precision=self._precision)
+        self._table = bundle.table(info.table)
+        self.num_quantizers = info.num_quantizers
+        self.codebook_sizes = np.asarray(info.codebook_sizes, dtype=np.int64)
+        self._offsets = np.asarray(info.codebook_offsets, dtype=np.int64)
+        self.samples_per_frame = info.upsample
         self.sample_rate = int(bundle.manifest.get("speech_config", {}).get("output_sample_rate", SAMPLE_RATE))
-        self._layers = int(info["layers"])
-        self._kv_heads = int(info["kv_heads"])
-        self._head_dim = int(info["head_dim"])
-        self._past = int(info["past"])
-        self._window = info["sliding_window"]
-        self._states = info["states"]
+        self._layers = info.layers
+        self._kv_heads = info.kv_heads
+        self._head_dim = info.head_dim
+        self._past = info.past
+        self._window = info.sliding_window
+        self._states = info.states
         # RoPE inverse frequencies as transformers builds them (fp32 result of base ** (2i/d)).
         hd = self._head_dim
         expo = np.arange(0, hd, 2, dtype=np.float32) / np.float32(hd)
-        self._inv_freq = (1.0 / (float(info["rope_theta"]) ** expo.astype(np.float64))).astype(np.float32)
+        self._inv_freq = (1.0 / (info.rope_theta ** expo.astype(np.float64))).astype(np.float32)
         # ncnn computes only what an extract needs: pulling outputs in graph order keeps one pass and
         # releases each state's source blob as soon as its tail is copied.
-        self._outputs = list(info["outputs"])
+        self._outputs = list(info.outputs)
 
     @property
     def precision(self) -> str:
@@ -123,7 +130,7 @@ class CodecDecoder:
         if int(threads) < 1:
             raise EngineError(f"The decoder needs at least one thread; got {threads}.")
         if int(threads) != self.threads:
-            self._net = self._bundle.net(self.info["graph"], int(threads), precision=self._precision)
+            self._net = self._bundle.net(self.info.graph, int(threads), precision=self._precision)
 
     # -- input handling ------------------------------------------------------------------------
 
@@ -190,7 +197,7 @@ class _Run:
         self.pos = 0
         kv_shape = (dec._kv_heads, dec._past, dec._head_dim)
         self.kv = [np.zeros(kv_shape, np.float32) for _ in range(2 * dec._layers)]
-        self.conv = [np.zeros((s["channels"], 1, s["width"]), np.float32) for s in dec._states]
+        self.conv = [np.zeros((s.channels, 1, s.width), np.float32) for s in dec._states]
 
     def step(self, latent: np.ndarray) -> np.ndarray:
         dec = self.dec
@@ -206,7 +213,7 @@ class _Run:
             feeds[f"k{i}"] = self.kv[2 * i]
             feeds[f"v{i}"] = self.kv[2 * i + 1]
         for s, arr in zip(dec._states, self.conv, strict=True):
-            feeds[s["name"]] = arr
+            feeds[s.name] = arr
         ex = dec._net.create_extractor()
         mats = {k: ncnn.Mat(np.ascontiguousarray(v, dtype=np.float32)).clone() for k, v in feeds.items()}
         for k, m in mats.items():
@@ -215,7 +222,7 @@ class _Run:
             out = {name: _extract(ex, name) for name in dec._outputs}
         del ex, mats
         wav = out["wav"].reshape(-1)
-        new_conv = [out[s["name"] + "_out"] for s in dec._states]
+        new_conv = [out[s.name + "_out"] for s in dec._states]
         new_kv = [out[f"{t}{i}_out"] for i in range(dec._layers) for t in ("k", "v")]
         if wav.shape[0] != n * dec.samples_per_frame:
             raise EngineError(f"codec decoder produced {wav.shape[0]} samples for {n} frames")
@@ -242,7 +249,7 @@ class StreamingDecoder:
         self._dec = decoder
         self._run: _Run | None = None
         self.frames = 0  # frames received so far
-        self._history = np.zeros((0, decoder.info["codebook_dim"]), np.float32)  # last LEFT_CONTEXT latents
+        self._history = np.zeros((0, decoder.info.codebook_dim), np.float32)  # last LEFT_CONTEXT latents
 
     def push(self, frames) -> np.ndarray:
         """Decode new frames ((n, 16) or one (16,) frame); returns their n*1920 samples."""

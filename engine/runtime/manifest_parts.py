@@ -4,7 +4,7 @@ keys written in convert/ and read in nets/. Reading keeps old bundles opening: a
 a key that must be there is a BundleError naming it (Bundle.part's tables raise it), a value of the wrong type is
 a BundleError saying so.
 
-SpeakerPart and TalkerPart are declared this way; the others still speak in keys (see docs/architecture.md).
+SpeakerPart, TalkerPart and CodecDecoderPart are declared this way; the others still speak in keys (see docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -80,14 +80,16 @@ def _positive(info: Mapping[str, Any], key: str, where: str) -> int:
     return value
 
 
-def _count(info: Mapping[str, Any], key: str, where: str) -> int:
-    """A count the converter writes; bundles made before it was recorded lack it (0)."""
-    if key not in info:
-        return 0
+def _size(info: Mapping[str, Any], key: str, where: str) -> int:
     value = _whole(info, key, where)
     if value < 0:
         raise BundleError(f"{where}: {key!r} is {value}, not a count; convert the checkpoint again.")
     return value
+
+
+def _count(info: Mapping[str, Any], key: str, where: str) -> int:
+    """A count the converter writes; bundles made before it was recorded lack it (0)."""
+    return _size(info, key, where) if key in info else 0
 
 
 def _table(info: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
@@ -194,3 +196,90 @@ class TalkerPart:
             _count(info, "q8_weight_layers", where), smoothing,
             _names(info, "promoted_layers", where), _names(info, "promoted_fp32_layers", where),
         )
+
+
+def _wholes(info: Mapping[str, Any], key: str, where: str) -> tuple[int, ...]:
+    value = info[key]
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise BundleError(f"{where}: {key!r} is not a list of whole numbers; convert the checkpoint again.")
+    return tuple(value)
+
+
+def _window(info: Mapping[str, Any], where: str) -> int | None:
+    """sliding_window: None (plain causal attention) or a positive length."""
+    if info.get("sliding_window") is None:
+        return None
+    return _positive(info, "sliding_window", where)
+
+
+@dataclass(frozen=True)
+class ConvState:
+    """A causal convolution's carried input tail in the streaming decoder: graph input `name`, output `name`_out."""
+
+    name: str
+    channels: int
+    width: int
+
+
+@dataclass(frozen=True)
+class CodecDecoderPart:
+    """The speech-tokenizer decoder (codes -> waveform): its graph, codebook table and transformer shape, the
+    convolution states a stream carries between calls, and the codebooks' sizes and rows in the table."""
+
+    graph: str
+    table: str
+    num_quantizers: int
+    codebook_dim: int  # a latent frame's width
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    rope_theta: float
+    sliding_window: int | None
+    past: int  # frames of transformer context a stream keeps
+    upsample: int  # samples per frame
+    states: tuple[ConvState, ...]
+    outputs: tuple[str, ...]  # blobs pulled, in graph order
+    bf16_layers: bool  # the graph carries the per-layer marks that make bf16 storage safe (absent before them)
+    codebook_sizes: tuple[int, ...]
+    codebook_offsets: tuple[int, ...]  # each codebook's first row in the table
+
+    def to_manifest(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "graph": self.graph, "table": self.table, "num_quantizers": self.num_quantizers,
+            "codebook_dim": self.codebook_dim, "layers": self.layers, "heads": self.heads, "kv_heads": self.kv_heads,
+            "head_dim": self.head_dim, "rope_theta": self.rope_theta, "sliding_window": self.sliding_window,
+            "past": self.past, "upsample": self.upsample,
+            "states": [{"name": s.name, "channels": s.channels, "width": s.width} for s in self.states],
+            "outputs": list(self.outputs),
+        }
+        if self.bf16_layers:
+            out["bf16_layers"] = True
+        out["codebook_sizes"] = list(self.codebook_sizes)
+        out["codebook_offsets"] = list(self.codebook_offsets)
+        return out
+
+    @classmethod
+    def from_manifest(cls, info: Mapping[str, Any], where: str = "the codec_decoder part") -> CodecDecoderPart:
+        states = info["states"]
+        if not isinstance(states, list) or not all(isinstance(s, Mapping) for s in states):
+            raise BundleError(f"{where}: 'states' is not a list of tables; convert the checkpoint again.")
+        outputs = info["outputs"]
+        if not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs):
+            raise BundleError(f"{where}: 'outputs' is not a list of names; convert the checkpoint again.")
+        part = cls(
+            _text(info, "graph", where), _text(info, "table", where), _positive(info, "num_quantizers", where),
+            _positive(info, "codebook_dim", where), _positive(info, "layers", where), _positive(info, "heads", where),
+            _positive(info, "kv_heads", where), _positive(info, "head_dim", where), _real(info, "rope_theta", where),
+            _window(info, where), _size(info, "past", where),
+            _positive(info, "upsample", where),
+            tuple(ConvState(_text(s, "name", f"{where}, its states"), _positive(s, "channels", f"{where}, its states"),
+                            _positive(s, "width", f"{where}, its states")) for s in states),
+            tuple(outputs), info.get("bf16_layers") is True,
+            _wholes(info, "codebook_sizes", where), _wholes(info, "codebook_offsets", where),
+        )
+        if len(part.codebook_sizes) != part.num_quantizers or len(part.codebook_offsets) != part.num_quantizers:
+            raise BundleError(f"{where}: it lists {len(part.codebook_sizes)} codebook sizes and "
+                              f"{len(part.codebook_offsets)} offsets for {part.num_quantizers} codebooks; convert the "
+                              "checkpoint again.")
+        return part

@@ -33,8 +33,8 @@ import numpy as np
 
 from ..errors import Cancelled
 from ..nets.code_predictor import CodePredictor
-from ..nets.codec_decoder import DECODER_PRECISIONS, CodecDecoder, decoder_net_precision
-from ..nets.talker import Talker
+from ..nets.codec_decoder import DECODER_PRECISIONS, CodecDecoder, decoder_net_precision, decoder_part
+from ..nets.talker import Talker, talker_part
 from ..runtime.bundle import Bundle
 from ..runtime.cpu import cpu_model, load_average, physical_cores, spin_setting, usable_cpus
 from ..runtime.cpu_load import shared_cpu_load
@@ -70,12 +70,12 @@ Progress = Callable[[float, str], None]
 def tuning_key(bundle: Bundle, device: str = "cpu") -> TuningKey:
     """The key a bundle's tuning is stored under: this CPU, ncnn, and the bundle's shape, precision and format.
     Read from the manifest and the CPU description only (no network is loaded)."""
-    meta = bundle.part("talker")
+    part = talker_part(bundle)
     files = bundle.manifest.get("files", {})
     sizes = "/".join(str(files.get(f"{g}.bin", {}).get("size", "?"))
-                     for g in (meta["talker_graph"], meta["cp_graph"], bundle.part("codec_decoder")["graph"]))
-    model = (f"talker {meta['talker']['layers']}x{meta['talker']['hidden']}, code predictor "
-             f"{meta['code_predictor']['layers']}x{meta['code_predictor']['hidden']}; weights {sizes}")
+                     for g in (part.talker_graph, part.cp_graph, decoder_part(bundle).graph))
+    model = (f"talker {part.talker.layers}x{part.talker.hidden}, code predictor "
+             f"{part.code_predictor.layers}x{part.code_predictor.hidden}; weights {sizes}")
     marks = "bf16 decoder" if bf16_decoder_available(bundle) else "fp32 decoder"
     return TuningKey(cpu=cpu_model(), cores=physical_cores(), logical=usable_cpus(),
                      ncnn=str(getattr(ncnn, "__version__", "?")), model=model, precision=bundle.precision,
@@ -90,7 +90,7 @@ def stored_tuning(bundle: Bundle) -> Lookup:
 
 
 def bf16_decoder_available(bundle: Bundle) -> bool:
-    return bundle.part("codec_decoder").get("bf16_layers") is True
+    return decoder_part(bundle).bf16_layers
 
 
 @dataclass
