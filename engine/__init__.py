@@ -9,7 +9,8 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE   its default and largest batch size; check_batch_size(n)   the one check
     check_batch_request(settings, n)   what synthesize_many asks of its settings and batch size
     GenerationSettings         sampling and output options of one synthesis (validated by the Synthesizer);
-        SAMPLING_SETTINGS, SettingSpec   each sampling setting declared once (engine/setting_specs.py)
+        GENERATION_SETTINGS, SettingSpec each generation setting declared once (engine/setting_specs.py);
+        SAMPLING_SETTINGS                the sampling ones among them
     FrameEvent, AudioChunk, SynthesisResult, SynthesisEvent, Timings   what synthesis yields
     Voice                      a cloned voice (x-vector, optional reference codes); Voice.load / save
     VoiceSummary               a voice file's metadata, read without loading the voice
@@ -147,7 +148,7 @@ from .runtime.device import (  # noqa: E402
 )
 from .runtime.q8_check_record import CheckRecordError, Q8CheckRecord, read_check_record  # noqa: E402
 from .runtime.tuning import CandidateFigure, TuningRecord  # noqa: E402
-from .setting_specs import SAMPLING_SETTINGS, SettingSpec  # noqa: E402
+from .setting_specs import GENERATION_SETTINGS, SAMPLING_SETTINGS, SettingSpec  # noqa: E402
 from .synthesis.contract import AudioSource, BatchEvents, SynthesizerContract, VoiceChoice  # noqa: E402
 from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
 from .synthesis.model_kind import InstructIgnoredWarning, ModelKind, VoiceNeed  # noqa: E402
@@ -203,6 +204,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "GENERATION_SETTINGS",
     "SAMPLING_SETTINGS",
     "SettingSpec",
     "AUDIO_FORMATS",

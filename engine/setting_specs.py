@@ -1,10 +1,12 @@
-"""Every sampling setting a user can set, declared once: its GenerationSettings field, its kind of number, the rule
+"""Every generation setting a user can set, declared once: its GenerationSettings field, its kind of value, the rule
 the engine checks it by, its label and its help, and the range and step an input box offers. The engine's check
-(GenerationSettings.check), the command line's arguments, the app's spin boxes and a take's description are all
-built from SAMPLING_SETTINGS, so adding a setting is this declaration and the code that uses the value.
+(GenerationSettings.check), the command line's arguments, the app's settings form, a take's description and the
+speech server's request fields are all built from GENERATION_SETTINGS (SAMPLING_SETTINGS: the sampling ones), so
+adding a setting is this declaration and the code that uses the value.
 
 The rules (the engine's range) are wider than what a box offers (a comfortable range for a person): a temperature
-of 5 is valid, a box stops at 2.
+of 5 is valid, a box stops at 2; any seed up to 2**63 - 1 is, the app's seed box (a 32-bit spin box) stops at
+2**31 - 1.
 """
 
 from __future__ import annotations
@@ -15,13 +17,17 @@ from dataclasses import dataclass
 POSITIVE = "a finite number greater than 0"
 WHOLE_OR_OFF = "a whole number, 0 (off) or more"
 PROBABILITY = "greater than 0 and at most 1"
+MAX_SEED = 2**63 - 1  # numpy's PCG64 takes any non-negative int; a signed 64-bit int is what settings and files hold
+SEED_RANGE = f"a whole number from 0 to {MAX_SEED}"
+AT_LEAST_ONE = "a whole number, 1 or more"
+SWITCH = "true or false"  # on or off: a command-line switch, a check box
 
 
 @dataclass(frozen=True)
 class SettingSpec:
     name: str  # the GenerationSettings field (and the command line's --name with dashes)
-    whole: bool  # a whole number (else any number)
-    rule: str  # POSITIVE, WHOLE_OR_OFF or PROBABILITY
+    whole: bool  # a whole number (else any number, or a SWITCH)
+    rule: str  # POSITIVE, WHOLE_OR_OFF, PROBABILITY, SEED_RANGE, AT_LEAST_ONE or SWITCH
     label: str  # "Top-k": in messages, the app's form and a take's description
     help: str  # one line: the command line's help and the app's tooltip
     low: float  # what an input box offers: its range, step and decimals
@@ -32,6 +38,11 @@ class SettingSpec:
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
+
+    @property
+    def switch(self) -> bool:
+        """On or off (a command-line switch, a check box), not a number."""
+        return self.rule == SWITCH
 
 
 SAMPLING_SETTINGS: tuple[SettingSpec, ...] = (
@@ -54,4 +65,16 @@ SAMPLING_SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("subtalker_top_p", False, PROBABILITY, "Code predictor top-p",
                 "top-p of the code predictor (default: the model's)", 0.05, 1.0, 0.05, 2),
 )
-SETTING = {s.name: s for s in SAMPLING_SETTINGS}
+GREEDY = SettingSpec("greedy", False, SWITCH, "Greedy",
+                     "argmax decoding: always the most likely code, so the same text and voice give the same take "
+                     "(reproducible, parity mode)", 0, 1)
+SEED = SettingSpec("seed", True, SEED_RANGE, "Seed",
+                   "the seed of the random sampling: the same seed, text and voice give the same take (default: a "
+                   "fresh one, recorded)", 0, 2**31 - 1)
+# a box at 0 says "Automatic" (the engine's limit from the length of the text); steps of 64 frames (5.1 s)
+MAX_FRAMES = SettingSpec("max_frames", True, AT_LEAST_ONE, "Max frames",
+                         "at most this many 80 ms frames (for a long text: per chunk; default: a limit from the "
+                         "length of the text)", 0, 32768, 64)
+# in the command line's order: --greedy, --seed, the sampling settings, --max-frames
+GENERATION_SETTINGS: tuple[SettingSpec, ...] = (GREEDY, SEED, *SAMPLING_SETTINGS, MAX_FRAMES)
+SETTING = {s.name: s for s in GENERATION_SETTINGS}

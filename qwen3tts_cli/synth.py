@@ -16,8 +16,8 @@ from engine import (
     DEFAULT_DECODER_PRECISION,
     DEFAULT_MAX_CHARS,
     FRAME_RATE,
+    GENERATION_SETTINGS,
     MAX_BATCH_SIZE,
-    SAMPLING_SETTINGS,
     SAVE_SUFFIXES,
     ChunkAudio,
     ChunkFrame,
@@ -107,8 +107,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
                         device=args.device, gpu_precision=args.gpu_precision)
     say_device(synth.device)
     settings = GenerationSettings(
-        greedy=args.greedy, seed=args.seed, max_frames=args.max_frames, non_streaming_text=args.non_streaming_text,
-        **{spec.name: getattr(args, spec.name) for spec in SAMPLING_SETTINGS},
+        non_streaming_text=args.non_streaming_text,
+        **{spec.name: getattr(args, spec.name) for spec in GENERATION_SETTINGS},
     )
     # cheap checks before the reference is processed
     synth.check_language(args.language)
@@ -258,11 +258,11 @@ def add_parser(sub) -> None:
     s.add_argument("--x-vector-only", action="store_true", help="ignore --ref-text; clone the timbre only (x-vector)")
     s.add_argument("--voice", type=Path, help="a saved voice file instead of --ref")
     s.add_argument("--language", default="auto")
-    s.add_argument("--greedy", action="store_true", help="argmax decoding (reproducible, parity mode)")
-    s.add_argument("--seed", type=int)
-    for spec in SAMPLING_SETTINGS:  # declared once (engine/setting_specs.py)
-        s.add_argument(spec.flag, type=int if spec.whole else float, help=spec.help)
-    s.add_argument("--max-frames", type=int, help="at most this many 80 ms frames (for a long text: per chunk)")
+    for spec in GENERATION_SETTINGS:  # declared once (engine/setting_specs.py)
+        if spec.switch:
+            s.add_argument(spec.flag, action="store_true", help=spec.help)
+        else:
+            s.add_argument(spec.flag, type=int if spec.whole else float, help=spec.help)
     mode = s.add_mutually_exclusive_group()
     mode.add_argument("--non-streaming-text", dest="non_streaming_text", action="store_true", default=None,
                       help="put the whole text in the prompt (default for CustomVoice and VoiceDesign models)")

@@ -18,6 +18,7 @@ from engine import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_DECODER_PRECISION,
     FRAME_RATE,
+    GENERATION_SETTINGS,
     MAX_BATCH_SIZE,
     MAX_TEXT_FILE_BYTES,
     SAMPLE_RATE,
@@ -99,9 +100,10 @@ from engine.store import (
     remember_models_dir,
 )
 
-SETTING = {spec.name: spec for spec in SAMPLING_SETTINGS}  # each sampling setting's declaration, by field
+SETTING = {spec.name: spec for spec in GENERATION_SETTINGS}  # each generation setting's declaration, by field
 
 __all__ = [
+    "GENERATION_SETTINGS",
     "SAMPLING_SETTINGS",
     "SETTING",
     "SettingSpec",

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from engine import SAMPLING_SETTINGS, EngineError, GenerationSettings
+from engine import GENERATION_SETTINGS, EngineError, GenerationSettings
 
 from .api_errors import ApiError
 from .config import Limits
@@ -24,11 +24,8 @@ OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")  # front ends send thes
 
 # extra fields: name -> (expected type, what to say it must be)
 WHOLE, NUMBER, FLAG = "a whole number", "a number", "true or false"
-SETTINGS = {
-    "seed": WHOLE, "greedy": FLAG, "max_frames": WHOLE,
-    # the sampling settings as the engine declares them (engine/setting_specs.py)
-    **{spec.name: WHOLE if spec.whole else NUMBER for spec in SAMPLING_SETTINGS},
-}
+# the generation settings as the engine declares them (engine/setting_specs.py)
+SETTINGS = {spec.name: FLAG if spec.switch else WHOLE if spec.whole else NUMBER for spec in GENERATION_SETTINGS}
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Each sampling setting is declared once (engine/setting_specs.py): the engine checks it by its rule and names it
+"""Each generation setting is declared once (engine/setting_specs.py): the engine checks it by its rule and names it
 by its label, and the command line offers it as an argument with its help, so a setting added to the declaration
 reaches them all."""
 
@@ -8,14 +8,22 @@ import re
 
 import pytest
 
-from engine import SAMPLING_SETTINGS, GenerationSettings, TextError
-from engine.setting_specs import POSITIVE, PROBABILITY, WHOLE_OR_OFF
+from engine import GENERATION_SETTINGS, GenerationSettings, TextError
+from engine.setting_specs import (
+    AT_LEAST_ONE,
+    MAX_SEED,
+    POSITIVE,
+    PROBABILITY,
+    SEED_RANGE,
+    SWITCH,
+    WHOLE_OR_OFF,
+)
 
-BAD = {POSITIVE: 0.0, WHOLE_OR_OFF: -1, PROBABILITY: 1.5}
-GOOD = {POSITIVE: 0.7, WHOLE_OR_OFF: 0, PROBABILITY: 1.0}
+BAD = {POSITIVE: 0.0, WHOLE_OR_OFF: -1, PROBABILITY: 1.5, SEED_RANGE: MAX_SEED + 1, AT_LEAST_ONE: 0, SWITCH: 1}
+GOOD = {POSITIVE: 0.7, WHOLE_OR_OFF: 0, PROBABILITY: 1.0, SEED_RANGE: MAX_SEED, AT_LEAST_ONE: 1, SWITCH: True}
 
 
-@pytest.mark.parametrize("spec", SAMPLING_SETTINGS, ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", GENERATION_SETTINGS, ids=lambda s: s.name)
 def test_the_engine_checks_each_setting_by_its_declared_rule(spec):
     GenerationSettings(**{spec.name: GOOD[spec.rule]}).check()
     with pytest.raises(TextError, match="^" + re.escape(f"{spec.label} must be {spec.rule}, not")):
@@ -30,6 +38,11 @@ def test_the_command_line_offers_every_declared_setting():
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     synth = sub.choices["synth"]
     options = {a.option_strings[0]: a for a in synth._actions if a.option_strings}
-    for spec in SAMPLING_SETTINGS:
+    assert {"--greedy", "--seed", "--max-frames"} <= {spec.flag for spec in GENERATION_SETTINGS}
+    for spec in GENERATION_SETTINGS:
         action = options[spec.flag]
-        assert action.help == spec.help and action.type is (int if spec.whole else float)
+        assert action.help == spec.help
+        if spec.switch:
+            assert isinstance(action, argparse._StoreTrueAction)
+        else:
+            assert action.type is (int if spec.whole else float)

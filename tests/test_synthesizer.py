@@ -108,7 +108,7 @@ def test_codes_only_skips_decoding_and_keeps_the_codes(synth, voice):
     ("top_k", -1, "Top-k"), ("top_k", 2.5, "Top-k"), ("subtalker_top_k", -3, "Code predictor top-k"),
     ("top_p", 0.0, "Top-p"), ("top_p", 1.5, "Top-p"), ("subtalker_top_p", float("nan"), "Code predictor top-p"),
     ("repetition_penalty", 0.0, "Repetition penalty"), ("repetition_penalty", float("inf"), "Repetition penalty"),
-    ("seed", -1, "seed"), ("seed", 2**63, "seed"), ("seed", 1.5, "seed"),
+    ("seed", -1, "Seed"), ("seed", 2**63, "Seed"), ("seed", 1.5, "Seed"),
     ("max_frames", 0, "Max frames"), ("max_frames", -5, "Max frames"),
 ])
 def test_settings_out_of_range_are_refused_with_their_name(synth, voice, field, value, named):

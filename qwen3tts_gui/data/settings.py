@@ -19,10 +19,10 @@ from typing import Any, Generic, TypeVar, cast, overload
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QSettings
 
-from ..engine_adapter import DEFAULT_DECODER_PRECISION, MAX_BATCH_SIZE
+from ..engine_adapter import DEFAULT_DECODER_PRECISION, MAX_BATCH_SIZE, SETTING
 
 T = TypeVar("T")
-MAX_SEED = 2**31 - 1  # what the seed box (a 32-bit QSpinBox) holds
+MAX_SEED = int(SETTING["seed"].high)  # what the seed box (a 32-bit QSpinBox) holds
 MAX_GAP_MS = 10000
 MIN_TAKES_MB, MAX_TAKES_MB = 10, 100_000
 # Qt reads the whole file before the window opens; older versions kept batch lines there (up to 64 MB seen)

@@ -50,21 +50,21 @@ class Take:
     def label(self) -> str:
         text = " ".join(self.text.split())
         short = text if len(text) <= 48 else text[:47] + "…"
-        seed = "greedy" if self.settings.greedy else f"seed {self.seed}"
+        seed = SETTING["greedy"].label.lower() if self.settings.greedy else f"{SETTING['seed'].label.lower()} {self.seed}"
         return f"#{self.number}  {self.result.seconds:.1f} s · {self.voice_name} · {seed}\n“{short}”"
 
     def details(self) -> str:
         """Everything that made this take (shown as the take's tooltip)."""
         s = self.settings
-        sampling = "greedy" if s.greedy else ", ".join(
+        sampling = SETTING["greedy"].label.lower() if s.greedy else ", ".join(
             f"{SETTING[name].label.lower()} {getattr(s, name)}" for name in ("temperature", "top_k", "top_p"))
-        cap = f"{s.max_frames} frames" if s.max_frames else "automatic"
+        cap = str(s.max_frames) if s.max_frames else "automatic"
         instruct = f"Instruction: {self.instruct}\n" if self.instruct else ""
         device = f" · made on {self.device}" if self.device else ""
         return (f"{self.text}\n\nVoice: {self.voice_name} · language: {self.language}\n{instruct}"
-                f"Seed {self.seed} · {sampling} · {SETTING['repetition_penalty'].label.lower()} "
+                f"{SETTING['seed'].label} {self.seed} · {sampling} · {SETTING['repetition_penalty'].label.lower()} "
                 f"{s.repetition_penalty}\n"
-                f"Maximum length {cap} · {self.frames} frames, ended by {self.result.ended_by}{device} · "
+                f"{SETTING['max_frames'].label} {cap} · {self.frames} frames, ended by {self.result.ended_by}{device} · "
                 f"made {self.created}")
 
     def file_stem(self) -> str:

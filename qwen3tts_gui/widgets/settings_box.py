@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..data.settings import MAX_SEED, Settings
+from ..data.settings import Settings
 from ..engine_adapter import FRAME_RATE, SETTING, GenerationSettings, SettingSpec, physical_cores, usable_cpus
 from .device_combo import DeviceCombo
 
@@ -43,14 +43,23 @@ def _set_spin(spin: QSpinBox | QDoubleSpinBox, value: float | str) -> None:
         spin.setValue(float(value))
 
 
+def _tip(spec: SettingSpec) -> str:
+    return spec.help[:1].upper() + spec.help[1:]
+
+
+def _whole_spin(spec: SettingSpec) -> QSpinBox:
+    """The input box of a declared whole-number setting: its range and step, its help as the tooltip."""
+    box = QSpinBox(minimum=int(spec.low), maximum=int(spec.high), singleStep=int(spec.step))
+    box.setToolTip(_tip(spec))
+    return box
+
+
 def _spin(spec: SettingSpec) -> QSpinBox | QDoubleSpinBox:
     """The input box of a declared setting: its range, step and decimals, its help as the tooltip."""
-    box: QSpinBox | QDoubleSpinBox
     if spec.whole:
-        box = QSpinBox(minimum=int(spec.low), maximum=int(spec.high), singleStep=int(spec.step))
-    else:
-        box = QDoubleSpinBox(minimum=spec.low, maximum=spec.high, singleStep=spec.step, decimals=spec.decimals)
-    box.setToolTip(spec.help[:1].upper() + spec.help[1:])
+        return _whole_spin(spec)
+    box = QDoubleSpinBox(minimum=spec.low, maximum=spec.high, singleStep=spec.step, decimals=spec.decimals)
+    box.setToolTip(_tip(spec))
     return box
 
 
@@ -85,7 +94,8 @@ class GenerationSettingsBox(QWidget):
         grid.setHorizontalSpacing(12)
         grid.setVerticalSpacing(6)
 
-        self.seed = QSpinBox(minimum=0, maximum=MAX_SEED)
+        # every box and check box of a generation setting is built from its declaration (engine/setting_specs.py)
+        self.seed = _whole_spin(SETTING["seed"])
         self.seed.setValue(settings.seed)
         self.seed_random = QCheckBox("Random")
         self.seed_random.setToolTip("A new seed for every take (the seed used is shown in the take list)")
@@ -95,23 +105,20 @@ class GenerationSettingsBox(QWidget):
         seed_row = QHBoxLayout()
         seed_row.addWidget(self.seed, 1)
         seed_row.addWidget(self.seed_random)
-        # the sampling boxes, each built from its declaration (engine/setting_specs.py)
         self.sampling = {name: _spin(SETTING[name]) for name in SHOWN}
         self.temperature, self.top_k = self.sampling["temperature"], self.sampling["top_k"]
         self.top_p, self.repetition_penalty = self.sampling["top_p"], self.sampling["repetition_penalty"]
-        self.max_frames = QSpinBox(minimum=0, maximum=32768, singleStep=64)
+        self.max_frames = _whole_spin(SETTING["max_frames"])
         self.max_frames.setSuffix(" frames")
-        self.max_frames.setSpecialValueText("Automatic")
-        self.max_frames.setToolTip("The most frames (80 ms each) one take may have; Automatic lets the engine "
-                                   "pick a limit from the length of the text")
+        self.max_frames.setSpecialValueText("Automatic")  # 0: the engine's limit from the length of the text
         self.max_seconds = QLabel()
         self.max_seconds.setObjectName("Muted")
         self.max_frames.valueChanged.connect(self._show_seconds)
         length_row = QHBoxLayout()
         length_row.addWidget(self.max_frames, 1)
         length_row.addWidget(self.max_seconds)
-        self.greedy = QCheckBox("Greedy (no randomness)")
-        self.greedy.setToolTip("Always take the most likely token: the same text and voice give the same take")
+        self.greedy = QCheckBox(f"{SETTING['greedy'].label} (no randomness)")
+        self.greedy.setToolTip(_tip(SETTING["greedy"]))
         self.greedy.toggled.connect(self._greedy_toggled)
         self.stream_audio = QCheckBox("Decode while generating")
         self.stream_audio.setToolTip("Make audio as the frames arrive, so playback can start before the end")
@@ -152,9 +159,9 @@ class GenerationSettingsBox(QWidget):
         reset.clicked.connect(self.reset_to_defaults)
 
         rows: list[tuple[str, QWidget | QHBoxLayout, str, QWidget | QHBoxLayout]] = [
-            ("Seed", seed_row, SETTING["temperature"].label, self.temperature),
+            (SETTING["seed"].label, seed_row, SETTING["temperature"].label, self.temperature),
             (SETTING["top_k"].label, self.top_k, SETTING["top_p"].label, self.top_p),
-            (SETTING["repetition_penalty"].label, self.repetition_penalty, "Maximum length", length_row),
+            (SETTING["repetition_penalty"].label, self.repetition_penalty, SETTING["max_frames"].label, length_row),
             ("Pause between sentences", self.sentence_pause, "Pause after a paragraph", self.paragraph_pause),
         ]
         # label/field pairs, two to a row when there is room and one to a row when the column is narrow (the

@@ -25,3 +25,39 @@ def test_the_settings_form_builds_its_sampling_boxes_from_the_declarations(qtbot
         assert spec.label in labels and spec.help[1:] in spin.toolTip()
         spin.setValue(spin.maximum())
         assert getattr(box.generation_settings(), spec.name) == spin.maximum()
+
+
+def test_seed_greedy_and_length_come_from_their_declarations(qtbot, make_window):
+    """The seed, greedy and maximum length are declared with the sampling settings: the form's boxes take their
+    range, step, label and help from there, and a take's line and details name them by their labels."""
+    from dataclasses import replace
+
+    from PySide6.QtWidgets import QLabel
+
+    from engine.setting_specs import SETTING
+    from qwen3tts_gui.widgets.settings_box import SHOWN
+
+    window = make_window()
+    box = window.settings_box
+    labels = {label.text() for label in box.findChildren(QLabel)}
+    for name, spin in (("seed", box.seed), ("max_frames", box.max_frames)):
+        spec = SETTING[name]
+        assert (spin.minimum(), spin.maximum(), spin.singleStep()) == (spec.low, spec.high, spec.step)
+        assert spec.label in labels and spec.help[1:] in spin.toolTip()
+    assert box.greedy.text().startswith(SETTING["greedy"].label) and SETTING["greedy"].help[1:] in box.greedy.toolTip()
+
+    box.seed_random.setChecked(False)
+    box.seed.setValue(box.seed.maximum())
+    box.max_frames.setValue(box.max_frames.singleStep())
+    settings = box.generation_settings()
+    assert (settings.seed, settings.max_frames) == (SETTING["seed"].high, SETTING["max_frames"].step)
+
+    window.text_edit.setPlainText("Hello there.")
+    assert window.generate()
+    qtbot.waitUntil(lambda: window.synth_worker is None, timeout=10000)
+    take = window.output.current
+    details = take.details()
+    for name in ("seed", "max_frames", *SHOWN):
+        assert SETTING[name].label.lower() in details.lower(), (name, details)
+    greedy = replace(take, settings=replace(take.settings, greedy=True))
+    assert SETTING["greedy"].label.lower() in greedy.details().lower() and SETTING["greedy"].label.lower() in greedy.label()
