@@ -55,10 +55,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _voices_line(synth, config) -> str:
     """The names a request's `voice` may take, or what to do when there are none."""
+    from engine import VoiceNeed
     from engine.store import VoiceLibrary, default_voices_dir
     from qwen3tts_server.voices import VoiceBook
 
-    if synth.kind.kind == "voice_design":
+    if synth.kind.needs == VoiceNeed.DESCRIPTION:
         return "this VoiceDesign model makes its voice from each request's instructions (a description)."
     names = [v["id"] for v in VoiceBook(synth, VoiceLibrary(config.voices_dir or default_voices_dir())).listing()]
     if not names:
