@@ -11,6 +11,7 @@ from engine import (
     DECODER_PRECISIONS,
     DEFAULT_BATCH_SIZE,
     DEFAULT_DECODER_PRECISION,
+    GENERATION_SETTINGS,
     MAX_BATCH_SIZE,
     EngineError,
     VoiceChoice,
@@ -168,7 +169,8 @@ def add_parser(sub) -> None:
     bt.add_argument("--batch-size", type=int, default=None,
                     help=f"sequences sharing each model step (1-{MAX_BATCH_SIZE}; default {DEFAULT_BATCH_SIZE} on q8 "
                          "models, 1 on fp32/fp16 models, where sequences take turns); results do not depend on it")
-    bt.add_argument("--greedy", action="store_true", help="argmax decoding (reproducible, parity mode)")
+    greedy = next(spec for spec in GENERATION_SETTINGS if spec.name == "greedy")  # declared once (engine/setting_specs.py)
+    bt.add_argument(greedy.flag, action="store_true", help=greedy.help)
     bt.add_argument("--seed", type=int, help="seed of every job without its own")
     bt.add_argument("--codes", action="store_true", help="also write NAME.codes.npy (frames x 16 int64)")
     bt.add_argument("--overwrite", action="store_true",

@@ -36,8 +36,10 @@ def test_the_command_line_offers_every_declared_setting():
     from qwen3tts_cli.main import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    synth = sub.choices["synth"]
+    synth, batch = sub.choices["synth"], sub.choices["batch"]
     options = {a.option_strings[0]: a for a in synth._actions if a.option_strings}
+    greedy = next(spec for spec in GENERATION_SETTINGS if spec.switch)
+    assert next(a for a in batch._actions if greedy.flag in a.option_strings).help == greedy.help
     assert {"--greedy", "--seed", "--max-frames"} <= {spec.flag for spec in GENERATION_SETTINGS}
     for spec in GENERATION_SETTINGS:
         action = options[spec.flag]
