@@ -155,3 +155,31 @@ def test_lossy_precision_runs(model, bundle_precision, run_precision):
     got = enc.encode(audio)
     assert got.shape == want.shape
     assert np.mean(got[:, 0] == want[:, 0]) > 0.9
+
+
+def test_the_encoder_part_is_one_typed_record_and_the_manifests_read_back_byte_identical():
+    """CodecEncoderPart: each fixture bundle's speech encoder part reads into the typed record and writes back to the
+    same JSON bytes; a wrong-typed or missing value is one BundleError line naming the key."""
+    from engine.errors import BundleError
+    from engine.runtime.bundle import _Part
+    from engine.runtime.manifest_parts import CodecEncoderPart
+
+    parts = [Bundle.open(bundle_for(m)).manifest["parts"].get("codec_encoder") for m in fixture_models()]
+    parts = [p for p in parts if p is not None]
+    assert parts, "no fixture bundle has a speech encoder"
+    for stored in parts:
+        part = CodecEncoderPart.from_manifest(stored)
+        assert json.dumps(part.to_manifest()) == json.dumps(stored)
+        assert part.samples_per_frame == stored["samples_per_frame"] and part.tf_net == stored["tf_net"]
+    stored = parts[0]
+    for key, bad, says in [("hop", "480", "'hop' is not a whole number"),
+                           ("levels", 0, "'levels' is 0, not a positive count"),
+                           ("tf_net", 3, "'tf_net' is not a name"),
+                           ("rope_theta", "x", "'rope_theta' is not a number"),
+                           ("semantic_levels", stored["levels"] + 1, "'semantic_levels' .* is more than 'levels'")]:
+        with pytest.raises(BundleError, match=says) as caught:
+            CodecEncoderPart.from_manifest({**stored, key: bad})
+        assert "\n" not in str(caught.value)
+    with pytest.raises(BundleError, match="'receptive_field'") as caught:
+        CodecEncoderPart.from_manifest(_Part.wrap({k: v for k, v in stored.items() if k != "receptive_field"}, "at"))
+    assert "\n" not in str(caught.value)

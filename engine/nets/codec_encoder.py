@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import AudioError, BundleError
 from ..runtime.bundle import Bundle
+from ..runtime.manifest_parts import CodecEncoderPart
 
 PART = "codec_encoder"
 DEFAULT_BLOCK_FRAMES = 256  # 25 Hz rows per transformer pass (10.24 s); longer inputs continue from a KV cache
@@ -31,34 +32,35 @@ _CDIST_MM_THRESHOLD = 25  # torch.cdist uses the matrix-multiply form when eithe
 class CodecEncoder:
     def __init__(self, bundle: Bundle, threads: int = 2, chunk_frames: int = DEFAULT_CHUNK_FRAMES,
                  precision: str | None = None, block_frames: int = DEFAULT_BLOCK_FRAMES):
-        info = bundle.part(PART)
+        info = CodecEncoderPart.from_manifest(bundle.part(PART),
+                                              f"The manifest of {bundle.path} is damaged: its '{PART}' part")
         self.precision = precision or encoder_precision(bundle)
         self.info = info
-        self.hop = int(info["hop"])
-        self.stride = int(info["downsample_stride"])
-        self.hidden = int(info["hidden"])
-        self.head_dim = int(info["head_dim"])
-        self.context = math.ceil(int(info["receptive_field"]) / self.hop)  # frames of left context per chunk
+        self.hop = info.hop
+        self.stride = info.downsample_stride
+        self.hidden = info.hidden
+        self.head_dim = info.head_dim
+        self.context = math.ceil(info.receptive_field / self.hop)  # frames of left context per chunk
         self.chunk = max(1, int(chunk_frames))
-        self.window = info.get("sliding_window")
+        self.window = info.sliding_window
         self._allocators: tuple[ncnn.PoolAllocator, ncnn.PoolAllocator] | None = None
-        self.semantic_levels = int(info["semantic_levels"])
-        self.conv_net = bundle.net(info["conv_net"], threads, self.precision)
-        self.tf_net = bundle.net(info["tf_net"], threads, self.precision)
-        self.down_net = bundle.net(info["down_net"], threads, self.precision)
+        self.semantic_levels = info.semantic_levels
+        self.conv_net = bundle.net(info.conv_net, threads, self.precision)
+        self.tf_net = bundle.net(info.tf_net, threads, self.precision)
+        self.down_net = bundle.net(info.down_net, threads, self.precision)
         self.block = max(1, int(block_frames))
-        layers = int(info["layers"])
+        layers = info.layers
         self._cache_in = [f"{kv}_in_{i}" for i in range(layers) for kv in ("k", "v")]
         self._cache_out = [f"{kv}_out_{i}" for i in range(layers) for kv in ("k", "v")]
-        self.rvq_net = bundle.net(info["rvq_net"], threads, precision="fp32")
-        books = np.asarray(bundle.table(info["codebooks"]), dtype=np.float32)
-        if books.ndim != 3 or books.shape[1] != int(info["codebook_size"]):
+        self.rvq_net = bundle.net(info.rvq_net, threads, precision="fp32")
+        books = np.asarray(bundle.table(info.codebooks), dtype=np.float32)
+        if books.ndim != 3 or books.shape[1] != info.codebook_size:
             raise BundleError(f"model bundle {bundle.path}: codebook table has shape {books.shape}")
         self.books = books
         # right-hand side of torch's cdist matmul form: [c, 1, |c|^2] per codebook row, (levels, size, dim + 2)
         norms = np.sum(books * books, axis=-1, keepdims=True, dtype=np.float32)
         self.books_aug = np.ascontiguousarray(np.concatenate([books, np.ones_like(norms), norms], axis=-1))
-        self.inv_freq = _inv_freq(self.head_dim, float(info["rope_theta"]))
+        self.inv_freq = _inv_freq(self.head_dim, info.rope_theta)
 
     @property
     def samples_per_frame(self) -> int:

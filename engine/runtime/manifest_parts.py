@@ -4,7 +4,7 @@ keys written in convert/ and read in nets/. Reading keeps old bundles opening: a
 a key that must be there is a BundleError naming it (Bundle.part's tables raise it), a value of the wrong type is
 a BundleError saying so.
 
-SpeakerPart, TalkerPart and CodecDecoderPart are declared this way; the others still speak in keys (see docs/architecture.md).
+SpeakerPart, TalkerPart, CodecDecoderPart and CodecEncoderPart are declared this way; the others still speak in keys (see docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -282,4 +282,57 @@ class CodecDecoderPart:
             raise BundleError(f"{where}: it lists {len(part.codebook_sizes)} codebook sizes and "
                               f"{len(part.codebook_offsets)} offsets for {part.num_quantizers} codebooks; convert the "
                               "checkpoint again.")
+        return part
+
+
+@dataclass(frozen=True)
+class CodecEncoderPart:
+    """The speech-tokenizer encoder (24 kHz audio -> codes): its four graphs (convolutions, transformer,
+    downsampling, residual quantizer), the codebook table, and the transformer's and framing's sizes."""
+
+    conv_net: str
+    tf_net: str
+    down_net: str
+    layers: int
+    rvq_net: str
+    codebooks: str  # the (levels, codebook_size, codebook_dim) table
+    hidden: int
+    heads: int
+    head_dim: int
+    rope_theta: float
+    sliding_window: int | None  # None: plain causal attention (engine/convert/codec_encoder.py says why)
+    hop: int  # samples per 25 Hz row
+    downsample_stride: int  # 25 Hz rows per code frame
+    samples_per_frame: int
+    receptive_field: int  # samples of left context a chunk needs
+    semantic_levels: int
+    levels: int
+    codebook_size: int
+    codebook_dim: int
+
+    def to_manifest(self) -> dict[str, Any]:
+        return {
+            "conv_net": self.conv_net, "tf_net": self.tf_net, "down_net": self.down_net, "layers": self.layers,
+            "rvq_net": self.rvq_net, "codebooks": self.codebooks, "hidden": self.hidden, "heads": self.heads,
+            "head_dim": self.head_dim, "rope_theta": self.rope_theta, "sliding_window": self.sliding_window,
+            "hop": self.hop, "downsample_stride": self.downsample_stride, "samples_per_frame": self.samples_per_frame,
+            "receptive_field": self.receptive_field, "semantic_levels": self.semantic_levels, "levels": self.levels,
+            "codebook_size": self.codebook_size, "codebook_dim": self.codebook_dim,
+        }
+
+    @classmethod
+    def from_manifest(cls, info: Mapping[str, Any], where: str = "the codec_encoder part") -> CodecEncoderPart:
+        part = cls(
+            _text(info, "conv_net", where), _text(info, "tf_net", where), _text(info, "down_net", where),
+            _positive(info, "layers", where), _text(info, "rvq_net", where), _text(info, "codebooks", where),
+            _positive(info, "hidden", where), _positive(info, "heads", where), _positive(info, "head_dim", where),
+            _real(info, "rope_theta", where), _window(info, where), _positive(info, "hop", where),
+            _positive(info, "downsample_stride", where), _positive(info, "samples_per_frame", where),
+            _size(info, "receptive_field", where), _size(info, "semantic_levels", where),
+            _positive(info, "levels", where), _positive(info, "codebook_size", where),
+            _positive(info, "codebook_dim", where),
+        )
+        if part.semantic_levels > part.levels:
+            raise BundleError(f"{where}: 'semantic_levels' ({part.semantic_levels}) is more than 'levels' "
+                              f"({part.levels}); convert the checkpoint again.")
         return part
