@@ -63,3 +63,28 @@ def test_ids_files_and_fingerprint(model):
     if others:
         other = Bundle.open(bundle_for(others[0], "fp32", parts=["text"]))
         assert other.manifest["model_id"] != b.manifest["model_id"]
+
+
+@pytest.mark.parametrize("model", MODEL_LIST)
+def test_the_text_part_is_one_typed_record_and_the_manifests_read_back_byte_identical(model):
+    """TextPart: each fixture bundle's text part reads into the typed record and writes back to the same JSON bytes
+    (so bundles converted before it open the same); a wrong-typed or missing value is one BundleError line."""
+    from engine.errors import BundleError
+    from engine.runtime.bundle import _Part
+    from engine.runtime.manifest_parts import TextPart
+
+    stored = Bundle.open(bundle_for(model, "fp32", parts=["text"])).manifest["parts"]["text"]
+    part = TextPart.from_manifest(stored)
+    assert json.dumps(part.to_manifest()) == json.dumps(stored)
+    assert part.id("codec_eos_token_id") == stored["codec_eos_token_id"] and part.hidden == stored["hidden"]
+    for key, bad, says in [("text_vocab", "151936", "'text_vocab' is not a whole number"),
+                           ("max_position_embeddings", 0, "'max_position_embeddings' is 0, not a positive count"),
+                           ("split_regex", 2, "'split_regex' is not a name"),
+                           ("spk_id", {"a": "x"}, "'spk_id' is not a table of token ids"),
+                           ("tts_pad_token_id", -1, "'tts_pad_token_id' is -1, not a count")]:
+        with pytest.raises(BundleError, match=says) as caught:
+            TextPart.from_manifest({**stored, key: bad})
+        assert "\n" not in str(caught.value)
+    with pytest.raises(BundleError, match="'codec_bos_id'") as caught:
+        TextPart.from_manifest(_Part.wrap({k: v for k, v in stored.items() if k != "codec_bos_id"}, "at"))
+    assert "\n" not in str(caught.value)

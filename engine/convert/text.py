@@ -13,20 +13,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConvertError
+from ..runtime.manifest_parts import CODEC_IDS, TEXT_IDS, TextPart
 from ..text.tokenizer import TOKENIZER_FILES, split_pattern_for
 from .checkpoint import Checkpoint
 
 PREFIX = "talker."
 BLOCK_ROWS = 4096  # rows per matmul block: bounded memory (4096 x 2048 fp32 = 32 MB per block)
-
-CODEC_KEYS = (
-    "codec_pad_id", "codec_bos_id", "codec_eos_token_id", "codec_think_id", "codec_nothink_id",
-    "codec_think_bos_id", "codec_think_eos_id",
-)
-TEXT_KEYS = (
-    "im_start_token_id", "im_end_token_id", "assistant_token_id", "tts_pad_token_id", "tts_bos_token_id",
-    "tts_eos_token_id",
-)
 
 
 def project_rows(emb: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, w2: np.ndarray,
@@ -105,33 +97,26 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     writer.manifest["model_id"] = model_fingerprint(ckpt)
 
     cp_cfg = tcfg.get("code_predictor_config") or {}
-    info: dict[str, Any] = {
-        "table": "text_rows",
-        "text_vocab": int(v),
-        "hidden": int(hidden),
-        "split_regex": split_pattern_for(cfg, len(vocab)),
-        "newline_id": vocab.get("\u010a"),  # byte-level "\n"
-        "tts_model_type": cfg.get("tts_model_type", "base"),
-        "tts_model_size": cfg.get("tts_model_size", ""),
-        "codec_vocab": int(tcfg.get("vocab_size", 0)),
-        "codebook_size": int(cp_cfg.get("vocab_size", 0)),
-        "num_code_groups": int(tcfg.get("num_code_groups", 16)),
-        "codec_language_id": {str(k): int(x) for k, x in (tcfg.get("codec_language_id") or {}).items()},
-        "spk_id": {str(k): _as_int(x) for k, x in (tcfg.get("spk_id") or {}).items()},
-        "spk_is_dialect": dict(tcfg.get("spk_is_dialect") or {}),
-        "max_position_embeddings": int(tcfg.get("max_position_embeddings", 32768)),
-    }
-    for key in TEXT_KEYS:
-        if key in cfg:
-            info[key] = int(cfg[key])
     for key in ("im_start_token_id", "im_end_token_id", "tts_pad_token_id", "tts_bos_token_id", "tts_eos_token_id"):
-        if key not in info:
+        if key not in cfg:
             raise ConvertError(f"config.json has no {key}; is this a Qwen3-TTS checkpoint?")
-    for key in CODEC_KEYS:
+    for key in CODEC_IDS:
         if key not in tcfg:
             raise ConvertError(f"config.json talker_config has no {key}; is this a Qwen3-TTS checkpoint?")
-        info[key] = int(tcfg[key])
-    writer.set_part("text", info)
+    part = TextPart(
+        table="text_rows", text_vocab=int(v), hidden=int(hidden), split_regex=split_pattern_for(cfg, len(vocab)),
+        newline_id=vocab.get("\u010a"),  # byte-level "\n"
+        tts_model_type=cfg.get("tts_model_type", "base"), tts_model_size=cfg.get("tts_model_size", ""),
+        codec_vocab=int(tcfg.get("vocab_size", 0)), codebook_size=int(cp_cfg.get("vocab_size", 0)),
+        num_code_groups=int(tcfg.get("num_code_groups", 16)),
+        codec_language_id={str(k): int(x) for k, x in (tcfg.get("codec_language_id") or {}).items()},
+        spk_id={str(k): _as_int(x) for k, x in (tcfg.get("spk_id") or {}).items()},
+        spk_is_dialect=dict(tcfg.get("spk_is_dialect") or {}),
+        max_position_embeddings=int(tcfg.get("max_position_embeddings", 32768)),
+        text_ids={key: int(cfg[key]) for key in TEXT_IDS if key in cfg},
+        codec_ids={key: int(tcfg[key]) for key in CODEC_IDS},
+    )
+    writer.set_part("text", part.to_manifest())
     options.report(1.0, "done")
 
 

@@ -4,7 +4,8 @@ keys written in convert/ and read in nets/. Reading keeps old bundles opening: a
 a key that must be there is a BundleError naming it (Bundle.part's tables raise it), a value of the wrong type is
 a BundleError saying so.
 
-SpeakerPart, TalkerPart, CodecDecoderPart and CodecEncoderPart are declared this way; the others still speak in keys (see docs/architecture.md).
+Every part of a text-to-speech bundle is declared this way (SpeakerPart, TalkerPart, CodecDecoderPart,
+CodecEncoderPart, TextPart).
 """
 
 from __future__ import annotations
@@ -336,3 +337,83 @@ class CodecEncoderPart:
             raise BundleError(f"{where}: 'semantic_levels' ({part.semantic_levels}) is more than 'levels' "
                               f"({part.levels}); convert the checkpoint again.")
         return part
+
+
+# the text part's token ids, in the order the converter writes them (config.json's, then talker_config's)
+TEXT_IDS = ("im_start_token_id", "im_end_token_id", "assistant_token_id", "tts_pad_token_id", "tts_bos_token_id",
+            "tts_eos_token_id")
+CODEC_IDS = ("codec_pad_id", "codec_bos_id", "codec_eos_token_id", "codec_think_id", "codec_nothink_id",
+             "codec_think_bos_id", "codec_think_eos_id")
+
+
+def _id_table(info: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
+    """A table of names to token ids (a speaker's may be a one-element list, as some configs store it)."""
+    value = info.get(key) or {}
+    if not isinstance(value, Mapping) or not all(
+            isinstance(v, int) and not isinstance(v, bool)
+            or isinstance(v, list) and len(v) == 1 and isinstance(v[0], int) for v in value.values()):
+        raise BundleError(f"{where}: {key!r} is not a table of token ids; convert the checkpoint again.")
+    return dict(value)
+
+
+@dataclass(frozen=True)
+class TextPart:
+    """The text side: the projected text-embedding table, the tokenizer's split, the model's kind, size and
+    speakers, its context length, and the special token ids of the text and codec tracks."""
+
+    table: str
+    text_vocab: int
+    hidden: int
+    split_regex: str
+    newline_id: int | None
+    tts_model_type: str
+    tts_model_size: str
+    codec_vocab: int
+    codebook_size: int
+    num_code_groups: int
+    codec_language_id: Mapping[str, Any]
+    spk_id: Mapping[str, Any]
+    spk_is_dialect: Mapping[str, Any]
+    max_position_embeddings: int
+    text_ids: Mapping[str, int]  # TEXT_IDS the checkpoint has (assistant_token_id may be absent)
+    codec_ids: Mapping[str, int]  # CODEC_IDS, all of them
+
+    def to_manifest(self) -> dict[str, Any]:
+        return {
+            "table": self.table, "text_vocab": self.text_vocab, "hidden": self.hidden,
+            "split_regex": self.split_regex, "newline_id": self.newline_id, "tts_model_type": self.tts_model_type,
+            "tts_model_size": self.tts_model_size, "codec_vocab": self.codec_vocab,
+            "codebook_size": self.codebook_size, "num_code_groups": self.num_code_groups,
+            "codec_language_id": dict(self.codec_language_id), "spk_id": dict(self.spk_id),
+            "spk_is_dialect": dict(self.spk_is_dialect), "max_position_embeddings": self.max_position_embeddings,
+            **{k: self.text_ids[k] for k in TEXT_IDS if k in self.text_ids},
+            **{k: self.codec_ids[k] for k in CODEC_IDS},
+        }
+
+    def id(self, key: str) -> int:
+        """A special token id by its config.json name (TEXT_IDS, CODEC_IDS)."""
+        return self.codec_ids[key] if key in CODEC_IDS else self.text_ids[key]
+
+    @classmethod
+    def from_manifest(cls, info: Mapping[str, Any], where: str = "the text part") -> TextPart:
+        for key, default in (("table", "text_rows"), ("split_regex", "qwen2"), ("tts_model_type", "base"),
+                             ("tts_model_size", "")):
+            if not isinstance(info.get(key, default), str):
+                raise BundleError(f"{where}: {key!r} is not a name ({info.get(key)!r}); convert the checkpoint again.")
+        newline = info.get("newline_id")
+        if newline is not None and (isinstance(newline, bool) or not isinstance(newline, int)):
+            raise BundleError(f"{where}: 'newline_id' is not a whole number ({newline!r}); convert the checkpoint "
+                              "again.")
+        dialects = info.get("spk_is_dialect") or {}
+        if not isinstance(dialects, Mapping):
+            raise BundleError(f"{where}: 'spk_is_dialect' is not a table of values; convert the checkpoint again.")
+        return cls(
+            info.get("table", "text_rows"), _positive(info, "text_vocab", where), _positive(info, "hidden", where),
+            info.get("split_regex", "qwen2"), newline, info.get("tts_model_type", "base"),
+            info.get("tts_model_size", ""), _count(info, "codec_vocab", where), _count(info, "codebook_size", where),
+            _positive(info, "num_code_groups", where) if "num_code_groups" in info else 16,
+            _id_table(info, "codec_language_id", where), _id_table(info, "spk_id", where), dict(dialects),
+            _positive(info, "max_position_embeddings", where) if "max_position_embeddings" in info else 32768,
+            {k: _size(info, k, where) for k in TEXT_IDS if k in info or k != "assistant_token_id"},
+            {k: _size(info, k, where) for k in CODEC_IDS},
+        )

@@ -28,6 +28,7 @@ from ..nets.weight_reads import FrameWeights, frame_weights
 from ..runtime.bundle import Bundle
 from ..runtime.cpu import load_average, physical_cores
 from ..runtime.device import CPU, DEFAULT_DEVICE, DEFAULT_GPU_PRECISION, Device, GpuError, resolve_device
+from ..runtime.manifest_parts import TextPart
 from ..runtime.tuning import TuningRecord
 from ..text.prompt import Prompt, PromptIds
 from ..text.tokenizer import TextTokenizer, clean_text
@@ -90,11 +91,12 @@ class Synthesizer:
         measured = self.tuning.device_ms if self.tuning else None  # generation ms per frame by device ("cpu", "gpu:N")
         requested = device if isinstance(device, Device) else resolve_device(device, gpu_precision, measured)
         info = self._bundle.part("text")
-        self._ids = PromptIds.from_part(info)
+        text = TextPart.from_manifest(info, f"The manifest of {self._bundle.path} is damaged: its 'text' part")
+        self._ids = PromptIds.from_part(text)
         self.kind = ModelKind.from_part(info)
         self._tokenizer = TextTokenizer(self._bundle)
-        self._text_table = self._bundle.table(info.get("table", "text_rows"))
-        self._max_positions = int(info.get("max_position_embeddings", 32768))
+        self._text_table = self._bundle.table(text.table)
+        self._max_positions = text.max_position_embeddings
         self._load_nets(requested)
         self._codec_vocab = int(self._talker.vocab_size)
         self.load_seconds = time.perf_counter() - t0

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..errors import TextError
+from ..runtime.manifest_parts import TextPart
 
 Rows = Callable[[Sequence[int]], np.ndarray]  # ids -> (n, H) float32
 
@@ -34,12 +34,13 @@ class PromptIds:
     language_ids: dict[str, int]
 
     @classmethod
-    def from_part(cls, info: dict[str, Any]) -> PromptIds:
+    def from_part(cls, part: TextPart) -> PromptIds:
         return cls(
-            tts_pad=info["tts_pad_token_id"], tts_bos=info["tts_bos_token_id"], tts_eos=info["tts_eos_token_id"],
-            codec_pad=info["codec_pad_id"], codec_bos=info["codec_bos_id"], codec_eos=info["codec_eos_token_id"],
-            think=info["codec_think_id"], nothink=info["codec_nothink_id"], think_bos=info["codec_think_bos_id"],
-            think_eos=info["codec_think_eos_id"], language_ids=dict(info.get("codec_language_id", {})),
+            tts_pad=part.id("tts_pad_token_id"), tts_bos=part.id("tts_bos_token_id"),
+            tts_eos=part.id("tts_eos_token_id"), codec_pad=part.id("codec_pad_id"), codec_bos=part.id("codec_bos_id"),
+            codec_eos=part.id("codec_eos_token_id"), think=part.id("codec_think_id"),
+            nothink=part.id("codec_nothink_id"), think_bos=part.id("codec_think_bos_id"),
+            think_eos=part.id("codec_think_eos_id"), language_ids=dict(part.codec_language_id),
         )
 
     def languages(self) -> list[str]:
