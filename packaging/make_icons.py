@@ -36,7 +36,8 @@ def render(out_dir: Path) -> dict[str, Path]:
         files[f"png{size}"] = path
     for fmt, size in (("ico", 256), ("icns", 512)):
         path = out_dir / f"icon.{fmt}"
-        if not images[size].save(str(path), fmt):
+        # the stub types the format as bytes; the binding takes only str (bytes: ValueError, PySide6 on Linux)
+        if not images[size].save(str(path), fmt):  # type: ignore[call-overload]
             raise SystemExit(f"Qt could not write {path}")
         files[fmt] = path
     return files

@@ -36,6 +36,8 @@ def run(workdir: Path) -> None:
 
     from qwen3tts_gui.engine_adapter import (
         GenerationSettings,
+        SynthesisRequest,
+        SynthesisResult,
         make_demo_bundle,
         open_synthesizer,
         read_audio_file,
@@ -54,7 +56,7 @@ def run(workdir: Path) -> None:
     print(f"ok: voice created (x-vector of {len(voice.xvector)} values)")
 
     settings = GenerationSettings(greedy=True, max_frames=FRAMES, seed=1)
-    worker = SynthesisWorker(synth, "Hello from the self test.", voice, "auto", settings)
+    worker = SynthesisWorker(synth, SynthesisRequest("Hello from the self test.", voice, "auto", settings))
     frames: list[int] = []
     outcome: dict[str, object] = {}
     loop = QEventLoop()
@@ -69,7 +71,7 @@ def run(workdir: Path) -> None:
     if "error" in outcome:
         raise RuntimeError(f"generation failed: {outcome['error']}")
     result = outcome.get("result")
-    if result is None:
+    if not isinstance(result, SynthesisResult):
         raise RuntimeError("generation produced no result within 120 s")
     if frames != list(range(len(frames))) or not frames:
         raise RuntimeError(f"frame events out of order or missing: {frames}")
@@ -154,7 +156,7 @@ def _check_download_client() -> None:
 def _check_gpu(bundle: Path, voice, settings, cpu_codes: np.ndarray) -> None:
     """The frozen app finds the system's Vulkan loader (ncnn dlopens it): every GPU it sees gives the CPU's greedy
     codes; with no loader or no GPU it says why and the app stays on the CPU."""
-    from qwen3tts_gui.engine_adapter import gpu_choices, open_synthesizer
+    from qwen3tts_gui.engine_adapter import SynthesisResult, gpu_choices, open_synthesizer
 
     gpus, reason = gpu_choices()
     if not gpus:
@@ -165,8 +167,8 @@ def _check_gpu(bundle: Path, voice, settings, cpu_codes: np.ndarray) -> None:
         if not synth.device.on_gpu:
             print(f"ok: {label} cannot run the model here; the CPU does ({synth.device.note})")
             continue
-        events = list(synth.synthesize("Hello from the self test.", voice, "auto", settings))
-        if not np.array_equal(events[-1].codes, cpu_codes):
+        last = list(synth.synthesize("Hello from the self test.", voice, "auto", settings))[-1]
+        if not isinstance(last, SynthesisResult) or not np.array_equal(last.codes, cpu_codes):
             raise RuntimeError(f"{label} gave other greedy codes than the CPU")
         print(f"ok: {label}: the CPU's greedy codes")
 
