@@ -27,6 +27,7 @@ from ..io.audio import read_mono, resample
 from ..nets.whisper import WhisperDecoder, WhisperEncoder, whisper_part
 from ..runtime.bundle import Bundle
 from ..runtime.cpu import usable_cpus
+from ..text.byte_level import bytes_to_unicode
 from . import features
 from .languages import LANGUAGE_NAMES
 from .rules import DecodingRules
@@ -91,7 +92,7 @@ class _Vocabulary:
             raise BundleError(f"The model bundle {bundle.path} is damaged: tokenizer/vocab.json is unreadable ({e}).") from None
         if not isinstance(vocab, dict):
             raise BundleError(f"The model bundle {bundle.path} is damaged: tokenizer/vocab.json is not a table.")
-        byte_of = {ch: b for b, ch in _bytes_to_unicode().items()}
+        byte_of = {ch: b for b, ch in bytes_to_unicode().items()}
         self.pieces: dict[int, bytes] = {}
         for piece, tid in vocab.items():
             if type(tid) is int and tid < end:
@@ -101,18 +102,6 @@ class _Vocabulary:
     def text(self, ids: list[int] | tuple[int, ...]) -> str:
         data = b"".join(self.pieces.get(t, b"") for t in ids if t < self.end)
         return data.decode("utf-8", errors="replace")
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, (chr(c) for c in cs), strict=True))
 
 
 class Transcriber:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.text.byte_level import bytes_to_unicode
+
 from .json_files import write_json, write_text
 from .presets import Preset
 
@@ -74,19 +76,6 @@ windows\r\nline endings and a blank line
 
 Combining marks: e\u0301 a\u0308 n\u0303; full width: ＡＢＣ１２３！？
 """
-
-
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible byte -> printable character map (byte order = Qwen2's first 256 ids)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, (chr(c) for c in cs), strict=True))
 
 
 @dataclass
