@@ -330,12 +330,13 @@ def installed_conversion(src: Path, models_dir: Path, precision: str, progress: 
 
 
 def check_q8_bundle(bundle: Path, checkpoint: Path, progress: Progress | None = None,
-                    cancel: Callable[[], bool] | None = None) -> Path:
-    """The 8-bit check of a bundle made before it, against the checkpoint it came from; returns the bundle."""
+                    cancel: Callable[[], bool] | None = None) -> str:
+    """The 8-bit check of a bundle made before it, against the checkpoint it came from; returns what it found,
+    one phrase ("8-bit, checked: KL ..." or why the model became a float one)."""
     from engine import check_q8_bundle as _check
 
-    _check(bundle, checkpoint, progress=progress, cancel=cancel)
-    return bundle
+    record = _check(bundle, checkpoint, progress=progress, cancel=cancel)
+    return record.summary()
 
 
 def make_demo_bundle(dest: Path, progress: Progress | None = None, replace: bool = False) -> Path:

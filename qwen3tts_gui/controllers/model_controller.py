@@ -167,7 +167,14 @@ class ModelController(QObject):
         self.run_long_job(
             lambda progress, cancel: check_q8_bundle(bundle, src, progress=progress, cancel=cancel),
             "checking the 8-bit model", f"Checking {bundle.name} against {src.name}…", cancellable=True,
-        )
+            done=lambda found: self._checked(bundle, str(found)))
+
+    def _checked(self, bundle: Path, found: str) -> None:
+        """Say what the check found; a check is not a request to open the model. The open model is opened again
+        when it was the one checked, since the check may have rewritten its files (layers kept float, or fp32)."""
+        self.status.emit(f"Checked {bundle.name}: {found}", 10000)
+        if self.ctx.model_path is not None and _same_folder(self.ctx.model_path, bundle):
+            self.open_model(bundle)
 
     def use_demo_model(self) -> None:
         dest = self._demo_folder()
@@ -212,3 +219,10 @@ class ModelController(QObject):
             self.progress_dialog.deleteLater()
         self.progress_dialog = None
         self.welcome.set_busy("")
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False

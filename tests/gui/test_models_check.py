@@ -43,6 +43,22 @@ def test_the_dialog_shows_the_check_and_offers_it_to_an_old_8bit_model(qtbot, ma
     qtbot.addWidget(again)
     checked = read_check_record(Bundle.open(old).manifest)
     assert rows(again)["old"].text(1) == f"{Bundle.open(old).precision} ({checked.summary()})"
+    # the check says what it found and does not open the model it checked
+    assert window.statusBar().currentMessage() == f"Checked old: {checked.summary()}"
+    assert window.ctx.model_path is None and window.ctx.synth is None
+
+
+def test_checking_the_open_model_opens_it_again(qtbot, make_window, dialogs):
+    """The check may rewrite the model's files (layers kept float, or a float model): the open one is reloaded."""
+    opened = []
+    window = make_window(model=False)
+    old = convert_checkpoint(MODEL, window.ctx.models_folder() / "old", "q8", check=False)
+    window.ctx.model_path = old  # as if it were open
+    window.models.open_model = lambda path: opened.append(path) or True
+    dialogs.dirs.append(str(MODEL))
+    window.models.check_model(old)
+    qtbot.waitUntil(lambda: window.ctx.job is None, timeout=180000)
+    assert opened == [old]
 
 
 def test_no_checkpoint_chosen_leaves_the_model_as_it_was(qtbot, make_window, dialogs):
