@@ -293,3 +293,30 @@ def test_the_talker_part_is_one_typed_record_and_the_manifests_read_back_byte_id
     with pytest.raises(BundleError, match="'cp_graph'") as caught:
         TalkerPart.from_manifest(wrapped)
     assert "\n" not in str(caught.value)
+
+
+def test_one_stack_shape_serves_the_converter_the_manifest_and_the_numpy_forward():
+    """A decoder stack's shape is declared once (manifest_parts.StackShape): the converter reads it from the config
+    (stack_shape), the manifest records it and the numpy forward of the smoothing and the 8-bit check runs on it;
+    a config the graphs cannot run is one ConvertError line."""
+    from engine.convert.stack_forward import CODE_PREDICTOR, StackForward, stack_shape
+    from engine.errors import ConvertError
+    from engine.nets.talker import talker_part
+
+    model = fixture_models()[0]
+    ckpt = Checkpoint.open(MODELS / model)
+    cfg = ckpt.talker_config
+    part = talker_part(Bundle.open(bundle_for(model, "fp32", parts=PART)))
+    assert stack_shape(cfg, "talker") == part.talker
+    shape = stack_shape(cfg["code_predictor_config"], "code predictor")
+    assert shape == part.code_predictor
+    forward = StackForward(ckpt.main.get, lambda n: n in ckpt.main, CODE_PREDICTOR, shape, 3)
+    assert forward.cos.shape == (3, shape.head_dim // 2)
+    ckpt.close()
+    for change, says in [({"head_dim": 7}, "head_dim 7 is odd"), ({"num_key_value_heads": 3}, "not a multiple of 3"),
+                         ({"num_attention_heads": 0}, "size below 1"),
+                         ({"num_hidden_layers": "two"}, "missing or has a bad value"),
+                         ({"hidden_act": "gelu"}, "activation 'gelu'")]:
+        with pytest.raises(ConvertError, match=says) as caught:
+            stack_shape({**cfg, **change}, "talker")
+        assert "\n" not in str(caught.value)

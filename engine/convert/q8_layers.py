@@ -20,7 +20,7 @@ import numpy as np
 
 from ..runtime import q8
 from .checkpoint import Checkpoint
-from .stack_forward import CODE_PREDICTOR, SITES, TALKER, StackForward, StackShape, site_weights
+from .stack_forward import CODE_PREDICTOR, SITES, TALKER, StackForward, site_weights, stack_shape
 
 Kl = Callable[[np.ndarray, np.ndarray], float]
 REFINE_SHARE = 0.9  # of the per-layer KL sum: the layers measured Linear by Linear (_sweep)
@@ -119,7 +119,7 @@ def talker_sensitivity(ckpt: Checkpoint, rows: np.ndarray, first: int, codebook:
     """rows: the talker's input rows (L, H) of one prompt; first: the position whose output gives frame 0's code-0
     logits (every later position gives the next frame's). Returns the KL per Linear or layer (_sweep)."""
     w = _Weights(ckpt)
-    shape = StackShape.of(ckpt.talker_config)
+    shape = stack_shape(ckpt.talker_config, "talker")
     head = "talker.codec_head.weight"
     forward = StackForward(w.get, w.has, TALKER, shape, rows.shape[0])
 
@@ -141,7 +141,7 @@ def code_predictor_sensitivity(ckpt: Checkpoint, inputs: np.ndarray, kl: Kl,
     """inputs: (frames, groups, talker width) rows of each frame's sequence (hidden, code 0's row, codes 1..14's
     rows). Logits: head g at position g + 1."""
     w = _Weights(ckpt)
-    shape = StackShape.of(ckpt.talker_config["code_predictor_config"])
+    shape = stack_shape(ckpt.talker_config["code_predictor_config"], "code predictor")
     groups = inputs.shape[1]
     heads = [f"talker.code_predictor.lm_head.{g}.weight" for g in range(groups - 1)]
     x = inputs.astype(np.float32)

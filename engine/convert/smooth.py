@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 
 from ..runtime import q8
+from ..runtime.manifest_parts import StackShape
 from .checkpoint import Checkpoint
-from .stack_forward import CODE_PREDICTOR, SITE_INPUTS, TALKER, StackForward, StackShape, TextRows, stacks
+from .stack_forward import CODE_PREDICTOR, SITE_INPUTS, TALKER, StackForward, TextRows, stack_shape, stacks
 
 ALPHA = 0.5
 MIN_SHIFT = 2  # factors 2^e with |e| < MIN_SHIFT stay 1: random-weight noise, not outliers (module docstring)
@@ -87,7 +88,7 @@ def smoothed(ckpt: Checkpoint, alpha: float | None = ALPHA) -> tuple[Checkpoint,
         return changed[name] if name in changed else get(name)
 
     for prefix, cfg in _stacks(ckpt):
-        spec = StackShape.of(cfg)
+        spec = stack_shape(cfg, prefix)
         for i in range(spec.layers):
             p = f"{prefix}layers.{i}."
             a, m = p + "self_attn.", p + "mlp."
@@ -230,14 +231,14 @@ def calibrate(ckpt: Checkpoint, site_rows: dict | None = None) -> dict[tuple[str
         rows.append(pad_t + codec[frame[0]] + sum(t[c] for t, c in zip(cp_tables, frame[1:], strict=True)))
     stats: dict[tuple[str, int, str], np.ndarray] = {}
     x = np.stack(rows).astype(np.float32)[None]
-    hidden = _run_stack(ckpt, TALKER, StackShape.of(cfg), x, stats, site_rows)[0, start - 1:]  # the rows each frame starts from
+    hidden = _run_stack(ckpt, TALKER, stack_shape(cfg, "talker"), x, stats, site_rows)[0, start - 1:]  # the rows each frame starts from
     proj = "talker.code_predictor.small_to_mtp_projection."
     seq = [hidden[:, None]] + [codec[codes[:, 0]][:, None]]
     seq += [cp_tables[g][codes[:, g + 1]][:, None] for g in range(groups - 2)]
     x = np.concatenate(seq, axis=1).astype(np.float32)  # (frames, groups, talker width)
     if proj + "weight" in ckpt.main:
         x = x @ get(proj + "weight").T + (get(proj + "bias") if proj + "bias" in ckpt.main else 0)
-    _run_stack(ckpt, CODE_PREDICTOR, StackShape.of(cp_cfg), x.astype(np.float32), stats, site_rows)
+    _run_stack(ckpt, CODE_PREDICTOR, stack_shape(cp_cfg, "code predictor"), x.astype(np.float32), stats, site_rows)
     return stats
 
 

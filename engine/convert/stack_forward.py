@@ -3,6 +3,8 @@
 Two users: the outlier smoothing's calibration (smooth.py: the activation maxima at every Linear input) and the
 8-bit check's per-layer measurement (q8_layers.py: how far one Linear's 8-bit product alone moves the logits).
 `linear` lets a caller replace any Linear's product; `record` sees every Linear input.
+stack_shape reads a stack's shape from its config, checked: the converter builds the graphs from it, the manifest
+records it (manifest_parts.StackShape, the one declaration) and this forward runs on it.
 
 Linear sites are named as the converter names its Linears (talker.py): "qkv" (q/k/v_proj, one fused product), "o",
 "gate_up" (gate/up_proj, fused) and "down".
@@ -11,11 +13,12 @@ Linear sites are named as the converter names its Linears (talker.py): "qkv" (q/
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..errors import ConvertError
+from ..runtime.manifest_parts import StackShape
 from .checkpoint import Checkpoint
 
 TALKER = "talker.model."
@@ -30,23 +33,39 @@ Linear = Callable[[int, str, np.ndarray, list[str]], np.ndarray | None]
 Record = Callable[[tuple[int, str], np.ndarray], None]
 
 
-@dataclass(frozen=True)
-class StackShape:
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    eps: float
-    theta: float
-
-    @classmethod
-    def of(cls, cfg: dict[str, Any]) -> StackShape:
+def stack_shape(cfg: dict[str, Any], what: str) -> StackShape:
+    """One decoder stack's shape from its config dict (the talker's, or its code_predictor_config), checked for
+    what the converted graphs support; the manifest records it as it is (TalkerPart)."""
+    try:
+        hidden = int(cfg["hidden_size"])
         heads = int(cfg["num_attention_heads"])
-        return cls(int(cfg["num_hidden_layers"]), int(cfg["hidden_size"]), heads,
-                   int(cfg.get("num_key_value_heads") or heads),
-                   int(cfg.get("head_dim") or int(cfg["hidden_size"]) // heads),
-                   float(cfg.get("rms_norm_eps", 1e-6)), float(cfg.get("rope_theta", 10000.0)))
+        shape = StackShape(
+            layers=int(cfg["num_hidden_layers"]),
+            hidden=hidden,
+            heads=heads,
+            kv_heads=int(cfg.get("num_key_value_heads") or heads),
+            head_dim=int(cfg.get("head_dim") or hidden // heads),
+            intermediate=int(cfg["intermediate_size"]),
+            eps=float(cfg.get("rms_norm_eps", 1e-6)),
+            rope_theta=float(cfg.get("rope_theta", 10000.0)),
+        )
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
+        raise ConvertError(f"config.json: {what} config is missing or has a bad value: {e}") from None
+    if min(shape.layers, shape.hidden, shape.heads, shape.kv_heads, shape.head_dim, shape.intermediate) < 1:
+        raise ConvertError(f"config.json: {what} config has a size below 1 ({shape})")
+    if shape.heads % shape.kv_heads:
+        raise ConvertError(f"config.json: {what} has {shape.heads} heads, not a multiple of {shape.kv_heads} kv heads")
+    if shape.head_dim % 2:
+        raise ConvertError(f"config.json: {what} head_dim {shape.head_dim} is odd; RoPE needs an even size")
+    if cfg.get("use_sliding_window") or "sliding_attention" in (cfg.get("layer_types") or []):
+        raise ConvertError(f"config.json: {what} uses sliding-window attention, which is not supported")
+    if (cfg.get("hidden_act") or "silu") != "silu":
+        raise ConvertError(f"config.json: {what} activation {cfg.get('hidden_act')!r} is not supported")
+    scaling = cfg.get("rope_scaling") or {}
+    rope_type = scaling.get("rope_type", scaling.get("type", "default"))
+    if rope_type != "default":
+        raise ConvertError(f"config.json: {what} rope type {rope_type!r} is not supported")
+    return shape
 
 
 def stacks(ckpt: Checkpoint) -> list[tuple[str, dict[str, Any]]]:
@@ -90,7 +109,7 @@ class StackForward:
 
     def __init__(self, get: Get, has: Callable[[str], bool], prefix: str, shape: StackShape, length: int):
         self.get, self.has, self.prefix, self.s = get, has, prefix, shape
-        inv = shape.theta ** (-np.arange(0, shape.head_dim, 2, dtype=np.float64) / shape.head_dim)
+        inv = shape.rope_theta ** (-np.arange(0, shape.head_dim, 2, dtype=np.float64) / shape.head_dim)
         ang = np.arange(length)[:, None] * inv[None]
         self.cos, self.sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
         self.mask = np.triu(np.full((length, length), -np.inf, np.float32), 1)

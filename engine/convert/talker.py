@@ -26,7 +26,6 @@ the memory traffic. Other Linears of an fp32 bundle stay fp32 and carry featmask
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,6 +36,7 @@ from ..runtime.manifest_parts import StackShape, TalkerPart
 from ..runtime.ncnn_graph import Graph, Packed, Weight, raw, tagged
 from . import smooth
 from .checkpoint import Checkpoint
+from .stack_forward import stack_shape
 
 TALKER_GRAPH = "talker"
 CP_GRAPH = "code_predictor"
@@ -50,55 +50,6 @@ FEATMASK_ONE_THREAD = 1 << 7  # ncnn per-layer featmask bit: run this layer on o
 Q8_FORMAT = "int8"
 # values per scale of the block format: 128 ran 1.1-1.4x faster than 32 at full size for 1.4x the sampling KL
 Q8_BLOCK = 128
-
-
-@dataclass(frozen=True)
-class StackSpec:
-    """Shape of one decoder stack, read from its config dict."""
-
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    intermediate: int
-    eps: float
-    rope_theta: float
-
-    @classmethod
-    def from_config(cls, cfg: dict[str, Any], what: str) -> StackSpec:
-        try:
-            hidden = int(cfg["hidden_size"])
-            heads = int(cfg["num_attention_heads"])
-            spec = cls(
-                layers=int(cfg["num_hidden_layers"]),
-                hidden=hidden,
-                heads=heads,
-                kv_heads=int(cfg.get("num_key_value_heads") or heads),
-                head_dim=int(cfg.get("head_dim") or hidden // heads),
-                intermediate=int(cfg["intermediate_size"]),
-                eps=float(cfg.get("rms_norm_eps", 1e-6)),
-                rope_theta=float(cfg.get("rope_theta", 10000.0)),
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            raise ConvertError(f"config.json: {what} config is missing or has a bad value: {e}") from None
-        if spec.heads % spec.kv_heads:
-            raise ConvertError(f"config.json: {what} has {spec.heads} heads, not a multiple of {spec.kv_heads} kv heads")
-        if spec.head_dim % 2:
-            raise ConvertError(f"config.json: {what} head_dim {spec.head_dim} is odd; RoPE needs an even size")
-        if cfg.get("use_sliding_window") or "sliding_attention" in (cfg.get("layer_types") or []):
-            raise ConvertError(f"config.json: {what} uses sliding-window attention, which is not supported")
-        if (cfg.get("hidden_act") or "silu") != "silu":
-            raise ConvertError(f"config.json: {what} activation {cfg.get('hidden_act')!r} is not supported")
-        scaling = cfg.get("rope_scaling") or {}
-        rope_type = scaling.get("rope_type", scaling.get("type", "default"))
-        if rope_type != "default":
-            raise ConvertError(f"config.json: {what} rope type {rope_type!r} is not supported")
-        return spec
-
-    def shape(self) -> StackShape:
-        return StackShape(self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim, self.intermediate,
-                         self.eps, self.rope_theta)
 
 
 def fp16_lossless(w: np.ndarray) -> bool:
@@ -237,7 +188,7 @@ class _Builder:
     def bias(self, name: str) -> np.ndarray | None:
         return self.w(name) if self.has(name) else None
 
-    def heads(self, t: str, s: StackSpec, n: int, norm: np.ndarray | None) -> str:
+    def heads(self, t: str, s: StackShape, n: int, norm: np.ndarray | None) -> str:
         """(n*hd,) or (L, n*hd) -> per-head RMSNorm -> ncnn Mat w=hd, h=L, c=n -> RoPE (if normed: q and k)."""
         t = self.op("Reshape", [t], params={0: s.head_dim, 1: n, 2: -1})
         if norm is not None:
@@ -247,7 +198,7 @@ class _Builder:
             t = self.op("RotaryEmbed", [t, "cos", "sin"], params={0: 0})
         return t
 
-    def stack(self, x: str, prefix: str, s: StackSpec, mask: str | None, tag: str,
+    def stack(self, x: str, prefix: str, s: StackShape, mask: str | None, tag: str,
               progress: Callable[[float], None] | None = None) -> str:
         """Decoder layers `prefix`layers.{i}.* on residual stream x; returns the final-normed output."""
         qd, kd = s.heads * s.head_dim, s.kv_heads * s.head_dim
@@ -314,8 +265,8 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     cp_cfg = cfg.get("code_predictor_config")
     if not isinstance(cp_cfg, dict):
         raise ConvertError("config.json: talker_config has no code_predictor_config")
-    t = StackSpec.from_config(cfg, "talker")
-    c = StackSpec.from_config(cp_cfg, "code predictor")
+    t = stack_shape(cfg, "talker")
+    c = stack_shape(cp_cfg, "code predictor")
     groups = int(cfg.get("num_code_groups", 16))
     vocab = int(cfg["vocab_size"])
     codebook = int(cp_cfg["vocab_size"])
@@ -376,7 +327,7 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     if options.precision == "q8" and smoothing is not None:
         writer.manifest["q8_format"] = q8.FORMAT_VERSION
     writer.set_part("talker", TalkerPart(
-        talker_graph=TALKER_GRAPH, cp_graph=CP_GRAPH, talker=t.shape(), code_predictor=c.shape(),
+        talker_graph=TALKER_GRAPH, cp_graph=CP_GRAPH, talker=t, code_predictor=c,
         num_code_groups=groups, vocab_size=vocab, codebook_size=codebook, small_to_mtp_projection=has_proj,
         codec_table="talker_codec_embedding", cp_codec_table="cp_codec_embedding",
         blobs={
