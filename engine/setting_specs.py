@@ -11,7 +11,10 @@ of 5 is valid, a box stops at 2; any seed up to 2**63 - 1 is, the app's seed box
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 # the rules a value is checked by, each with the words that say it
 POSITIVE = "a finite number greater than 0"
@@ -43,6 +46,13 @@ class SettingSpec:
     def switch(self) -> bool:
         """On or off (a command-line switch, a check box), not a number."""
         return self.rule == SWITCH
+
+    def problem(self, value: object, called: str | None = None) -> str | None:
+        """None when `value` follows this setting's rule, else one sentence naming the setting (`called`: as the
+        caller's user wrote it, e.g. a jobs file's "seed"; the label by default), the rule and the value."""
+        if _follows(value, self.rule):
+            return None
+        return f"{called or self.label} must be {self.rule}, not {value!r}."
 
 
 SAMPLING_SETTINGS: tuple[SettingSpec, ...] = (
@@ -78,3 +88,26 @@ MAX_FRAMES = SettingSpec("max_frames", True, AT_LEAST_ONE, "Max frames",
 # in the command line's order: --greedy, --seed, the sampling settings, --max-frames
 GENERATION_SETTINGS: tuple[SettingSpec, ...] = (GREEDY, SEED, *SAMPLING_SETTINGS, MAX_FRAMES)
 SETTING = {s.name: s for s in GENERATION_SETTINGS}
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_whole(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _follows(value: object, rule: str) -> bool:
+    if rule == SWITCH:
+        return isinstance(value, (bool, np.bool_))
+    if rule == WHOLE_OR_OFF:
+        return _is_whole(value) and value >= 0  # type: ignore[operator]
+    if rule == SEED_RANGE:
+        return _is_whole(value) and 0 <= value <= MAX_SEED  # type: ignore[operator]
+    if rule == AT_LEAST_ONE:
+        return _is_whole(value) and value >= 1  # type: ignore[operator]
+    if not _is_number(value):
+        return False
+    number = float(value)  # type: ignore[arg-type]
+    return 0 < number <= 1 if rule == PROBABILITY else math.isfinite(number) and number > 0

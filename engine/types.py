@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -10,15 +9,7 @@ import numpy as np
 
 from .codec_format import SAMPLE_RATE
 from .errors import EngineError, TextError
-from .setting_specs import (
-    AT_LEAST_ONE,
-    GENERATION_SETTINGS,
-    MAX_SEED,
-    PROBABILITY,
-    SEED_RANGE,
-    SWITCH,
-    WHOLE_OR_OFF,
-)
+from .setting_specs import GENERATION_SETTINGS
 
 if TYPE_CHECKING:
     from .voice import VoiceChoice
@@ -55,33 +46,11 @@ class GenerationSettings:
         """Raise TextError naming the first setting out of range (one line, the value included)."""
         for spec in GENERATION_SETTINGS:  # declared once, with the rule each is checked by (engine/setting_specs.py)
             value = getattr(self, spec.name)
-            if value is not None and not _follows(value, spec.rule):
-                raise TextError(f"{spec.label} must be {spec.rule}, not {value!r}.")
+            problem = None if value is None else spec.problem(value)
+            if problem:
+                raise TextError(problem)
         if self.codes_only and self.stream_audio:
             raise TextError("Streaming audio needs decoding; codes_only and stream_audio cannot both be set.")
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-
-
-def _is_whole(value: object) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def _follows(value: object, rule: str) -> bool:
-    if rule == SWITCH:
-        return isinstance(value, (bool, np.bool_))
-    if rule == WHOLE_OR_OFF:
-        return _is_whole(value) and value >= 0  # type: ignore[operator]
-    if rule == SEED_RANGE:
-        return _is_whole(value) and 0 <= value <= MAX_SEED  # type: ignore[operator]
-    if rule == AT_LEAST_ONE:
-        return _is_whole(value) and value >= 1  # type: ignore[operator]
-    if not _is_number(value):
-        return False
-    number = float(value)  # type: ignore[arg-type]
-    return 0 < number <= 1 if rule == PROBABILITY else math.isfinite(number) and number > 0
 
 
 @dataclass

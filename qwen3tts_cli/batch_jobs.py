@@ -17,10 +17,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine import read_text_file
+from engine import GENERATION_SETTINGS, read_text_file
 
-KEYS = {"name", "text", "language", "ref", "ref_text", "x_vector_only", "voice", "max_frames", "seed", "speaker",
-        "instruct"}
+# the generation settings a line may give for itself, checked by their declaration (engine/setting_specs.py)
+LINE_SETTINGS = tuple(spec for spec in GENERATION_SETTINGS if spec.name in ("max_frames", "seed"))
+KEYS = {"name", "text", "language", "ref", "ref_text", "x_vector_only", "voice", "speaker", "instruct",
+        *(spec.name for spec in LINE_SETTINGS)}
 NAME_BAD_CHARS = set('/\\:*?"<>|\0')
 
 
@@ -101,11 +103,12 @@ def _parse(raw: str, number: int, base: Path) -> JobLine:
     if voice is not None and ref_text is not None:
         return bad('"ref_text" goes with "ref"; a voice file already holds its transcript.', name)
     numbers: dict[str, int | None] = {}
-    for field, low in (("max_frames", 1), ("seed", 0)):
-        value = obj.get(field)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
-            return bad(f'"{field}" must be a whole number, {low} or more.', name)
-        numbers[field] = value
+    for spec in LINE_SETTINGS:
+        value = obj.get(spec.name)
+        problem = None if value is None else spec.problem(value, called=f'"{spec.name}"')
+        if problem:
+            return bad(problem, name)
+        numbers[spec.name] = value
     return JobLine(
         number, name, text=text, language=language,
         ref=(base / ref) if ref is not None else None, ref_text=None if x_only else ref_text, x_vector_only=x_only,
