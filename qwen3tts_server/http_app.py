@@ -1,5 +1,5 @@
 """The HTTP side (Starlette on uvicorn): routes, the key, the body's limits, and a response that streams the
-task's audio and cancels it the moment its client goes away.
+task's audio (or OpenAI's Server-Sent Events carrying it) and cancels it the moment its client goes away.
 
     POST /v1/audio/speech   OpenAI's speech request -> audio (speech_body.py says what a body may hold)
     GET  /v1/models         the served model
@@ -12,6 +12,7 @@ request's checks run on Starlette's thread pool and its speech on the engine thr
 from __future__ import annotations
 
 import asyncio
+import base64
 import hmac
 import json
 import logging
@@ -29,6 +30,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from engine import (
+    SAMPLES_PER_FRAME,
     EngineError,
     SynthesisRequest,
     SynthesizerContract,
@@ -127,6 +129,8 @@ class SpeechServer:
         encoder = Encoder(body.response_format)
         task = await run_in_threadpool(self.make_task, body, encoder.streams, post)
         self.queue.submit(task)
+        if body.stream_format == "sse":
+            return SseSpeechResponse(task, channel, encoder)
         return SpeechResponse(task, channel, encoder)
 
     # ------------------------------------------------------------------------------ helpers
@@ -256,6 +260,64 @@ class SpeechResponse(Response):
                     log.warning("speech stopped mid-stream: %s", event.error.message)
                     raise _StreamCut(event.error.message)
                 return
+
+
+class SseSpeechResponse(SpeechResponse):
+    """stream_format "sse": OpenAI's Server-Sent Events, each a `data:` line of JSON. `speech.audio.delta` events
+    carry the audio (base64, in the response_format: wav and pcm as it is made, the others whole at the end, in
+    pieces) and one `speech.audio.done` ends it with the usage. A failure once the events have begun is an `error`
+    event in OpenAI's error shape; a stream without `speech.audio.done` is incomplete."""
+
+    async def _respond(self, send: Send) -> None:
+        first = await self.channel.get()
+        if isinstance(first, Failed):
+            await _send_error(send, first.error)
+            return
+        assert isinstance(first, Started)
+        headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store"),
+                   (b"x-batched", str(first.batched).encode())]
+        if first.seed is not None:
+            headers.append((b"x-seed", str(first.seed).encode()))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        samples = 0
+
+        async def deltas(data: bytes) -> None:
+            for at in range(0, len(data), SSE_PIECE_BYTES):
+                await send({"type": "http.response.body", "more_body": True, "body": sse_event(
+                    {"type": "speech.audio.delta", "audio": base64.b64encode(data[at:at + SSE_PIECE_BYTES]).decode()})})
+
+        await deltas(self.encoder.start())  # the WAV header goes out at once, as in a streamed audio body
+        while True:
+            event = await self.channel.get()
+            if isinstance(event, Audio):
+                samples += len(event.samples)
+                await deltas(self.encoder.add(event.samples))
+            elif isinstance(event, Finished):
+                await deltas(self.encoder.finish())
+                await send({"type": "http.response.body", "more_body": False,
+                            "body": sse_event({"type": "speech.audio.done", "usage": usage(self.task.text, samples)})})
+                return
+            elif isinstance(event, Failed):
+                if event.error.status != GONE:
+                    log.warning("speech stopped mid-stream: %s", event.error.message)
+                    await send({"type": "http.response.body", "more_body": False,
+                                "body": sse_event({"type": "error", **event.error.body()})})
+                return
+
+
+SSE_PIECE_BYTES = 48 * 1024  # audio bytes per delta event (64 KB of base64): a whole file goes in pieces
+
+
+def sse_event(data: dict[str, Any]) -> bytes:
+    """One Server-Sent Event: a `data:` line of compact JSON (no line breaks inside) and the blank line."""
+    return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
+
+
+def usage(text: str, samples: int) -> dict[str, int]:
+    """speech.audio.done's usage, in OpenAI's keys: input_tokens counts the input's characters (this model has no
+    price per token to report), output_tokens the audio's 80 ms frames (12.5 a second)."""
+    frames = -(-samples // SAMPLES_PER_FRAME)
+    return {"input_tokens": len(text), "output_tokens": frames, "total_tokens": len(text) + frames}
 
 
 class _StreamCut(Exception):

@@ -19,7 +19,7 @@ from .config import Limits
 # where the audio library writes them; OpenAI's default is mp3
 FORMATS = ("mp3", "opus", "wav", "flac", "pcm")
 DEFAULT_FORMAT = "mp3"
-STREAM_FORMATS = ("audio",)
+STREAM_FORMATS = ("audio", "sse")  # the audio itself, or OpenAI's Server-Sent Events (http_app.py)
 OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")  # front ends send these; they mean the served model
 
 # extra fields: name -> (expected type, what to say it must be)
@@ -37,6 +37,7 @@ class SpeechBody:
     instructions: str | None
     language: str
     settings: GenerationSettings  # the server's defaults with the request's own settings over them
+    stream_format: str = "audio"  # "audio": the body is the audio; "sse": events carrying it (OpenAI's shapes)
 
 
 def parse_speech_body(data: object, limits: Limits, defaults: GenerationSettings) -> SpeechBody:
@@ -61,8 +62,8 @@ def parse_speech_body(data: object, limits: Limits, defaults: GenerationSettings
                        "unsupported_format", "response_format")
     stream_format = _string(data, "stream_format") or "audio"
     if stream_format not in STREAM_FORMATS:
-        raise ApiError(400, f"stream_format {stream_format!r} is not offered; use \"audio\" (the audio is sent as "
-                            "it is made).", param="stream_format")
+        raise ApiError(400, f"stream_format {stream_format!r} is not offered; use \"audio\" (the audio itself) or "
+                            "\"sse\" (Server-Sent Events carrying it).", param="stream_format")
     speed = data.get("speed", 1.0)
     if speed is not None and not (_is_number(speed) and math.isclose(float(speed), 1.0)):
         raise ApiError(400, f"speed {speed!r} is not offered: this model speaks at its own pace, and changing the "
@@ -70,7 +71,8 @@ def parse_speech_body(data: object, limits: Limits, defaults: GenerationSettings
     instructions = _string(data, "instructions") or None
     language = _string(data, "language") or "auto"
     return SpeechBody(model=_string(data, "model"), text=text, voice=voice.strip(), response_format=fmt.lower(),
-                      instructions=instructions, language=language, settings=_settings(data, defaults))
+                      instructions=instructions, language=language, settings=_settings(data, defaults),
+                      stream_format=stream_format)
 
 
 def _settings(data: dict, defaults: GenerationSettings) -> GenerationSettings:

@@ -97,6 +97,74 @@ def test_streaming_response_arrives_in_pieces_before_the_speech_ends(server, syn
     assert times[0] < times[-1]
 
 
+def sse_events(chunks) -> list[dict]:
+    """The events of a Server-Sent Events body, read by the openai package's own decoder."""
+    from openai._streaming import SSEDecoder
+
+    return [event.json() for event in SSEDecoder().iter_bytes(iter(chunks))]
+
+
+def audio_of(events: list[dict]) -> bytes:
+    """OpenAI's speech events: deltas of base64 audio, then one speech.audio.done with the usage, nothing else."""
+    import base64
+
+    assert [e["type"] for e in events] == ["speech.audio.delta"] * (len(events) - 1) + ["speech.audio.done"]
+    return b"".join(base64.b64decode(e["audio"]) for e in events[:-1])
+
+
+def test_sse_stream_carries_the_local_synthesis_in_openais_events(server, synth, library):
+    """stream_format "sse" through the openai package: delta events arrive as the frames are decoded (the first
+    before the speech ends), their audio together is the local streamed synthesis, and speech.audio.done counts
+    the frames in its usage."""
+    seed = seed_with_frames(synth, TEXT, "Anna", library, FRAMES - 5)
+    pieces, times = [], []
+    t0 = time.monotonic()
+    with client(server).audio.speech.with_streaming_response.create(
+            model="tts-1", voice="Anna", input=TEXT, response_format="pcm", stream_format="sse",
+            extra_body={"seed": seed, "max_frames": FRAMES}) as response:
+        assert response.headers["content-type"] == "text/event-stream" and response.headers["x-seed"] == str(seed)
+        for piece in response.iter_bytes():
+            pieces.append(piece)
+            times.append(time.monotonic() - t0)
+    events = sse_events(pieces)
+    got = np.frombuffer(audio_of(events), "<i2")
+    want = local(synth, TEXT, "Anna", library, seed=seed, stream=True)
+    assert same_audio(got, want, streamed=True)
+    assert len(events) > 3 and times[0] < times[-1]
+    frames = -(-len(want) // engine.SAMPLES_PER_FRAME)
+    assert events[-1]["usage"] == {"input_tokens": len(TEXT), "output_tokens": frames,
+                                   "total_tokens": len(TEXT) + frames}
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac"])
+def test_sse_with_curl_carries_a_whole_file(server, synth, library, fmt):
+    """wav as it is made, flac whole at the end: either way the deltas joined are the file the format names."""
+    status, headers, data = post_speech(server.address, {"input": TEXT, "voice": "Bob", "seed": 4,
+                                                         "response_format": fmt, "stream_format": "sse",
+                                                         "max_frames": FRAMES}, "-N")
+    assert status == 200 and headers["content-type"] == "text/event-stream"
+    assert all(line.startswith(b"data: {") for line in data.split(b"\n\n") if line)
+    want = local(synth, TEXT, "Bob", library, seed=4, stream=True)
+    assert same_audio(read_audio(audio_of(sse_events([data]))), want, streamed=True)
+
+
+def test_sse_failure_after_the_events_began_is_an_error_event(synth, library):
+    """A request past its time limit once the events have begun: an error event in OpenAI's shape, no done."""
+    from qwen3tts_server import Limits
+
+    server = start(synth, library, limits=Limits(request_seconds=2.0))
+    text = "\n\n".join(f"Paragraph {n}. " + "Words to keep the engine busy for a while. " * 6 for n in range(60))
+    try:
+        status, _, data = post_speech(server.address, {"input": text, "voice": "Anna", "response_format": "pcm",
+                                                       "stream_format": "sse"})
+        events = sse_events([data])
+        assert status == 200 and events[-1]["type"] == "error"
+        assert events[-1]["error"]["code"] == "timeout" and "\n" not in events[-1]["error"]["message"]
+        assert {e["type"] for e in events[:-1]} <= {"speech.audio.delta"}
+    finally:
+        server.stop()
+
+
 def test_curl_lists_models_and_voices_and_speaks(server, synth, library):
     status, _, body = curl(f"{server.address}/v1/models")
     assert status == 200 and [m["id"] for m in json.loads(body)["data"]] == ["demo"]

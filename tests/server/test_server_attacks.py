@@ -36,7 +36,7 @@ def still_serving(address: str) -> None:
     ({"input": "Hi.", "voice": "/etc/passwd"}, "voice"),
     ({"input": "Hi.", "voice": "Anna", "response_format": "aac"}, "response_format"),
     ({"input": "Hi.", "voice": "Anna", "speed": 1.5}, "speed"),
-    ({"input": "Hi.", "voice": "Anna", "stream_format": "sse"}, "stream_format"),
+    ({"input": "Hi.", "voice": "Anna", "stream_format": "video"}, "stream_format"),
     ({"input": "Hi.", "voice": "Anna", "seed": "7"}, "seed"),
     ({"input": "Hi.", "voice": "Anna", "seed": -1}, None),
     ({"input": "Hi.", "voice": "Anna", "temperature": 0}, None),
