@@ -185,5 +185,5 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     graph, part = build_graph(ckpt, options.precision == "fp16", sizes, offsets)
     options.report(0.7, "writing")
     writer.add_graph(GRAPH, graph)
-    writer.set_part("codec_decoder", part.to_manifest())
+    writer.write_record(part)
     options.report(1.0, "done")

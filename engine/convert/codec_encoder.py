@@ -38,7 +38,6 @@ from ..runtime.manifest_parts import CodecEncoderPart
 from ..runtime.ncnn_graph import Graph, raw, tagged
 from .checkpoint import Checkpoint
 
-PART = "codec_encoder"
 CONV_NET = "codec_encoder_conv"
 TF_NET = "codec_encoder_tf"
 DOWN_NET = "codec_encoder_down"
@@ -372,7 +371,7 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
         raise ConvertError(f"speech encoder codebook dim {books.shape[2]} does not match its input_proj {dims}")
     writer.add_table(CODEBOOKS, books)
     writer.add_graph(RVQ_NET, build_rvq_graph())
-    writer.set_part(PART, CodecEncoderPart(
+    writer.write_record(CodecEncoderPart(
         conv_net=CONV_NET, tf_net=TF_NET, down_net=DOWN_NET, layers=spec.layers, rvq_net=RVQ_NET,
         codebooks=CODEBOOKS, hidden=spec.hidden, heads=spec.heads, head_dim=spec.head_dim,
         rope_theta=spec.rope_theta,
@@ -380,5 +379,5 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
         hop=spec.hop, downsample_stride=DOWNSAMPLE_STRIDE, samples_per_frame=spec.samples_per_frame,
         receptive_field=reach, semantic_levels=spec.semantic_levels, levels=spec.levels,
         codebook_size=spec.codebook_size, codebook_dim=int(books.shape[2]),
-    ).to_manifest())
+    ))
     options.report(1.0, "done")

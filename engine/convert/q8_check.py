@@ -46,6 +46,7 @@ import numpy as np
 from ..errors import ConvertError
 from ..runtime.bundle import MANIFEST, Bundle
 from ..runtime.bundle_writer import PARTIAL_MARK
+from ..runtime.manifest_parts import TalkerPart
 from ..runtime.q8_check_record import NetworkAccuracy, PromotedLayer, Q8CheckRecord
 from . import smooth
 from .checkpoint import Checkpoint
@@ -182,9 +183,9 @@ def cp_sequences(bundle_dir: Path, runs: list[PromptRun], limit: int) -> np.ndar
     """Each frame's code-predictor input rows (frames, groups, H): the talker hidden, code 0's row, codes 1..14's
     rows; at most `limit` frames, spread over the prompts."""
     bundle = Bundle.open(bundle_dir)
-    meta = bundle.part("talker")
-    codec = bundle.table(meta["tables"]["codec"])
-    tables = bundle.table(meta["tables"]["cp_codec"])
+    part = bundle.record(TalkerPart)
+    codec = bundle.table(part.codec_table)
+    tables = bundle.table(part.cp_codec_table)
     seqs = []
     for r in runs:
         for f in range(r.codes.shape[0]):
@@ -302,7 +303,7 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
                                        check=False, promote=expand(promote))
             if rnd > 0:
                 shutil.rmtree(work / f"q8-{rnd - 1}", ignore_errors=True)
-            stored_fp32 = set(Bundle.open(trial).part("talker").get("promoted_fp32_layers") or [])
+            stored_fp32 = set(Bundle.open(trial).record(TalkerPart).promoted_fp32_layers)
             extra = sum(extra_bytes_per_frame(n, sizes[n], groups, bool(expand([n]) & stored_fp32))
                         for n in promote)
             if int8_bytes + extra >= float_bytes:  # weights fp16 could not hold are fp32: 4 bytes, not 2
@@ -342,7 +343,7 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
         if whole:
             reason = f"every Linear of the {whole[0].replace('_', ' ')} would be float"
             break
-    fp32 = set(Bundle.open(trial).part("talker").get("promoted_fp32_layers") or []) if trial else set()
+    fp32 = set(Bundle.open(trial).record(TalkerPart).promoted_fp32_layers) if trial else set()
     promoted = tuple(PromotedLayer(n, kl_alone.get(n, 0.0),
                                    extra_bytes_per_frame(n, sizes[n], groups, bool(expand([n]) & fp32)))
                      for n in sorted(promote, key=lambda n: -kl_alone.get(n, 0.0)))
@@ -385,12 +386,13 @@ def move_talker_part(src: Path, writer) -> None:
     """Put a measured talker part (a talker-only bundle made by the check) into the bundle being written: its files
     moved (the check's folder is removed afterwards), its part record and 8-bit format copied."""
     manifest = json.loads((src / MANIFEST).read_text(encoding="utf-8"))
+    part = TalkerPart.from_manifest(manifest["parts"]["talker"], f"The manifest of {src} is damaged: its 'talker' part")
     for rel in manifest["files"]:
         target = writer.path(rel)
         try:
             os.replace(src / rel, target)
         except OSError:  # another file system
             shutil.copyfile(src / rel, target)
-    writer.set_part("talker", manifest["parts"]["talker"])
+    writer.write_record(part)
     if "q8_format" in manifest:
         writer.manifest["q8_format"] = manifest["q8_format"]

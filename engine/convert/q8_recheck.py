@@ -14,6 +14,7 @@ from ..errors import Cancelled, ConvertError
 from ..io.fileio import write_own_file
 from ..runtime.bundle import MANIFEST, Bundle
 from ..runtime.bundle_writer import STORE_RECORD, BundleWriter
+from ..runtime.manifest_parts import TalkerPart
 from ..runtime.q8_check_record import Q8CheckRecord
 from .checkpoint import Checkpoint
 from .q8_check import CheckOutcome, check_folder, check_q8, move_talker_part
@@ -29,7 +30,7 @@ def check_q8_bundle(bundle_dir: str | Path, checkpoint: str | Path, progress: Pr
     bundle = Bundle.open(bundle_dir)
     if bundle.precision != "q8":
         raise ConvertError(f"{bundle_dir} is a {bundle.precision} bundle; only 8-bit bundles are checked")
-    bundle.part("talker")
+    bundle.record(TalkerPart)  # a damaged part is refused before the hour of measuring
     ckpt = Checkpoint.open(checkpoint)
     try:
         if ckpt.config != bundle.config:
@@ -65,10 +66,9 @@ def check_q8_bundle(bundle_dir: str | Path, checkpoint: str | Path, progress: Pr
 
 
 def _talker_files(bundle: Bundle) -> set[str]:
-    meta = bundle.part("talker")
-    graphs = [meta["talker_graph"], meta["cp_graph"]]
-    return ({f"{g}.{ext}" for g in graphs for ext in ("param", "bin")}
-            | {f"{t}.npy" for t in (meta["tables"]["codec"], meta["tables"]["cp_codec"])})
+    part = bundle.record(TalkerPart)
+    return ({f"{g}.{ext}" for g in (part.talker_graph, part.cp_graph) for ext in ("param", "bin")}
+            | {f"{t}.npy" for t in (part.codec_table, part.cp_codec_table)})
 
 
 def _kept_store_record(bundle_dir: Path) -> bytes | None:

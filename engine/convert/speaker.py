@@ -27,7 +27,6 @@ from ..runtime.ncnn_graph import Graph, raw, tagged
 from .checkpoint import Checkpoint
 
 GRAPH = "speaker_encoder"
-PART = "speaker"
 PREFIX = "speaker_encoder."
 INPUT = "mel"
 OUTPUT = "xvector"
@@ -252,7 +251,7 @@ class _Builder:
 def convert(ckpt: Checkpoint, writer, options) -> None:
     if not has_speaker_encoder(ckpt):
         # CustomVoice / VoiceDesign checkpoints carry no speaker encoder (tts_model_type != "base")
-        writer.set_part(PART, SpeakerPart(False, ckpt.config.get("tts_model_type")).to_manifest())
+        writer.write_record(SpeakerPart(False, ckpt.config.get("tts_model_type")))
         options.report(1.0, "no speaker encoder in this model")
         return
     spec = SpeakerSpec.from_config(ckpt.config)
@@ -260,6 +259,6 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     graph = _Builder(ckpt, fp16=options.precision == "fp16").build(spec)
     options.report(0.7, "writing weights")
     writer.add_graph(GRAPH, graph)
-    writer.set_part(PART, SpeakerPart(True, None, GRAPH, INPUT, OUTPUT, spec.mel_dim, spec.enc_dim, spec.sample_rate,
-                                      spec.max_pad + 1, tuple(spec.channels)).to_manifest())
+    writer.write_record(SpeakerPart(True, None, GRAPH, INPUT, OUTPUT, spec.mel_dim, spec.enc_dim, spec.sample_rate,
+                                    spec.max_pad + 1, tuple(spec.channels)))
     options.report(1.0, "done")

@@ -326,7 +326,7 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
 
     if options.precision == "q8" and smoothing is not None:
         writer.manifest["q8_format"] = q8.FORMAT_VERSION
-    writer.set_part("talker", TalkerPart(
+    writer.write_record(TalkerPart(
         talker_graph=TALKER_GRAPH, cp_graph=CP_GRAPH, talker=t, code_predictor=c,
         num_code_groups=groups, vocab_size=vocab, codebook_size=codebook, small_to_mtp_projection=has_proj,
         codec_table="talker_codec_embedding", cp_codec_table="cp_codec_embedding",
@@ -343,5 +343,5 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
         # Linears of a q8 bundle kept float by the 8-bit check (q8_check.py; its record says why), and those of them
         # stored fp32 (the others fp16: fp16_weight_layers counts them)
         promoted_layers=tuple(promoted), promoted_fp32_layers=tuple(promoted_fp32),
-    ).to_manifest())
+    ))
     options.report(1.0, "done")

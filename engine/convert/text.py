@@ -116,7 +116,7 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
         text_ids={key: int(cfg[key]) for key in TEXT_IDS if key in cfg},
         codec_ids={key: int(tcfg[key]) for key in CODEC_IDS},
     )
-    writer.set_part("text", part.to_manifest())
+    writer.write_record(part)
     options.report(1.0, "done")
 
 

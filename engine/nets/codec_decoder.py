@@ -62,8 +62,7 @@ def check_decoder_precision(precision: str) -> str:
 
 def decoder_part(bundle: Bundle) -> CodecDecoderPart:
     """The bundle's speech decoder part as its typed record."""
-    return CodecDecoderPart.from_manifest(bundle.part("codec_decoder"),
-                                         f"The manifest of {bundle.path} is damaged: its 'codec_decoder' part")
+    return bundle.record(CodecDecoderPart)
 
 
 def decoder_net_precision(bundle: Bundle, precision: str = "auto") -> str:

@@ -23,7 +23,6 @@ from ..errors import AudioError, BundleError
 from ..runtime.bundle import Bundle
 from ..runtime.manifest_parts import CodecEncoderPart
 
-PART = "codec_encoder"
 DEFAULT_BLOCK_FRAMES = 256  # 25 Hz rows per transformer pass (10.24 s); longer inputs continue from a KV cache
 DEFAULT_CHUNK_FRAMES = 64  # 25 Hz frames of audio per convolution pass (2.56 s): bounds memory, ~6% overlap
 _CDIST_MM_THRESHOLD = 25  # torch.cdist uses the matrix-multiply form when either side has more rows
@@ -32,8 +31,7 @@ _CDIST_MM_THRESHOLD = 25  # torch.cdist uses the matrix-multiply form when eithe
 class CodecEncoder:
     def __init__(self, bundle: Bundle, threads: int = 2, chunk_frames: int = DEFAULT_CHUNK_FRAMES,
                  precision: str | None = None, block_frames: int = DEFAULT_BLOCK_FRAMES):
-        info = CodecEncoderPart.from_manifest(bundle.part(PART),
-                                              f"The manifest of {bundle.path} is damaged: its '{PART}' part")
+        info = bundle.record(CodecEncoderPart)
         self.precision = precision or encoder_precision(bundle)
         self.info = info
         self.hop = info.hop

@@ -19,7 +19,7 @@ class SpeakerEncoder:
         the bundle stores them (fp16 bundles keep fp16 weights), but bf16/fp16 activations gave no speed-up here
         (full size, 2 threads) while bf16 costs ~0.5 % x-vector error. Pass bundle.runtime_precision to follow
         the bundle instead."""
-        part = SpeakerPart.from_manifest(bundle.part("speaker"), f"The manifest of {bundle.path}: its speaker part")
+        part = bundle.record(SpeakerPart)
         if not part.present:
             raise BundleError(
                 "this model has no speaker encoder (it is not a Base model); voice cloning needs a Qwen3-TTS Base model"

@@ -30,7 +30,7 @@ X86 = platform.machine().lower() in ("x86_64", "amd64", "x86", "i386", "i686")
 
 def talker_part(bundle: Bundle) -> TalkerPart:
     """The bundle's talker part (the talker and the code predictor) as its typed record."""
-    return TalkerPart.from_manifest(bundle.part("talker"), f"The manifest of {bundle.path} is damaged: its 'talker' part")
+    return bundle.record(TalkerPart)
 
 
 def net_precision(bundle: Bundle, part: TalkerPart, compact_weights: bool = True) -> str:

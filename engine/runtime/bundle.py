@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import ncnn
 import numpy as np
@@ -25,6 +25,7 @@ from ..io.fileio import read_own_file, write_own_file
 from .bundle_shapes import check_layer_shapes
 from .cache_folder import cache_dir
 from .device import CPU, Device, configure_gpu_net, gpu_load
+from .manifest_parts import ManifestPart
 
 FORMAT = "qwen3tts-bundle"
 FORMAT_VERSION = 1
@@ -37,6 +38,7 @@ PRECISIONS = ("fp32", "fp16", "bf16", "q8")  # every precision a bundle may have
 OFFERED_PRECISIONS = ("fp32", "fp16", "q8")
 NCNN_PRECISIONS = ("fp32", "fp16", "bf16")  # ncnn option sets; q8 weights live in the graphs themselves
 MAX_VERIFIED_BYTES = 16 * 2**20  # the verified-files record: about 200 bytes a file, a few KB a bundle
+Record = TypeVar("Record", bound=ManifestPart)
 
 
 def make_net_options(net: ncnn.Net, precision: str = "fp32", threads: int = 2, device: Device = CPU) -> None:
@@ -163,6 +165,11 @@ class Bundle:
         if not isinstance(info, dict):
             raise BundleError(f"The manifest of {self.path} is damaged: its '{name}' part is not a table of values.")
         return _Part.wrap(info, f"The manifest of {self.path} is damaged: its '{name}' part")
+
+    def record(self, kind: type[Record]) -> Record:
+        """The manifest part `kind` declares (manifest_parts.py) as that typed record; a missing, wrong-typed or
+        out-of-range value is one BundleError line naming the bundle, the part and the key."""
+        return kind.from_manifest(self.part(kind.PART), f"The manifest of {self.path} is damaged: its '{kind.PART}' part")
 
     def file(self, rel: str) -> Path:
         """A file of the bundle; a name from the manifest that points outside the bundle folder is refused."""

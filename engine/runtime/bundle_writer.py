@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import BundleError
 from ..io.fileio import current_umask
 from .bundle import FORMAT, FORMAT_VERSION, MANIFEST, sha256_file
+from .manifest_parts import ManifestPart
 
 try:
     import fcntl
@@ -149,6 +150,10 @@ class BundleWriter:
 
     def set_part(self, name: str, info: dict[str, Any]) -> None:
         self.manifest["parts"][name] = info
+
+    def write_record(self, record: ManifestPart) -> None:
+        """A typed part (manifest_parts.py) under its own name; Bundle.record reads it back."""
+        self.set_part(record.PART, record.to_manifest())
 
     def finish(self) -> Path:
         files = {}

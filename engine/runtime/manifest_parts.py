@@ -5,16 +5,29 @@ a key that must be there is a BundleError naming it (Bundle.part's tables raise 
 a BundleError saying so.
 
 Every part of a text-to-speech bundle is declared this way (SpeakerPart, TalkerPart, CodecDecoderPart,
-CodecEncoderPart, TextPart).
+CodecEncoderPart, TextPart); Bundle.record(TalkerPart) reads one, its damage one BundleError line naming the bundle,
+the part and the key.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Protocol, Self
 
 from ..errors import BundleError
+
+
+class ManifestPart(Protocol):
+    """A record named PART among the manifest's parts: BundleWriter.write_record writes it (to_manifest),
+    Bundle.record reads it (from_manifest)."""
+
+    PART: ClassVar[str]
+
+    @classmethod
+    def from_manifest(cls, info: Mapping[str, Any], where: str) -> Self: ...
+
+    def to_manifest(self) -> dict[str, Any]: ...
 
 
 def _whole(info: Mapping[str, Any], key: str, where: str) -> int:
@@ -35,6 +48,8 @@ def _text(info: Mapping[str, Any], key: str, where: str) -> str:
 class SpeakerPart:
     """The speaker encoder (x-vector network) of a Base model; `present` False for the other kinds, which have
     none (then only model_type is recorded)."""
+
+    PART: ClassVar[str] = "speaker"
 
     present: bool
     model_type: str | None = None  # tts_model_type of the checkpoint ("base", "custom_voice", ...)
@@ -137,6 +152,8 @@ class TalkerPart:
     """The talker and the code predictor: their graphs, shapes, embedding tables, how their Linears are stored, and
     what the 8-bit check kept float (engine/convert/q8_check.py writes this part back unchanged but for those)."""
 
+    PART: ClassVar[str] = "talker"
+
     talker_graph: str  # the nets' .param/.bin names in the bundle
     cp_graph: str
     talker: StackShape
@@ -227,6 +244,8 @@ class CodecDecoderPart:
     """The speech-tokenizer decoder (codes -> waveform): its graph, codebook table and transformer shape, the
     convolution states a stream carries between calls, and the codebooks' sizes and rows in the table."""
 
+    PART: ClassVar[str] = "codec_decoder"
+
     graph: str
     table: str
     num_quantizers: int
@@ -290,6 +309,8 @@ class CodecDecoderPart:
 class CodecEncoderPart:
     """The speech-tokenizer encoder (24 kHz audio -> codes): its four graphs (convolutions, transformer,
     downsampling, residual quantizer), the codebook table, and the transformer's and framing's sizes."""
+
+    PART: ClassVar[str] = "codec_encoder"
 
     conv_net: str
     tf_net: str
@@ -360,6 +381,8 @@ def _id_table(info: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
 class TextPart:
     """The text side: the projected text-embedding table, the tokenizer's split, the model's kind, size and
     speakers, its context length, and the special token ids of the text and codec tracks."""
+
+    PART: ClassVar[str] = "text"
 
     table: str
     text_vocab: int
