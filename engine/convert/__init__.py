@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import shutil
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +43,8 @@ class ConvertOptions:
     cancel: Callable[[], bool] | None = None
     smooth: bool | None = None  # outlier smoothing (smooth.py); None: on for q8, off otherwise
     promote: frozenset[str] = field(default_factory=frozenset)  # q8 Linears kept float (q8_check.py)
+    # q8 Linears -> input channels computed apart in fp32 (q8_split.py)
+    split: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def smoothing(self) -> bool:
@@ -66,6 +68,7 @@ def convert_checkpoint(
     smooth: bool | None = None,
     check: bool | None = None,
     promote: Iterable[str] = (),
+    split: Mapping[str, Sequence[int]] | None = None,
 ) -> Path:
     """Convert a checkpoint folder into a bundle folder. Nothing is left at `dest` unless it completes.
 
@@ -74,10 +77,12 @@ def convert_checkpoint(
     (q8_check.py; None: on whenever a q8 talker is made): the bundle holds the measured talker part, with the
     Linears it promoted kept float, or is a float (fp32) bundle when 8-bit could not get within the bound; the
     manifest's "q8_check" records it. `promote`: Linears a q8 bundle keeps fp32 without a check (names of
-    q8_layers.linear_name)."""
+    q8_layers.linear_name). `split`: q8 Linears whose input channels given are computed apart in fp32 without a
+    check (q8_split.py)."""
     if precision not in PRECISIONS:
         raise ConvertError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
-    options = ConvertOptions(precision, progress, cancel, smooth, frozenset(promote))
+    options = ConvertOptions(precision, progress, cancel, smooth, frozenset(promote),
+                             {name: tuple(sorted(int(c) for c in channels)) for name, channels in (split or {}).items()})
     asked = precision
     if parts is not None:
         known = [mod for mod, _ in PARTS]
@@ -191,7 +196,8 @@ class _SubProgress(ConvertOptions):
     """Maps a part's own 0..1 progress into its slice of the whole."""
 
     def __init__(self, parent: ConvertOptions, start: float, span: float, label: str):
-        super().__init__(parent.precision, parent.progress, parent.cancel, parent.smooth, parent.promote)
+        super().__init__(parent.precision, parent.progress, parent.cancel, parent.smooth, parent.promote,
+                         parent.split)
         self._start, self._span, self._label = start, span, label
 
     def report(self, fraction: float, message: str) -> None:

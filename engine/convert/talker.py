@@ -34,7 +34,7 @@ from ..errors import ConvertError
 from ..runtime import q8
 from ..runtime.manifest_parts import StackShape, TalkerPart
 from ..runtime.ncnn_graph import Graph, Packed, Weight, raw, tagged
-from . import smooth
+from . import q8_split, smooth
 from .checkpoint import Checkpoint
 from .stack_forward import stack_shape
 
@@ -64,10 +64,14 @@ class _Builder:
     """Adds layers of one stack to a Graph, reading weights from the checkpoint."""
 
     def __init__(self, g: Graph, ckpt: Checkpoint, precision: str, net: str = "",
-                 promote: frozenset[str] = frozenset()):
+                 promote: frozenset[str] = frozenset(), split: q8_split.Split | None = None):
         """net: "talker" or "code_predictor" (the first part of a Linear's name, q8_layers.linear_name); promote:
-        names of Linears a q8 bundle keeps in fp32 (the 8-bit check's choice, q8_check.py)."""
+        names of Linears a q8 bundle keeps in fp32 (the 8-bit check's choice, q8_check.py); split: the q8 Linears
+        whose outlier input channels are computed apart in fp32 (q8_split.py; the check's first choice)."""
         self.g, self.ckpt, self.precision, self.net, self.promote = g, ckpt, precision, net, promote
+        self.split = split or {}
+        self.split_done: dict[str, tuple[int, ...]] = {}
+        self._split_inputs: dict[tuple[str, tuple[int, ...]], tuple[str, str, str]] = {}
         self.fp16_layers = 0
         self.fp32_layers = 0
         self.q8_layers = 0
@@ -87,9 +91,13 @@ class _Builder:
         an fp32 InnerProduct in the same frame (promoted_linear)."""
         w = np.concatenate(weights, axis=0) if len(weights) > 1 else weights[0]
         if self.precision == "q8":
-            if f"{self.net}.{site}" in self.promote:
-                return self.promoted_linear(x, w, biases, weights, name, f"{self.net}.{site}")
-            return self.q8_linear(x, w, biases, weights, name)
+            full_name = f"{self.net}.{site}"
+            if full_name in self.promote:
+                return self.promoted_linear(x, w, biases, weights, name, full_name)
+            channels = tuple(self.split.get(full_name, ()))
+            if channels:
+                self.split_done[full_name] = channels
+            return self.q8_linear(x, w, biases, weights, name, channels)
         params: dict[int, Any] = {0: int(w.shape[0]), 1: 0, 2: int(w.size)}
         fp16 = self.precision == "fp16" or (self.precision == "fp32" and fp16_lossless(w))
         if fp16:
@@ -106,9 +114,10 @@ class _Builder:
         return self.g.layer("InnerProduct", [x], params=params, weights=ws, name=name)
 
     def q8_linear(self, x: str, w: np.ndarray, biases: list[np.ndarray | None] | None, parts: list[np.ndarray],
-                  name: str | None) -> str:
+                  name: str | None, channels: tuple[int, ...] = ()) -> str:
         """The one place q8 weights are emitted: Reshape to (K, rows) -> int8 Gemm -> times the channel scales
-        (-> plus the bias) -> Squeeze(h) (q8.py says what ncnn computes).
+        (-> plus the bias) -> Squeeze(h) (q8.py says what ncnn computes). `channels`: input channels split off
+        (q8_split.py): the Gemm reads the rows with them zeroed, their fp32 product is added last.
 
         The reshape keeps the Gemm's input 2-D; the squeeze gives a one-row input its 1-D output back, as
         InnerProduct would, so the layers after it are the same for every precision (the step graph turns it into
@@ -119,18 +128,40 @@ class _Builder:
             bias = np.concatenate([b if b is not None else np.zeros(p.shape[0], np.float32)
                                    for b, p in zip(biases, parts, strict=True)])
         self.q8_layers += 1
-        rows = self.op("Reshape", [x], params={0: k, 1: -1})
         gemm_name = f"{name}_gemm" if name else None
         if Q8_FORMAT == "block":
+            rows = self.op("Reshape", [x], params={0: k, 1: -1})
             return self.op("Squeeze", [self._q8_block_gemm(rows, w, bias, gemm_name)], params={1: 1}, name=name)
+        if channels:
+            rows, gemm_in, picked = self._split_input(x, k, channels)
+            w, outlier_w = q8.split_weights(w, channels)
+        else:
+            rows = gemm_in = self.op("Reshape", [x], params={0: k, 1: -1})
         q, scale = q8.quantize(w)
-        y = self.g.layer("Gemm", [rows], params={2: 0, 3: 1, 4: 0, 5: 1, 6: 0, 7: 0, 8: n, 9: k, 10: -1,
-                                                 18: q8.INT8_TERM},
+        y = self.g.layer("Gemm", [gemm_in], params={2: 0, 3: 1, 4: 0, 5: 1, 6: 0, 7: 0, 8: n, 9: k, 10: -1,
+                                                    18: q8.INT8_TERM},
                          weights=[Packed(q8.record(q))], name=gemm_name)
         y = self.op("BinaryOp", [y, self._row(scale)], params={0: 2})
         if bias is not None:
             y = self.op("BinaryOp", [y, self._row(bias)], params={0: 0})
+        if channels:
+            outlier = self.g.layer("InnerProduct", [picked], params={
+                0: n, 1: 0, 2: n * len(channels), 31: q8_split.FEATMASK_NO_FP16_ONE_THREAD},
+                weights=[tagged(outlier_w)])
+            y = self.op("BinaryOp", [y, outlier], params={0: 0})
         return self.op("Squeeze", [y], params={1: 1}, name=name)
+
+    def _split_input(self, x: str, k: int, channels: tuple[int, ...]) -> tuple[str, str, str]:
+        """(rows, rows with `channels` zeroed, those channels' columns) of input x, made once per input and
+        channel set (the code predictor's heads share theirs)."""
+        key = (x, channels)
+        if key not in self._split_inputs:
+            rows = self.op("Reshape", [x], params={0: k, 1: -1})
+            mask = np.ones(k, np.float32)
+            mask[list(channels)] = 0
+            masked = self.op("BinaryOp", [rows, self._row(mask)], params={0: 2})
+            self._split_inputs[key] = (rows, masked, q8_split.selection(self, rows, k, channels))
+        return self._split_inputs[key]
 
     def promoted_linear(self, x: str, w: np.ndarray, biases: list[np.ndarray | None] | None,
                         parts: list[np.ndarray], name: str | None, full_name: str) -> str:
@@ -280,7 +311,8 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     options.report(0.0, "talker layers")
     g = Graph()
     _declare_inputs(g, t.layers, mask=True)
-    b = _Builder(g, ckpt, options.precision, "talker", options.promote)
+    split = options.split if options.precision == "q8" else {}
+    b = _Builder(g, ckpt, options.precision, "talker", options.promote, split)
     hidden = b.stack("in0", "talker.model.", t, "mask", "t",
                      lambda f: options.report(0.6 * f, f"talker layers ({round(f * t.layers)}/{t.layers})"))
     hidden = g.layer("Noop", [hidden], name="hidden")
@@ -289,13 +321,14 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     writer.add_graph(TALKER_GRAPH, g)
     fp16_layers, fp32_layers, q8_layers = b.fp16_layers, b.fp32_layers + len(b.promoted_fp32), b.q8_layers
     promoted, promoted_fp32 = list(b.promoted), list(b.promoted_fp32)
+    split_done = dict(b.split_done)
     del g, b
 
     # code predictor: projection, stack, 15 heads
     options.report(0.6, "code predictor layers")
     g = Graph()
     _declare_inputs(g, c.layers, mask=False)
-    b = _Builder(g, ckpt, options.precision, "code_predictor", options.promote)
+    b = _Builder(g, ckpt, options.precision, "code_predictor", options.promote, split)
     x = "in0"
     proj = "talker.code_predictor.small_to_mtp_projection."
     has_proj = (proj + "weight") in ckpt.main
@@ -312,11 +345,15 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     q8_layers += b.q8_layers
     promoted += b.promoted
     promoted_fp32 += b.promoted_fp32
+    split_done.update(b.split_done)
     del g, b
 
     unknown = sorted(options.promote - set(promoted)) if options.precision == "q8" else []
     if unknown:
         raise ConvertError(f"no Linear is called {', '.join(unknown)}; cannot keep it fp32")
+    unknown = sorted(set(split) - set(split_done) - set(promoted))
+    if unknown:
+        raise ConvertError(f"no 8-bit Linear is called {', '.join(unknown)}; cannot split its outlier channels")
     options.report(0.9, "codec embedding tables")
     writer.add_table("talker_codec_embedding", _table(ckpt.main.get("talker.model.codec_embedding.weight"), small_tables))
     cp_tables = np.stack(
@@ -343,5 +380,7 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
         # Linears of a q8 bundle kept float by the 8-bit check (q8_check.py; its record says why), and those of them
         # stored fp32 (the others fp16: fp16_weight_layers counts them)
         promoted_layers=tuple(promoted), promoted_fp32_layers=tuple(promoted_fp32),
+        # q8 Linears whose outlier input channels are computed apart in fp32 (q8_split.py), by name
+        split_channels=split_done,
     ))
     options.report(1.0, "done")

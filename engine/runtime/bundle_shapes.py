@@ -7,7 +7,8 @@ manifest lists (about 10 ms for the full-size talker, code predictor and speech 
 
 - the talker and code predictor: one SDPA per layer; every RMSNorm as wide as the stack or an attention head,
   with the stack's epsilon; every InnerProduct (and the 8-bit Gemm of q8 bundles) maps between widths of that
-  stack (hidden, attention, fused q/k/v, MLP, fused gate/up, the talker's width, the vocabularies);
+  stack (hidden, attention, fused q/k/v, MLP, fused gate/up, the talker's width, the vocabularies; an
+  InnerProduct may also read the few outlier channels a q8 Linear splits off, as many as the manifest lists);
 - the speech decoder and the codec encoder's transformer: one SDPA per layer, every RMSNorm and LayerNorm as
   wide as a width its config names;
 - the text table's shape and the context length (a manifest's max_position_embeddings of -1 made every text
@@ -71,8 +72,10 @@ def check_layer_shapes(bundle) -> None:
         meta = bundle.part("talker")
         talker, cp = meta["talker"], meta["code_predictor"]
         heads = {int(meta["vocab_size"]), int(meta["codebook_size"]), int(talker["hidden"])}
-        _check_stack(bundle, meta["talker_graph"], talker, heads)
-        _check_stack(bundle, meta["cp_graph"], cp, heads)
+        split = meta.get("split_channels")  # the fp32 products of outlier channels split off (q8_split.py)
+        split_widths = {len(c) for c in split.values() if isinstance(c, list)} if isinstance(split, dict) else set()
+        _check_stack(bundle, meta["talker_graph"], talker, heads, split_widths)
+        _check_stack(bundle, meta["cp_graph"], cp, heads, split_widths)
     if "codec_decoder" in parts:
         dec = bundle.part("codec_decoder")
         config = (bundle.manifest.get("speech_config") or {}).get("decoder_config") or {}
@@ -107,12 +110,12 @@ def _check_text(bundle) -> None:
                                                f"width make {expected}")
 
 
-def _check_stack(bundle, graph: str, stack: dict[str, Any], heads: set[int]) -> None:
+def _check_stack(bundle, graph: str, stack: dict[str, Any], heads: set[int], split_widths: set[int]) -> None:
     hidden, head_dim, layers = int(stack["hidden"]), int(stack["head_dim"]), int(stack["layers"])
     attention, kv = int(stack["heads"]) * head_dim, int(stack["kv_heads"]) * head_dim
     mlp = int(stack["intermediate"])
     outputs = {hidden, attention, kv, attention + 2 * kv, mlp, 2 * mlp} | heads
-    inputs = {hidden, attention, mlp} | heads
+    inputs = {hidden, attention, mlp} | heads | split_widths
     layers_seen = 0
     for layer in _layers(bundle, graph):
         where = f"{graph}.param, layer {layer.name}"

@@ -12,7 +12,7 @@ the part and the key.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Self
 
 from ..errors import BundleError
@@ -172,9 +172,12 @@ class TalkerPart:
     outlier_smoothing: Mapping[str, Any] | None = None  # smooth.py's record; None: not smoothed
     promoted_layers: tuple[str, ...] = ()  # q8 Linears the 8-bit check kept float
     promoted_fp32_layers: tuple[str, ...] = ()  # of them, those stored fp32
+    # q8 Linears whose outlier input channels are computed apart in fp32 (engine/convert/q8_split.py), by name
+    # (engine/convert/q8_layers.py linear_name); absent from bundles that split none
+    split_channels: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     def to_manifest(self) -> dict[str, Any]:
-        return {
+        out = {
             "talker_graph": self.talker_graph, "cp_graph": self.cp_graph,
             "talker": self.talker.to_manifest(), "code_predictor": self.code_predictor.to_manifest(),
             "num_code_groups": self.num_code_groups, "vocab_size": self.vocab_size,
@@ -186,6 +189,9 @@ class TalkerPart:
             "outlier_smoothing": None if self.outlier_smoothing is None else dict(self.outlier_smoothing),
             "promoted_layers": list(self.promoted_layers), "promoted_fp32_layers": list(self.promoted_fp32_layers),
         }
+        if self.split_channels:
+            out["split_channels"] = {name: list(channels) for name, channels in self.split_channels.items()}
+        return out
 
     @classmethod
     def from_manifest(cls, info: Mapping[str, Any], where: str = "the talker part") -> TalkerPart:
@@ -202,18 +208,60 @@ class TalkerPart:
         for key, value in (("blobs", blobs), ("outlier_smoothing", smoothing)):
             if value is not None and not isinstance(value, Mapping):
                 raise BundleError(f"{where}: {key!r} is not a table of values; convert the checkpoint again.")
+        talker = StackShape.from_manifest(_table(info, "talker", where), f"{where}, its talker")
+        code_predictor = StackShape.from_manifest(_table(info, "code_predictor", where), f"{where}, its code predictor")
+        groups = _positive(info, "num_code_groups", where)
         return cls(
-            _text(info, "talker_graph", where), _text(info, "cp_graph", where),
-            StackShape.from_manifest(_table(info, "talker", where), f"{where}, its talker"),
-            StackShape.from_manifest(_table(info, "code_predictor", where), f"{where}, its code predictor"),
-            _positive(info, "num_code_groups", where), _positive(info, "vocab_size", where),
-            _positive(info, "codebook_size", where), projection,
+            _text(info, "talker_graph", where), _text(info, "cp_graph", where), talker, code_predictor, groups,
+            _positive(info, "vocab_size", where), _positive(info, "codebook_size", where), projection,
             _text(tables, "codec", f"{where}, its tables"), _text(tables, "cp_codec", f"{where}, its tables"),
             blobs or {}, eos,
             _count(info, "fp16_weight_layers", where), _count(info, "fp32_weight_layers", where),
             _count(info, "q8_weight_layers", where), smoothing,
             _names(info, "promoted_layers", where), _names(info, "promoted_fp32_layers", where),
+            _split_channels(info, where, talker, code_predictor, groups),
         )
+
+
+def _input_width(name: str, talker: StackShape, code_predictor: StackShape, groups: int) -> int | None:
+    """The input width of the q8 Linear called `name` (engine/convert/q8_layers.py linear_name), None if there is
+    no such Linear."""
+    net, _, rest = name.partition(".")
+    shape = {"talker": talker, "code_predictor": code_predictor}.get(net)
+    if shape is None:
+        return None
+    if rest == "head" and net == "talker":
+        return talker.hidden
+    if rest == "projection" and net == "code_predictor":
+        return talker.hidden
+    head, _, g = rest.partition(".")
+    if head == "head" and net == "code_predictor":
+        return code_predictor.hidden if g.isdigit() and g == str(int(g)) and int(g) < groups - 1 else None
+    layer, _, site = rest.partition(".")
+    if not layer.isdigit() or layer != str(int(layer)) or int(layer) >= shape.layers:
+        return None
+    return {"qkv": shape.hidden, "gate_up": shape.hidden, "o": shape.heads * shape.head_dim,
+            "down": shape.intermediate}.get(site)
+
+
+def _split_channels(info: Mapping[str, Any], where: str, talker: StackShape, code_predictor: StackShape,
+                    groups: int) -> dict[str, tuple[int, ...]]:
+    """split_channels: Linear name -> ascending distinct input channels of that Linear ({} when absent)."""
+    value = info.get("split_channels", {})
+    if not isinstance(value, Mapping):
+        raise BundleError(f"{where}: 'split_channels' is not a table of values; convert the checkpoint again.")
+    out = {}
+    for name, channels in value.items():
+        width = _input_width(name, talker, code_predictor, groups) if isinstance(name, str) else None
+        if width is None:
+            raise BundleError(f"{where}: 'split_channels' names no Linear of this bundle ({name!r}); convert the "
+                              "checkpoint again.")
+        if not isinstance(channels, list) or not channels or not all(
+                type(c) is int and 0 <= c < width for c in channels) or channels != sorted(set(channels)):
+            raise BundleError(f"{where}: 'split_channels' of {name} is not a list of distinct input channels in "
+                              f"ascending order below {width} ({channels!r}); convert the checkpoint again.")
+        out[name] = tuple(channels)
+    return out
 
 
 def _wholes(info: Mapping[str, Any], key: str, where: str) -> tuple[int, ...]:

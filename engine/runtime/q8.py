@@ -111,6 +111,29 @@ def reference_matmul(x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: np.n
     return y
 
 
+def split_weights(w: np.ndarray, channels: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The two parts of a Linear [N, K] whose input channels `channels` are split off (the LLM.int8()
+    decomposition, engine/convert/q8_split.py): (the weights with those columns zeroed, for the int8 Gemm; the
+    columns themselves [N, len(channels)], for the fp32 product)."""
+    w = np.asarray(w, np.float32)
+    rest = w.copy()
+    rest[:, list(channels)] = 0
+    return rest, np.ascontiguousarray(w[:, list(channels)])
+
+
+def split_reference_matmul(x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: np.ndarray | None,
+                           channels: tuple[int, ...], outlier_w: np.ndarray) -> np.ndarray:
+    """numpy model of a split int8 Linear, in the graph's order: the int8 Linear over x with `channels` zeroed
+    (q, scale: quantize(split_weights(...)[0])), then plus x's `channels` times outlier_w in fp32. Zeroing the
+    outlier inputs lets the row's 8-bit scale follow the other inputs; their products are exact but for fp32
+    rounding."""
+    x = np.atleast_2d(np.asarray(x, dtype=np.float32))
+    masked = x.copy()
+    masked[:, list(channels)] = 0
+    y = reference_matmul(masked, q, scale, bias)
+    return y + x[:, list(channels)] @ np.asarray(outlier_w, np.float32).T
+
+
 # ------------------------------------------------------------------------------------------- block (legacy)
 
 

@@ -99,3 +99,42 @@ def test_an_unknown_precision_is_one_line(unlisted, capsys, tmp_path, precision)
     code, err = synth(capsys, unlisted, tmp_path / "a.wav")
     line = one_line(err)
     assert code == 2 and "precision" in line and len(line) < 400
+
+
+# the outlier channels a q8 bundle splits off its Linears (engine/convert/q8_split.py), damaged
+SPLIT_DAMAGE = [
+    ("not a table", [1, 2]), ("no such Linear", {"talker.99.qkv": [1]}), ("not a Linear", {"../etc": [1]}),
+    ("a channel past the input", {"talker.0.qkv": [64]}), ("negative", {"talker.0.o": [-1]}),
+    ("not ascending", {"talker.0.down": [5, 2]}), ("twice", {"talker.0.down": [2, 2]}),
+    ("a truth value", {"talker.0.down": [True]}), ("a number as text", {"talker.head": ["3"]}),
+    ("empty", {"code_predictor.head.0": []}), ("a head past the groups", {"code_predictor.head.15": [1]}),
+    ("not a list", {"talker.0.qkv": 3}),
+]
+
+
+@pytest.mark.parametrize("why, value", SPLIT_DAMAGE, ids=[w for w, _ in SPLIT_DAMAGE])
+def test_damaged_split_channels_are_refused_with_one_line(tmp_path, capsys, why, value):
+    from engine.nets.talker import talker_part
+
+    source = bundle_for("tiny06b", "q8")
+    dest = tmp_path / "bundle"
+    shutil.copytree(source, dest)
+    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest["parts"]["talker"]["split_channels"] = value
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleError) as err:
+        talker_part(Bundle.open(dest))
+    assert "split_channels" in str(err.value) and "\n" not in str(err.value)
+    code, text = synth(capsys, dest, tmp_path / "out.wav")
+    assert code != 0 and one_line(text) and "Traceback" not in text
+
+
+def test_split_channels_as_written_are_read_back():
+    from engine.runtime.manifest_parts import TalkerPart
+
+    part = Bundle.open(bundle_for("tiny06b", "q8")).part("talker")
+    info = dict(part) | {"split_channels": {"talker.0.qkv": [1, 63], "code_predictor.head.14": [0]}}
+    read = TalkerPart.from_manifest(info)
+    assert read.split_channels == {"talker.0.qkv": (1, 63), "code_predictor.head.14": (0,)}
+    assert read.to_manifest()["split_channels"] == info["split_channels"]
+    assert TalkerPart.from_manifest(part).split_channels == {}  # a bundle from before: none

@@ -1,0 +1,104 @@
+"""Outlier channels split off a q8 Linear (the mixed-precision decomposition of LLM.int8(), Dettmers et al. 2022):
+which input channels, and the ncnn layers that compute it.
+
+ncnn's int8 Gemm rounds each input row with one scale set by the row's largest value (engine/runtime/q8.py), so a
+few input channels 10-100x larger than the rest leave every other input a few bits. Smoothing (smooth.py) moves
+such a channel into the weights when that is exact and cheap; when the channel is part of the function (its
+weights are not small where its activations are large) it can only move half of it. The decomposition takes those
+channels out of the 8-bit product instead:
+
+    y = int8Gemm(x * mask, W with the columns of `channels` zeroed) * scale (+ bias) + x[channels] @ W[:, channels]^T
+
+the second product in fp32 (engine/runtime/q8.py split_reference_matmul models it). Layers, after the Reshape to
+rows that every q8 Linear has: a BinaryOp with a constant 0/1 row (the mask), a Slice of the row at the channels and
+a Concat of the single columns (the selection: a copy, no arithmetic), an fp32 InnerProduct of the few columns
+(N x c weights), a BinaryOp add after the int8 product's scale and bias. A Linear reading the same input with the
+same channels (the code predictor's heads) shares the mask and the selection. Every layer treats rows one by one,
+so batching still changes no row (engine/runtime/step_graph.py).
+
+Cost: per split Linear, c x (N + K) fp32 values read (c <= MAX_SPLIT) and six tiny layers on one thread: a
+full-size talker layer with 8 channels split in its four Linears reads 0.42 MB more against its 15.7 MB of int8
+weights.
+
+Which channels: the calibration pass of the smoothing (smooth.calibrate, the fp32 network on the model's own
+prompt rows) gives each Linear input's maximum |activation| per channel; a channel SPLIT_RATIO times the site's
+median or more is an outlier, the MAX_SPLIT largest at most. Plain random checkpoints reach 2-4x at the RMSNorm
+outputs and attention output (full-size 0.6B; 3.6x on the tiny fixtures) and up to 10x at the SwiGLU product
+(down_proj's input, heavy-tailed); 10x-100x stress channels reach 5-290x. Splitting a channel never makes the
+8-bit product worse (its part becomes exact, the rest of the row gets a finer scale), so the threshold errs on the
+low side; the 8-bit check (q8_check.py) splits only the networks it found over its bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from .q8_layers import linear_name
+from .stack_forward import CODE_PREDICTOR, SITE_INPUTS, TALKER
+
+SPLIT_RATIO = 4.0  # channel max over the site's median channel max (module docstring)
+MAX_SPLIT = 8  # channels per Linear; 4 systematic outlier channels of a v_proj are 8 of o_proj's input (GQA x2)
+FEATMASK_NO_FP16_ONE_THREAD = (1 << 1) | (1 << 7)  # ncnn featmask: fp32 weights, one thread (talker.py's bits)
+
+Split = Mapping[str, tuple[int, ...]]  # Linear name (q8_layers.linear_name) -> its input channels split off
+_SITE_LINEAR = {inp: site for site, inp in SITE_INPUTS.items()}
+
+
+def outliers(maxima: np.ndarray) -> tuple[int, ...]:
+    """The outlier channels of one Linear input, ascending (module docstring), from its per-channel maxima."""
+    maxima = np.asarray(maxima, np.float64)
+    positive = maxima[maxima > 0]
+    if positive.size == 0:
+        return ()
+    limit = SPLIT_RATIO * float(np.median(positive))
+    top = np.argsort(-maxima, kind="stable")[:MAX_SPLIT]
+    return tuple(sorted(int(j) for j in top if maxima[j] >= limit))
+
+
+def outlier_channels(stats: Mapping[tuple[str, int, str], np.ndarray], groups: int) -> dict[str, tuple[int, ...]]:
+    """Every q8 Linear's outlier input channels (only Linears that have some), from smooth.calibrate's maxima.
+    The final norms feed the heads: the talker's codec head, the code predictor's groups - 1 heads."""
+    out: dict[str, tuple[int, ...]] = {}
+    for (prefix, layer, site), maxima in stats.items():
+        net = {TALKER: "talker", CODE_PREDICTOR: "code_predictor"}.get(prefix)
+        if net is None or (site not in _SITE_LINEAR and site != "final"):
+            continue
+        channels = outliers(maxima)
+        if not channels:
+            continue
+        if site == "final":
+            names = ["talker.head"] if net == "talker" else [f"code_predictor.head.{g}" for g in range(groups - 1)]
+        else:
+            names = [linear_name(net, layer, _SITE_LINEAR[site])]
+        out.update((name, channels) for name in names)
+    return out
+
+
+def split_extra_bytes(n: int, k: int, channels: int) -> int:
+    """Bytes one call of a split Linear reads more: the fp32 outlier columns and the mask row."""
+    return 4 * (n * channels + k)
+
+
+# ------------------------------------------------------------------------------------------- the graph
+
+
+def selection(b, rows: str, k: int, channels: tuple[int, ...]) -> str:
+    """rows (R, K) -> (R, c): the columns `channels` (ascending), by a Slice at them and a Concat of the single
+    columns (gaps of no width are left out: ncnn's Slice takes no empty piece)."""
+    pieces: list[int] = []
+    picked: list[int] = []
+    at = 0
+    for j in channels:
+        if j > at:
+            pieces.append(j - at)
+        picked.append(len(pieces))
+        pieces.append(1)
+        at = j + 1
+    if at < k:
+        pieces.append(k - at)
+    outs = b.op("Slice", [rows], outputs=len(pieces), params={0: pieces, 1: -1})
+    outs = [outs] if isinstance(outs, str) else list(outs)
+    columns = [outs[i] for i in picked]
+    return columns[0] if len(columns) == 1 else b.op("Concat", columns, params={0: -1})

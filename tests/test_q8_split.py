@@ -1,0 +1,178 @@
+"""Outlier channels split off q8 Linears (engine/convert/q8_split.py): the ncnn layers compute what
+engine.runtime.q8's numpy model of the decomposition computes, rows stay independent, the channels are found from
+the calibration maxima, and the manifest records them (a damaged record refused: tests/faults)."""
+
+from __future__ import annotations
+
+import ncnn
+import numpy as np
+import pytest
+
+from engine.convert import convert_checkpoint, q8_split, smooth
+from engine.convert.checkpoint import Checkpoint
+from engine.convert.talker import _Builder
+from engine.runtime import q8
+from engine.runtime.bundle import Bundle, make_net_options
+from engine.runtime.ncnn_graph import Graph
+from tests.bundles import MODELS
+from tools.outlier_checkpoint import Stress, write_stress_checkpoint
+
+FP32_ULP = 2.0**-23
+MODEL = "tiny06b"
+
+
+def _split_net(tmp_path, k: int, n: int, bias: bool, channels: tuple[int, ...], threads: int = 2, heads: int = 1):
+    """in0 -> x*1 -> `heads` split q8 Linears reading it (out0, out1, ...), emitted by the converter's own code."""
+    rng = np.random.default_rng(k + n + len(channels))
+    ws = [(rng.standard_normal((n, k)) * rng.uniform(0.01, 1.0, (n, 1))).astype(np.float32) for _ in range(heads)]
+    b = rng.standard_normal(n).astype(np.float32) if bias else None
+    g = Graph()
+    g.input("in0")
+    builder = _Builder(g, None, "q8")
+    x = builder.op("BinaryOp", ["in0"], params={0: 2, 1: 1, 2: 1.0})
+    for i, w in enumerate(ws):
+        builder.q8_linear(x, w, [b], [w], f"out{i}", channels)
+    g.save(tmp_path / "t.param", tmp_path / "t.bin")
+    net = ncnn.Net()
+    make_net_options(net, "fp32", threads)
+    net.opt.use_packing_layout = False  # as StepNet loads q8 graphs
+    assert net.load_param(str(tmp_path / "t.param")) == 0
+    assert net.load_model(str(tmp_path / "t.bin")) == 0
+    return net, ws, b
+
+
+def _run(net, x: np.ndarray, out: str = "out0") -> np.ndarray:
+    ex = net.create_extractor()
+    ex.input("in0", ncnn.Mat(np.ascontiguousarray(x, dtype=np.float32)).clone())
+    ret, mat = ex.extract(out)
+    assert ret == 0
+    return np.array(mat)
+
+
+def _outlier_rows(rng, m: int, k: int, channels: tuple[int, ...], factor: float = 100.0) -> np.ndarray:
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    x[:, list(channels)] *= factor
+    return x
+
+
+def _bound(x, w, b, channels):
+    """Each of the int8 part's roundings (sum -> fp32, descale, channel scale), the bias add, the c-term fp32
+    product (any summation order) and the final add may land one ulp apart each."""
+    rest, outlier_w = q8.split_weights(w, channels)
+    q, scale = q8.quantize(rest)
+    masked = x.copy()
+    masked[:, list(channels)] = 0
+    xq, descale = q8.quantize_rows(masked)
+    mag = np.abs(xq @ q.astype(np.int64).T) * descale * scale + (np.abs(b) if b is not None else 0)
+    outlier = np.abs(x[:, list(channels)]) @ np.abs(outlier_w).T
+    return 6 * FP32_ULP * (mag + (len(channels) + 1) * outlier)
+
+
+# (k, n, bias, channels): one channel, channels at both ends and side by side (a Slice takes no empty piece), a
+# long K, n = 5 with 5 rows (the broadcast of a 1-row constant)
+SHAPES = [(96, 40, False, (3,)), (80, 33, True, (0, 1, 17, 79)), (3072, 64, False, (5, 100, 2000, 2001, 3071)),
+          (24, 5, True, (7, 8, 9, 10, 11, 12, 13, 23))]
+
+
+@pytest.mark.parametrize("k,n,bias,channels", SHAPES)
+@pytest.mark.parametrize("rows", [0, 1, 3, 5])  # 0: a 1-D row
+def test_split_linear_matches_numpy_model(tmp_path, k, n, bias, channels, rows):
+    net, (w,), b = _split_net(tmp_path, k, n, bias, channels)
+    x = _outlier_rows(np.random.default_rng(rows), max(rows, 1), k, channels)
+    got = _run(net, x[0] if rows == 0 else x)
+    assert got.shape == ((n,) if rows <= 1 else (rows, n))
+    rest, outlier_w = q8.split_weights(w, channels)
+    want = q8.split_reference_matmul(x, *q8.quantize(rest), b, channels, outlier_w)
+    assert np.all(np.abs(got.reshape(want.shape) - want) <= _bound(x, w, b, channels))
+
+
+def test_the_split_is_what_makes_outlier_rows_accurate(tmp_path):
+    """The model the previous test holds ncnn to is the decomposition, not the plain int8 product: on rows with
+    100x channels the plain product's error is many times the split one's."""
+    k, n, channels = 256, 64, (10, 77, 200)
+    net, (w,), b = _split_net(tmp_path, k, n, True, channels)
+    x = _outlier_rows(np.random.default_rng(5), 4, k, channels)
+    exact = x.astype(np.float64) @ w.astype(np.float64).T + b
+    split = _run(net, x) - exact
+    plain = q8.reference_matmul(x, *q8.quantize(w), b) - exact
+    assert np.sqrt(np.mean(plain**2)) > 10 * np.sqrt(np.mean(split**2))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_split_linear_rows_independent(tmp_path, threads):
+    """Each row of a 2..8-row call is bit-identical to the row alone at one thread (StepNet batches rows)."""
+    k, n, channels = 80, 33, (0, 1, 17, 79)
+    net, _, _ = _split_net(tmp_path, k, n, True, channels, threads)
+    (tmp_path / "alone").mkdir()
+    alone_net, _, _ = _split_net(tmp_path / "alone", k, n, True, channels, 1)
+    x = _outlier_rows(np.random.default_rng(3), 8, k, channels)
+    alone = [_run(alone_net, x[j:j + 1]).reshape(-1) for j in range(8)]
+    for m in range(2, 9):
+        got = _run(net, x[:m]).reshape(m, -1)
+        for j in range(m):
+            assert np.array_equal(got[j], alone[j]), f"row {j} of {m} differs from the row alone"
+
+
+def test_linears_reading_one_input_share_its_selection(tmp_path):
+    net, ws, b = _split_net(tmp_path, 64, 16, False, (2, 40), heads=3)
+    text = (tmp_path / "t.param").read_text()
+    assert text.count("Slice ") == 1 and text.count("Gemm ") == 3 and text.count("InnerProduct ") == 3
+    x = _outlier_rows(np.random.default_rng(0), 2, 64, (2, 40))
+    for i, w in enumerate(ws):
+        rest, outlier_w = q8.split_weights(w, (2, 40))
+        want = q8.split_reference_matmul(x, *q8.quantize(rest), None, (2, 40), outlier_w)
+        assert np.all(np.abs(_run(net, x, f"out{i}") - want) <= _bound(x, w, None, (2, 40)))
+
+
+# ------------------------------------------------------------------------------------------- which channels
+
+
+def test_outliers_are_channels_far_above_the_median():
+    maxima = np.ones(64)
+    maxima[[5, 9, 60]] = [30.0, 4.0, 3.9]
+    assert q8_split.outliers(maxima) == (5, 9)
+    maxima[:20] = 50.0  # more than MAX_SPLIT: the largest ones
+    assert len(q8_split.outliers(maxima)) == q8_split.MAX_SPLIT
+    assert q8_split.outliers(np.zeros(8)) == ()
+
+
+def _stats(path):
+    ckpt = Checkpoint.open(path)
+    try:
+        return smooth.calibrate(ckpt), int(ckpt.talker_config.get("num_code_groups", 16))
+    finally:
+        ckpt.close()
+
+
+def test_the_plain_fixture_has_no_outlier_channels():
+    assert q8_split.outlier_channels(*_stats(MODELS / MODEL)) == {}
+
+
+def test_stress_channels_are_found_in_every_linear(tmp_path):
+    stress = Stress("channels", 10)
+    ckpt = write_stress_checkpoint(MODELS / MODEL, tmp_path / "ckpt", stress)
+    found = q8_split.outlier_channels(*_stats(ckpt))
+    cfg = Checkpoint.open(MODELS / MODEL).talker_config
+    hidden = np.random.default_rng([stress.seed, 0]).choice(int(cfg["hidden_size"]), stress.channels, replace=False)
+    for layer in range(int(cfg["num_hidden_layers"])):
+        for site in ("qkv", "gate_up"):  # the RMSNorm outputs: the same channels in every layer
+            assert set(found[f"talker.{layer}.{site}"]) >= set(int(c) for c in hidden)
+        assert f"talker.{layer}.o" in found and f"talker.{layer}.down" in found
+    assert "talker.head" not in found  # the final norm is not stressed
+
+
+def test_a_split_bundle_records_its_channels_and_a_plain_one_none(tmp_path):
+    split = {"talker.0.qkv": [3, 1], "code_predictor.1.down": [0, 127]}
+    dest = convert_checkpoint(MODELS / MODEL, tmp_path / "b", "q8", parts=["talker"], check=False, split=split)
+    part = Bundle.open(dest).part("talker")
+    assert part["split_channels"] == {"talker.0.qkv": [1, 3], "code_predictor.1.down": [0, 127]}
+    plain = convert_checkpoint(MODELS / MODEL, tmp_path / "p", "q8", parts=["talker"], check=False)
+    assert "split_channels" not in Bundle.open(plain).part("talker")
+
+
+def test_splitting_a_linear_that_is_not_there_is_refused(tmp_path):
+    from engine.errors import ConvertError
+
+    with pytest.raises(ConvertError, match="talker.9.qkv"):
+        convert_checkpoint(MODELS / MODEL, tmp_path / "b", "q8", parts=["talker"], check=False,
+                           split={"talker.9.qkv": [1]})
