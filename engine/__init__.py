@@ -28,6 +28,10 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
         ChunkProgress   which chunk progress shows while chunks run side by side
         RecordingLength   how long the recording will be (every chunk's estimate + pauses, refined as they finish)
         run_speech(speech, on_frame, on_samples, ...)   the one loop consuming them (engine/longform/consuming.py)
+        Synthesizer.speak_many(requests, batch_size, longest_first) several requests in one run: Speeches, whose
+            RequestEvent tags each request's events with its number (engine/longform/many.py); speak_many(synth,
+            requests, ...) the same over any SynthesizerContract; run_speeches(speeches, on_frame, ..., on_done,
+            on_failed) the one loop consuming them
         ChunkJournal, ChunkPlan, JournalError, same_voice   a long text's finished chunks kept on disk as they are
             made, so that a later run continues where a closed, crashed or killed one stopped (engine/longform/journal.py);
             recording_of_made: the recording of those chunks alone, the others left out
@@ -114,7 +118,7 @@ from .io.audio_formats import AUDIO_FORMATS, SAVE_SUFFIX_WORDS, SAVE_SUFFIXES, A
 from .io.fileio import OwnFileError, create_new, os_reason, read_own_file, write_atomic, write_own_file  # noqa: E402
 from .io.safefile import load_npy_bytes, load_npy_file, npy_bytes_needed, regular_file_problem  # noqa: E402
 from .io.text_file import MAX_TEXT_FILE_BYTES, decode_text, read_text_file  # noqa: E402
-from .longform.consuming import run_speech  # noqa: E402
+from .longform.consuming import run_speech, run_speeches  # noqa: E402
 from .longform.events import (  # noqa: E402
     ChunkAudio,
     ChunkFrame,
@@ -124,10 +128,13 @@ from .longform.events import (  # noqa: E402
     ChunkStarted,
     ChunkStream,
     LongResult,
+    RequestEvent,
     Speech,
+    Speeches,
 )
 from .longform.joining import JoinSettings  # noqa: E402
 from .longform.journal import ChunkJournal, ChunkPlan, JournalError, same_voice  # noqa: E402
+from .longform.many import speak_many  # noqa: E402
 from .longform.recording_length import RecordingLength  # noqa: E402
 from .longform.request import LongTextOptions, SynthesisRequest  # noqa: E402
 from .longform.runaway import GuardSettings  # noqa: E402
@@ -312,6 +319,10 @@ __all__ = [
     "load_npy_bytes",
     "run_synthesis",
     "run_speech",
+    "run_speeches",
+    "speak_many",
+    "Speeches",
+    "RequestEvent",
     "ChunkJournal",
     "ChunkPlan",
     "JournalError",

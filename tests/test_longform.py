@@ -31,6 +31,7 @@ from engine.longform.recording_length import RecordingLength
 from engine.longform.request import LongTextOptions, SynthesisRequest, split_for_synthesis
 from engine.longform.runaway import GuardSettings, RunawayGuard
 from engine.longform.runner import speak
+from engine.text.length import estimated_frames
 from engine.types import AudioChunk, FrameEvent, GenerationSettings, SynthesisResult
 from engine.voice import Voice
 from qwen3tts_cli.main import main
@@ -234,16 +235,18 @@ class ScriptedSynth:
         finally:
             self.open_generators -= 1
 
-    def synthesize_many(self, jobs, settings=None, batch_size=4):
-        return ScriptedBatch(self, jobs, settings or GenerationSettings(), batch_size)
+    def synthesize_many(self, jobs, settings=None, batch_size=4, longest_first=False):
+        return ScriptedBatch(self, jobs, settings or GenerationSettings(), batch_size, longest_first)
 
 
 class ScriptedBatch:
     """Follows Synthesizer.synthesize_many's BatchRun: JobEvents of up to batch_size jobs advancing side by side
     (a frame of each in turn), a job's settings with its own seed and cap, cancel(job) between frames."""
 
-    def __init__(self, synth: ScriptedSynth, jobs, settings: GenerationSettings, batch_size: int):
+    def __init__(self, synth: ScriptedSynth, jobs, settings: GenerationSettings, batch_size: int,
+                 longest_first: bool = False):
         self.synth, self.jobs, self.settings, self.batch_size = synth, list(jobs), settings, batch_size
+        self.longest_first = longest_first  # the engine's order: the estimate from the text, at most the cap
         self.cancelled: set[int] = set()
         self._events = self._run()
 
@@ -264,7 +267,11 @@ class ScriptedBatch:
 
         from engine.types import JobEvent
 
-        waiting, running, gens = deque(range(len(self.jobs))), [], {}
+        order = range(len(self.jobs))
+        if self.longest_first:
+            order = sorted(order, key=lambda j: -min(estimated_frames(self.jobs[j].text),
+                                                     self.jobs[j].max_frames or 10**9))
+        waiting, running, gens = deque(order), [], {}
         try:
             while waiting or running:
                 while waiting and len(running) < self.batch_size:

@@ -1,11 +1,13 @@
-"""run_speech: the one loop over the events of Synthesizer.speak. The command line (qwen3tts synth, qwen3tts
-batch) and the app (a take from the text box, a batch line) all consume a request through it, so which chunk
-progress shows, when the expected length changes, where the recording's samples come from and what "nothing
-could be generated" means are decided here once.
+"""run_speech: the one loop over the events of Synthesizer.speak, and run_speeches, the same loop over the events of
+several requests (Synthesizer.speak_many). The command line (qwen3tts synth, qwen3tts batch), the app (a take from
+the text box, a batch) and the speech server all consume requests through them, so which chunk progress shows,
+when the expected length changes, where the recording's samples come from and what "nothing could be generated"
+means are decided here once (SpeechListener, one per request).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from ..errors import EngineError
 from ..types import AudioChunk
@@ -16,10 +18,78 @@ from .events import (
     ChunkRetry,
     ChunkSkipped,
     ChunkStream,
+    LongEvent,
     LongResult,
     Speech,
+    Speeches,
 )
 from .recording_length import RecordingLength
+
+
+class SpeechListener:
+    """What one request's events mean to its caller, heard one at a time with see(ev): the handlers of run_speech
+    (each optional), then outcome(), the request's LongResult or the EngineError saying why it has none."""
+
+    def __init__(
+        self,
+        on_frame: Callable[[ChunkFrame, int], None] | None = None,
+        on_samples: Callable[[AudioChunk], None] | None = None,
+        on_audio: Callable[[ChunkAudio], None] | None = None,
+        on_retry: Callable[[ChunkRetry], None] | None = None,
+        on_skipped: Callable[[ChunkSkipped], None] | None = None,
+        on_part: Callable[[int, int], None] | None = None,
+        on_length: Callable[[int], None] | None = None,
+        length: RecordingLength | None = None,
+    ):
+        self.on_frame, self.on_samples, self.on_audio = on_frame, on_samples, on_audio
+        self.on_retry, self.on_skipped, self.on_part, self.on_length = on_retry, on_skipped, on_part, on_length
+        self.progress = ChunkProgress()
+        self.length = length if on_length is not None else None
+        if self.length is not None and on_length is not None:
+            on_length(self.length.samples)
+        self.shown = -1
+        self.made = 0
+        self.skipped: list[ChunkSkipped] = []
+        self.result: LongResult | None = None
+
+    def see(self, ev: LongEvent) -> None:
+        about_shown = self.progress.see(ev)
+        if self.length is not None and self.length.see(ev) and self.on_length is not None:
+            self.on_length(self.length.samples)
+        if isinstance(ev, LongResult):
+            self.result = ev
+            return
+        if about_shown and self.progress.chunk != self.shown and self.progress.chunk < ev.chunks:
+            self.shown = self.progress.chunk
+            if self.on_part is not None:
+                self.on_part(self.shown, ev.chunks)
+        if isinstance(ev, ChunkFrame):
+            if about_shown and self.on_frame is not None:
+                self.on_frame(ev, self.progress.done)
+        elif isinstance(ev, ChunkStream):
+            if self.on_samples is not None:
+                self.on_samples(ev.audio)
+        elif isinstance(ev, ChunkAudio):
+            self.made += 1
+            if self.on_samples is not None and not ev.streamed:
+                self.on_samples(AudioChunk(samples=ev.samples, start_sample=ev.start_sample))
+            if self.on_audio is not None:
+                self.on_audio(ev)
+        elif isinstance(ev, ChunkRetry):
+            if self.on_retry is not None:
+                self.on_retry(ev)
+        elif isinstance(ev, ChunkSkipped):
+            self.skipped.append(ev)
+            if self.on_skipped is not None:
+                self.on_skipped(ev)
+
+    def outcome(self) -> LongResult | EngineError:
+        if self.result is None:
+            return EngineError("The text ended without a result.")
+        if self.made == 0:
+            reason = self.skipped[0].message if self.skipped else "The model produced no audio."
+            return EngineError(f"No part of the text could be generated. {reason}")
+        return self.result
 
 
 def run_speech(
@@ -41,52 +111,65 @@ def run_speech(
     on_skipped the chunks tried again or left out. on_length hears the expected recording length in samples at
     the start and whenever a finished chunk changes it. The events are closed on every exit, which stops a
     chunk still running. EngineError when no chunk could be generated."""
-    progress = ChunkProgress()
-    length = RecordingLength.of(speech) if on_length is not None else None
-    if length is not None and on_length is not None:
-        on_length(length.samples)
-    shown = -1
-    made = 0
-    skipped: list[ChunkSkipped] = []
-    result: LongResult | None = None
+    listener = SpeechListener(on_frame, on_samples, on_audio, on_retry, on_skipped, on_part, on_length,
+                              RecordingLength.of(speech) if on_length is not None else None)
     try:
         for ev in speech:
             if check_cancel is not None:
                 check_cancel()
-            about_shown = progress.see(ev)
-            if length is not None and length.see(ev) and on_length is not None:
-                on_length(length.samples)
-            if isinstance(ev, LongResult):
-                result = ev
-                continue
-            if about_shown and progress.chunk != shown and progress.chunk < ev.chunks:
-                shown = progress.chunk
-                if on_part is not None:
-                    on_part(shown, ev.chunks)
-            if isinstance(ev, ChunkFrame):
-                if about_shown and on_frame is not None:
-                    on_frame(ev, progress.done)
-            elif isinstance(ev, ChunkStream):
-                if on_samples is not None:
-                    on_samples(ev.audio)
-            elif isinstance(ev, ChunkAudio):
-                made += 1
-                if on_samples is not None and not ev.streamed:
-                    on_samples(AudioChunk(samples=ev.samples, start_sample=ev.start_sample))
-                if on_audio is not None:
-                    on_audio(ev)
-            elif isinstance(ev, ChunkRetry):
-                if on_retry is not None:
-                    on_retry(ev)
-            elif isinstance(ev, ChunkSkipped):
-                skipped.append(ev)
-                if on_skipped is not None:
-                    on_skipped(ev)
+            listener.see(ev)
     finally:
         speech.close()
-    if result is None:
-        raise EngineError("The text ended without a result.")
-    if made == 0:
-        reason = skipped[0].message if skipped else "The model produced no audio."
-        raise EngineError(f"No part of the text could be generated. {reason}")
-    return result
+    outcome = listener.outcome()
+    if isinstance(outcome, EngineError):
+        raise outcome
+    return outcome
+
+
+def run_speeches(
+    speeches: Speeches,
+    on_frame: Callable[[int, ChunkFrame, int], None] | None = None,
+    on_samples: Callable[[int, AudioChunk], None] | None = None,
+    on_audio: Callable[[int, ChunkAudio], None] | None = None,
+    on_retry: Callable[[int, ChunkRetry], None] | None = None,
+    on_skipped: Callable[[int, ChunkSkipped], None] | None = None,
+    on_done: Callable[[int, LongResult], None] | None = None,
+    on_failed: Callable[[int, EngineError], None] | None = None,
+    check_cancel: Callable[[], None] | None = None,
+) -> dict[int, LongResult | EngineError]:
+    """Consume the events of several requests (Synthesizer.speak_many): each request's events mean what they mean
+    to run_speech, and each handler hears the request's number first. on_done(i, result) when request i's
+    recording is complete; on_failed(i, error) when it was refused, cancelled (Cancelled) or nothing of it could
+    be generated; neither stops the others. check_cancel() runs before each event (it raises to stop them all:
+    the events are closed on every exit). Returns every request's outcome: its LongResult or its EngineError."""
+    listeners: dict[int, SpeechListener] = {}
+    outcomes: dict[int, LongResult | EngineError] = {}
+
+    def bound(handler: Callable[..., None] | None, i: int) -> Callable[..., None] | None:
+        return partial(handler, i) if handler is not None else None
+
+    try:
+        for tagged in speeches:
+            if check_cancel is not None:
+                check_cancel()
+            i = tagged.request
+            if tagged.error is not None:
+                outcome: LongResult | EngineError = tagged.error
+            else:
+                assert tagged.event is not None
+                if i not in listeners:
+                    listeners[i] = SpeechListener(bound(on_frame, i), bound(on_samples, i), bound(on_audio, i),
+                                                  bound(on_retry, i), bound(on_skipped, i))
+                listeners[i].see(tagged.event)
+                if not isinstance(tagged.event, LongResult):
+                    continue
+                outcome = listeners.pop(i).outcome()
+            outcomes[i] = outcome
+            if isinstance(outcome, EngineError):
+                if on_failed is not None:
+                    on_failed(i, outcome)
+            elif on_done is not None:
+                on_done(i, outcome)
+    finally:
+        speeches.close()
+    return outcomes

@@ -1,15 +1,17 @@
 """What speaking a request yields (engine/longform/runner.py makes them): the events of each chunk, the final
 LongResult, ChunkProgress (which chunk progress shows while chunks run side by side), and Speech, the events of
-one request with what was decided before the first one."""
+one request with what was decided before the first one; for several requests at once (engine/longform/many.py)
+Speeches, whose RequestEvents tag each of those events with its request."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..codec_format import SAMPLE_RATE
+from ..errors import EngineError
 from ..text.splitter import TextChunk
 from ..types import AudioChunk, FrameEvent, SynthesisResult, Timings
 from .request import SynthesisRequest
@@ -131,6 +133,44 @@ class Speech:
 
     def __next__(self) -> LongEvent:
         return next(self._events)
+
+    def close(self) -> None:
+        close = getattr(self._events, "close", None)
+        if close is not None:
+            close()
+
+
+@dataclass(frozen=True)
+class RequestEvent:
+    """An event of request number `request` (its index in the list given to speak_many): `event` is one of the
+    events speak() gives that request alone, ending with its LongResult; or `error` instead, when the request was
+    refused (its own one-line reason, as speak() would raise it) or cancelled (Cancelled); nothing follows it."""
+
+    request: int
+    event: LongEvent | None = None
+    error: EngineError | None = None
+
+
+class Speeches:
+    """The events of several requests (iterate it for RequestEvents), with what was decided before the first one:
+    `requests` (each as checked, or as given when refused) and `chunks` (request -> the chunks its text is spoken
+    in, for the requests that passed their checks). cancel(i) stops request i before its next frame (a finished
+    or unknown one is ignored); close() (or leaving the loop) stops them all."""
+
+    def __init__(self, requests: list[SynthesisRequest], chunks: dict[int, list[TextChunk]],
+                 events: Callable[[Speeches], Iterator[RequestEvent]]):
+        self.requests, self.chunks = requests, chunks
+        self.cancelled: set[int] = set()  # the requests cancelled so far
+        self._events = events(self)
+
+    def __iter__(self) -> Speeches:
+        return self
+
+    def __next__(self) -> RequestEvent:
+        return next(self._events)
+
+    def cancel(self, request: int) -> None:
+        self.cancelled.add(int(request))
 
     def close(self) -> None:
         close = getattr(self._events, "close", None)

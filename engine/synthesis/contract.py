@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..longform.events import Speech
+from ..longform.events import Speech, Speeches
 from ..longform.request import SynthesisRequest
 from ..nets.weight_reads import FrameWeights
 from ..runtime.device import Device
@@ -136,6 +136,15 @@ class SynthesizerContract(Protocol):
         stops the chunk in progress; engine.run_speech is the one loop over the events. made: chunks an earlier
         run of the same request finished (a ChunkJournal's), put in their place, not generated. Implemented once,
         over synthesize and synthesize_many: engine.speak(synth, request, made)."""
+
+    def speak_many(self, requests: Sequence[SynthesisRequest], batch_size: int | None = None,
+                   longest_first: bool = True) -> Speeches:
+        """Several requests in one stream of RequestEvents (engine/longform/many.py): each request's events are
+        what speak(request) alone gives it (the same codes and audio with the same seed), tagged with its number;
+        a refused request gets its error as its one event and never stops the others. Requests of one chunk run
+        side by side (up to batch_size, None: suggested_batch_size; longest_first: the longest start first, so
+        all end sooner), longer ones after them, chunked as speak() does. cancel(i) stops request i, close()
+        all; engine.run_speeches is the one loop over the events. Implemented once: engine.speak_many(synth, ...)."""
 
     def synthesize(self, text: str, voice: VoiceChoice, language: str = "auto",
                    settings: GenerationSettings | None = None, instruct: str | None = None

@@ -18,7 +18,8 @@ import numpy as np
 
 from ..codec_format import SAMPLES_PER_FRAME
 from ..errors import EngineError, TextError
-from ..longform.events import Speech
+from ..longform.events import Speech, Speeches
+from ..longform.many import speak_many
 from ..longform.request import SynthesisRequest
 from ..longform.runner import speak
 from ..nets.code_predictor import CodePredictor
@@ -323,6 +324,14 @@ class Synthesizer:
         recording (engine/longform/runner.py); `made`: chunks an earlier run finished (a ChunkJournal's), put in
         their place, not generated. run_speech is the one loop over its events."""
         return speak(self, request, made)
+
+    def speak_many(self, requests: Sequence[SynthesisRequest], batch_size: int | None = None,
+                   longest_first: bool = True) -> Speeches:
+        """The door for several requests at once (engine/longform/many.py): one stream of RequestEvents, each
+        request's events exactly what speak(request) alone gives with the same seed; requests of one chunk side
+        by side (up to batch_size, None: suggested_batch_size), longer ones chunked after them; run_speeches is
+        the one loop over them."""
+        return speak_many(self, requests, batch_size, longest_first)
 
     def synthesize(
         self, text: str, voice: VoiceChoice, language: str = "auto", settings: GenerationSettings | None = None,

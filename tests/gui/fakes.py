@@ -45,6 +45,7 @@ from engine import (
     check_batch_request,
     estimated_frames,
     speak,
+    speak_many,
 )
 from engine.nets.weight_reads import FrameWeights
 from engine.runtime.device import CPU
@@ -195,6 +196,10 @@ class FakeSynthesizer:
     def speak(self, request: SynthesisRequest, made=None):
         """The engine's own door over this fake's synthesize and synthesize_many (engine.speak)."""
         return speak(self, request, made)
+
+    def speak_many(self, requests, batch_size: int | None = None, longest_first: bool = True):
+        """The engine's own door for several requests over this fake's synthesize_many (engine.speak_many)."""
+        return speak_many(self, requests, batch_size, longest_first)
 
     def check_settings(self, settings: GenerationSettings) -> None:
         settings.check()

@@ -21,6 +21,8 @@ from engine import (
     AudioError,
     BatchEvents,
     Cancelled,
+    ChunkAudio,
+    ChunkFrame,
     FrameEvent,
     GenerationSettings,
     LanguageError,
@@ -248,6 +250,46 @@ def test_longest_first(synth, voice):
     assert outcome[False][0] == 0 and outcome[True][0] == 1
     for j in (0, 1):
         assert np.array_equal(outcome[False][1][j], outcome[True][1][j])
+
+
+def test_speak_many(synth, voice):
+    """Several requests through one door: each request's events tagged with its number and its codes those of
+    speak() alone, a refused request failing alone with its own error, cancel(i) stopping one request between
+    frames, longest_first starting the longest request first, and a bad batch size refused at once."""
+    from engine import LongResult, SynthesisRequest, run_speech
+
+    def request(text, seed, cap, language="english"):
+        return SynthesisRequest(text, voice, language, GenerationSettings(seed=seed, max_frames=cap, codes_only=True))
+
+    requests = [request("Hello there.", 3, 5), request("Hello.", 4, 9, "klingon"),
+                request("Hello there, how are you today?", 5, 40), request("Hi there.", 6, 4)]
+    speeches = synth.speak_many(requests, batch_size=2, longest_first=False)
+    codes: dict[int, list] = {}
+    errors: dict[int, type] = {}
+    for ev in speeches:
+        assert (ev.event is None) != (ev.error is None)
+        if ev.error is not None:
+            errors[ev.request] = type(ev.error)
+        elif isinstance(ev.event, ChunkAudio):
+            codes.setdefault(ev.request, []).append(ev.event.result.codes)
+        elif isinstance(ev.event, ChunkFrame) and ev.request == 2 and ev.event.frame.index == 1:
+            speeches.cancel(2)
+        elif isinstance(ev.event, LongResult):
+            assert ev.request in codes
+    assert errors == {1: TextError, 2: Cancelled} and sorted(codes) == [0, 3]
+    for i in (0, 3):
+        alone: list = []
+        run_speech(synth.speak(requests[i]), on_audio=alone.append)
+        assert len(codes[i]) == len(alone) == 1 and np.array_equal(codes[i][0], alone[0].result.codes)
+    firsts = []
+    for longest_first in (False, True):
+        events = synth.speak_many([requests[3], requests[0]], batch_size=1, longest_first=longest_first)
+        firsts.append(next(ev.request for ev in events if ev.event is not None))
+        events.close()
+    assert firsts == [0, 1]  # "Hello there." (cap 5) is expected to run longer than "Hi there." (cap 4)
+    for bad in (0, MAX_BATCH_SIZE + 1):
+        with pytest.raises(TextError):
+            synth.speak_many(requests, batch_size=bad)
 
 
 def test_tuning_reports_progress_and_cancels_cleanly(synth, tmp_path, monkeypatch):
