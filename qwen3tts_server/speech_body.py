@@ -22,10 +22,9 @@ DEFAULT_FORMAT = "mp3"
 STREAM_FORMATS = ("audio", "sse")  # the audio itself, or OpenAI's Server-Sent Events (http_app.py)
 OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")  # front ends send these; they mean the served model
 
-# extra fields: name -> (expected type, what to say it must be)
-WHOLE, NUMBER, FLAG = "a whole number", "a number", "true or false"
-# the generation settings as the engine declares them (engine/setting_specs.py)
-SETTINGS = {spec.name: FLAG if spec.switch else WHOLE if spec.whole else NUMBER for spec in GENERATION_SETTINGS}
+# the extra fields: the generation settings as the engine declares them, each checked by its rule
+# (engine/setting_specs.py)
+SETTINGS = {spec.name: spec for spec in GENERATION_SETTINGS}
 
 
 @dataclass(frozen=True)
@@ -77,14 +76,14 @@ def parse_speech_body(data: object, limits: Limits, defaults: GenerationSettings
 
 def _settings(data: dict, defaults: GenerationSettings) -> GenerationSettings:
     given: dict[str, Any] = {}
-    for name, kind in SETTINGS.items():
+    for name, spec in SETTINGS.items():
         if name not in data or data[name] is None:
             continue
         value = data[name]
-        ok = {WHOLE: _is_whole(value), NUMBER: _is_number(value), FLAG: isinstance(value, bool)}[kind]
-        if not ok:
-            raise ApiError(400, f"{name} must be {kind}, not {value!r}.", param=name)
-        given[name] = float(value) if kind == NUMBER else value
+        problem = spec.problem(value, called=name)
+        if problem:
+            raise ApiError(400, problem, param=name)
+        given[name] = value if spec.whole or spec.switch else float(value)
     settings = replace(defaults, **given)
     try:
         settings.check()
@@ -111,10 +110,6 @@ def _string(data: dict, name: str, required: bool = False) -> str:
 
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _is_whole(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _kind(value: object) -> str:

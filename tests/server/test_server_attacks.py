@@ -38,8 +38,8 @@ def still_serving(address: str) -> None:
     ({"input": "Hi.", "voice": "Anna", "speed": 1.5}, "speed"),
     ({"input": "Hi.", "voice": "Anna", "stream_format": "video"}, "stream_format"),
     ({"input": "Hi.", "voice": "Anna", "seed": "7"}, "seed"),
-    ({"input": "Hi.", "voice": "Anna", "seed": -1}, None),
-    ({"input": "Hi.", "voice": "Anna", "temperature": 0}, None),
+    ({"input": "Hi.", "voice": "Anna", "seed": -1}, "seed"),
+    ({"input": "Hi.", "voice": "Anna", "temperature": 0}, "temperature"),
     ({"input": "Hi.", "voice": "Anna", "greedy": "yes"}, "greedy"),
     ({"input": "Hi.", "voice": "Anna", "language": "klingon"}, None),
     ({"input": "Hi.", "voice": "Anna", "instructions": "Whisper."}, None),  # a Base model takes no instruction
