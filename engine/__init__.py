@@ -16,6 +16,7 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     VoiceSummary               a voice file's metadata, read without loading the voice
     designed_voice, is_designed   a VoiceDesign voice saved for reuse, and how to recognise one
     ModelKind, Speaker         what kind of model a bundle holds (Base, CustomVoice, VoiceDesign) and its speakers;
+        speaker_name(voice): the preset speaker a voice choice names, None for a cloned voice or none;
         ModelKind.needs, a VoiceNeed: what the kind speaks with (reference, preset speaker, description)
     voice_for(synth, VoiceInput(...))   the one function that turns what the user gave into the voice the model's
         kind needs (engine/synthesis/voice_input.py); MissingVoiceInput(.needs) when the kind's input is missing
@@ -178,7 +179,7 @@ from .types import (  # noqa: E402
     check_batch_request,
     check_batch_size,
 )
-from .voice import VOICE_SUFFIX, Speaker, Voice, VoiceSummary  # noqa: E402
+from .voice import VOICE_SUFFIX, Speaker, Voice, VoiceSummary, speaker_name  # noqa: E402
 
 _LAZY = {
     "convert_checkpoint": "convert",
@@ -281,6 +282,7 @@ __all__ = [
     "MissingVoiceInput",
     "voice_for",
     "Speaker",
+    "speaker_name",
     "SynthesisEvent",
     "SynthesisJob",
     "SynthesisResult",

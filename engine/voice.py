@@ -292,3 +292,10 @@ class Speaker:
 
 # what a synthesis speaks with: a cloned voice (Base), a preset speaker or its name (CustomVoice), None (VoiceDesign)
 VoiceChoice = Voice | Speaker | str | None
+
+
+def speaker_name(voice: VoiceChoice) -> str | None:
+    """The preset speaker a voice choice names (a Speaker or its name), None for a cloned voice or none."""
+    if isinstance(voice, Speaker):
+        return voice.name
+    return voice if isinstance(voice, str) else None

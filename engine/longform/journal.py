@@ -29,7 +29,7 @@ from ..errors import EngineError, TextError, VoiceError
 from ..io.fileio import read_own_file, sweep_stale_temps, write_own_file
 from ..io.safefile import load_npy_bytes
 from ..types import GenerationSettings, SynthesisResult
-from ..voice import Voice
+from ..voice import Voice, VoiceChoice, speaker_name
 from .joining import JoinSettings
 
 JOURNAL_FILE = "journal.json"
@@ -65,12 +65,11 @@ class ChunkPlan:
     model_path: str = ""  # where the model was opened from (to name it when another one is open)
 
     @classmethod
-    def of(cls, model_id: str, text: str, chunks: list[str], language: str, voice: object,
+    def of(cls, model_id: str, text: str, chunks: list[str], language: str, voice: VoiceChoice,
            settings: GenerationSettings, instruct: str | None = None, join: JoinSettings | None = None,
            max_chars: int = 0, voice_name: str = "", model_path: str = "") -> ChunkPlan:
         """The plan of a text about to be spoken in `voice` (a cloned Voice, a preset speaker or its name, None)."""
-        speaker = voice if isinstance(voice, str) else getattr(voice, "name", None) \
-            if voice is not None and not isinstance(voice, Voice) else None
+        speaker = speaker_name(voice)
         return cls(model_id=model_id, text=text, chunks=tuple(chunks), language=language, settings=settings,
                    speaker=speaker, instruct=instruct or None, join=join or JoinSettings(), max_chars=max_chars,
                    voice_name=voice_name, model_path=model_path)

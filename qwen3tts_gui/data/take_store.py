@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from ..engine_adapter import Voice, VoiceError, is_designed, os_reason
+from ..engine_adapter import Voice, VoiceError, is_designed, os_reason, speaker_name
 from .take_file import FORMAT, TAKE_FILE, StoredResult, TakeFileError, read_header, write_take_file
 from .takes import Take
 
@@ -81,7 +81,7 @@ class TakeStore:
         meta = dict(format=FORMAT, number=take.number, text=take.text, voice_name=take.voice_name,
                     language=take.language, settings=asdict(take.settings), seed=take.result.seed,
                     ended_by=take.result.ended_by, timings=asdict(take.result.timings), created=take.created,
-                    instruct=take.instruct, speaker=take.voice if isinstance(take.voice, str) else None,
+                    instruct=take.instruct, speaker=speaker_name(take.voice),
                     device=take.device)
         ours = take.number in self._claimed  # the hidden folder is this store's (empty: nothing written yet)
         self._claimed.discard(take.number)
