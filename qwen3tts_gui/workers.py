@@ -38,6 +38,7 @@ from .engine_adapter import (
     SynthesisResult,
     SynthesizerContract,
     Voice,
+    VoiceChoice,
     audio_file_writer,
     is_designed,
     os_reason,
@@ -220,14 +221,14 @@ class _LineProblem(Exception):
 class BatchJob:
     key: int  # the line's id in the batch table (stable across reordering)
     text: str
-    voice: Voice | str | Callable[[], Voice] | None  # a loader is called in the worker's thread
+    voice: VoiceChoice | Callable[[], Voice]  # a preset speaker, a voice, or its loader (called in the worker's thread)
     language: str
     out_path: Path
     problem: str | None = None  # a reason this line cannot run (e.g. its voice is missing)
     instruct: str | None = None  # the style instruction sent with it (CustomVoice 1.7B), None for none
     may_replace: bool = False  # its file existed before the run and the user agreed to replace it
 
-    def ready_voice(self) -> Voice | str | None:
+    def ready_voice(self) -> VoiceChoice:
         """The line's voice as the engine takes it: the worker has called a loader by then."""
         if callable(self.voice):
             raise _LineProblem("Its voice was not loaded.")

@@ -1,12 +1,23 @@
 """What a batch line speaks with, by the names in its Voice and Instruction columns, for the loaded model kind:
-a preset speaker (CustomVoice), or a voice from the library, read in the batch's thread (Base)."""
+a preset speaker (CustomVoice), or a voice from the library, read in the batch's thread (Base); either way the
+engine's voice_for makes the name into the voice, as for the Studio tab, the command line and the server."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from ..context import AppContext
-from ..engine_adapter import Voice, VoiceError, VoiceNeed, is_designed, kind_of, takes_style_instructions
+from ..engine_adapter import (
+    Voice,
+    VoiceChoice,
+    VoiceError,
+    VoiceInput,
+    VoiceNeed,
+    is_designed,
+    kind_of,
+    takes_style_instructions,
+    voice_for,
+)
 from ..widgets.speaker_panel import SpeakerPanel
 from ..widgets.voice_panel import VoicePanel
 
@@ -29,25 +40,25 @@ class BatchVoices:
             return None
         return text.strip() or self.speaker_panel.instruct()
 
-    def voice(self, name: str) -> str | Callable[[], Voice]:
+    def voice(self, name: str) -> VoiceChoice | Callable[[], Voice]:
         """A batch line's voice by name ("" = the one selected): a speaker, or a function that loads the voice
         file (a designed voice is cloned with this Base model before its line). Raises VoiceError."""
-        kind = kind_of(self.ctx.synth)
-        if kind.needs == VoiceNeed.DESCRIPTION:
+        synth = self.ctx.synth
+        if synth is None:
+            raise VoiceError("Open a model first.")
+        if synth.kind.needs == VoiceNeed.DESCRIPTION:
             raise VoiceError("A VoiceDesign model makes one voice per description: design it, save it as a voice, "
                              "then run the batch with a Base model.")
-        if kind.needs == VoiceNeed.SPEAKER:
-            name = name or self.speaker_panel.selected_name()
-            if name.lower() not in self.speaker_panel.speaker_names():
-                raise VoiceError(f"There is no speaker called “{name}”; this model's speakers are: "
-                                 f"{', '.join(self.speaker_panel.speaker_names())}.")
-            return name.lower()
+        if synth.kind.needs == VoiceNeed.SPEAKER:
+            return voice_for(synth, VoiceInput(speaker=name or self.speaker_panel.selected_name()))
         path = self.voice_panel.entry_by_name(name).path  # which file: here; reading it: in the batch's thread
-        model_id, library = self.ctx.synth.model_id if self.ctx.synth is not None else None, self.ctx.library
+        library = self.ctx.library
 
         def load() -> Voice:
             try:
-                return library.load(path, model_id=model_id)
+                made = voice_for(synth, VoiceInput(voice=path))
+                assert isinstance(made, Voice)  # a Base model's voice from a file
+                return made
             except VoiceError:
                 voice = library.load(path)
                 if is_designed(voice):  # another model's designed voice: cloned with this one before its line

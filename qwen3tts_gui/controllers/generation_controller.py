@@ -20,14 +20,18 @@ from ..engine_adapter import (
     EngineError,
     FrameEvent,
     GenerationSettings,
+    MissingVoiceInput,
     SynthesisRequest,
     SynthesisResult,
+    SynthesizerContract,
     VoiceChoice,
     VoiceError,
+    VoiceInput,
     VoiceNeed,
     as_sentence,
     kind_of,
     runs_on,
+    voice_for,
 )
 from ..widgets.design_panel import DesignPanel
 from ..widgets.language_combo import LanguageCombo
@@ -40,6 +44,9 @@ from ..workers import SynthesisWorker, text_options
 from .take_history import TakeHistory
 from .unfinished import Unfinished
 
+# what the window says when the voice column lacks what the model's kind needs (MissingVoiceInput.needs)
+MISSING = {VoiceNeed.SPEAKER: ("No speaker", "Choose one of the model's speakers first."),
+           VoiceNeed.DESCRIPTION: ("No description", "Describe the voice to design first.")}
 UNFINISHED = "unfinished"  # beside the take history: long texts being made, chunk by chunk (unfinished.py)
 
 
@@ -101,27 +108,13 @@ class GenerationController(QObject):
             return False
         synth = self.ctx.synth
         assert synth is not None  # can_start refuses without a model
-        kind = kind_of(synth)
         if voice is None and instruct is None:
-            if kind.needs == VoiceNeed.SPEAKER:
-                voice, voice_name = self.speaker_panel.selected_speaker(), self.speaker_panel.selected_name()
-                instruct = self.speaker_panel.instruct()
-                if voice is None:
-                    self.ctx.dialogs.error(self.window, "No speaker", "Choose one of the model's speakers first.")
-                    return False
-            elif kind.needs == VoiceNeed.DESCRIPTION:
-                instruct, voice_name = self.design_panel.describe(), self.design_panel.selected_name()
-                if not instruct:
-                    self.ctx.dialogs.error(self.window, "No description", "Describe the voice to design first.")
-                    self.design_panel.description.setFocus()
-                    return False
-            else:
-                # a voice made again for this model first: the generation then goes on by itself (no second press)
-                again = (text, None, voice_name, language, settings, None, design)
-                voice = self.voice_panel.load_selected(then=lambda: self.generate(*again))
-                voice_name = self.voice_panel.selected_name()
-                if voice is None:
-                    return False
+            # a voice made again for this model first: the generation then goes on by itself (no second press)
+            again = (text, None, voice_name, language, settings, None, design)
+            chosen = self._voice_column(synth, lambda: self.generate(*again))
+            if chosen is None:
+                return False
+            voice, voice_name, instruct = chosen
         language = language or self.lang_combo.language()
         settings = settings or self.settings_box.generation_settings()
         voice_name = str(voice_name or getattr(voice, "name", str(voice)))
@@ -157,6 +150,33 @@ class GenerationController(QObject):
             self.unfinished.stopped(journal)  # nothing made: it goes
         self.journal = None
         return False
+
+    def _voice_column(self, synth: SynthesizerContract, again: Callable[[], object]
+                      ) -> tuple[VoiceChoice, str, str | None] | None:
+        """What the voice column holds for the model's kind, made into its voice by the engine's voice_for: (the
+        voice, its name for the take, the instruction sent with it); None once a dialog has said what is missing."""
+        needs = synth.kind.needs
+        if needs == VoiceNeed.SPEAKER:
+            given = VoiceInput(speaker=self.speaker_panel.selected_speaker())
+            name, instruct = self.speaker_panel.selected_name(), self.speaker_panel.instruct()
+        elif needs == VoiceNeed.DESCRIPTION:
+            instruct = self.design_panel.describe()
+            given, name = VoiceInput(description=instruct), self.design_panel.selected_name()
+        else:
+            saved = self.voice_panel.load_selected(then=again)  # None: it said why, or is making it again
+            if saved is None:
+                return None
+            given, name, instruct = VoiceInput(voice=saved), self.voice_panel.selected_name(), None
+        try:
+            return voice_for(synth, given), name, instruct
+        except MissingVoiceInput as e:
+            title, message = MISSING.get(e.needs, ("No voice", as_sentence(str(e))))
+            self.ctx.dialogs.error(self.window, title, message)
+            if e.needs == VoiceNeed.DESCRIPTION:
+                self.design_panel.description.setFocus()
+        except VoiceError as e:
+            self.ctx.dialogs.error(self.window, "Cannot use this voice", as_sentence(str(e)))
+        return None
 
     def resume(self, journal: ChunkJournal) -> None:
         """Continue an unfinished text where it stopped: its voice, settings and seed, its chunks made before."""

@@ -36,7 +36,7 @@ from ..data.batch_lines import (
 from ..data.batch_store import LINES_FILE, load_rows, rows_from, save_rows
 from ..data.paths import data_dir, output_dir
 from ..data.settings import MAX_GAP_MS, Settings
-from ..engine_adapter import MAX_BATCH_SIZE, GenerationSettings, Voice, takes_style_instructions
+from ..engine_adapter import MAX_BATCH_SIZE, GenerationSettings, Voice, VoiceChoice, takes_style_instructions
 from .batch_runner import BatchRunner
 from .batch_table import (
     DURATION,
@@ -58,7 +58,7 @@ from .throttle import Throttle
 class BatchPanel(QWidget):
     running_changed = Signal(bool)
 
-    def __init__(self, ctx: AppContext, resolve_voice: Callable[[str], str | Callable[[], Voice]],
+    def __init__(self, ctx: AppContext, resolve_voice: Callable[[str], VoiceChoice | Callable[[], Voice]],
                  current_settings: Callable[[], GenerationSettings], parent: QWidget | None = None,
                  lines_file: Path | None = None):
         super().__init__(parent)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -131,16 +132,16 @@ def test_an_import_that_is_huge_endless_or_not_a_file_is_refused_quickly(qtbot, 
 
 
 def test_a_batch_reads_each_voice_file_once_off_the_gui_thread(qtbot, make_window, settings, tmp_path, monkeypatch):
-    from qwen3tts_gui.data.voices import VoiceLibrary
+    from engine import Voice
 
     window = make_window()
     panel = window.batch
     settings.batch_dir = str(tmp_path / "out")
     panel._show_folder()
     reads = []
-    real = VoiceLibrary.load
-    monkeypatch.setattr(VoiceLibrary, "load", lambda self, path, model_id=None: reads.append(
-        (path.name, threading.current_thread())) or real(self, path, model_id=model_id))
+    real = Voice.load.__func__
+    monkeypatch.setattr(Voice, "load", classmethod(lambda cls, path, model_id=None: reads.append(
+        (Path(path).name, threading.current_thread())) or real(cls, path, model_id=model_id)))
     panel.add_rows([(f"Line {i}.", "Test voice", "auto") for i in range(5)])
     assert _run(qtbot, panel, panel.run_all)
     assert [ln.state for ln in panel.model.lines] == ["done"] * 5

@@ -9,7 +9,7 @@ import functools
 import numpy as np
 import pytest
 
-from engine import Synthesizer
+from engine import Synthesizer, VoiceError, VoiceInput, voice_for
 from qwen3tts_gui.engine_adapter import is_designed
 from qwen3tts_gui.widgets.speaker_panel import INSTRUCT_IGNORED
 from tests.bundles import OUTPUTS, bundle_for
@@ -66,10 +66,19 @@ def test_generate_with_a_speaker_and_instruction_equals_the_engine(qtbot, make_w
     wait_done(qtbot, window)
     take = window.output.current
     assert take is not None and not dialogs.errors
-    assert take.voice == "serena" and take.instruct == "Speak slowly." and take.voice_name == "serena"
+    # the speaker is the one the engine's voice_for makes of the panel's choice, as for the CLI and the server
+    assert take.voice == real("tinycv17b").kind.speaker("serena")
+    assert take.instruct == "Speak slowly." and take.voice_name == "serena"
     want = list(real("tinycv17b").synthesize("Hello world.", "serena", "english", settings,
                                              instruct="Speak slowly."))[-1]
     np.testing.assert_array_equal(take.result.codes, want.codes)
+    # kept on disk with its speaker: the history read again regenerates with it
+    from qwen3tts_gui.data.take_store import TakeStore
+
+    folder = window.history.store.folder
+    qtbot.waitUntil(lambda: bool(TakeStore(folder).load_all()), timeout=10000)  # kept on the keeper's thread
+    (kept,) = TakeStore(folder).load_all()
+    assert kept.voice == "serena" and kept.instruct == "Speak slowly."
     # regenerate keeps the speaker and the instruction
     window.regenerate(take)
     wait_done(qtbot, window)
@@ -154,7 +163,9 @@ def test_batch_takes_speakers_on_custom_voice(qtbot, make_window, settings, tmp_
     qtbot.waitUntil(lambda: not panel.running, timeout=30000)
     states = [ln.state for ln in panel.model.lines]
     assert states == ["done", "failed", "done"]
-    assert "There is no speaker called “bob”" in panel.model.lines[1].error
+    with pytest.raises(VoiceError) as engine_says:  # the app says what the engine says, as the CLI's batch does
+        voice_for(real("tinycv06b"), VoiceInput(speaker="bob"))
+    assert panel.model.lines[1].error == str(engine_says.value)
 
 
 def test_designed_voice_in_the_studio_is_cloned_once_then_used(qtbot, make_window, dialogs):
