@@ -11,6 +11,7 @@ front ends, readers, home automation) can speak with this app's voices. `qwen3tt
     tasks.py         TaskQueue: the engine thread, the queue, batching
     engine_call.py   the one place that runs the engine for a task or a group of tasks
     http_app.py      the Starlette app: routes, the key, body limits, streaming and disconnects
+    read_deadline.py uvicorn's h11 protocol with a deadline for each request to arrive (a slow client: 408)
     serving.py       running it: uvicorn in the foreground (CLI) or on a thread (the app)
 
 Uses only the engine's public API (engine, engine.store), like the CLI and the app.

@@ -20,7 +20,9 @@ class Limits:
     max_body_bytes: int = 1 << 20  # a body larger than this is refused (413) before it is read whole
     max_input_chars: int = 20_000  # about 20 minutes of speech; longer texts go to the app or `qwen3tts synth`
     max_waiting: int = 16  # requests waiting for the engine; one more is told 429 with Retry-After
-    body_seconds: float = 15.0  # the whole body must arrive within this (a client sending slowly is cut off, 408)
+    # a request, head and body, must arrive within this of its first byte (or of the connection opening): a client
+    # sending slowly is told 408 and cut off (read_deadline.py)
+    read_seconds: float = 15.0
     request_seconds: float = 900.0  # one request's generation; longer is stopped (504, or the stream ends)
 
     def check(self) -> None:
@@ -29,7 +31,7 @@ class Limits:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise EngineError(f"The server's {name.replace('_', ' ')} must be a whole number, 1 or more, "
                                   f"not {value!r}.")
-        for name in ("body_seconds", "request_seconds"):
+        for name in ("read_seconds", "request_seconds"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value > 0:
                 raise EngineError(f"The server's {name.replace('_', ' ')} must be more than 0, not {value!r}.")

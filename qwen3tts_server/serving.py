@@ -1,5 +1,6 @@
 """Running the server: in the foreground until Ctrl+C (`qwen3tts serve`), or on a thread of its own beside the
-app's window (BackgroundServer). uvicorn serves the Starlette app (http_app.py) with its pure-Python HTTP parser."""
+app's window (BackgroundServer). uvicorn serves the Starlette app (http_app.py) with its pure-Python HTTP parser
+(h11), held to a deadline for each request to arrive (read_deadline.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from engine import EngineError, SynthesizerContract
 
 from .config import ServerConfig
 from .http_app import SpeechServer
+from .read_deadline import read_deadline_protocol
 
 MAX_CONNECTIONS = 512  # past this uvicorn answers 503 itself; the task queue's own limit comes far sooner
 
@@ -21,7 +23,7 @@ def _uvicorn_server(server: SpeechServer):
     config = server.config
     uv_config = uvicorn.Config(
         server.app, host=config.host.strip("[]"), port=config.port, log_level="warning", access_log=False,
-        http="h11", loop="asyncio", ws="none", lifespan="off", timeout_keep_alive=5,
+        http=read_deadline_protocol(config.limits.read_seconds), loop="asyncio", ws="none", lifespan="off", timeout_keep_alive=5,
         limit_concurrency=MAX_CONNECTIONS,
         h11_max_incomplete_event_size=64 * 1024)  # request line and headers: a larger head is refused
     return uvicorn.Server(uv_config)

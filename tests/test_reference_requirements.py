@@ -16,6 +16,7 @@ NOT_NEEDED = {
     "filelock": "the model store's download lock only (huggingface_hub brings it along)",
     "starlette": "the speech server only (qwen3tts_server), which the live tier never starts",
     "uvicorn": "the speech server only (qwen3tts_server), which the live tier never starts",
+    "h11": "the speech server only (uvicorn's parser), which the live tier never starts",
 }
 
 

@@ -51,7 +51,7 @@ def start(synth, library: Path, **config) -> BackgroundServer:
 @pytest.fixture(scope="module")
 def server(synth, library) -> Iterator[BackgroundServer]:
     """batch_wait 0.3 s: requests sent together by the tests' threads surely meet in one batch."""
-    s = start(synth, library, batch_wait=0.3, limits=Limits(max_waiting=16, body_seconds=2.0))
+    s = start(synth, library, batch_wait=0.3, limits=Limits(max_waiting=16, read_seconds=2.0))
     yield s
     s.stop()
 

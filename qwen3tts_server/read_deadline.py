@@ -1,0 +1,79 @@
+"""A deadline for a connection to deliver its request, head and body: uvicorn's h11 protocol with one timer added.
+
+uvicorn has no such timeout: its keep-alive timer covers only the silence between requests and is reset by every
+byte, so a client sending its headers a byte at a time would hold its connection (and one of the server's
+limit_concurrency places) for ever; an ASGI app cannot help, as it runs only once the head is complete. uvicorn
+takes the HTTP protocol class as its documented `http` setting, and this is its h11 protocol with a timer armed
+when a request's first byte can come (the connection opens, or a kept-alive one receives the next request's first
+byte) and disarmed once h11 has the whole request. When it fires first, h11 writes a 408 in OpenAI's error shape
+(the app's request, if its head had come, sees its client gone) and the connection closes. Each timer is the
+event loop's own (call_later): a slow client costs no thread and holds no one else up."""
+
+from __future__ import annotations
+
+import asyncio
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .api_errors import ApiError
+
+
+def read_deadline_protocol(seconds: float) -> type[H11Protocol]:
+    """uvicorn's h11 protocol class whose connections must deliver each request within `seconds`."""
+    return type("ReadDeadlineProtocol", (ReadDeadlineProtocol,), {"read_seconds": seconds})
+
+
+class ReadDeadlineProtocol(H11Protocol):
+    read_seconds = 15.0
+    _read_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()  # a connection that opens and says nothing is held to the deadline too
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        state = self.conn.their_state
+        if state is h11.SEND_BODY or (state is h11.IDLE and self.conn.trailing_data[0]):
+            if self._read_timer is None:  # part of a request is here: it has read_seconds to arrive whole
+                self._arm()
+        elif state is not h11.IDLE:  # the request is in (or the connection is over): the response takes its time
+            self._disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._read_timer = self.loop.call_later(self.read_seconds, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+            self._read_timer = None
+
+    def _too_slow(self) -> None:
+        self._read_timer = None
+        if self.transport.is_closing():
+            return
+        cycle = self.cycle
+        if self.conn.their_state is h11.SEND_BODY and cycle is not None:  # the app waits for the body: it ends
+            cycle.disconnected = True
+            cycle.message_event.set()
+            if cycle.response_started:  # it has answered already (a refusal before the body): nothing more to say
+                self.transport.close()
+                return
+        error = ApiError(408, f"The request did not arrive within {self.read_seconds:g} s.", "request_timeout")
+        body = bytes(error.response().body)
+        try:
+            out = self.conn.send(h11.Response(status_code=408, reason=b"Request Timeout", headers=[
+                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close")]))
+            out += self.conn.send(h11.Data(data=body))
+            out += self.conn.send(h11.EndOfMessage()) or b""
+            self.transport.write(out)
+        except h11.LocalProtocolError:  # h11 cannot answer in this state: the connection just closes
+            pass
+        self.transport.close()
