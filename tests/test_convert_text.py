@@ -78,7 +78,7 @@ def test_the_text_part_is_one_typed_record_and_the_manifests_read_back_byte_iden
     assert json.dumps(part.to_manifest()) == json.dumps(stored)
     assert part.id("codec_eos_token_id") == stored["codec_eos_token_id"] and part.hidden == stored["hidden"]
     for key, bad, says in [("text_vocab", "151936", "'text_vocab' is not a whole number"),
-                           ("max_position_embeddings", 0, "'max_position_embeddings' is 0, not a positive count"),
+                           ("max_position_embeddings", 0, r"context length \(max_position_embeddings\) is 0, not 256-"),
                            ("split_regex", 2, "'split_regex' is not a name"),
                            ("spk_id", {"a": "x"}, "'spk_id' is not a table of token ids"),
                            ("tts_pad_token_id", -1, "'tts_pad_token_id' is -1, not a count")]:

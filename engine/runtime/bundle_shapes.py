@@ -11,8 +11,9 @@ manifest lists (about 10 ms for the full-size talker, code predictor and speech 
   InnerProduct may also read the few outlier channels a q8 Linear splits off, as many as the manifest lists);
 - the speech decoder and the codec encoder's transformer: one SDPA per layer, every RMSNorm and LayerNorm as
   wide as a width its config names;
-- the text table's shape and the context length (a manifest's max_position_embeddings of -1 made every text
-  "too long"; a table of the wrong shape was reported as a problem with the text).
+- the text table's shape (a table of the wrong shape was reported as a problem with the text);
+- the typed parts themselves (manifest_parts.py), read here so that a damaged value is refused at open (a
+  manifest's max_position_embeddings of -1 made every text "too long").
 """
 
 from __future__ import annotations
@@ -20,13 +21,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BundleError
 from ..io.safefile import npy_bytes_needed
+from .manifest_parts import CodecDecoderPart, CodecEncoderPart, SpeakerPart, StackShape, TalkerPart, TextPart
+
+if TYPE_CHECKING:
+    from .bundle import Bundle
 
 MAX_PARAM_BYTES = 16 * 2**20  # the full-size talker's .param is under 100 KB
-MIN_POSITIONS, MAX_POSITIONS = 256, 1 << 24  # the released models have 32768; a prompt alone needs a few dozen
 
 
 @dataclass(frozen=True)
@@ -63,40 +67,36 @@ def param_layers(text: str) -> list[Layer]:
     return layers
 
 
-def check_layer_shapes(bundle) -> None:
-    """BundleError naming the first network, layer and width that the bundle's config does not allow."""
+def check_layer_shapes(bundle: Bundle) -> None:
+    """BundleError naming the first network, layer and width that the bundle's config does not allow; the typed
+    parts are read here, so a damaged value is refused when the bundle opens."""
     parts = bundle.manifest.get("parts", {})
-    if "text" in parts:
-        _check_text(bundle)
-    if "talker" in parts:
-        meta = bundle.part("talker")
-        talker, cp = meta["talker"], meta["code_predictor"]
-        heads = {int(meta["vocab_size"]), int(meta["codebook_size"]), int(talker["hidden"])}
-        split = meta.get("split_channels")  # the fp32 products of outlier channels split off (q8_split.py)
-        split_widths = {len(c) for c in split.values() if isinstance(c, list)} if isinstance(split, dict) else set()
-        _check_stack(bundle, meta["talker_graph"], talker, heads, split_widths)
-        _check_stack(bundle, meta["cp_graph"], cp, heads, split_widths)
-    if "codec_decoder" in parts:
-        dec = bundle.part("codec_decoder")
-        config = (bundle.manifest.get("speech_config") or {}).get("decoder_config") or {}
-        _check_norms(bundle, dec["graph"], _widths(config, dec), int(dec["layers"]))
-    if "codec_encoder" in parts:
-        enc = bundle.part("codec_encoder")
-        config = (bundle.manifest.get("speech_config") or {}).get("encoder_config") or {}
-        _check_norms(bundle, enc["tf_net"], _widths(config, enc), int(enc["layers"]))
+    speech_config = bundle.manifest.get("speech_config") or {}
+    if SpeakerPart.PART in parts:
+        bundle.record(SpeakerPart)
+    if TextPart.PART in parts:
+        _check_text(bundle, bundle.record(TextPart))
+    if TalkerPart.PART in parts:
+        talker = bundle.record(TalkerPart)
+        heads = {talker.vocab_size, talker.codebook_size, talker.talker.hidden}
+        split_widths = {len(c) for c in talker.split_channels.values()}  # outlier channels' fp32 products (q8_split)
+        _check_stack(bundle, talker.talker_graph, talker.talker, heads, split_widths)
+        _check_stack(bundle, talker.cp_graph, talker.code_predictor, heads, split_widths)
+    if CodecDecoderPart.PART in parts:
+        dec = bundle.record(CodecDecoderPart)
+        config = speech_config.get("decoder_config") or {}
+        _check_norms(bundle, dec.graph, _widths(config, dec.to_manifest()), dec.layers)
+    if CodecEncoderPart.PART in parts:
+        enc = bundle.record(CodecEncoderPart)
+        config = speech_config.get("encoder_config") or {}
+        _check_norms(bundle, enc.tf_net, _widths(config, enc.to_manifest()), enc.layers)
 
 
-def _check_text(bundle) -> None:
-    """The context length (a damaged one made every text "too long"), and the text table's shape (a wrong one
-    was reported as a problem with the text)."""
-    text = bundle.part("text")
-    positions = text.get("max_position_embeddings", 32768)
-    if type(positions) is not int or not MIN_POSITIONS <= positions <= MAX_POSITIONS:
-        raise BundleError(f"The manifest of {bundle.path} is damaged: its context length (max_position_embeddings) "
-                          f"is {str(positions)[:20]}, not {MIN_POSITIONS}-{MAX_POSITIONS}; convert the checkpoint "
-                          "again.")
-    table = str(text.get("table", "text_rows"))
-    expected = (int(text["text_vocab"]), int(text["hidden"]))
+def _check_text(bundle: Bundle, text: TextPart) -> None:
+    """The text table's shape (a wrong one was reported as a problem with the text; TextPart checks the context
+    length, a damaged one of which made every text "too long")."""
+    table = text.table
+    expected = (text.text_vocab, text.hidden)
     path = bundle.file(f"{table}.npy")
     try:
         with open(path, "rb") as f:
@@ -110,10 +110,10 @@ def _check_text(bundle) -> None:
                                                f"width make {expected}")
 
 
-def _check_stack(bundle, graph: str, stack: dict[str, Any], heads: set[int], split_widths: set[int]) -> None:
-    hidden, head_dim, layers = int(stack["hidden"]), int(stack["head_dim"]), int(stack["layers"])
-    attention, kv = int(stack["heads"]) * head_dim, int(stack["kv_heads"]) * head_dim
-    mlp = int(stack["intermediate"])
+def _check_stack(bundle: Bundle, graph: str, stack: StackShape, heads: set[int], split_widths: set[int]) -> None:
+    hidden, head_dim, layers = stack.hidden, stack.head_dim, stack.layers
+    attention, kv = stack.heads * head_dim, stack.kv_heads * head_dim
+    mlp = stack.intermediate
     outputs = {hidden, attention, kv, attention + 2 * kv, mlp, 2 * mlp} | heads
     inputs = {hidden, attention, mlp} | heads | split_widths
     layers_seen = 0
@@ -124,9 +124,9 @@ def _check_stack(bundle, graph: str, stack: dict[str, Any], heads: set[int], spl
         elif layer.kind == "RMSNorm":
             width, eps = layer.number("0"), layer.number("1", 0.0)
             _allowed(bundle, where, "RMSNorm width", width, {hidden, head_dim})
-            if eps is None or not math.isclose(eps, float(stack["eps"]), rel_tol=1e-3):
+            if eps is None or not math.isclose(eps, stack.eps, rel_tol=1e-3):
                 raise _damaged(bundle, where, f"its RMSNorm epsilon {layer.params.get('1')} is not the config's "
-                                              f"{stack['eps']}")
+                                              f"{stack.eps}")
         elif layer.kind == "InnerProduct":
             out, size = layer.number("0"), layer.number("2")
             _allowed(bundle, where, "output width", out, outputs)
@@ -139,7 +139,7 @@ def _check_stack(bundle, graph: str, stack: dict[str, Any], heads: set[int], spl
         raise _damaged(bundle, f"{graph}.param", f"it has {layers_seen} attention layers; the config has {layers}")
 
 
-def _check_norms(bundle, graph: str, widths: set[int], layers: int) -> None:
+def _check_norms(bundle: Bundle, graph: str, widths: set[int], layers: int) -> None:
     layers_seen = 0
     for layer in _layers(bundle, graph):
         if layer.kind == "SDPA":
@@ -171,7 +171,7 @@ def _widths(*configs: dict[str, Any]) -> set[int]:
     return found
 
 
-def _layers(bundle, graph: str) -> list[Layer]:
+def _layers(bundle: Bundle, graph: str) -> list[Layer]:
     path = bundle.file(f"{graph}.param")
     try:
         with open(path, "rb") as f:
@@ -185,7 +185,7 @@ def _layers(bundle, graph: str) -> list[Layer]:
         raise _damaged(bundle, f"{graph}.param", str(e) or type(e).__name__) from None
 
 
-def _allowed(bundle, where: str, what: str, value: float | None, allowed: Iterable[int]) -> None:
+def _allowed(bundle: Bundle, where: str, what: str, value: float | None, allowed: Iterable[int]) -> None:
     allowed = set(allowed)
     if value is None or not math.isfinite(value) or value != int(value) or int(value) not in allowed:
         shown = "none" if value is None else (f"{value:g}" if math.isfinite(value) else "not a number")
@@ -193,5 +193,5 @@ def _allowed(bundle, where: str, what: str, value: float | None, allowed: Iterab
                                       f"({', '.join(map(str, sorted(allowed)[:8]))}{'...' if len(allowed) > 8 else ''})")
 
 
-def _damaged(bundle, where: str, why: str) -> BundleError:
+def _damaged(bundle: Bundle, where: str, why: str) -> BundleError:
     return BundleError(f"The model bundle {bundle.path} is damaged: {where}: {why}; convert the checkpoint again.")

@@ -335,6 +335,9 @@ class CodecDecoderPart:
         outputs = info["outputs"]
         if not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs):
             raise BundleError(f"{where}: 'outputs' is not a list of names; convert the checkpoint again.")
+        bf16_layers = info.get("bf16_layers", False)  # absent before the marks
+        if not isinstance(bf16_layers, bool):
+            raise BundleError(f"{where}: 'bf16_layers' is not true or false; convert the checkpoint again.")
         part = cls(
             _text(info, "graph", where), _text(info, "table", where), _positive(info, "num_quantizers", where),
             _positive(info, "codebook_dim", where), _positive(info, "layers", where), _positive(info, "heads", where),
@@ -343,7 +346,7 @@ class CodecDecoderPart:
             _positive(info, "upsample", where),
             tuple(ConvState(_text(s, "name", f"{where}, its states"), _positive(s, "channels", f"{where}, its states"),
                             _positive(s, "width", f"{where}, its states")) for s in states),
-            tuple(outputs), info.get("bf16_layers") is True,
+            tuple(outputs), bf16_layers,
             _wholes(info, "codebook_sizes", where), _wholes(info, "codebook_offsets", where),
         )
         if len(part.codebook_sizes) != part.num_quantizers or len(part.codebook_offsets) != part.num_quantizers:
@@ -425,6 +428,18 @@ def _id_table(info: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
     return dict(value)
 
 
+MIN_POSITIONS, MAX_POSITIONS = 256, 1 << 24  # the released models have 32768; a prompt alone needs a few dozen
+
+
+def _context_length(info: Mapping[str, Any], where: str) -> int:
+    """max_position_embeddings (bundles made before it was recorded: 32768); one of -1 made every text "too long"."""
+    positions = info.get("max_position_embeddings", 32768)
+    if type(positions) is not int or not MIN_POSITIONS <= positions <= MAX_POSITIONS:
+        raise BundleError(f"{where}: the context length (max_position_embeddings) is {str(positions)[:20]}, not "
+                          f"{MIN_POSITIONS}-{MAX_POSITIONS}; convert the checkpoint again.")
+    return positions
+
+
 @dataclass(frozen=True)
 class TextPart:
     """The text side: the projected text-embedding table, the tokenizer's split, the model's kind, size and
@@ -484,7 +499,7 @@ class TextPart:
             info.get("tts_model_size", ""), _count(info, "codec_vocab", where), _count(info, "codebook_size", where),
             _positive(info, "num_code_groups", where) if "num_code_groups" in info else 16,
             _id_table(info, "codec_language_id", where), _id_table(info, "spk_id", where), dict(dialects),
-            _positive(info, "max_position_embeddings", where) if "max_position_embeddings" in info else 32768,
+            _context_length(info, where),
             {k: _size(info, k, where) for k in TEXT_IDS if k in info or k != "assistant_token_id"},
             {k: _size(info, k, where) for k in CODEC_IDS},
         )

@@ -34,7 +34,8 @@ def old_q8(tmp_path_factory) -> Path:
     return convert_checkpoint(MODELS / fixture_models()[0], tmp_path_factory.mktemp("q8") / "old", "q8", check=False)
 
 
-@pytest.mark.parametrize("key, bad", [("promoted_fp32_layers", 3), ("tables", "codec")])
+@pytest.mark.parametrize("key, bad", [("promoted_fp32_layers", 3), ("tables", "codec"), ("cp_graph", None),
+                                      ("codebook_size", "big")])
 def test_the_8bit_check_refuses_a_damaged_talker_part_before_measuring(old_q8, tmp_path, monkeypatch, capsys, key,
                                                                        bad):
     """A wrong-typed list of fp32-stored Linears was a TypeError after minutes of measuring."""
@@ -50,3 +51,42 @@ def test_the_8bit_check_refuses_a_damaged_talker_part_before_measuring(old_q8, t
     assert code != 0 and len(lines) == 1 and f"'{key}'" in lines[0] and "Traceback" not in err, err
     assert (bundle / "manifest.json").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old"]  # no work folder left
+
+
+# every value a part's reader gives a default to, as bundles converted before it was recorded lack it
+ADDED_LATER = {
+    "text": ["table", "split_regex", "tts_model_type", "tts_model_size", "newline_id", "codec_vocab", "codebook_size",
+             "num_code_groups", "max_position_embeddings", "spk_is_dialect", "assistant_token_id"],
+    "talker": ["fp16_weight_layers", "fp32_weight_layers", "q8_weight_layers", "outlier_smoothing", "promoted_layers",
+               "promoted_fp32_layers", "blobs", "small_to_mtp_projection", "codec_eos_token_id"],
+    "codec_decoder": ["bf16_layers"],
+    "speaker": ["channels"],
+}
+
+
+def test_a_bundle_whose_parts_lack_every_value_added_later_opens_and_speaks(tmp_path, capsys):
+    """The typed parts are read when a bundle opens: one converted before any of those values were recorded still
+    opens and speaks (and a damaged one of them does not)."""
+    from tests.bundles import bundle_for
+
+    from .conftest import REF
+
+    bundle = tmp_path / "old"
+    shutil.copytree(bundle_for(fixture_models()[0], "fp32"), bundle)
+
+    def strip(m: dict) -> None:
+        for part, keys in ADDED_LATER.items():
+            for key in keys:
+                m["parts"][part].pop(key, None)
+
+    _edit_manifest(bundle, strip)
+    Bundle.open(bundle)
+    code, err = run_cli(capsys, "synth", "--model", bundle, "--text", "Hello.", "-o", tmp_path / "a.wav", "--greedy",
+                        "--max-frames", "2", "--language", "english", "--ref", REF, "--x-vector-only", "--threads", "1")
+    assert code == 0 and (tmp_path / "a.wav").stat().st_size > 0, err
+    for part, keys in ADDED_LATER.items():
+        _edit_manifest(bundle, lambda m, part=part, key=keys[-1]: m["parts"][part].__setitem__(key, {"damaged": True}))
+        with pytest.raises(BundleError, match=rf"its '{part}' part: '{keys[-1]}' is not") as caught:
+            Bundle.open(bundle)
+        assert "\n" not in str(caught.value)
+        _edit_manifest(bundle, strip)

@@ -88,7 +88,7 @@ def test_a_folder_given_as_an_audio_file_is_an_audio_file(tmp_path):
 def test_a_damaged_context_length_is_a_damaged_bundle_not_a_long_text(bundle_copy, capsys, tmp_path, positions):
     """`max_position_embeddings: -1` was reported as "text too long (3 characters)"."""
     _manifest(bundle_copy, lambda m: m["parts"]["text"].__setitem__("max_position_embeddings", positions))
-    with pytest.raises(BundleError, match=r"is damaged: its context length \(max_position_embeddings\)"):
+    with pytest.raises(BundleError, match=r"is damaged: its 'text' part: the context length \(max_position_embeddings\)"):
         Bundle.open(bundle_copy)
     code, err = synth(capsys, bundle_copy, tmp_path / "a.wav")
     line = one_line(err)
