@@ -163,6 +163,76 @@ def test_stress_checkpoints_end_within_the_bound_or_float(stress, tmp_path):
         assert Bundle.open(dest).precision == "fp32" and record.reason
 
 
+def test_function_outliers_stay_8bit_by_splitting_their_channels(tmp_path):
+    """4 channels per layer 100x, part of the function: before the split the check fell back to fp32 here (the
+    talker's KL 7.65 as converted); the outlier channels split off bring both networks within the bound with
+    every Linear 8-bit."""
+    ckpt = write_stress_checkpoint(MODELS / MODEL, tmp_path / "ckpt", Stress("channels", 100))
+    dest = convert_checkpoint(ckpt, tmp_path / "b", "q8", parts=["talker"])
+    record = record_of(dest)
+    assert record.outcome == "q8" and record.within and Bundle.open(dest).precision == "q8"
+    assert record.promoted == () and record.split
+    assert max(record.talker.kl_unchecked, record.code_predictor.kl_unchecked) > record.bound
+    part = Bundle.open(dest).part("talker")
+    assert part["promoted_layers"] == [] and sorted(part["split_channels"]) == sorted(record.split)
+    assert "split in" in record.summary() and "kept float" not in record.summary()
+
+
+def test_a_plain_checkpoint_splits_nothing(tmp_path):
+    """No outlier channels on the plain fixture: its checked bundle is the one converted without the check but
+    with the Linears the check kept float, file for file."""
+    dest = convert_checkpoint(MODELS / MODEL, tmp_path / "b", "q8", parts=["talker"])
+    record = record_of(dest)
+    assert record.split == () and "split" not in json.loads((dest / "manifest.json").read_text())["q8_check"]
+    assert "split_channels" not in Bundle.open(dest).part("talker")
+    again = convert_checkpoint(MODELS / MODEL, tmp_path / "again", "q8", parts=["talker"], check=False,
+                               promote=expand(p.name for p in record.promoted))
+    for name in ("talker.param", "talker.bin", "code_predictor.param", "code_predictor.bin"):
+        assert (dest / name).read_bytes() == (again / name).read_bytes(), name
+
+
+def test_the_per_layer_measurement_computes_the_split_as_the_graph_does(tmp_path):
+    """With every Linear of a layer split as the bundle splits it, the per-layer measurement's 8-bit products are
+    the graph's: one talker layer's q/k/v output from the numpy model equals the ncnn graph's to fp32 rounding."""
+    from engine.convert.q8_layers import _Weights
+    from engine.convert.stack_forward import rms
+
+    ckpt_dir = write_stress_checkpoint(MODELS / MODEL, tmp_path / "ckpt", Stress("channels", 100))
+    split = {"talker.0.qkv": (3, 17, 40, 41)}
+    dest = convert_checkpoint(ckpt_dir, tmp_path / "b", "q8", parts=["talker"], check=False, smooth=False,
+                              split=split)
+    ckpt = Checkpoint.open(ckpt_dir)
+    try:
+        w = _Weights(ckpt)
+        x = np.random.default_rng(0).standard_normal((3, w.get("talker.model.norm.weight").size)).astype(np.float32)
+        h = rms(x, w.get("talker.model.layers.0.input_layernorm.weight"), 1e-6)
+        names = [f"talker.model.layers.0.self_attn.{p}_proj.weight" for p in "qkv"]
+        want = w.int8(h, names, split["talker.0.qkv"])
+        plain = w.int8(h, names)
+    finally:
+        ckpt.close()
+    import ncnn
+
+    from engine.runtime.bundle import make_net_options
+    from engine.runtime.step_graph import step_param_text
+
+    bundle = Bundle.open(dest)
+    net = ncnn.Net()
+    make_net_options(net, "fp32", 1)
+    net.opt.use_packing_layout = False
+    assert net.load_param_mem(step_param_text(bundle.file("talker.param").read_text())[0]) == 0
+    assert net.load_model(str(bundle.file("talker.bin"))) == 0
+    qkv = next(ln.split()[4 + int(ln.split()[2])] for ln in bundle.file("talker.param").read_text().splitlines()
+               if ln.startswith("Squeeze "))  # every q8 Linear ends in one: the first is layer 0's q/k/v
+    ex = net.create_extractor()
+    ex.input("in0", ncnn.Mat(np.ascontiguousarray(x)).clone())
+    ret, mat = ex.extract(qkv)
+    assert ret == 0
+    got = np.array(mat).reshape(want.shape)
+    scale = np.abs(want).max()
+    assert np.abs(got - want).max() <= 1e-5 * scale < np.abs(plain - want).max()
+
+
 def test_whole_layer_names_expand_to_their_four_linears():
     assert expand(["talker.5", "talker.head", "code_predictor.1.o", "code_predictor.head.3"]) == {
         "talker.5.qkv", "talker.5.o", "talker.5.gate_up", "talker.5.down", "talker.head", "code_predictor.1.o",
@@ -196,6 +266,10 @@ def test_the_record_round_trips_and_reads_as_one_phrase():
     assert record.to_json() == good_record()
     assert record.summary() == ("8-bit, checked: KL 8.0e-04 / 1.0e-03 (talker / code predictor), "
                                 "1 kept float")
+    split = good_record() | {"split": ["talker.0.qkv", "code_predictor.head.3"]}
+    record = Q8CheckRecord.from_json(split)
+    assert record.to_json() == split and record.split == ("talker.0.qkv", "code_predictor.head.3")
+    assert record.summary().endswith("(talker / code predictor), outlier channels split in 2, 1 kept float")
 
 
 def _damaged(path: str, value):
@@ -215,7 +289,8 @@ DAMAGE = [("talker.kl", "0.001"), ("talker.kl", float("nan")), ("talker.kl", -1.
           ("talker.top1", 1.5), ("code_predictor", [1, 2]), ("code_predictor.kl_unchecked", KeyError),
           ("outcome", "maybe"), ("reason", "two\nlines"), ("version", 9), ("rounds", 0), ("frames", "16"),
           ("promoted", {"a": 1}), ("promoted.0.name", "../etc"), ("promoted.0.extra_bytes_per_frame", -5),
-          ("languages", "en"), ("bound", None), ("seconds", KeyError)]
+          ("languages", "en"), ("bound", None), ("seconds", KeyError), ("split", "talker.0.qkv"),
+          ("split", ["../etc"]), ("split", [3])]
 
 
 @pytest.mark.parametrize("path,value", DAMAGE, ids=[f"{p}={v!r}" for p, v in DAMAGE])

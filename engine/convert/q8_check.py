@@ -10,7 +10,10 @@ bundle made before it (check_installed_bundle). Steps, all on the checkpoint at 
    the code predictor's 15 per frame;
 2. per network: sampling_kl (KL(fp32 || q8) of the sampling distribution at T 0.9 over fp32's top 50, the
    sampler's defaults) and top-1 agreement;
-3. a network over BOUND gets its Linears measured one at a time (q8_layers.py: the KL its 8-bit product alone
+3. a network over BOUND first gets the outlier input channels of its Linears split off into fp32 (q8_split.py:
+   channels far above the rest in the smoothing's calibration pass; the decomposition costs a few K + N x c values
+   per Linear, no Linear is kept float for it) and is measured again;
+   still over, it gets its Linears measured one at a time (q8_layers.py: the KL its 8-bit product alone
    causes; layer by layer first, then Linear by Linear in the layers holding most of it, on the first prompt);
    the fewest Linears (or whole layers), largest first, whose share of the summed per-Linear KLs brings the network's
    measured KL to the bound are promoted to fp32 (the errors of separate layers add up roughly; the estimate is
@@ -48,7 +51,7 @@ from ..runtime.bundle import MANIFEST, Bundle
 from ..runtime.bundle_writer import PARTIAL_MARK
 from ..runtime.manifest_parts import TalkerPart
 from ..runtime.q8_check_record import NetworkAccuracy, PromotedLayer, Q8CheckRecord
-from . import smooth
+from . import q8_split, smooth
 from .checkpoint import Checkpoint
 from .q8_layers import code_predictor_sensitivity, expand, linear_sizes, talker_sensitivity
 from .stack_forward import TextRows
@@ -292,15 +295,19 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
     ref = run_prompts(ref_dir, prompts, pad, FRAMES, None, threads, cancel)
 
     promote: frozenset[str] = frozenset()
+    split: dict[str, tuple[int, ...]] = {}
+    candidates: dict[str, tuple[int, ...]] | None = None
     kl_alone: dict[str, float] = {}
     first: dict[str, tuple[float, float]] = {}
     reason = ""
     trial = existing
-    for rnd in range(MAX_ROUNDS + 1):
+    rnd = fixes = 0  # bundles measured before this one; promotion rounds done
+    while True:
         if trial is None or rnd > 0:
-            report(0.25 + 0.6 * rnd / (MAX_ROUNDS + 1), f"converting 8-bit ({len(promote)} kept float)")
+            report(min(0.85, 0.25 + 0.6 * rnd / (MAX_ROUNDS + 2)),
+                   f"converting 8-bit ({len(split)} split, {len(promote)} kept float)")
             trial = convert_checkpoint(src, work / f"q8-{rnd}", "q8", parts=["talker"], smooth=smoothing,
-                                       check=False, promote=expand(promote))
+                                       check=False, promote=expand(promote), split=split)
             if rnd > 0:
                 shutil.rmtree(work / f"q8-{rnd - 1}", ignore_errors=True)
             stored_fp32 = set(Bundle.open(trial).record(TalkerPart).promoted_fp32_layers)
@@ -309,26 +316,34 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
             if int8_bytes + extra >= float_bytes:  # weights fp16 could not hold are fp32: 4 bytes, not 2
                 reason = _no_gain(int8_bytes + extra, float_bytes)
                 break
-        report(0.3 + 0.6 * rnd / (MAX_ROUNDS + 1), "measuring 8-bit against the float reference")
+        report(min(0.9, 0.3 + 0.6 * rnd / (MAX_ROUNDS + 2)), "measuring 8-bit against the float reference")
         got = run_prompts(trial, prompts, pad, FRAMES, ref, threads, cancel)
         figures = compare(ref, got)
         first = first or figures
         over = [net for net in NETS if figures[net][0] > bound]
         if not over:
             break
-        if rnd == MAX_ROUNDS:
+        if candidates is None:  # the cheapest fix first: outlier channels split off, nothing kept float yet
+            report(0.3, "looking for outlier channels")
+            candidates = _outlier_candidates(src, groups)
+            mine = {k: v for k, v in candidates.items() if k.partition(".")[0] in over}
+            if mine:
+                split = mine
+                rnd += 1
+                continue
+        if fixes == MAX_ROUNDS:
             reason = (f"{' and '.join(n.replace('_', ' ') for n in over)} still over the bound {bound:.0e} after "
                       f"{len(promote)} were kept float")
             break
         if not kl_alone:
             report(0.35, "measuring each layer's 8-bit error")
-            kl_alone = _layer_figures(src, ref_dir, ref, prompts, smoothing, cancel)
-        target = bound / 2 ** rnd
+            kl_alone = _layer_figures(src, ref_dir, ref, prompts, smoothing, cancel, split)
+        target = bound / 2 ** fixes
         more: list[str] = []
         cost = {k: extra_bytes_per_frame(k, sizes[k], groups) for k in kl_alone}
         for net in over:
-            mine = {k: v for k, v in kl_alone.items() if k.startswith(net + ".")}
-            more += choose_promotions(mine, figures[net][0], target, promote, cost)
+            mine_kl = {k: v for k, v in kl_alone.items() if k.startswith(net + ".")}
+            more += choose_promotions(mine_kl, figures[net][0], target, promote, cost)
         if not more:
             reason = "no layer left whose 8-bit error explains the difference"
             break
@@ -343,6 +358,8 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
         if whole:
             reason = f"every Linear of the {whole[0].replace('_', ' ')} would be float"
             break
+        fixes += 1
+        rnd += 1
     fp32 = set(Bundle.open(trial).record(TalkerPart).promoted_fp32_layers) if trial else set()
     promoted = tuple(PromotedLayer(n, kl_alone.get(n, 0.0),
                                    extra_bytes_per_frame(n, sizes[n], groups, bool(expand([n]) & fp32)))
@@ -355,6 +372,7 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
     record = Q8CheckRecord(
         bound=bound, talker=accuracy("talker"), code_predictor=accuracy("code_predictor"),
         promoted=() if fell_back else promoted,
+        split=() if fell_back else tuple(sorted(n for n in split if n not in expand(promote))),
         promoted_share=0.0 if fell_back else sum(sizes[n] for n in promote) / sum(sizes.values()),
         outcome="float" if fell_back else "q8", reason=reason, rounds=rnd + 1,
         seconds=round(time.perf_counter() - t0, 1), languages=tuple(languages), frames=FRAMES)
@@ -368,16 +386,27 @@ def _no_gain(q8_bytes: int, float_bytes: int) -> str:
 
 
 def _layer_figures(src: Path, ref_dir: Path, ref: list[PromptRun], prompts: list[np.ndarray], smoothing: bool,
-                   cancel: Callable[[], None]) -> dict[str, float]:
-    """KL per Linear alone (q8_layers.py), on the weights the converter quantizes (smoothed when it smooths)."""
+                   cancel: Callable[[], None], split: dict[str, tuple[int, ...]]) -> dict[str, float]:
+    """KL per Linear alone (q8_layers.py), on the weights the converter quantizes (smoothed when it smooths), with
+    the outlier channels split off where the bundle splits them."""
     ckpt = Checkpoint.open(src)
     try:
         weights = smooth.smoothed(ckpt, smooth.ALPHA)[0] if smoothing else ckpt
         cb = ref[0].talker_logits.shape[-1]
-        out = talker_sensitivity(weights, ref[0].talker_rows, len(prompts[0]) - 1, cb, sampling_kl, cancel)
+        out = talker_sensitivity(weights, ref[0].talker_rows, len(prompts[0]) - 1, cb, sampling_kl, cancel, split)
         out.update(code_predictor_sensitivity(weights, cp_sequences(ref_dir, ref, SENSITIVITY_FRAMES),
-                                              sampling_kl, cancel))
+                                              sampling_kl, cancel, split))
         return out
+    finally:
+        ckpt.close()
+
+
+def _outlier_candidates(src: Path, groups: int) -> dict[str, tuple[int, ...]]:
+    """Every Linear's outlier input channels (q8_split.py), from the smoothing's calibration pass over the
+    checkpoint's own weights (smoothing moves no channel index)."""
+    ckpt = Checkpoint.open(src)
+    try:
+        return q8_split.outlier_channels(smooth.calibrate(ckpt), groups)
     finally:
         ckpt.close()
 

@@ -5,7 +5,8 @@ In numpy, over the weights the converter quantizes (smoothed, smooth.py): the ne
 one Linear computed as ncnn's int8 Gemm computes it (q8.reference_matmul, held to ncnn by tests/test_q8.py), on
 the check's own teacher-forced rows; the figure is the sampling KL of the logits against the all-fp32 run
 (q8_check.sampling_kl). One layer changed at a time, the layers before it are not recomputed: each layer's input
-is kept from the fp32 run.
+is kept from the fp32 run. A Linear whose outlier input channels the bundle splits off (q8_split.py) is computed as
+its layers compute it (q8.split_reference_matmul), so what is measured is the error left after the split.
 
 Linear names are the converter's (talker.py `linear_name`): "talker.<layer>.<site>", "talker.head",
 "code_predictor.projection", "code_predictor.<layer>.<site>", "code_predictor.head.<g>" (site: qkv, o, gate_up,
@@ -14,7 +15,7 @@ down).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -39,7 +40,7 @@ class _Weights:
     def __init__(self, ckpt: Checkpoint):
         self.main = ckpt.main
         self._f: dict[str, np.ndarray] = {}
-        self._q: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._q: dict[tuple[tuple[str, ...], tuple[int, ...]], tuple[np.ndarray, np.ndarray, np.ndarray | None]] = {}
 
     def get(self, name: str) -> np.ndarray:
         if name not in self._f:
@@ -49,23 +50,33 @@ class _Weights:
     def has(self, name: str) -> bool:
         return name in self.main
 
-    def int8(self, x: np.ndarray, names: list[str]) -> np.ndarray:
-        """x @ concat(names).T as the int8 Gemm computes it (one scale per input row and per output channel)."""
-        key = tuple(names)
+    def int8(self, x: np.ndarray, names: list[str], channels: tuple[int, ...] = ()) -> np.ndarray:
+        """x @ concat(names).T as the int8 Gemm computes it (one scale per input row and per output channel), with
+        the input channels `channels` split off into fp32 (q8_split.py)."""
+        key = (tuple(names), channels)
         if key not in self._q:
-            self._q[key] = q8.quantize(np.concatenate([self.get(n) for n in names]))
-        q, scale = self._q[key]
+            w = np.concatenate([self.get(n) for n in names])
+            outlier_w = None
+            if channels:
+                w, outlier_w = q8.split_weights(w, channels)
+            self._q[key] = (*q8.quantize(w), outlier_w)
+        q, scale, outlier_w = self._q[key]
         biases = [n[:-len("weight")] + "bias" for n in names]
         bias = None
         if any(self.has(b) for b in biases):
             bias = np.concatenate([self.get(b) if self.has(b) else np.zeros(self.get(n).shape[0], np.float32)
                                    for b, n in zip(biases, names, strict=True)])
-        y = q8.reference_matmul(x.reshape(-1, x.shape[-1]), q, scale, bias)
+        rows = x.reshape(-1, x.shape[-1])
+        if outlier_w is not None:
+            y = q8.split_reference_matmul(rows, q, scale, bias, channels, outlier_w)
+        else:
+            y = q8.reference_matmul(rows, q, scale, bias)
         return y.reshape(*x.shape[:-1], -1)
 
 
 def _sweep(forward: StackForward, w: _Weights, x: np.ndarray, net: str,
-           logits: Callable[[np.ndarray], np.ndarray], kl: Kl, cancel: Callable[[], None]) -> dict[str, float]:
+           logits: Callable[[np.ndarray], np.ndarray], kl: Kl, cancel: Callable[[], None],
+           split: Mapping[str, tuple[int, ...]]) -> dict[str, float]:
     """KL of the logits with one decoder layer's four Linears 8-bit, per layer; then, for the layers that hold
     most of it (REFINE_SHARE of the sum, at most REFINE_LAYERS), with one Linear 8-bit, per Linear. Entries are
     named by Linear where refined, by layer ("talker.5": its four Linears) elsewhere. Two levels: one Linear at a
@@ -81,7 +92,9 @@ def _sweep(forward: StackForward, w: _Weights, x: np.ndarray, net: str,
         cancel()
 
         def linear(layer: int, at: str, a: np.ndarray, names: list[str]) -> np.ndarray | None:
-            return w.int8(a, names) if layer == i and site in (None, at) else None
+            if layer != i or site not in (None, at):
+                return None
+            return w.int8(a, names, tuple(split.get(linear_name(net, layer, at), ())))
 
         y = forward.layer(i, inputs[i], linear)
         for j in range(i + 1, layers):
@@ -115,9 +128,12 @@ def expand(names: Iterable[str]) -> frozenset[str]:
 
 
 def talker_sensitivity(ckpt: Checkpoint, rows: np.ndarray, first: int, codebook: int, kl: Kl,
-                       cancel: Callable[[], None]) -> dict[str, float]:
+                       cancel: Callable[[], None], split: Mapping[str, tuple[int, ...]] | None = None
+                       ) -> dict[str, float]:
     """rows: the talker's input rows (L, H) of one prompt; first: the position whose output gives frame 0's code-0
-    logits (every later position gives the next frame's). Returns the KL per Linear or layer (_sweep)."""
+    logits (every later position gives the next frame's); split: the Linears' outlier channels split off
+    (q8_split.py). Returns the KL per Linear or layer (_sweep)."""
+    split = split or {}
     w = _Weights(ckpt)
     shape = stack_shape(ckpt.talker_config, "talker")
     head = "talker.codec_head.weight"
@@ -127,19 +143,22 @@ def talker_sensitivity(ckpt: Checkpoint, rows: np.ndarray, first: int, codebook:
         return (h[0, first:] @ w.get(head).T)[:, :codebook]
 
     x = rows[None].astype(np.float32)
-    out = _sweep(forward, w, x, "talker", logits, kl, cancel)
+    out = _sweep(forward, w, x, "talker", logits, kl, cancel, split)
     for i in range(shape.layers):
         x = forward.layer(i, x)
     hidden = forward.final(x)[0, first:]
     ref = (hidden @ w.get(head).T)[:, :codebook]
-    out[linear_name("talker", None, "head")] = kl(ref, w.int8(hidden, [head])[:, :codebook])
+    name = linear_name("talker", None, "head")
+    out[name] = kl(ref, w.int8(hidden, [head], tuple(split.get(name, ())))[:, :codebook])
     return out
 
 
-def code_predictor_sensitivity(ckpt: Checkpoint, inputs: np.ndarray, kl: Kl,
-                               cancel: Callable[[], None]) -> dict[str, float]:
+def code_predictor_sensitivity(ckpt: Checkpoint, inputs: np.ndarray, kl: Kl, cancel: Callable[[], None],
+                               split: Mapping[str, tuple[int, ...]] | None = None) -> dict[str, float]:
     """inputs: (frames, groups, talker width) rows of each frame's sequence (hidden, code 0's row, codes 1..14's
-    rows). Logits: head g at position g + 1."""
+    rows); split as talker_sensitivity's. Logits: head g at position g + 1."""
+    split = split or {}
+    projection = linear_name("code_predictor", None, "projection")
     w = _Weights(ckpt)
     shape = stack_shape(ckpt.talker_config["code_predictor_config"], "code predictor")
     groups = inputs.shape[1]
@@ -151,7 +170,7 @@ def code_predictor_sensitivity(ckpt: Checkpoint, inputs: np.ndarray, kl: Kl,
         if not has_proj:
             return a
         if int8:
-            return w.int8(a, [PROJECTION + "weight"])
+            return w.int8(a, [PROJECTION + "weight"], tuple(split.get(projection, ())))
         y = a @ w.get(PROJECTION + "weight").T
         return y + w.get(PROJECTION + "bias") if w.has(PROJECTION + "bias") else y
 
@@ -159,7 +178,7 @@ def code_predictor_sensitivity(ckpt: Checkpoint, inputs: np.ndarray, kl: Kl,
         return np.stack([h[:, g + 1] @ w.get(heads[g]).T for g in range(groups - 1)], axis=1)
 
     forward = StackForward(w.get, w.has, CODE_PREDICTOR, shape, groups)
-    out = _sweep(forward, w, project(x, False), "code_predictor", logits, kl, cancel)
+    out = _sweep(forward, w, project(x, False), "code_predictor", logits, kl, cancel, split)
     y = project(x, False)
     for i in range(shape.layers):
         y = forward.layer(i, y)
@@ -167,13 +186,14 @@ def code_predictor_sensitivity(ckpt: Checkpoint, inputs: np.ndarray, kl: Kl,
     ref = logits(final)
     for g in range(groups - 1):
         got = ref.copy()
-        got[:, g] = w.int8(final[:, g + 1], [heads[g]])
-        out[linear_name("code_predictor", None, f"head.{g}")] = kl(ref, got)
+        name = linear_name("code_predictor", None, f"head.{g}")
+        got[:, g] = w.int8(final[:, g + 1], [heads[g]], tuple(split.get(name, ())))
+        out[name] = kl(ref, got)
     if has_proj:
         y = project(x, True)
         for i in range(shape.layers):
             y = forward.layer(i, y)
-        out[linear_name("code_predictor", None, "projection")] = kl(ref, logits(forward.final(y)))
+        out[projection] = kl(ref, logits(forward.final(y)))
     return out
 
 

@@ -91,13 +91,16 @@ class Q8CheckRecord:
     seconds: float  # the whole check
     languages: tuple[str, ...]  # of the calibration prompts
     frames: int  # teacher-forced frames per prompt
+    # 8-bit Linears whose outlier input channels were split off into fp32 (engine/convert/q8_split.py; the
+    # manifest's talker part names the channels); absent from records made before, and when none were
+    split: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"version": RECORD_VERSION, "bound": self.bound, "talker": self.talker.to_json(),
                 "code_predictor": self.code_predictor.to_json(), "promoted": [p.to_json() for p in self.promoted],
                 "promoted_share": self.promoted_share, "outcome": self.outcome, "reason": self.reason,
                 "rounds": self.rounds, "seconds": self.seconds, "languages": list(self.languages),
-                "frames": self.frames}
+                "frames": self.frames} | ({"split": list(self.split)} if self.split else {})
 
     @classmethod
     def from_json(cls, data: Any) -> Q8CheckRecord:
@@ -116,6 +119,11 @@ class Q8CheckRecord:
         languages = d.get("languages")
         if not isinstance(languages, list) or not all(isinstance(x, str) and len(x) < 16 for x in languages):
             raise CheckRecordError("the 8-bit check record is damaged: languages is not a list of names")
+        split = d.get("split", [])
+        if not isinstance(split, list) or len(split) > 10000 or not all(
+                isinstance(n, str) and n.startswith(tuple(f"{net}." for net in NETWORKS)) and len(n) <= 80
+                for n in split):
+            raise CheckRecordError("the 8-bit check record is damaged: split is not a list of Linear names")
         rounds, frames = d.get("rounds"), d.get("frames")
         if type(rounds) is not int or rounds < 1 or type(frames) is not int or frames < 1:
             raise CheckRecordError(f"the 8-bit check record is damaged: rounds {rounds!r}, frames {frames!r}")
@@ -123,7 +131,7 @@ class Q8CheckRecord:
                    NetworkAccuracy.from_json(d.get("code_predictor"), "code_predictor"),
                    tuple(PromotedLayer.from_json(p, f"promoted[{i}]") for i, p in enumerate(promoted)),
                    _number(d, "promoted_share", "", 0, 1), outcome, reason, rounds, _number(d, "seconds", ""),
-                   tuple(languages), frames)
+                   tuple(languages), frames, tuple(split))
 
     @property
     def within(self) -> bool:
@@ -134,8 +142,9 @@ class Q8CheckRecord:
         figures = f"KL {self.talker.kl:.1e} / {self.code_predictor.kl:.1e} (talker / code predictor)"
         if self.outcome == "float":
             return f"float: 8-bit failed its check ({self.reason})"
+        split = f", outlier channels split in {len(self.split)}" if self.split else ""
         kept = f", {len(self.promoted)} kept float" if self.promoted else ""
-        return f"8-bit, checked: {figures}{kept}"
+        return f"8-bit, checked: {figures}{split}{kept}"
 
 
 def read_check_record(manifest: Any) -> Q8CheckRecord | None:
