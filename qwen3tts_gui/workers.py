@@ -32,8 +32,8 @@ from .engine_adapter import (
     FrameEvent,
     GenerationSettings,
     JoinSettings,
+    LongResult,
     LongTextOptions,
-    SynthesisJob,
     SynthesisRequest,
     SynthesisResult,
     SynthesizerContract,
@@ -44,6 +44,7 @@ from .engine_adapter import (
     os_reason,
     read_audio_file,
     run_speech,
+    run_speeches,
     save_audio,
 )
 
@@ -241,9 +242,9 @@ class BatchJob:
 
 
 class BatchWorker(Worker):
-    """Runs the lines: lines of one chunk several at a time through synth.synthesize_many (up to batch_size share
-    each model step, each line exactly as if it ran alone), long texts afterwards one by one through speak. A failed
-    line is reported and the others go on; the merged file keeps the table order."""
+    """Runs the lines through synth.speak_many: lines of one chunk several at a time (up to batch_size share each
+    model step, each line exactly as if it ran alone), long texts afterwards one by one, chunked. A failed line is
+    reported and the others go on; the merged file keeps the table order."""
 
     line_started = Signal(int)
     line_progress = Signal(int, int, int)  # key, frames so far, estimated frames
@@ -269,8 +270,7 @@ class BatchWorker(Worker):
         self._made: dict = {}  # voices read or cloned for this run, by what made them
 
     def work(self) -> None:
-        together: list[BatchJob] = []
-        chapters: list[BatchJob] = []
+        ready: list[BatchJob] = []
         for job in self.jobs:
             try:
                 if job.problem:
@@ -279,18 +279,9 @@ class BatchWorker(Worker):
             except BaseException as e:
                 self._line_failed(job, e)
                 continue
-            (chapters if self._chunks(job) > 1 else together).append(job)
-        if together:
-            self._run_together(together)
-        for job in chapters:
-            self.check_cancel()
-            self.line_started.emit(job.key)
-            try:
-                self._save(job, self._run_chapter(job))
-            except Cancelled:
-                raise
-            except BaseException as e:  # a failed line must not stop the others
-                self._line_failed(job, e)
+            ready.append(job)
+        if ready:
+            self._speak(ready)
         done = [job for job in self.jobs if job.key in self._written]
         if self.merge_path is not None and done:
             try:
@@ -341,30 +332,42 @@ class BatchWorker(Worker):
             raise made
         return made
 
-    def _run_together(self, jobs: list[BatchJob]) -> None:
-        # longest first: the batch ends sooner (short lines fill the slots at the end)
-        run = self.synth.synthesize_many([SynthesisJob(j.text, j.ready_voice(), j.language, instruct=j.instruct)
-                                          for j in jobs], self.settings,
-                                         batch_size=self.batch_size, longest_first=True)
+    def _speak(self, jobs: list[BatchJob]) -> None:
+        """Every line through synth.speak_many and run_speeches, the engine's one loop: each line's file is
+        written when its recording is complete; a line with left-out chunks is saved, but reported as failed."""
+        pieces: dict[int, list[np.ndarray]] = {}
+        skipped: dict[int, list[str]] = {}
         started: set[int] = set()
-        try:
-            for ev in run:
-                self.check_cancel()  # cancel lands within one frame (closing the run stops every line)
-                job = jobs[ev.job]
-                if ev.error is not None:
-                    self._line_failed(job, ev.error)
-                elif isinstance(ev.event, SynthesisResult):
-                    try:
-                        self._save(job, ev.event.audio)
-                    except BaseException as e:
-                        self._line_failed(job, e)
-                elif isinstance(ev.event, FrameEvent):
-                    if job.key not in started:
-                        started.add(job.key)
-                        self.line_started.emit(job.key)
-                    self.line_progress.emit(job.key, ev.event.index + 1, ev.event.estimated_frames)
-        finally:
-            run.close()
+
+        def on_frame(i: int, ev: ChunkFrame, done: int) -> None:
+            key = jobs[i].key
+            if key not in started:
+                started.add(key)
+                self.line_started.emit(key)
+            self.line_progress.emit(key, ev.frame.index + 1, ev.frame.estimated_frames)
+
+        def on_done(i: int, result: LongResult) -> None:
+            job, parts = jobs[i], pieces.pop(i, [])
+            audio = np.concatenate(parts) if parts else np.zeros(0, np.float32)
+            try:
+                if skipped.get(i):  # keep what was made, but a line with holes is not a finished line
+                    self._write_line(job, audio)
+                    raise _LineProblem(f"Saved {job.out_path.name} without some parts. {' '.join(skipped[i])}")
+                self._save(job, audio)
+            except BaseException as e:  # a failed line must not stop the others
+                self._line_failed(job, e)
+
+        def on_failed(i: int, error: EngineError) -> None:
+            pieces.pop(i, None)
+            self._line_failed(jobs[i], error)
+
+        # longest first: the batch ends sooner (short lines fill the slots at the end)
+        speeches = self.synth.speak_many([job.request(self.settings, self.long_options) for job in jobs],
+                                         batch_size=self.batch_size, longest_first=True)
+        run_speeches(speeches, on_frame=on_frame,
+                     on_samples=lambda i, chunk: pieces.setdefault(i, []).append(chunk.samples),
+                     on_skipped=lambda i, ev: skipped.setdefault(i, []).append(ev.message),
+                     on_done=on_done, on_failed=on_failed, check_cancel=self.check_cancel)
 
     def _save(self, job: BatchJob, audio: np.ndarray) -> None:
         self._write_line(job, audio)
@@ -390,19 +393,3 @@ class BatchWorker(Worker):
         self._failed += 1
         message = str(error) if isinstance(error, _LineProblem) else user_message(error, f"generating line {job.key}")
         self.line_failed.emit(job.key, message)
-
-    def _chunks(self, job: BatchJob) -> int:
-        """How many chunks the line is spoken in: lines of one chunk share each model step (synthesize_many)."""
-        try:
-            return len(job.request(self.settings, self.long_options).chunks())
-        except EngineError:
-            return 1  # its own run reports the problem in its own words
-
-    def _run_chapter(self, job: BatchJob) -> np.ndarray:
-        result, skipped = speak_whole(self.synth, job.request(self.settings, self.long_options), self.check_cancel,
-                                      frame=lambda ev: self.line_progress.emit(job.key, ev.index + 1,
-                                                                               ev.estimated_frames))
-        if skipped:  # keep what was made, but a chapter with holes is not a finished line
-            self._write_line(job, result.audio)
-            raise _LineProblem(f"Saved {job.out_path.name} without some parts. {' '.join(skipped)}")
-        return result.audio

@@ -214,3 +214,18 @@ def test_batch_lines_saved_before_instructions_still_load(qtbot, make_window, se
     window = make_window()
     assert [(ln.text, ln.voice, ln.language, ln.instruct) for ln in window.batch.model.lines] == [
         ("Old line.", "Test voice", "english", ""), ("New line.", "", "auto", "Slowly.")]
+
+
+def test_a_line_that_runs_away_is_judged_as_a_take_is(qtbot, make_window, settings, tmp_path):
+    """A batch line of one chunk goes through the engine's one door like a take: the runaway guard stops a line
+    that runs far past its text, tries other seeds, and the line fails in words instead of saving the runaway."""
+    synth = FakeSynthesizer(frame_delay=0.0, frames_per_char=10.0)  # every line runs ten times too long
+    window = make_window(synth=synth)
+    panel = window.batch
+    settings.batch_dir = str(tmp_path / "out")
+    panel.add_rows([("Hello there.", "", "auto")])
+    _run(qtbot, panel, panel.run_all)
+    line = panel.model.lines[0]
+    assert line.state == "failed" and "ran past" in line.error
+    assert len(synth.calls) == 3 and len({c["seed"] for c in synth.calls}) == 3  # first try and two other seeds
+    assert not (tmp_path / "out" / "001 - Hello there.wav").exists()

@@ -186,14 +186,14 @@ def test_files_that_appear_during_a_run_are_left_alone(qtbot, make_window, setti
     panel._show_folder()
     panel.merge.setChecked(True)
     panel.add_rows([("Old line.", "", "auto"), ("New line.", "", "auto")])
-    real = workers.BatchWorker._run_together
+    real = workers.BatchWorker._speak
 
     def meanwhile(self, jobs):  # another program writes into the folder while the lines are generated
         (out / "002 - New line.wav").write_bytes(b"theirs")
         (out / MERGED_NAME).write_bytes(b"theirs too")
         return real(self, jobs)
 
-    monkeypatch.setattr(workers.BatchWorker, "_run_together", meanwhile)
+    monkeypatch.setattr(workers.BatchWorker, "_speak", meanwhile)
     dialogs.answer = True
     assert _run(qtbot, panel, panel.run_all)
     assert len(dialogs.questions) == 1 and "001 - Old line.wav" in dialogs.questions[0][1]
