@@ -2,7 +2,7 @@
 (from_manifest), and mypy checks both sides against the one declaration, where the manifest was a table of string
 keys written in convert/ and read in nets/. Reading keeps old bundles opening: a key they lack has its default,
 a key that must be there is a BundleError naming it (Bundle.part's tables raise it), a value of the wrong type is
-a BundleError saying so.
+a BundleError saying so (manifest_values.py holds those checked readers).
 
 Every part of a text-to-speech bundle is declared this way (SpeakerPart, TalkerPart, CodecDecoderPart,
 CodecEncoderPart, TextPart); Bundle.record(TalkerPart) reads one, its damage one BundleError line naming the bundle,
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Self
 
 from ..errors import BundleError
+from .manifest_values import count, names, positive, real, size, table, text, whole, wholes, window
 
 
 class ManifestPart(Protocol):
@@ -28,20 +29,6 @@ class ManifestPart(Protocol):
     def from_manifest(cls, info: Mapping[str, Any], where: str) -> Self: ...
 
     def to_manifest(self) -> dict[str, Any]: ...
-
-
-def _whole(info: Mapping[str, Any], key: str, where: str) -> int:
-    value = info[key]
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BundleError(f"{where}: {key!r} is not a whole number ({value!r}); convert the checkpoint again.")
-    return value
-
-
-def _text(info: Mapping[str, Any], key: str, where: str) -> str:
-    value = info[key]
-    if not isinstance(value, str):
-        raise BundleError(f"{where}: {key!r} is not a name ({value!r}); convert the checkpoint again.")
-    return value
 
 
 @dataclass(frozen=True)
@@ -77,49 +64,9 @@ class SpeakerPart:
         channels = info.get("channels", [])
         if not isinstance(channels, list) or not all(isinstance(c, int) and not isinstance(c, bool) for c in channels):
             raise BundleError(f"{where}: 'channels' is not a list of whole numbers; convert the checkpoint again.")
-        return cls(True, None, _text(info, "graph", where), _text(info, "input", where), _text(info, "output", where),
-                   _whole(info, "mel_dim", where), _whole(info, "enc_dim", where), _whole(info, "sample_rate", where),
-                   _whole(info, "min_frames", where), tuple(channels))
-
-
-def _real(info: Mapping[str, Any], key: str, where: str) -> float:
-    value = info[key]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BundleError(f"{where}: {key!r} is not a number ({value!r}); convert the checkpoint again.")
-    return float(value) if isinstance(value, int) else value
-
-
-def _positive(info: Mapping[str, Any], key: str, where: str) -> int:
-    value = _whole(info, key, where)
-    if value < 1:
-        raise BundleError(f"{where}: {key!r} is {value}, not a positive count; convert the checkpoint again.")
-    return value
-
-
-def _size(info: Mapping[str, Any], key: str, where: str) -> int:
-    value = _whole(info, key, where)
-    if value < 0:
-        raise BundleError(f"{where}: {key!r} is {value}, not a count; convert the checkpoint again.")
-    return value
-
-
-def _count(info: Mapping[str, Any], key: str, where: str) -> int:
-    """A count the converter writes; bundles made before it was recorded lack it (0)."""
-    return _size(info, key, where) if key in info else 0
-
-
-def _table(info: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
-    value = info[key]
-    if not isinstance(value, Mapping):
-        raise BundleError(f"{where}: {key!r} is not a table of values; convert the checkpoint again.")
-    return value
-
-
-def _names(info: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
-    value = info.get(key) or []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise BundleError(f"{where}: {key!r} is not a list of names; convert the checkpoint again.")
-    return tuple(value)
+        return cls(True, None, text(info, "graph", where), text(info, "input", where), text(info, "output", where),
+                   whole(info, "mel_dim", where), whole(info, "enc_dim", where), whole(info, "sample_rate", where),
+                   whole(info, "min_frames", where), tuple(channels))
 
 
 @dataclass(frozen=True)
@@ -142,9 +89,9 @@ class StackShape:
 
     @classmethod
     def from_manifest(cls, info: Mapping[str, Any], where: str) -> StackShape:
-        return cls(_positive(info, "layers", where), _positive(info, "hidden", where), _positive(info, "heads", where),
-                   _positive(info, "kv_heads", where), _positive(info, "head_dim", where),
-                   _positive(info, "intermediate", where), _real(info, "eps", where), _real(info, "rope_theta", where))
+        return cls(positive(info, "layers", where), positive(info, "hidden", where), positive(info, "heads", where),
+                   positive(info, "kv_heads", where), positive(info, "head_dim", where),
+                   positive(info, "intermediate", where), real(info, "eps", where), real(info, "rope_theta", where))
 
 
 @dataclass(frozen=True)
@@ -195,7 +142,7 @@ class TalkerPart:
 
     @classmethod
     def from_manifest(cls, info: Mapping[str, Any], where: str = "the talker part") -> TalkerPart:
-        tables = _table(info, "tables", where)
+        tables = table(info, "tables", where)
         projection = info.get("small_to_mtp_projection", False)
         if not isinstance(projection, bool):
             raise BundleError(f"{where}: 'small_to_mtp_projection' is not true or false; convert the checkpoint again.")
@@ -208,17 +155,17 @@ class TalkerPart:
         for key, value in (("blobs", blobs), ("outlier_smoothing", smoothing)):
             if value is not None and not isinstance(value, Mapping):
                 raise BundleError(f"{where}: {key!r} is not a table of values; convert the checkpoint again.")
-        talker = StackShape.from_manifest(_table(info, "talker", where), f"{where}, its talker")
-        code_predictor = StackShape.from_manifest(_table(info, "code_predictor", where), f"{where}, its code predictor")
-        groups = _positive(info, "num_code_groups", where)
+        talker = StackShape.from_manifest(table(info, "talker", where), f"{where}, its talker")
+        code_predictor = StackShape.from_manifest(table(info, "code_predictor", where), f"{where}, its code predictor")
+        groups = positive(info, "num_code_groups", where)
         return cls(
-            _text(info, "talker_graph", where), _text(info, "cp_graph", where), talker, code_predictor, groups,
-            _positive(info, "vocab_size", where), _positive(info, "codebook_size", where), projection,
-            _text(tables, "codec", f"{where}, its tables"), _text(tables, "cp_codec", f"{where}, its tables"),
+            text(info, "talker_graph", where), text(info, "cp_graph", where), talker, code_predictor, groups,
+            positive(info, "vocab_size", where), positive(info, "codebook_size", where), projection,
+            text(tables, "codec", f"{where}, its tables"), text(tables, "cp_codec", f"{where}, its tables"),
             blobs or {}, eos,
-            _count(info, "fp16_weight_layers", where), _count(info, "fp32_weight_layers", where),
-            _count(info, "q8_weight_layers", where), smoothing,
-            _names(info, "promoted_layers", where), _names(info, "promoted_fp32_layers", where),
+            count(info, "fp16_weight_layers", where), count(info, "fp32_weight_layers", where),
+            count(info, "q8_weight_layers", where), smoothing,
+            names(info, "promoted_layers", where), names(info, "promoted_fp32_layers", where),
             _split_channels(info, where, talker, code_predictor, groups),
         )
 
@@ -262,20 +209,6 @@ def _split_channels(info: Mapping[str, Any], where: str, talker: StackShape, cod
                               f"ascending order below {width} ({channels!r}); convert the checkpoint again.")
         out[name] = tuple(channels)
     return out
-
-
-def _wholes(info: Mapping[str, Any], key: str, where: str) -> tuple[int, ...]:
-    value = info[key]
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise BundleError(f"{where}: {key!r} is not a list of whole numbers; convert the checkpoint again.")
-    return tuple(value)
-
-
-def _window(info: Mapping[str, Any], where: str) -> int | None:
-    """sliding_window: None (plain causal attention) or a positive length."""
-    if info.get("sliding_window") is None:
-        return None
-    return _positive(info, "sliding_window", where)
 
 
 @dataclass(frozen=True)
@@ -339,15 +272,15 @@ class CodecDecoderPart:
         if not isinstance(bf16_layers, bool):
             raise BundleError(f"{where}: 'bf16_layers' is not true or false; convert the checkpoint again.")
         part = cls(
-            _text(info, "graph", where), _text(info, "table", where), _positive(info, "num_quantizers", where),
-            _positive(info, "codebook_dim", where), _positive(info, "layers", where), _positive(info, "heads", where),
-            _positive(info, "kv_heads", where), _positive(info, "head_dim", where), _real(info, "rope_theta", where),
-            _window(info, where), _size(info, "past", where),
-            _positive(info, "upsample", where),
-            tuple(ConvState(_text(s, "name", f"{where}, its states"), _positive(s, "channels", f"{where}, its states"),
-                            _positive(s, "width", f"{where}, its states")) for s in states),
+            text(info, "graph", where), text(info, "table", where), positive(info, "num_quantizers", where),
+            positive(info, "codebook_dim", where), positive(info, "layers", where), positive(info, "heads", where),
+            positive(info, "kv_heads", where), positive(info, "head_dim", where), real(info, "rope_theta", where),
+            window(info, where), size(info, "past", where),
+            positive(info, "upsample", where),
+            tuple(ConvState(text(s, "name", f"{where}, its states"), positive(s, "channels", f"{where}, its states"),
+                            positive(s, "width", f"{where}, its states")) for s in states),
             tuple(outputs), bf16_layers,
-            _wholes(info, "codebook_sizes", where), _wholes(info, "codebook_offsets", where),
+            wholes(info, "codebook_sizes", where), wholes(info, "codebook_offsets", where),
         )
         if len(part.codebook_sizes) != part.num_quantizers or len(part.codebook_offsets) != part.num_quantizers:
             raise BundleError(f"{where}: it lists {len(part.codebook_sizes)} codebook sizes and "
@@ -396,14 +329,14 @@ class CodecEncoderPart:
     @classmethod
     def from_manifest(cls, info: Mapping[str, Any], where: str = "the codec_encoder part") -> CodecEncoderPart:
         part = cls(
-            _text(info, "conv_net", where), _text(info, "tf_net", where), _text(info, "down_net", where),
-            _positive(info, "layers", where), _text(info, "rvq_net", where), _text(info, "codebooks", where),
-            _positive(info, "hidden", where), _positive(info, "heads", where), _positive(info, "head_dim", where),
-            _real(info, "rope_theta", where), _window(info, where), _positive(info, "hop", where),
-            _positive(info, "downsample_stride", where), _positive(info, "samples_per_frame", where),
-            _size(info, "receptive_field", where), _size(info, "semantic_levels", where),
-            _positive(info, "levels", where), _positive(info, "codebook_size", where),
-            _positive(info, "codebook_dim", where),
+            text(info, "conv_net", where), text(info, "tf_net", where), text(info, "down_net", where),
+            positive(info, "layers", where), text(info, "rvq_net", where), text(info, "codebooks", where),
+            positive(info, "hidden", where), positive(info, "heads", where), positive(info, "head_dim", where),
+            real(info, "rope_theta", where), window(info, where), positive(info, "hop", where),
+            positive(info, "downsample_stride", where), positive(info, "samples_per_frame", where),
+            size(info, "receptive_field", where), size(info, "semantic_levels", where),
+            positive(info, "levels", where), positive(info, "codebook_size", where),
+            positive(info, "codebook_dim", where),
         )
         if part.semantic_levels > part.levels:
             raise BundleError(f"{where}: 'semantic_levels' ({part.semantic_levels}) is more than 'levels' "
@@ -494,12 +427,12 @@ class TextPart:
         if not isinstance(dialects, Mapping):
             raise BundleError(f"{where}: 'spk_is_dialect' is not a table of values; convert the checkpoint again.")
         return cls(
-            info.get("table", "text_rows"), _positive(info, "text_vocab", where), _positive(info, "hidden", where),
+            info.get("table", "text_rows"), positive(info, "text_vocab", where), positive(info, "hidden", where),
             info.get("split_regex", "qwen2"), newline, info.get("tts_model_type", "base"),
-            info.get("tts_model_size", ""), _count(info, "codec_vocab", where), _count(info, "codebook_size", where),
-            _positive(info, "num_code_groups", where) if "num_code_groups" in info else 16,
+            info.get("tts_model_size", ""), count(info, "codec_vocab", where), count(info, "codebook_size", where),
+            positive(info, "num_code_groups", where) if "num_code_groups" in info else 16,
             _id_table(info, "codec_language_id", where), _id_table(info, "spk_id", where), dict(dialects),
             _context_length(info, where),
-            {k: _size(info, k, where) for k in TEXT_IDS if k in info or k != "assistant_token_id"},
-            {k: _size(info, k, where) for k in CODEC_IDS},
+            {k: size(info, k, where) for k in TEXT_IDS if k in info or k != "assistant_token_id"},
+            {k: size(info, k, where) for k in CODEC_IDS},
         )
