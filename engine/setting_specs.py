@@ -37,6 +37,7 @@ class SettingSpec:
     high: float
     step: float = 1.0
     decimals: int = 0
+    random: bool = False  # shapes random sampling only: greedy (argmax) ignores it
 
     @property
     def flag(self) -> str:
@@ -58,22 +59,23 @@ class SettingSpec:
 SAMPLING_SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("temperature", False, POSITIVE, "Temperature",
                 "sampling temperature of the talker: higher is livelier, lower steadier (default: the model's)",
-                0.05, 2.0, 0.05, 2),
+                0.05, 2.0, 0.05, 2, random=True),
     SettingSpec("top_k", True, WHOLE_OR_OFF, "Top-k",
-                "sample from the k most likely codes only; 0 turns it off (default: the model's)", 1, 2048),
+                "sample from the k most likely codes only; 0 turns it off (default: the model's)", 1, 2048,
+                random=True),
     SettingSpec("top_p", False, PROBABILITY, "Top-p",
                 "sample from the most likely codes that make up this much probability (default: the model's)",
-                0.05, 1.0, 0.05, 2),
+                0.05, 1.0, 0.05, 2, random=True),
     SettingSpec("repetition_penalty", False, POSITIVE, "Repetition penalty",
                 "how much a code already said is held back (1: not at all; default: the model's)",
                 1.0, 2.0, 0.01, 2),
     SettingSpec("subtalker_temperature", False, POSITIVE, "Code predictor temperature",
                 "sampling temperature of the code predictor (codes 1-15 of each frame; default: the model's)",
-                0.05, 2.0, 0.05, 2),
+                0.05, 2.0, 0.05, 2, random=True),
     SettingSpec("subtalker_top_k", True, WHOLE_OR_OFF, "Code predictor top-k",
-                "top-k of the code predictor; 0 turns it off (default: the model's)", 1, 2048),
+                "top-k of the code predictor; 0 turns it off (default: the model's)", 1, 2048, random=True),
     SettingSpec("subtalker_top_p", False, PROBABILITY, "Code predictor top-p",
-                "top-p of the code predictor (default: the model's)", 0.05, 1.0, 0.05, 2),
+                "top-p of the code predictor (default: the model's)", 0.05, 1.0, 0.05, 2, random=True),
 )
 GREEDY = SettingSpec("greedy", False, SWITCH, "Greedy",
                      "argmax decoding: always the most likely code, so the same text and voice give the same take "

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engine_adapter import SETTING, GenerationSettings, SynthesisResult, Voice, VoiceChoice
+from ..engine_adapter import (
+    SAMPLING_SETTINGS,
+    SETTING,
+    GenerationSettings,
+    SynthesisResult,
+    Voice,
+    VoiceChoice,
+)
 from .paths import readable_name
 from .take_file import StoredResult
 
@@ -56,14 +63,15 @@ class Take:
     def details(self) -> str:
         """Everything that made this take (shown as the take's tooltip)."""
         s = self.settings
-        sampling = SETTING["greedy"].label.lower() if s.greedy else ", ".join(
-            f"{SETTING[name].label.lower()} {getattr(s, name)}" for name in ("temperature", "top_k", "top_p"))
+        said = [spec for spec in SAMPLING_SETTINGS if getattr(s, spec.name) is not None]  # None: the model's own
+        random = [f"{spec.label.lower()} {getattr(s, spec.name)}" for spec in said if spec.random]
+        sampling = [SETTING["greedy"].label.lower() if s.greedy else ", ".join(random)]
+        sampling += [f"{spec.label.lower()} {getattr(s, spec.name)}" for spec in said if not spec.random]
         cap = str(s.max_frames) if s.max_frames else "automatic"
         instruct = f"Instruction: {self.instruct}\n" if self.instruct else ""
         device = f" · made on {self.device}" if self.device else ""
         return (f"{self.text}\n\nVoice: {self.voice_name} · language: {self.language}\n{instruct}"
-                f"{SETTING['seed'].label} {self.seed} · {sampling} · {SETTING['repetition_penalty'].label.lower()} "
-                f"{s.repetition_penalty}\n"
+                f"{SETTING['seed'].label} {self.seed} · {' · '.join(filter(None, sampling))}\n"
                 f"{SETTING['max_frames'].label} {cap} · {self.frames} frames, ended by {self.result.ended_by}{device} · "
                 f"made {self.created}")
 

@@ -158,19 +158,16 @@ class GenerationSettingsBox(QWidget):
         reset.setToolTip("Reset every value to the model's generation_config.json")
         reset.clicked.connect(self.reset_to_defaults)
 
-        rows: list[tuple[str, QWidget | QHBoxLayout, str, QWidget | QHBoxLayout]] = [
-            (SETTING["seed"].label, seed_row, SETTING["temperature"].label, self.temperature),
-            (SETTING["top_k"].label, self.top_k, SETTING["top_p"].label, self.top_p),
-            (SETTING["repetition_penalty"].label, self.repetition_penalty, SETTING["max_frames"].label, length_row),
-            ("Pause between sentences", self.sentence_pause, "Pause after a paragraph", self.paragraph_pause),
+        # label/field pairs in the declaration's order (the seed, the sampling settings the form shows, the
+        # length), then the pauses: two to a row when there is room and one to a row when the column is narrow
+        # (the window's smallest size); the grid is rebuilt from these when the body's width crosses the line
+        fields: list[tuple[str, QWidget | QHBoxLayout]] = [
+            (SETTING["seed"].label, seed_row), *((SETTING[name].label, box) for name, box in self.sampling.items()),
+            (SETTING["max_frames"].label, length_row),
+            ("Pause between sentences", self.sentence_pause), ("Pause after a paragraph", self.paragraph_pause),
         ]
-        # label/field pairs, two to a row when there is room and one to a row when the column is narrow (the
-        # window's smallest size): the grid is rebuilt from these when the body's width crosses the line
         self._grid = grid
-        self._pairs: list[tuple[QLabel, QWidget]] = []
-        for l1, w1, l2, w2 in rows:
-            for label, field in ((l1, w1), (l2, w2)):
-                self._pairs.append((QLabel(label), _widget(field)))
+        self._pairs: list[tuple[QLabel, QWidget]] = [(QLabel(label), _widget(field)) for label, field in fields]
         flags = QHBoxLayout()
         flags.setContentsMargins(0, 0, 0, 0)
         flags.addWidget(self.greedy)
@@ -243,8 +240,8 @@ class GenerationSettingsBox(QWidget):
         self.toggled.emit(on)
 
     def _greedy_toggled(self, on: bool) -> None:
-        for w in (self.temperature, self.top_k, self.top_p):
-            w.setEnabled(not on)
+        for name, box in self.sampling.items():  # greedy ignores what shapes random sampling only
+            box.setEnabled(not (on and SETTING[name].random))
 
     def _show_seconds(self, frames: int) -> None:
         s = frames / FRAME_RATE

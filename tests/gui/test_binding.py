@@ -61,3 +61,30 @@ def test_seed_greedy_and_length_come_from_their_declarations(qtbot, make_window)
         assert SETTING[name].label.lower() in details.lower(), (name, details)
     greedy = replace(take, settings=replace(take.settings, greedy=True))
     assert SETTING["greedy"].label.lower() in greedy.details().lower() and SETTING["greedy"].label.lower() in greedy.label()
+
+
+def test_a_take_names_every_declared_setting_it_was_made_with(qtbot, make_window):
+    """A take's details name each sampling setting that has a value, by its declared label (those greedy ignores
+    give way to "greedy"), and greedy disables just the boxes of the settings it ignores."""
+    from dataclasses import replace
+
+    from engine import SAMPLING_SETTINGS
+
+    window = make_window()
+    box = window.settings_box
+    box.greedy.setChecked(True)
+    assert {name: spin.isEnabled() for name, spin in box.sampling.items()} == {
+        spec.name: not spec.random for spec in SAMPLING_SETTINGS if spec.name in box.sampling}
+    box.greedy.setChecked(False)
+    window.text_edit.setPlainText("Hello there.")
+    assert window.generate()
+    qtbot.waitUntil(lambda: window.synth_worker is None, timeout=10000)
+    take = window.output.current
+    values = {spec.name: 100 + i if spec.whole else round(0.51 + i / 100, 2)  # no value the start of another
+              for i, spec in enumerate(SAMPLING_SETTINGS)}
+    made = replace(take, settings=replace(take.settings, **values))
+    for spec in SAMPLING_SETTINGS:
+        assert f"{spec.label.lower()} {values[spec.name]}" in made.details(), spec.name
+    greedy = replace(made, settings=replace(made.settings, greedy=True)).details()
+    for spec in SAMPLING_SETTINGS:
+        assert (f"{spec.label.lower()} {values[spec.name]}" in greedy) == (not spec.random), spec.name
