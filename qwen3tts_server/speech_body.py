@@ -14,10 +14,10 @@ from typing import Any
 from engine import GENERATION_SETTINGS, EngineError, GenerationSettings
 
 from .api_errors import ApiError
+from .audio_formats import MEDIA_TYPES
 from .config import Limits
 
-# where the audio library writes them; OpenAI's default is mp3
-FORMATS = ("mp3", "opus", "wav", "flac", "pcm")
+FORMATS = tuple(MEDIA_TYPES)  # the response formats, each with its encoder (audio_formats.py); OpenAI's default is mp3
 DEFAULT_FORMAT = "mp3"
 STREAM_FORMATS = ("audio", "sse")  # the audio itself, or OpenAI's Server-Sent Events (http_app.py)
 OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")  # front ends send these; they mean the served model
