@@ -10,7 +10,7 @@ import pytest
 from engine.nets.weight_reads import frame_weights
 from engine.runtime.bandwidth import floor_and_share, measure_read_bandwidth, weights_read
 from engine.runtime.bundle import Bundle
-from tests.bundles import bundle_for
+from tests.bundles import MODELS, bundle_for
 
 # in0 -> [q8 Gemm 8x4 + scale table] -> a -> [fp Gemm 3x8] -> out_a ; in0 -> [InnerProduct 5x4, int8] -> out_b;
 # a -> [head Gemm 2x8] -> logits_0
@@ -35,7 +35,7 @@ def test_counts_only_the_layers_an_extract_needs():
     assert weights_read(GRAPH, ["logits_0"], float_bytes=4) == q8 + scale + 16
     # shared layers are read once per call
     assert weights_read(GRAPH, ["out_a", "logits_0"], float_bytes=4) == q8 + scale + 96 + 16
-    assert weights_read(GRAPH, ["out_a", "logits_0"], float_bytes=4, only="logits_") == 16
+    assert weights_read(GRAPH, ["logits_0"], float_bytes=4, beside=["out_a"]) == 16  # what the head adds
     assert weights_read(GRAPH, ["in0", "nothing"], float_bytes=4) == 0
 
 
@@ -79,6 +79,23 @@ def test_bandwidth_reads_the_bytes_it_says():
     bw = measure_read_bandwidth(2, repeats=1, total_bytes=8 << 20)
     assert bw.readers == 2 and bw.array_bytes == 8 << 20
     assert bw.one_reader > 0 and bw.all_readers > 0
+
+
+def test_heads_are_counted_whatever_their_layers(tmp_path):
+    """A q8 bundle's heads are an int8 Gemm with a scale table, a head the 8-bit check kept float is an
+    InnerProduct: both count in full (the heads were counted by the name "logits_" of their layers, which gave a
+    float head nothing and left the scale tables out)."""
+    from engine.convert import convert_checkpoint
+    from engine.nets.talker import net_precision, talker_part
+
+    dest = convert_checkpoint(MODELS / "tiny06b", tmp_path / "b", "q8", parts=["talker"], check=False,
+                              promote=["code_predictor.head.0"])
+    bundle = Bundle.open(dest)
+    part = talker_part(bundle)
+    n, k = part.codebook_size, part.code_predictor.hidden
+    float_bytes = 4 if net_precision(bundle, part) == "fp32" else 2
+    heads = part.num_code_groups - 1
+    assert frame_weights(bundle).code_predictor_heads == (heads - 1) * (n * k + 4 * n) + n * k * float_bytes
 
 
 @pytest.mark.parametrize("precision", ["fp32", "q8"])

@@ -39,8 +39,10 @@ def frame_weights(bundle: Bundle) -> FrameWeights:
     talker = weights_read(talker_text, ["hidden", "logits", *t_cache], float_bytes)
     first = weights_read(cp_text, c_cache, float_bytes)
     per_code = [weights_read(cp_text, [h, *c_cache], float_bytes) for h in heads]
-    head_bytes = weights_read(cp_text, heads, float_bytes, only="logits_")
-    full_call = per_code[0] - weights_read(cp_text, heads[:1], float_bytes, only="logits_")
+    # each head's own layers (beside the other heads'): its weights, scale table and bias, int8 or kept float
+    own = [weights_read(cp_text, [h], float_bytes, beside=[o for o in heads if o != h]) for h in heads]
+    head_bytes = sum(own)
+    full_call = per_code[0] - own[0]
     if runs_stacked(bundle, part.cp_graph):  # position 0 rides along with position 1
         return FrameWeights(talker, full_call, len(heads), sum(per_code), head_bytes)
     return FrameWeights(talker, full_call, 1 + len(heads), first + sum(per_code), head_bytes)

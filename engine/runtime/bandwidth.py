@@ -29,24 +29,36 @@ MIN_BANDWIDTH_BYTES = 512 << 20  # arrays at least this large and 4x the last-le
 MAX_BANDWIDTH_BYTES = 1536 << 20
 
 
+FEATMASK_NO_FP16 = 1 << 1  # ncnn per-layer featmask bit (param 31): this layer keeps fp32 weights
+
+
 def layer_weight_bytes(layer: ParamLayer, float_bytes: int) -> int:
-    """Bytes of weights one layer reads per call: matrix layers at int8 (1 byte) or `float_bytes`, their
-    constant tables (MemoryData: the int8 layers' channel scales, biases) at 4."""
+    """Bytes of weights one layer reads per call: matrix layers at int8 (1 byte) or `float_bytes` (4 where the
+    layer's featmask keeps it fp32), their constant tables (MemoryData: the int8 layers' channel scales, biases)
+    at 4."""
     p = layer.params
     if layer.type == "Gemm" and p.get("5", "0") == "1":  # constant B: a weight matrix N x K
         return int(p.get("8", 0)) * int(p.get("9", 0)) * (1 if p.get("18", "0") != "0" else float_bytes)
     if layer.type == "InnerProduct":
-        return int(p.get("2", 0)) * (1 if p.get("8", "0") != "0" else float_bytes)
+        fp32 = int(p.get("31", "0")) & FEATMASK_NO_FP16
+        return int(p.get("2", 0)) * (1 if p.get("8", "0") != "0" else 4 if fp32 else float_bytes)
     if layer.type == "MemoryData":
         return 4 * math.prod(max(1, int(p.get(k, 0))) for k in ("0", "1", "2", "11"))
     return 0
 
 
-def weights_read(param_text: str, outputs: Iterable[str], float_bytes: int,
-                 only: str | None = None) -> int:
+def weights_read(param_text: str, outputs: Iterable[str], float_bytes: int, beside: Iterable[str] = ()) -> int:
     """Bytes of weights an extract of `outputs` reads from the graph in `param_text` (every layer they depend on,
-    once). only: count only layers whose name starts with it."""
+    once). beside: leave out the layers an extract of these needs too (what `outputs` alone add: a head's own
+    layers beside the other heads, whatever they are called and however the head is stored)."""
     layers = parse_param(param_text)
+    shared = _needed(layers, beside)
+    return sum(layer_weight_bytes(layer, float_bytes) for name, layer in _needed(layers, outputs).items()
+               if name not in shared)
+
+
+def _needed(layers: list[ParamLayer], outputs: Iterable[str]) -> dict[str, ParamLayer]:
+    """The layers an extract of `outputs` runs (ncnn computes only what they depend on), by name."""
     producer = {blob: layer for layer in layers for blob in layer.outputs}
     needed: dict[str, ParamLayer] = {}
     todo = [b for b in outputs if b in producer]
@@ -56,8 +68,7 @@ def weights_read(param_text: str, outputs: Iterable[str], float_bytes: int,
             continue
         needed[layer.name] = layer
         todo.extend(b for b in layer.inputs if b in producer)
-    return sum(layer_weight_bytes(layer, float_bytes) for layer in needed.values()
-               if only is None or layer.name.startswith(only))
+    return needed
 
 
 @dataclass(frozen=True)
