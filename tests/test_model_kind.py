@@ -198,6 +198,17 @@ def test_front_ends_ask_the_kind_what_it_needs():
     assert not found, "\n".join(found)
 
 
+def test_synthesis_asks_the_kind_what_it_needs_too():
+    """Inside the engine's synthesis, too, only model_kind.py knows the kinds by name: the prompt asks the kind what
+    it needs, so a new kind is declared in one module."""
+    folder = Path(__file__).resolve().parent.parent / "engine" / "synthesis"
+    found = [f"{path.name}:{number}: {line.strip()}"
+             for path in sorted(folder.glob("*.py")) if path.name != "model_kind.py"
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if KIND_NAMES.search(line)]
+    assert not found, "\n".join(found)
+
+
 def test_the_model_kind_decides_the_voice():
     """voice_for: each kind says what it needs and turns the user's input into its voice; input another kind
     needs is refused in the kind's own words, missing input names the need."""

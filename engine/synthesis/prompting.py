@@ -12,7 +12,7 @@ from ..errors import TextError, VoiceError
 from ..text.prompt import Prompt, PromptIds, build_prompt
 from ..text.tokenizer import TextTokenizer, clean_text
 from ..voice import Speaker, Voice, VoiceChoice
-from .model_kind import ModelKind, prompt_language
+from .model_kind import ModelKind, VoiceNeed, prompt_language
 
 Rows = Callable[[Sequence[int]], np.ndarray]
 
@@ -49,9 +49,9 @@ class PromptMaker:
             return self.codec_rows([speaker.codec_id])[0], speaker, None
         if voice is not None:
             raise VoiceError(f"A voice must be a Voice, a speaker name or None, not {type(voice).__name__}.")
-        if self.kind.kind == "voice_design":
+        if self.kind.needs == VoiceNeed.DESCRIPTION:  # the voice is the instruction
             return None, None, None
-        if self.kind.kind == "custom_voice":
+        if self.kind.needs == VoiceNeed.SPEAKER:
             raise VoiceError(f"Choose a speaker: {', '.join(s.name for s in self.kind.speakers)}.")
         raise VoiceError("Choose a voice to clone: this Base model speaks with a voice made from reference audio.")
 
