@@ -1,11 +1,15 @@
-"""`qwen3tts batch`: many lines from a JSONL jobs file (batch_jobs.py reads it), several at a time through each
-model step, one status line per job."""
+"""`qwen3tts batch`: many lines from a JSONL jobs file (batch_jobs.py reads it), one SynthesisRequest each, all
+through Synthesizer.speak_many (lines of one chunk several at a time through each model step, longer ones chunked
+as `synth` speaks them), one status line per job."""
 
 from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 from engine import (
     DECODER_PRECISIONS,
@@ -35,10 +39,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
     """Many jobs from a JSONL file, several at a time through each model step; one status line per job."""
     from engine import (
         GenerationSettings,
-        SynthesisJob,
+        LongResult,
+        SynthesisRequest,
         SynthesisResult,
         Synthesizer,
         check_batch_size,
+        run_speeches,
     )
 
     from .batch_jobs import read_jobs
@@ -71,7 +77,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         print(f"failed  {line.name}: {message}", flush=True)
 
     voices: dict[tuple, VoiceChoice] = {}
-    jobs, owners = [], []
+    requests, owners = [], []
     for line in lines:
         if line.error is not None:
             fail(line, line.error)
@@ -86,28 +92,43 @@ def cmd_batch(args: argparse.Namespace) -> int:
             if key not in voices:
                 voices[key] = _job_voice(synth, line, args)
             synth.kind.check_instruct(line.instruct)
-            jobs.append(SynthesisJob(line.text, voices[key], line.language, line.max_frames, line.seed,
-                                     instruct=line.instruct))
+            own = replace(settings, max_frames=line.max_frames, seed=line.seed if line.seed is not None else args.seed)
+            requests.append(SynthesisRequest(line.text, voices[key], line.language, own, line.instruct))
             owners.append(line)
         except EngineError as e:
             fail(line, f"Line {line.line}: {as_sentence(str(e))}")
+    samples: dict[int, list[np.ndarray]] = {}
+    codes: dict[int, list[np.ndarray]] = {}
+    skipped: dict[int, list[str]] = {}
+
+    def done(i: int, result: LongResult) -> None:
+        line = owners[i]
+        made = SynthesisResult(audio=np.concatenate(samples.pop(i)), codes=np.concatenate(codes.pop(i)),
+                               ended_by=result.ended_by, seed=result.seed, timings=result.timings)
+        try:
+            wav = _write_result(out, line.name, made, args.codes, args.overwrite)
+        except (EngineError, OSError) as e:
+            fail(line, f"Line {line.line}: {as_sentence(str(e))}")
+            return
+        moved = "" if wav.stem == line.name else f" ({line.name}.wav appeared during the run and was left alone)"
+        if skipped.get(i):  # what was made is kept, but a line with holes is not a finished line
+            fail(line, f"Line {line.line}: wrote {wav}{moved} without some parts. {' '.join(skipped[i])}")
+            return
+        chunks = f", {result.chunks} chunks" if result.chunks > 1 else ""
+        print(f"ok      {line.name}: wrote {wav}{moved} ({result.seconds:.2f} s, {result.frames} frames{chunks}, "
+              f"ended by {result.ended_by}, seed {result.seed})", flush=True)
+
+    def failed_line(i: int, error: EngineError) -> None:
+        samples.pop(i, None)
+        codes.pop(i, None)
+        fail(owners[i], f"Line {owners[i].line}: {as_sentence(str(error))}")
+
     # longest first: the whole file is done sooner (short jobs fill the slots at the end)
-    for ev in synth.synthesize_many(jobs, settings, batch_size=args.batch_size, longest_first=True):
-        line = owners[ev.job]
-        if ev.error is not None:
-            fail(line, f"Line {line.line}: {ev.error}")
-        elif isinstance(ev.event, SynthesisResult):
-            result = ev.event
-            try:
-                if result.codes.shape[0] == 0:
-                    raise UsageError("the model produced no audio frames for this text; try another seed.")
-                wav = _write_result(out, line.name, result, args.codes, args.overwrite)
-            except (EngineError, OSError) as e:
-                fail(line, f"Line {line.line}: {as_sentence(str(e))}")
-                continue
-            moved = "" if wav.stem == line.name else f" ({line.name}.wav appeared during the run and was left alone)"
-            print(f"ok      {line.name}: wrote {wav}{moved} ({result.seconds:.2f} s, {result.codes.shape[0]} frames, "
-                  f"ended by {result.ended_by}, seed {result.seed})", flush=True)
+    run_speeches(synth.speak_many(requests, batch_size=args.batch_size, longest_first=True),
+                 on_samples=lambda i, chunk: samples.setdefault(i, []).append(chunk.samples),
+                 on_audio=lambda i, ev: codes.setdefault(i, []).append(ev.result.codes),
+                 on_skipped=lambda i, ev: skipped.setdefault(i, []).append(ev.message),
+                 on_done=done, on_failed=failed_line)
     return 1 if failed else 0
 
 

@@ -70,3 +70,30 @@ def test_existing_outputs_fail_naming_overwrite_and_overwrite_replaces_them(tmp_
     assert stdout.startswith(f"ok      xv: wrote {out / 'xv.wav'} ("), stdout
     assert np.array_equal(np.load(out / "xv.codes.npy"), xv["codes"])
     assert sorted(p.name for p in out.iterdir()) == ["xv.codes.npy", "xv.wav"]  # replaced, not "xv (2).wav"
+
+
+def test_a_jobs_line_is_spoken_as_synth_speaks_it(tmp_path, capsys):
+    """A line goes through the engine's one door like `qwen3tts synth`: a text longer than one chunk is split,
+    guarded and joined the same way (with the same seed, the same codes and the same samples), a short one too."""
+    import soundfile as sf
+
+    bundle = bundle_for("tiny06b", "fp32")
+    ref = AUDIO / load_case(OUTPUTS / "tiny06b" / "synth_xv_en_16k.npz")["ref_audio"]
+    long = " ".join(["This sentence is here to make the text longer than one chunk of the splitter."] * 4)
+    texts = {"long": long, "short": "Hello there."}
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("".join(json.dumps({"name": name, "text": text, "language": "english", "ref": str(ref),
+                                        "x_vector_only": True, "max_frames": 6, "seed": 3}) + "\n"
+                            for name, text in texts.items()), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["batch", "--model", str(bundle), "--jobs", str(jobs), "--out-dir", str(out), "--codes",
+                 "--batch-size", "2", "--threads", "1"]) == 0
+    stdout = capsys.readouterr().out
+    assert "ok      long:" in stdout and "2 chunks" in stdout, stdout
+    for name, text in texts.items():
+        alone = tmp_path / f"{name}-alone.wav"
+        assert main(["synth", "--model", str(bundle), "--text", text, "--language", "english", "--ref", str(ref),
+                     "--x-vector-only", "--max-frames", "6", "--seed", "3", "-o", str(alone), "--codes-out",
+                     str(alone.with_suffix(".npy")), "--threads", "1"]) == 0
+        np.testing.assert_array_equal(np.load(out / f"{name}.codes.npy"), np.load(alone.with_suffix(".npy")))
+        np.testing.assert_array_equal(sf.read(out / f"{name}.wav")[0], sf.read(alone)[0])
