@@ -124,12 +124,13 @@ class SynthesisJob:
 
 @dataclass(frozen=True)
 class JobEvent:
-    """An event of job number `job` (its index in the list given to synthesize_many): `event` is a FrameEvent
-    or the job's final SynthesisResult; `error` is set instead when the job failed or was cancelled (then it
-    has no other events after this one)."""
+    """An event of job number `job` (its index in the list given to synthesize_many): `event` is a FrameEvent, an
+    AudioChunk (settings.stream_audio: the job's audio as its frames are decoded) or the job's final
+    SynthesisResult; `error` is set instead when the job failed or was cancelled (then it has no other events
+    after this one)."""
 
     job: int
-    event: FrameEvent | SynthesisResult | None = None
+    event: FrameEvent | AudioChunk | SynthesisResult | None = None
     error: EngineError | None = None
 
 
@@ -142,8 +143,7 @@ def check_batch_size(batch_size: object) -> int:
 
 
 def check_batch_request(settings: GenerationSettings, batch_size: object) -> int:
-    """What synthesize_many asks beyond one synthesis's checks (the engine and the app's test fake share it):
-    no streamed audio (each job is decoded when it ends) and a valid batch size, returned as an int."""
-    if settings.stream_audio:
-        raise TextError("Batched synthesis decodes each job when it ends; it cannot stream audio.")
+    """What synthesize_many asks beyond one synthesis's checks (the engine and the app's test fake share it): a
+    valid batch size, returned as an int. Any settings of one synthesis will do (stream_audio too: each job's
+    audio then streams as its frames are decoded)."""
     return check_batch_size(batch_size)

@@ -272,6 +272,59 @@ def test_sampled_batch_equals_alone(precision):
         assert np.array_equal(results[i].audio, alone.audio), f"job {i}: audio differs"
 
 
+STREAM_ATOL = 1e-4  # a streamed decode against another grouping of the same frames (tests/test_codec_decoder.py)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "q8"])
+def test_sampled_streamed_batch_equals_alone_streamed(precision):
+    """stream_audio side by side, sampled with a seed per job: each job's codes equal the job streamed alone, its
+    chunks follow one another and add up to its result's audio, and that audio is the job's streamed alone (the
+    frames a decoder push takes differ with timing: equal within the streaming decoder's bound)."""
+    from engine import AudioChunk
+
+    synth = _synth(MODELS[0], precision)
+    cases = _cases(MODELS[0])[:5]
+    caps = [6, 30, 12, 25, 9]
+    jobs = [SynthesisJob(d["text"], injected_voice(synth, d), d["language"], max_frames=cap, seed=100 + i)
+            for i, (d, cap) in enumerate(zip(cases, caps, strict=True))]
+    events = list(synth.synthesize_many(jobs, GenerationSettings(stream_audio=True), batch_size=2))
+    assert not [e for e in events if e.error is not None]
+    for i, job in enumerate(jobs):
+        mine = [e.event for e in events if e.job == i]
+        chunks = [e for e in mine if isinstance(e, AudioChunk)]
+        result = mine[-1]
+        assert isinstance(result, SynthesisResult)
+        alone = list(synth.synthesize(job.text, job.voice, job.language,
+                                      GenerationSettings(seed=job.seed, max_frames=job.max_frames, stream_audio=True)))
+        assert np.array_equal(result.codes, alone[-1].codes), f"job {i}: codes differ"
+        assert [c.start_sample for c in chunks] == list(np.cumsum([0] + [len(c.samples) for c in chunks])[:-1])
+        assert np.array_equal(np.concatenate([c.samples for c in chunks]), result.audio)
+        np.testing.assert_allclose(result.audio, alone[-1].audio, rtol=0, atol=STREAM_ATOL)
+        assert 0 < result.timings.first_audio <= result.timings.total
+
+
+def test_a_cancelled_streamed_job_stops_and_the_others_stream_on():
+    synth = _synth(MODELS[0])
+    cases = _cases(MODELS[0])[:3]
+    jobs = [SynthesisJob(d["text"], injected_voice(synth, d), d["language"], max_frames=12, seed=5 + i)
+            for i, d in enumerate(cases)]
+    run = synth.synthesize_many(jobs, GenerationSettings(stream_audio=True), batch_size=3)
+    events = []
+    for e in run:
+        events.append(e)
+        if e.job == 1 and e.event is not None and getattr(e.event, "index", None) == 2:
+            run.cancel(1)
+    cut = next(k for k, e in enumerate(events) if e.error is not None)
+    assert events[cut].job == 1 and isinstance(events[cut].error, Cancelled)
+    assert not [e for e in events[cut + 1:] if e.job == 1]
+    for i in (0, 2):
+        result = [e.event for e in events if e.job == i][-1]
+        alone = list(synth.synthesize(jobs[i].text, jobs[i].voice, jobs[i].language,
+                                      GenerationSettings(seed=5 + i, max_frames=12, stream_audio=True)))[-1]
+        assert np.array_equal(result.codes, alone.codes)
+        np.testing.assert_allclose(result.audio, alone.audio, rtol=0, atol=STREAM_ATOL)
+
+
 def test_cancel_one_job_and_bad_job():
     synth = _synth(MODELS[0])
     cases = _cases(MODELS[0])[:3]

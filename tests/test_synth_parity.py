@@ -168,3 +168,72 @@ def test_streaming_audio_equals_final_audio(path):
     assert [c.start_sample for c in chunks] == list(np.cumsum([0] + [len(c.samples) for c in chunks])[:-1])
     np.testing.assert_allclose(result.audio[len(result.audio) - len(played):], played, rtol=0, atol=0)
     np.testing.assert_allclose(result.audio, d["wav"], rtol=0, atol=WAV_ATOL)
+
+
+def side_by_side_streamed(synth: Synthesizer, cases: list[dict], batch_size: int) -> tuple[list, dict, dict]:
+    """synthesize_many over the cases with stream_audio: (the events in order, each job's chunks, its result)."""
+    from engine import SynthesisJob
+    from engine.types import AudioChunk, SynthesisResult
+
+    jobs = [SynthesisJob(d["text"], injected_voice(synth, d), d["language"], max_frames=d["max_new_tokens"] - 1)
+            for d in cases]
+    settings = greedy(cases[0])
+    settings.stream_audio = True
+    events = list(synth.synthesize_many(jobs, settings, batch_size=batch_size))
+    assert not [e for e in events if e.error is not None]
+    chunks = {i: [e.event for e in events if e.job == i and isinstance(e.event, AudioChunk)] for i in range(len(jobs))}
+    results = {e.job: e.event for e in events if isinstance(e.event, SynthesisResult)}
+    return events, chunks, results
+
+
+@pytest.mark.parametrize("model", sorted({p.parent.name for p in CASES}))
+def test_streaming_side_by_side_equals_final_audio(model):
+    """Jobs side by side with stream_audio (x-vector and ICL voices, ending at different frames, more jobs than
+    the batch size): each job's chunks come in order after the frames they decode and before its result, add up
+    to its result's audio, and that is the official waveform, exactly as one streamed synthesis."""
+    from engine.types import AudioChunk, FrameEvent
+
+    synth = synth_for(model)
+    everything = [load_case(p) for p in CASES if p.parent.name == model]
+    for non_streaming in sorted({d["non_streaming"] for d in everything}):  # a run-wide setting
+        cases = [d for d in everything if d["non_streaming"] == non_streaming]
+        events, chunks, results = side_by_side_streamed(synth, cases, batch_size=min(3, max(1, len(cases) - 1)))
+        for i, d in enumerate(cases):
+            result = results[i]
+            assert_codes(result.codes, d["codes"])
+            played = np.concatenate([c.samples for c in chunks[i]]) if chunks[i] else np.zeros(0, np.float32)
+            assert [c.start_sample for c in chunks[i]] == list(np.cumsum([0] + [len(c.samples) for c in chunks[i]])[:-1])
+            np.testing.assert_allclose(result.audio[len(result.audio) - len(played):], played, rtol=0, atol=0)
+            assert len(played) == len(result.codes) * 1920
+            np.testing.assert_allclose(result.audio, d["wav"], rtol=0, atol=WAV_ATOL)
+            frames_seen, done = 0, False
+            for e in events:
+                if e.job != i:
+                    continue
+                assert not done, f"job {i}: an event after its result"
+                frames_seen += isinstance(e.event, FrameEvent)
+                if isinstance(e.event, AudioChunk):  # a chunk never comes before the frames it decodes
+                    assert e.event.start_sample + len(e.event.samples) <= frames_seen * 1920
+                done = e.event is result
+
+
+@pytest.mark.parametrize("model", sorted({p.parent.name for p in CASES})[:1])
+def test_streaming_side_by_side_without_overlap_sends_each_frame_at_once(model):
+    """Decoding on the generating thread (overlap off): each frame's chunk follows its frame at once, so a job's
+    audio goes out while the others are still generating; the audio is the official waveform as with overlap."""
+    from engine.types import AudioChunk, FrameEvent
+
+    synth = synth_for(model)
+    cases = [load_case(p) for p in CASES if p.parent.name == model]
+    cases = [d for d in cases if d["non_streaming"] == cases[0]["non_streaming"]]
+    synth.overlap_decode = False
+    try:
+        events, chunks, results = side_by_side_streamed(synth, cases, batch_size=min(4, len(cases)))
+    finally:
+        synth.overlap_decode = True
+    for i, d in enumerate(cases):
+        np.testing.assert_allclose(results[i].audio, d["wav"], rtol=0, atol=WAV_ATOL)
+    for prev, e in zip(events, events[1:], strict=False):
+        if isinstance(prev.event, FrameEvent):
+            assert isinstance(e.event, AudioChunk) and e.job == prev.job
+            assert e.event.start_sample == prev.event.index * 1920

@@ -159,8 +159,10 @@ class SynthesizerContract(Protocol):
     def synthesize_many(self, jobs: Sequence[SynthesisJob], settings: GenerationSettings | None = None,
                         batch_size: int | None = None, longest_first: bool = False) -> BatchEvents:
         """Several jobs (voice and instruct as for synthesize()), up to batch_size (None: suggested_batch_size)
-        sharing every model step; each job's codes are exactly what synthesize() alone gives it. longest_first:
-        the jobs expected to run longest start first (all done sooner; job numbers unchanged)."""
+        sharing every model step; each job's codes are exactly what synthesize() alone gives it, and with
+        settings.stream_audio each job's audio comes as AudioChunk JobEvents while it is made, as synthesize()
+        streams it. longest_first: the jobs expected to run longest start first (all done sooner; job numbers
+        unchanged)."""
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
         """Codec ids (frames, 16) -> float32 audio at SAMPLE_RATE."""

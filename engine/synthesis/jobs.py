@@ -1,6 +1,7 @@
 """From planned jobs to the events their caller sees: the frames of the one frame loop (synthesis/generation.py)
 as FrameEvents, their audio streamed as the frames come (synthesis/streaming.py) or decoded whole when a sequence
-ends, and each job's SynthesisResult with its timings. One synthesis is a batch of one job."""
+ends (synthesis/job_audio.py: for jobs side by side, beside their generation), and each job's SynthesisResult with
+its timings. One synthesis is a batch of one job."""
 from __future__ import annotations
 
 import time
@@ -14,8 +15,9 @@ from ..errors import Cancelled, EngineError
 from ..nets.code_predictor import CodePredictor
 from ..nets.codec_decoder import CodecDecoder
 from ..nets.talker import Talker
-from ..types import FrameEvent, JobEvent, SynthesisEvent, SynthesisResult, Timings
+from ..types import AudioChunk, FrameEvent, JobEvent, SynthesisEvent, SynthesisResult, Timings
 from .generation import FrameLoop, SequenceState, generate
+from .job_audio import SideBySideAudio, final_audio
 from .streaming import StreamedAudio
 
 
@@ -69,9 +71,14 @@ def job_events(talker: Talker, code_predictor: CodePredictor, decoder: CodecDeco
 
 def batch_events(talker: Talker, code_predictor: CodePredictor, decoder: CodecDecoder,
                  planned: list[tuple[int, Job]], failed: list[tuple[int, EngineError]], batch_size: int,
-                 take_cancelled: Callable[[], list[int]], load_seconds: float) -> Generator[JobEvent, None, None]:
+                 take_cancelled: Callable[[], list[int]], load_seconds: float, overlap_decode: bool = True,
+                 streaming_threads: int | None = None) -> Generator[JobEvent, None, None]:
     """The JobEvents of several jobs side by side (engine.BatchRun): the failed ones at once, then per step the
-    frames made and the results of the jobs that ended; a job take_cancelled() names is dropped before the step."""
+    frames made, the audio chunks of streamed jobs (job.stream_audio) decoded so far, and the results of the jobs
+    whose audio is complete; a job take_cancelled() names is dropped before the step. Each job's chunks come in
+    order after the frames they decode, its result after its last chunk. overlap_decode: all decoding on one
+    worker thread beside generation (job_audio.py), results once their audio is done; else on this thread, each
+    result at its job's end. streaming_threads: the most threads generation uses while audio streams."""
     t_start = time.perf_counter()
     for i, error in failed:
         yield JobEvent(job=i, error=error)
@@ -80,18 +87,49 @@ def batch_events(talker: Talker, code_predictor: CodePredictor, decoder: CodecDe
     timings = {i: Timings(load=load_seconds) for i in jobs}
     for i, job in planned:
         loop.add(i, job.sequence, timings[i])
-    while not loop.done:
-        for i in take_cancelled():
-            if loop.drop(i):
-                yield JobEvent(job=i, error=Cancelled("This job was cancelled."))
-        if loop.done:
-            break
-        step = loop.step()
-        now = time.perf_counter()
-        for i, frame in step.frames:
-            yield JobEvent(job=i, event=jobs[i].frame_event(frame, now - t_start, step.seconds))
-        for i in step.ended:
-            yield JobEvent(job=i, event=job_result(decoder, jobs[i], timings[i], t_start, None))
+    audio = SideBySideAudio(decoder, overlap_decode)
+    streams = any(job.stream_audio for job in jobs.values())
+    if streams:
+        talker.governor.limit = code_predictor.governor.limit = streaming_threads
+
+    def chunk_event(i: int, chunk: AudioChunk) -> JobEvent:
+        if timings[i].first_audio == 0.0:
+            timings[i].first_audio = time.perf_counter() - t_start
+        return JobEvent(job=i, event=chunk)
+
+    def ready() -> Iterator[JobEvent]:
+        for i, chunk in audio.chunks():
+            yield chunk_event(i, chunk)
+        for i, samples in audio.complete():
+            yield JobEvent(job=i, event=job_result(decoder, jobs[i], timings[i], t_start, samples))
+
+    try:
+        while not loop.done:
+            for i in take_cancelled():
+                if loop.drop(i):
+                    audio.drop(i)
+                    yield JobEvent(job=i, error=Cancelled("This job was cancelled."))
+            if loop.done:
+                break
+            step = loop.step()
+            now = time.perf_counter()
+            for i, frame in step.frames:
+                job = jobs[i]
+                yield JobEvent(job=i, event=job.frame_event(frame, now - t_start, step.seconds))
+                if job.stream_audio:
+                    for chunk in audio.push(i, job.ref_codes, timings[i], frame):
+                        yield chunk_event(i, chunk)
+            for i in step.ended:
+                job = jobs[i]
+                audio.end(i, job.sequence.codes(), job.ref_codes, timings[i], job.decode)
+            yield from ready()
+        while audio.busy:  # generation is over: the rest of the audio as it is done
+            audio.wait()
+            yield from ready()
+    finally:
+        audio.close()
+        if streams:
+            talker.governor.limit = code_predictor.governor.limit = None
 
 
 def job_result(decoder: CodecDecoder, job: Job, timings: Timings, t_start: float,
@@ -115,16 +153,3 @@ def job_result(decoder: CodecDecoder, job: Job, timings: Timings, t_start: float
         timings.rtf = timings.total / timings.audio_seconds
     return SynthesisResult(audio=audio, codes=codes, ended_by=seq.ended_by or "", seed=seq.sampler.seed,
                            timings=timings)
-
-
-def final_audio(decoder: CodecDecoder, codes: np.ndarray, ref_codes: np.ndarray | None) -> np.ndarray:
-    """Decode as the official wrapper does: ICL decodes reference + generated frames, then cuts the reference
-    part: int(T_ref / T_total * n_samples) samples (float64 arithmetic, truncation)."""
-    if ref_codes is None:
-        if codes.shape[0] == 0:
-            return np.zeros(0, np.float32)
-        return np.asarray(decoder.decode(codes), np.float32)
-    full = np.concatenate([ref_codes, codes], axis=0)
-    wav = np.asarray(decoder.decode(full), np.float32)
-    cut = int(ref_codes.shape[0] / max(full.shape[0], 1) * wav.shape[0])
-    return wav[cut:]

@@ -222,6 +222,27 @@ def test_synthesize_many(synth, voice):
             synth.synthesize_many(jobs, batch_size=bad)
 
 
+def test_synthesize_many_streams_audio(synth, voice):
+    """With stream_audio each job's chunks come between its first frame and its result, contiguous, never ahead
+    of its frames, and add up to its audio; a job without frames beyond the cap still ends with its result."""
+    jobs = [SynthesisJob("Hello there.", voice, "english", max_frames=m, seed=4 + m) for m in (6, 3)]
+    events = list(synth.synthesize_many(jobs, GenerationSettings(stream_audio=True), batch_size=2))
+    for j in (0, 1):
+        mine = [ev.event for ev in events if ev.job == j]
+        result = mine[-1]
+        assert isinstance(result, SynthesisResult) and not any(isinstance(e, SynthesisResult) for e in mine[:-1])
+        made, streamed = 0, []
+        for e in mine[:-1]:
+            if isinstance(e, FrameEvent):
+                made = e.index + 1
+            else:
+                assert isinstance(e, AudioChunk) and e.start_sample == sum(len(s) for s in streamed)
+                assert e.start_sample + len(e.samples) <= made * SAMPLES_PER_FRAME
+                streamed.append(e.samples)
+        assert np.array_equal(np.concatenate(streamed), result.audio)
+        assert len(result.audio) == len(result.codes) * SAMPLES_PER_FRAME
+
+
 def test_suggested_batch_size(synth, voice):
     """The model's suggestion is a valid batch size, and synthesize_many without one runs that many jobs side by
     side: all of them start before the first ends, and the next waits."""
