@@ -2,8 +2,8 @@
 Synthesizer.speak(SynthesisRequest): a text of one chunk streams its audio as the frames are decoded (as the app's
 streamed take: synthesize's frame cap, no retry), a longer text is split, guarded and joined as the app reads a
 long text, one chunk per turn. Requests waiting together with equal settings run side by side through
-Synthesizer.synthesize_many (the engine has no door for several requests at once): each one's codes, and so its
-audio, are what synthesize() alone gives it with the same seed; each is decoded whole when it ends.
+Synthesizer.synthesize_many (the engine has no door for several requests at once): each one's codes are what
+synthesize() alone gives it with the same seed, and its audio streams as its frames are decoded, as it would alone.
 
 Each run posts its task's events (task.py) and checks between frames whether the task must stop (its client left,
 or its time ran out): the generation is closed there, which cancels it in the engine."""
@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from engine import (
+    AudioChunk,
     ChunkAudio,
     ChunkSkipped,
     ChunkStream,
     EngineError,
-    FrameEvent,
     LongResult,
     LongTextOptions,
     Speaker,
@@ -105,12 +105,12 @@ class SpeechRun:
 
 
 def speak_together(synth: SynthesizerContract, tasks: list[SpeechTask]) -> None:
-    """Several tasks (each a text of one chunk) sharing every model step; each one's audio is posted whole when it
-    ends."""
+    """Several tasks (each a text of one chunk) sharing every model step; each one's audio is posted as its frames
+    are decoded (beside the generation of them all), as a task alone streams it."""
     jobs = [SynthesisJob(text=t.text, voice=t.voice.name if isinstance(t.voice, Speaker) else t.voice,
                          language=t.language, max_frames=t.settings.max_frames,
                          seed=t.settings.seed, instruct=t.instruct) for t in tasks]
-    settings = replace(tasks[0].settings, seed=None, max_frames=None, stream_audio=False)
+    settings = replace(tasks[0].settings, seed=None, max_frames=None, stream_audio=True)
     try:
         run = synth.synthesize_many(jobs, settings, batch_size=len(tasks))
     except EngineError as e:
@@ -136,13 +136,13 @@ def speak_together(synth: SynthesizerContract, tasks: list[SpeechTask]) -> None:
                 task.post(Failed(engine_error(job_event.error)))
                 ended.add(i)
                 continue
-            if i not in started and isinstance(job_event.event, (FrameEvent, SynthesisResult)):
+            if i not in started and job_event.event is not None:
                 started.add(i)
                 task.post(Started(batched=len(tasks), seed=task.settings.seed))
-            if isinstance(job_event.event, SynthesisResult):
-                result = job_event.event
-                task.post(Audio(result.audio))
-                task.post(Finished(seconds=result.seconds))
+            if isinstance(job_event.event, AudioChunk):
+                task.post(Audio(job_event.event.samples))
+            elif isinstance(job_event.event, SynthesisResult):
+                task.post(Finished(seconds=job_event.event.seconds))
                 ended.add(i)
     finally:
         run.close()

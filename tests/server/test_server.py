@@ -195,13 +195,63 @@ def test_requests_waiting_together_run_side_by_side_with_the_audio_they_get_alon
     assert all(results[i][0] == 200 for i in range(4))
     assert max(int(results[i][1]["x-batched"]) for i in range(4)) >= 2  # they ran side by side
     for i in range(4):
-        # side by side: exactly the audio synthesize() gives it alone with its seed (decoded whole)
-        assert same_audio(read_audio(results[i][2]), local(synth, texts[i], VOICES[i % 2], library, seed=100 + i))
+        # side by side and alone: the speech synthesize() streams alone with its seed (within the tolerance of
+        # streamed decoding, whose pushes group frames as the decoder keeps up)
+        want = local(synth, texts[i], VOICES[i % 2], library, seed=100 + i, stream=True)
+        assert same_audio(read_audio(results[i][2]), want, streamed=True)
         alone = post_speech(server.address, {"input": texts[i], "voice": VOICES[i % 2], "seed": 100 + i,
                                              "response_format": "flac", "max_frames": FRAMES})
-        assert alone[1]["x-batched"] == "1"  # alone, the same speech streamed: within the streaming tolerance
-        assert same_audio(read_audio(alone[2]), local(synth, texts[i], VOICES[i % 2], library, seed=100 + i),
-                          streamed=True)
+        assert alone[1]["x-batched"] == "1"
+        assert same_audio(read_audio(alone[2]), want, streamed=True)
+
+
+def test_requests_side_by_side_stream_their_first_audio_before_their_last_frame(server, synth, library,
+                                                                                   monkeypatch):
+    """Requests generated side by side stream as a request alone does: the openai client gets each one's first
+    bytes before the last frame of its speech is made, and the bytes are the speech synthesize() streams alone.
+    Every model step is slowed down here (and its end time noted) so that "before" is plain to see."""
+    from engine.synthesis import generation
+
+    frames = 12
+    seeds = [s for s in range(60) if len(local(synth, TEXT, "Anna", library, s)) >= frames * engine.SAMPLES_PER_FRAME]
+    seeds = seeds[:3]  # each runs to the frame cap: all three make their last frame at the run's last frame step
+    assert len(seeds) == 3
+    made: list[float] = []  # when each step that made frames ended
+    step = generation.FrameLoop.step
+
+    def slow_step(loop):
+        result = step(loop)
+        if result.frames:
+            made.append(time.monotonic())
+        time.sleep(0.05)
+        return result
+
+    monkeypatch.setattr(generation.FrameLoop, "step", slow_step)
+    first: dict[int, float] = {}
+    got: dict[int, tuple[int, bytes]] = {}
+
+    def send(i: int) -> None:
+        pieces = []
+        with client(server).audio.speech.with_streaming_response.create(
+                model="tts-1", voice="Anna", input=TEXT, response_format="pcm",
+                extra_body={"seed": seeds[i], "max_frames": frames}) as response:
+            for piece in response.iter_bytes():
+                if piece and i not in first:
+                    first[i] = time.monotonic()
+                pieces.append(piece)
+            got[i] = int(response.headers["x-batched"]), b"".join(pieces)
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    monkeypatch.undo()
+    assert sorted(got) == [0, 1, 2] and all(batched == 3 for batched, _ in got.values())
+    for i, seed in enumerate(seeds):
+        want = local(synth, TEXT, "Anna", library, seed, stream=True)[:frames * engine.SAMPLES_PER_FRAME]
+        assert same_audio(np.frombuffer(got[i][1], "<i2"), want, streamed=True)
+        assert first[i] < made[-1], f"request {i}: its first bytes came after its last frame"
 
 
 def test_a_long_input_goes_through_the_long_text_path(server, synth, library):
