@@ -210,3 +210,40 @@ def test_max_new_tokens_stops_where_transformers_would(transcribers):
     assert list(result.token_ids) == ref[:7] and not result.complete
     with pytest.raises(ValueError):
         transcribers["tinywhisper80"].transcribe(_clip("en_16k_10s"), max_new_tokens=0)
+
+
+def test_the_whisper_part_is_one_typed_record_and_the_manifests_read_back_byte_identical(bundles):
+    """WhisperPart: each fixture bundle's Whisper part reads into the typed record and writes back to the same JSON
+    bytes (so bundles converted before it open the same); the networks and the transcriber read it."""
+    from engine.runtime.bundle import Bundle
+    from engine.runtime.whisper_part import WhisperPart
+
+    for model, path in bundles.items():
+        bundle = Bundle.open(path)
+        stored = bundle.manifest["parts"]["whisper"]
+        part = bundle.record(WhisperPart)
+        assert json.dumps(part.to_manifest()) == json.dumps(stored)
+        config = json.loads((WHISPER / "models" / model / "config.json").read_text(encoding="utf-8"))
+        assert (part.spec.mels, part.spec.d_model) == (config["num_mel_bins"], config["d_model"])
+        assert part.preprocessor["feature_size"] == config["num_mel_bins"]
+
+
+def test_a_checkpoint_whose_feature_extractor_has_a_wrong_typed_value_is_not_converted(tmp_path):
+    src = tmp_path / "ckpt"
+    shutil.copytree(WHISPER / "models" / "tinywhisper80", src)
+    pre = json.loads((src / "preprocessor_config.json").read_text(encoding="utf-8"))
+    (src / "preprocessor_config.json").write_text(json.dumps({**pre, "hop_length": "160"}), encoding="utf-8")
+    with pytest.raises(engine.ConvertError, match="hop_length is '160', not a positive whole number") as caught:
+        convert_checkpoint(src, tmp_path / "b")
+    assert "\n" not in str(caught.value) and not (tmp_path / "b").exists()
+
+
+def test_a_bundle_whose_feature_extractor_differs_from_the_front_end_is_refused(bundles, tmp_path):
+    """A checkpoint with another hop or rate was transcribed from features computed with this front end's: noise."""
+    copy = tmp_path / "hop"
+    shutil.copytree(bundles["tinywhisper80"], copy)
+    manifest = json.loads((copy / "manifest.json").read_text(encoding="utf-8"))
+    manifest["parts"]["whisper"]["preprocessor"]["hop_length"] = 320
+    (copy / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(engine.BundleError, match="feature extractor has hop_length 320; this app's front end has 160"):
+        engine.Transcriber(copy)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ import numpy as np
 
 from ..errors import ConvertError
 from ..runtime.ncnn_graph import Graph, raw, tagged
+from ..runtime.whisper_part import FRONT_END, WhisperPart, WhisperSpec
 from .checkpoint import SafetensorsFile
 from .talker import FEATMASK_NO_FP16, fp16_lossless
 
@@ -36,7 +36,6 @@ ENCODER_GRAPH = "whisper_encoder"
 DECODER_GRAPH = "whisper_decoder"
 TOKEN_TABLE = "whisper_tokens"
 POSITION_TABLE = "whisper_positions"
-PART = "whisper"  # the manifest part a Whisper bundle has (and a TTS bundle has not)
 PRECISIONS = ("fp32", "fp16")
 REQUIRED_FILES = ("config.json", "generation_config.json", "model.safetensors", "preprocessor_config.json",
                   "vocab.json")
@@ -53,47 +52,29 @@ def is_whisper_checkpoint(path: str | Path) -> bool:
     return isinstance(config, dict) and config.get("model_type") == "whisper"
 
 
-@dataclass(frozen=True)
-class WhisperSpec:
-    """The shapes of one Whisper model, read from its config.json."""
-
-    mels: int
-    d_model: int
-    encoder_layers: int
-    decoder_layers: int
-    encoder_heads: int
-    decoder_heads: int
-    source_positions: int
-    target_positions: int
-    vocab_size: int
-    embed_scale: float
-
-    @classmethod
-    def from_config(cls, cfg: dict[str, Any]) -> WhisperSpec:
-        try:
-            d = int(cfg["d_model"])
-            spec = cls(
-                mels=int(cfg["num_mel_bins"]), d_model=d, encoder_layers=int(cfg["encoder_layers"]),
-                decoder_layers=int(cfg["decoder_layers"]), encoder_heads=int(cfg["encoder_attention_heads"]),
-                decoder_heads=int(cfg["decoder_attention_heads"]),
-                source_positions=int(cfg.get("max_source_positions", 1500)),
-                target_positions=int(cfg.get("max_target_positions", 448)), vocab_size=int(cfg["vocab_size"]),
-                embed_scale=math.sqrt(d) if cfg.get("scale_embedding") else 1.0,
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            raise ConvertError(f"config.json: the Whisper config is missing or has a bad value: {e}") from None
-        for heads in (spec.encoder_heads, spec.decoder_heads):
-            if heads <= 0 or d % heads:
-                raise ConvertError(f"config.json: d_model {d} is not a multiple of {heads} attention heads")
-        if (cfg.get("activation_function") or "gelu") != "gelu":
-            raise ConvertError(f"config.json: activation {cfg.get('activation_function')!r} is not supported")
-        if spec.source_positions != 1500:
-            raise ConvertError(f"config.json: max_source_positions {spec.source_positions} is not supported "
-                               "(Whisper windows are 30 s: 1500 positions)")
-        return spec
-
-    def meta(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+def whisper_spec(cfg: dict[str, Any]) -> WhisperSpec:
+    """The shapes of one Whisper model from its config.json, checked for what the graphs support."""
+    try:
+        d = int(cfg["d_model"])
+        spec = WhisperSpec(
+            mels=int(cfg["num_mel_bins"]), d_model=d, encoder_layers=int(cfg["encoder_layers"]),
+            decoder_layers=int(cfg["decoder_layers"]), encoder_heads=int(cfg["encoder_attention_heads"]),
+            decoder_heads=int(cfg["decoder_attention_heads"]),
+            source_positions=int(cfg.get("max_source_positions", 1500)),
+            target_positions=int(cfg.get("max_target_positions", 448)), vocab_size=int(cfg["vocab_size"]),
+            embed_scale=math.sqrt(d) if cfg.get("scale_embedding") else 1.0,
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConvertError(f"config.json: the Whisper config is missing or has a bad value: {e}") from None
+    for heads in (spec.encoder_heads, spec.decoder_heads):
+        if heads <= 0 or d % heads:
+            raise ConvertError(f"config.json: d_model {d} is not a multiple of {heads} attention heads")
+    if (cfg.get("activation_function") or "gelu") != "gelu":
+        raise ConvertError(f"config.json: activation {cfg.get('activation_function')!r} is not supported")
+    if spec.source_positions != 1500:
+        raise ConvertError(f"config.json: max_source_positions {spec.source_positions} is not supported "
+                           "(Whisper windows are 30 s: 1500 positions)")
+    return spec
 
 
 class _Builder:
@@ -254,7 +235,11 @@ def convert(src: Path, writer, options) -> None:
     config = _read_json(src / "config.json")
     generation = _read_json(src / "generation_config.json")
     preprocessor = _read_json(src / "preprocessor_config.json")
-    spec = WhisperSpec.from_config(config)
+    spec = whisper_spec(config)
+    front_end = {k: preprocessor.get(k) for k in FRONT_END}
+    for key, value in front_end.items():
+        if value is not None and (type(value) is not int or value < 1):
+            raise ConvertError(f"{src}/preprocessor_config.json: {key} is {value!r}, not a positive whole number")
     for key in ("decoder_start_token_id", "eos_token_id", "no_timestamps_token_id"):
         if not isinstance(generation.get(key), int):
             raise ConvertError(f"{src}/generation_config.json has no {key}; it is not a Whisper generation config")
@@ -279,15 +264,9 @@ def convert(src: Path, writer, options) -> None:
     for name in TOKENIZER_FILES:
         if (src / name).is_file():
             writer.copy_file(src / name, f"tokenizer/{name}")
-    writer.manifest["model"] = PART
+    writer.manifest["model"] = WhisperPart.PART
     writer.manifest["precision"] = options.precision
     writer.manifest["config"] = config
     writer.manifest["generation_config"] = generation
-    writer.set_part(PART, {
-        "encoder_graph": ENCODER_GRAPH, "decoder_graph": DECODER_GRAPH,
-        "tables": {"tokens": TOKEN_TABLE, "positions": POSITION_TABLE},
-        "spec": spec.meta(),
-        "preprocessor": {k: preprocessor.get(k) for k in ("feature_size", "sampling_rate", "n_fft", "hop_length",
-                                                          "chunk_length", "n_samples", "nb_max_frames")},
-    })
+    writer.write_record(WhisperPart(ENCODER_GRAPH, DECODER_GRAPH, TOKEN_TABLE, POSITION_TABLE, spec, front_end))
     options.report(1.0, "done")

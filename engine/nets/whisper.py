@@ -17,17 +17,16 @@ import numpy as np
 from ..errors import BundleError
 from ..runtime.bundle import Bundle
 from ..runtime.ncnn_mats import InputRow, as_mat, extract, extract_raw
+from ..runtime.whisper_part import WhisperPart
 from .talker import X86
 
-PART = "whisper"
 
-
-def whisper_part(bundle: Bundle) -> dict:
+def whisper_part(bundle: Bundle) -> WhisperPart:
     """The bundle's Whisper part; a BundleError saying what the bundle is when it has none."""
-    if bundle.manifest.get("model") != PART or PART not in bundle.manifest.get("parts", {}):
+    if bundle.manifest.get("model") != WhisperPart.PART or WhisperPart.PART not in bundle.manifest.get("parts", {}):
         raise BundleError(f"{bundle.path} is a text-to-speech model, not a speech-recognition (Whisper) model; "
                           "choose a Whisper model to transcribe with")
-    return bundle.part(PART)
+    return bundle.record(WhisperPart)
 
 
 def _precision(bundle: Bundle) -> str:
@@ -41,9 +40,9 @@ class WhisperEncoder:
 
     def __init__(self, bundle: Bundle, threads: int):
         part = whisper_part(bundle)
-        self.spec = part["spec"]
-        self.net = bundle.net(part["encoder_graph"], threads, _precision(bundle))
-        self._outputs = [f"x{kv}_{i}" for i in range(int(self.spec["decoder_layers"])) for kv in ("k", "v")]
+        self.spec = part.spec
+        self.net = bundle.net(part.encoder_graph, threads, _precision(bundle))
+        self._outputs = [f"x{kv}_{i}" for i in range(self.spec.decoder_layers) for kv in ("k", "v")]
 
     def set_threads(self, threads: int) -> None:
         self.net.opt.num_threads = threads
@@ -59,17 +58,17 @@ class WhisperDecoder:
 
     def __init__(self, bundle: Bundle, threads: int):
         part = whisper_part(bundle)
-        self.spec = part["spec"]
-        self.net = bundle.net(part["decoder_graph"], threads, _precision(bundle))
-        self.tokens = bundle.table(part["tables"]["tokens"])  # memory-mapped: a token reads one row
-        self.positions = bundle.table(part["tables"]["positions"], in_memory=True)
-        layers = int(self.spec["decoder_layers"])
-        if self.tokens.shape != (int(self.spec["vocab_size"]), int(self.spec["d_model"])):
+        self.spec = part.spec
+        self.net = bundle.net(part.decoder_graph, threads, _precision(bundle))
+        self.tokens = bundle.table(part.tokens_table)  # memory-mapped: a token reads one row
+        self.positions = bundle.table(part.positions_table, in_memory=True)
+        layers = self.spec.decoder_layers
+        if self.tokens.shape != (self.spec.vocab_size, self.spec.d_model):
             raise BundleError(f"The model bundle {bundle.path} is damaged: its token table has the wrong shape.")
         self._cache_in = [f"{kv}_in_{i}" for i in range(layers) for kv in ("k", "v")]
         self._cache_out = [f"{kv}_out_{i}" for i in range(layers) for kv in ("k", "v")]
         self._cross_in = [f"x{kv}_{i}" for i in range(layers) for kv in ("k", "v")]
-        self._row = InputRow((int(self.spec["d_model"]),))
+        self._row = InputRow((self.spec.d_model,))
 
     @property
     def max_positions(self) -> int:

@@ -9,9 +9,12 @@ fixture clips: tests/test_whisper.py).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 
 import numpy as np
+
+from ..errors import BundleError
 
 SAMPLE_RATE = 16000
 N_FFT = 400
@@ -19,6 +22,17 @@ HOP = 160
 WINDOW_SECONDS = 30
 WINDOW_SAMPLES = SAMPLE_RATE * WINDOW_SECONDS  # 480000
 WINDOW_FRAMES = WINDOW_SAMPLES // HOP  # 3000
+
+
+def check_front_end(recorded: Mapping[str, int | None], n_mels: int, what: str) -> None:
+    """A BundleError when the checkpoint's feature extractor (preprocessor_config.json, as its bundle recorded it)
+    computes other features than this front end: another rate, FFT, hop or window would be transcribed as noise."""
+    ours = {"feature_size": n_mels, "sampling_rate": SAMPLE_RATE, "n_fft": N_FFT, "hop_length": HOP,
+            "chunk_length": WINDOW_SECONDS, "n_samples": WINDOW_SAMPLES, "nb_max_frames": WINDOW_FRAMES}
+    for key, value in recorded.items():
+        if value is not None and key in ours and value != ours[key]:
+            raise BundleError(f"{what} was converted from a checkpoint whose feature extractor has {key} {value}; "
+                              f"this app's front end has {ours[key]} and cannot transcribe with it.")
 
 
 def _hertz_to_mel(freq: np.ndarray) -> np.ndarray:

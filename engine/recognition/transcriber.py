@@ -110,12 +110,13 @@ class Transcriber:
     def __init__(self, bundle: str | os.PathLike | Bundle, threads: int | None = None):
         self.bundle = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
         part = whisper_part(self.bundle)
-        self.spec = part["spec"]
-        self.n_mels = int(self.spec["mels"])
+        self.spec = part.spec
+        self.n_mels = self.spec.mels
         if self.n_mels not in (80, 128):
             raise BundleError(f"The Whisper bundle {self.bundle.path} has {self.n_mels} mel bins; 80 or 128 are "
                               "supported.")
-        self.rules = DecodingRules.from_configs(self.bundle.generation_config, int(self.spec["vocab_size"]))
+        features.check_front_end(part.preprocessor, self.n_mels, f"The Whisper bundle {self.bundle.path}")
+        self.rules = DecodingRules.from_configs(self.bundle.generation_config, self.spec.vocab_size)
         self.threads = threads or max(1, min(usable_cpus(), 4))
         self.encoder = WhisperEncoder(self.bundle, self.threads)
         self.decoder = WhisperDecoder(self.bundle, self.threads)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BundleError
 from ..io.safefile import npy_bytes_needed
 from .manifest_parts import CodecDecoderPart, CodecEncoderPart, SpeakerPart, StackShape, TalkerPart, TextPart
+from .whisper_part import WhisperPart
 
 if TYPE_CHECKING:
     from .bundle import Bundle
@@ -72,6 +73,8 @@ def check_layer_shapes(bundle: Bundle) -> None:
     parts are read here, so a damaged value is refused when the bundle opens."""
     parts = bundle.manifest.get("parts", {})
     speech_config = bundle.manifest.get("speech_config") or {}
+    if WhisperPart.PART in parts:
+        bundle.record(WhisperPart)
     if SpeakerPart.PART in parts:
         bundle.record(SpeakerPart)
     if TextPart.PART in parts:

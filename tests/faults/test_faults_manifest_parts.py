@@ -90,3 +90,69 @@ def test_a_bundle_whose_parts_lack_every_value_added_later_opens_and_speaks(tmp_
             Bundle.open(bundle)
         assert "\n" not in str(caught.value)
         _edit_manifest(bundle, strip)
+
+
+# --- the Whisper part ----------------------------------------------------------------------------------------------
+
+WHISPER_MODEL = Path(__file__).resolve().parents[1] / "fixtures" / "whisper" / "models" / "tinywhisper80"
+WHISPER_DAMAGE = [  # (path of keys in the part, damaged value, what the line says)
+    (("encoder_graph",), 3, "'encoder_graph' is not a name"),
+    (("decoder_graph",), None, "'decoder_graph' is not a name"),
+    (("tables",), ["whisper_tokens"], "'tables' is not a table of values"),
+    (("tables", "tokens"), 1, "its tables: 'tokens' is not a name"),
+    (("tables", "positions"), False, "its tables: 'positions' is not a name"),
+    (("spec",), "tiny", "'spec' is not a table of values"),
+    (("spec", "mels"), "80", "its spec: 'mels' is not a whole number"),
+    (("spec", "d_model"), 0, "its spec: 'd_model' is 0, not a positive count"),
+    (("spec", "encoder_layers"), 1.5, "its spec: 'encoder_layers' is not a whole number"),
+    (("spec", "decoder_layers"), -2, "its spec: 'decoder_layers' is -2, not a positive count"),
+    (("spec", "encoder_heads"), 7, "'d_model' 32 is not a multiple of 'encoder_heads' \\(7\\)"),
+    (("spec", "decoder_heads"), True, "its spec: 'decoder_heads' is not a whole number"),
+    (("spec", "source_positions"), [1500], "its spec: 'source_positions' is not a whole number"),
+    (("spec", "target_positions"), 0, "its spec: 'target_positions' is 0, not a positive count"),
+    (("spec", "vocab_size"), "big", "its spec: 'vocab_size' is not a whole number"),
+    (("spec", "embed_scale"), "1", "its spec: 'embed_scale' is not a number"),
+    (("preprocessor",), 16000, "'preprocessor' is not a table of values"),
+    (("preprocessor", "sampling_rate"), "16k", "front end's 'sampling_rate' is not a positive whole number"),
+    (("preprocessor", "n_fft"), -400, "front end's 'n_fft' is not a positive whole number"),
+]
+
+
+@pytest.fixture(scope="module")
+def whisper_bundle(tmp_path_factory) -> Path:
+    return convert_checkpoint(WHISPER_MODEL, tmp_path_factory.mktemp("whisper") / "b")
+
+
+@pytest.mark.parametrize("keys, bad, says", WHISPER_DAMAGE, ids=lambda v: ".".join(v) if isinstance(v, tuple) else None)
+def test_a_damaged_whisper_part_is_one_line_when_the_bundle_opens(whisper_bundle, tmp_path, capsys, keys, bad, says):
+    from engine.runtime.whisper_part import WhisperPart
+
+    bundle = tmp_path / "b"
+    shutil.copytree(whisper_bundle, bundle)
+
+    def damage(m: dict) -> None:
+        where = m["parts"]["whisper"]
+        for key in keys[:-1]:
+            where = where[key]
+        where[keys[-1]] = bad
+
+    _edit_manifest(bundle, damage)
+    with pytest.raises(BundleError, match=says) as caught:
+        Bundle.open(bundle)
+    assert f"The manifest of {bundle} is damaged: its 'whisper' part" in str(caught.value)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(BundleError, match=says):
+        WhisperPart.from_manifest(json.loads((bundle / "manifest.json").read_text())["parts"]["whisper"])
+    code, err = run_cli(capsys, "transcribe", "--model", bundle, Path(__file__).resolve().parents[1] / "fixtures" /
+                        "audio" / "en_24k_mono_2s.wav", "--threads", "1")
+    lines = err.strip().splitlines()
+    assert code != 0 and len(lines) == 1 and "Traceback" not in err and "'whisper' part" in lines[0], err
+
+
+def test_a_whisper_part_missing_a_value_names_it(whisper_bundle, tmp_path):
+    bundle = tmp_path / "b"
+    shutil.copytree(whisper_bundle, bundle)
+    _edit_manifest(bundle, lambda m: m["parts"]["whisper"]["spec"].pop("vocab_size"))
+    with pytest.raises(BundleError, match=r"its 'whisper' part.spec has no 'vocab_size'") as caught:
+        Bundle.open(bundle)
+    assert "\n" not in str(caught.value)
