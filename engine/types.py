@@ -111,8 +111,8 @@ SynthesisEvent = FrameEvent | AudioChunk | SynthesisResult
 @dataclass(frozen=True)
 class SynthesisJob:
     """One utterance of a batched run (Synthesizer.synthesize_many). voice and instruct are as for
-    Synthesizer.synthesize (a Voice, a CustomVoice speaker name, or None for VoiceDesign); max_frames / seed,
-    when given, replace the run's settings for this job only."""
+    Synthesizer.synthesize (a Voice, a CustomVoice speaker name, or None for VoiceDesign); max_frames / seed /
+    stream_audio, when given, replace the run's settings for this job only."""
 
     text: str
     voice: VoiceChoice
@@ -120,6 +120,7 @@ class SynthesisJob:
     max_frames: int | None = None
     seed: int | None = None
     instruct: str | None = None
+    stream_audio: bool | None = None
 
 
 @dataclass(frozen=True)

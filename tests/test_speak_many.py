@@ -166,8 +166,8 @@ def engine_synth(request):
 
 def test_speak_many_on_the_model_is_speak_alone(engine_synth):
     """Sampled requests with their own seeds and caps side by side, a long one, a streamed one and a refused one:
-    every request's codes and audio are what synth.speak(request) alone gives (a streamed one's audio is decoded
-    whole side by side: within the streaming decoder's tolerance of what it streams alone)."""
+    every request's codes and audio are what synth.speak(request) alone gives (a streamed one's audio streams
+    side by side too: within the streaming decoder's tolerance of what it streams alone)."""
     from engine.voice import Voice
     from tests.test_synthesizer import STREAM_ATOL
 
@@ -207,3 +207,49 @@ def run_speeches_alone(synth, request, pieces: list) -> LongResult:
     from engine.longform.consuming import run_speech
 
     return run_speech(synth.speak(request), on_audio=pieces.append)
+
+
+@pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "inline"])
+def test_streamed_requests_side_by_side_stream_as_they_are_decoded(engine_synth, overlap):
+    """Requests asking stream_audio, side by side with one that does not: each streamed one's audio comes as
+    ChunkStream pieces, in order, before its ChunkAudio (which holds the same samples, streamed=True); the plain
+    one has none. The audio is speak() alone's. Decoded on the generating thread (overlap off), each piece follows
+    its frame at once, so audio goes out while the other requests are still generating; on the decoder's own
+    thread it comes when that thread has it."""
+    from engine.longform.events import ChunkStream
+    from engine.voice import Voice
+    from tests.test_synthesizer import STREAM_ATOL
+
+    synth = engine_synth
+    voice = Voice(xvector=np.random.default_rng(1).standard_normal(synth.hidden_size).astype(np.float32),
+                  model_id=synth.model_id)
+    requests = [SynthesisRequest(text, voice, "english", GenerationSettings(seed=seed, max_frames=cap,
+                                                                            stream_audio=stream))
+                for text, seed, cap, stream in [("Streamed first line.", 3, 10, True), ("A plain one.", 4, 14, False),
+                                                ("Streamed second line here.", 5, 12, True)]]
+    synth.overlap_decode = overlap
+    try:
+        events = list(synth.speak_many(requests, batch_size=3))
+    finally:
+        synth.overlap_decode = True
+    assert not [ev for ev in events if ev.error is not None]
+    for i, request in enumerate(requests):
+        mine = [ev.event for ev in events if ev.request == i]
+        streamed = [ev.audio for ev in mine if isinstance(ev, ChunkStream)]
+        audio = [ev for ev in mine if isinstance(ev, ChunkAudio)]
+        assert len(audio) == 1 and audio[0].streamed == request.settings.stream_audio
+        if not request.settings.stream_audio:
+            assert not streamed
+            continue
+        assert len(streamed) > 1 and [c.start_sample for c in streamed] == list(
+            np.cumsum([0] + [len(c.samples) for c in streamed])[:-1])
+        assert np.array_equal(np.concatenate([c.samples for c in streamed]), audio[0].samples)
+        assert mine.index(audio[0]) > max(k for k, ev in enumerate(mine) if isinstance(ev, ChunkStream))
+        want: list[ChunkAudio] = []
+        run_speeches_alone(synth, request, want)
+        assert np.array_equal(audio[0].result.codes, want[0].result.codes)
+        np.testing.assert_allclose(audio[0].samples, want[0].samples, rtol=0, atol=STREAM_ATOL)
+    if not overlap:
+        plain_last_frame = max(k for k, ev in enumerate(events) if ev.request == 1 and isinstance(ev.event, ChunkFrame))
+        first_streamed = min(k for k, ev in enumerate(events) if isinstance(ev.event, ChunkStream))
+        assert first_streamed < plain_last_frame  # audio went out while another request was still generating

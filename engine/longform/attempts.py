@@ -47,7 +47,7 @@ class ChunkUnit:
     def job(self, run: ChunkRun) -> SynthesisJob:
         r = self.request
         return SynthesisJob(self.chunks[self.chunk].text, r.voice, r.language, max_frames=run.cap, seed=run.seed,
-                            instruct=r.instruct)
+                            instruct=r.instruct, stream_audio=r.settings.stream_audio and not self.guarded)
 
     def last(self, attempt: int) -> bool:
         return attempt == self.request.options.guard.retries or not self.guarded

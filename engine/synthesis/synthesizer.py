@@ -392,7 +392,8 @@ class Synthesizer:
                 if not isinstance(job, SynthesisJob):
                     raise TextError(f"Job {i + 1} is a {type(job).__name__}, not a SynthesisJob.")
                 own = replace(settings, max_frames=job.max_frames if job.max_frames is not None else settings.max_frames,
-                              seed=job.seed if job.seed is not None else settings.seed)
+                              seed=job.seed if job.seed is not None else settings.seed,
+                              stream_audio=job.stream_audio if job.stream_audio is not None else settings.stream_audio)
                 self.check_settings(own)
                 planned.append((i, self._plan(job.text, job.voice, job.language, own, job.instruct)))
             except EngineError as e:

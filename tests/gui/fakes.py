@@ -274,7 +274,8 @@ class FakeSynthesizer:
         runs, failed = [], []
         for i, job in enumerate(jobs):
             own = replace(settings, max_frames=job.max_frames or settings.max_frames,
-                          seed=job.seed if job.seed is not None else settings.seed)
+                          seed=job.seed if job.seed is not None else settings.seed,
+                          stream_audio=job.stream_audio if job.stream_audio is not None else settings.stream_audio)
             try:
                 runs.append((i, self.synthesize(job.text, job.voice, job.language, own, instruct=job.instruct)))
             except EngineError as e:

@@ -224,9 +224,13 @@ def test_synthesize_many(synth, voice):
 
 def test_synthesize_many_streams_audio(synth, voice):
     """With stream_audio each job's chunks come between its first frame and its result, contiguous, never ahead
-    of its frames, and add up to its audio; a job without frames beyond the cap still ends with its result."""
+    of its frames, and add up to its audio; a job's own stream_audio replaces the run's for it alone."""
     jobs = [SynthesisJob("Hello there.", voice, "english", max_frames=m, seed=4 + m) for m in (6, 3)]
-    events = list(synth.synthesize_many(jobs, GenerationSettings(stream_audio=True), batch_size=2))
+    jobs.append(SynthesisJob("Hello there.", voice, "english", max_frames=4, seed=1, stream_audio=False))
+    events = list(synth.synthesize_many(jobs, GenerationSettings(stream_audio=True), batch_size=3))
+    plain = [ev.event for ev in events if ev.job == 2]
+    assert not any(isinstance(e, AudioChunk) for e in plain)
+    assert isinstance(plain[-1], SynthesisResult) and len(plain[-1].audio) == len(plain[-1].codes) * SAMPLES_PER_FRAME
     for j in (0, 1):
         mine = [ev.event for ev in events if ev.job == j]
         result = mine[-1]
