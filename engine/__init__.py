@@ -11,6 +11,7 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     GenerationSettings         sampling and output options of one synthesis (validated by the Synthesizer);
         GENERATION_SETTINGS, SettingSpec each generation setting declared once (engine/setting_specs.py);
         SAMPLING_SETTINGS                the sampling ones among them
+        official_defaults()              every sampling setting at the official wrapper's default
     FrameEvent, AudioChunk, SynthesisResult, SynthesisEvent, Timings   what synthesis yields
     Voice                      a cloned voice (x-vector, optional reference codes); Voice.load / save
     VoiceSummary               a voice file's metadata, read without loading the voice
@@ -161,6 +162,7 @@ from .synthesis.contract import AudioSource, BatchEvents, SynthesizerContract, V
 from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
 from .synthesis.model_kind import InstructIgnoredWarning, ModelKind, VoiceNeed  # noqa: E402
 from .synthesis.runs import BatchRun, run_synthesis  # noqa: E402
+from .synthesis.sampling import official_defaults  # noqa: E402
 from .synthesis.synthesizer import DEFAULT_BATCH_SIZE, Synthesizer  # noqa: E402
 from .synthesis.voice_input import MissingVoiceInput, VoiceInput, voice_for  # noqa: E402
 from .text.length import estimated_frames  # noqa: E402
@@ -215,6 +217,7 @@ __all__ = [
     "GENERATION_SETTINGS",
     "SAMPLING_SETTINGS",
     "SettingSpec",
+    "official_defaults",
     "AUDIO_FORMATS",
     "AudioFormat",
     "SAVE_SUFFIXES",

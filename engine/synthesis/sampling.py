@@ -84,6 +84,12 @@ def settings_from_generation_config(generation_config: dict[str, Any]) -> Genera
     )
 
 
+def official_defaults() -> GenerationSettings:
+    """Every sampling setting at the official wrapper's default: what a model without a generation_config.json
+    gets (a fresh copy: settings are mutable)."""
+    return settings_from_generation_config({})
+
+
 # ---------------------------------------------------------------------------------------------- processors
 
 

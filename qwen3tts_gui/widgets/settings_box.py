@@ -22,12 +22,20 @@ from PySide6.QtWidgets import (
 )
 
 from ..data.settings import Settings
-from ..engine_adapter import FRAME_RATE, SETTING, GenerationSettings, SettingSpec, physical_cores, usable_cpus
+from ..engine_adapter import (
+    FRAME_RATE,
+    SETTING,
+    GenerationSettings,
+    SettingSpec,
+    official_defaults,
+    physical_cores,
+    usable_cpus,
+)
 from .device_combo import DeviceCombo
 
 SHOWN = ("temperature", "top_k", "top_p", "repetition_penalty")  # the sampling settings the form offers
-# Used only where a bundle leaves a value unset (the official generation_config values).
-FALLBACK = GenerationSettings(temperature=0.9, top_k=50, top_p=1.0, repetition_penalty=1.05)
+# Used only where a bundle leaves a value unset (the official wrapper's defaults).
+FALLBACK = official_defaults()
 
 
 def _value(defaults: GenerationSettings, name: str):

@@ -88,3 +88,17 @@ def test_a_take_names_every_declared_setting_it_was_made_with(qtbot, make_window
     greedy = replace(made, settings=replace(made.settings, greedy=True)).details()
     for spec in SAMPLING_SETTINGS:
         assert (f"{spec.label.lower()} {values[spec.name]}" in greedy) == (not spec.random), spec.name
+
+
+def test_before_a_model_opens_the_form_shows_the_official_defaults(qtbot, settings):
+    """What the form shows for a setting the model leaves unset is the engine's one list of the official defaults,
+    so a new sampling setting brings its default with it."""
+    from engine import official_defaults
+    from qwen3tts_gui.widgets.settings_box import GenerationSettingsBox
+
+    box = GenerationSettingsBox(settings)
+    qtbot.addWidget(box)
+    defaults = official_defaults()
+    assert box.defaults == defaults
+    for name, spin in box.sampling.items():
+        assert spin.value() == getattr(defaults, name), name
