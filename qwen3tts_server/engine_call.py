@@ -2,8 +2,9 @@
 Synthesizer.speak(SynthesisRequest): a text of one chunk streams its audio as the frames are decoded (as the app's
 streamed take: synthesize's frame cap, no retry), a longer text is split, guarded and joined as the app reads a
 long text, one chunk per turn. Requests waiting together with equal settings run side by side through
-Synthesizer.synthesize_many (the engine has no door for several requests at once): each one's codes are what
-synthesize() alone gives it with the same seed, and its audio streams as its frames are decoded, as it would alone.
+Synthesizer.speak_many, the engine's door for several requests: each is the request it would be alone, so its
+codes are what it gets alone with the same seed, and its audio streams as its frames are decoded, as it would
+alone.
 
 Each run posts its task's events (task.py) and checks between frames whether the task must stop (its client left,
 or its time ran out): the generation is closed there, which cancels it in the engine."""
@@ -16,16 +17,15 @@ from dataclasses import replace
 from engine import (
     AudioChunk,
     ChunkAudio,
+    ChunkFrame,
     ChunkSkipped,
     ChunkStream,
     EngineError,
     LongResult,
     LongTextOptions,
-    Speaker,
-    SynthesisJob,
     SynthesisRequest,
-    SynthesisResult,
     SynthesizerContract,
+    run_speeches,
 )
 
 from .api_errors import ApiError
@@ -105,47 +105,59 @@ class SpeechRun:
 
 
 def speak_together(synth: SynthesizerContract, tasks: list[SpeechTask]) -> None:
-    """Several tasks (each a text of one chunk) sharing every model step; each one's audio is posted as its frames
-    are decoded (beside the generation of them all), as a task alone streams it."""
-    jobs = [SynthesisJob(text=t.text, voice=t.voice.name if isinstance(t.voice, Speaker) else t.voice,
-                         language=t.language, max_frames=t.settings.max_frames,
-                         seed=t.settings.seed, instruct=t.instruct) for t in tasks]
-    settings = replace(tasks[0].settings, seed=None, max_frames=None, stream_audio=True)
+    """Several tasks (each a text of one chunk) through Synthesizer.speak_many, sharing every model step: each is
+    the request a task alone makes (streamed, synthesize's frame cap, no retry), so its audio is what it gets
+    alone; a task whose client left or whose time ran out leaves the run between frames."""
+    requests = [SynthesisRequest(text=t.text, voice=t.voice, language=t.language,
+                                 settings=replace(t.settings, stream_audio=True), instruct=t.instruct,
+                                 options=LongTextOptions(batch_size=1)) for t in tasks]
     try:
-        run = synth.synthesize_many(jobs, settings, batch_size=len(tasks))
+        speeches = synth.speak_many(requests, batch_size=len(tasks), longest_first=False)
     except EngineError as e:
         for task in tasks:
             task.post(Failed(engine_error(e)))
         return
-    started: set[int] = set()
     ended: set[int] = set()
+    started: set[int] = set()
+    skipped: dict[int, str] = {}
+
+    def check_stops() -> None:  # before each event: a task that must stop leaves the run
+        for i, task in enumerate(tasks):
+            if i not in ended:
+                stop = task.stop_reason()
+                if stop is not None:
+                    speeches.cancel(i)
+                    task.post(Failed(stop))
+                    ended.add(i)
+
+    def on_frame(i: int, ev: ChunkFrame, done: int) -> None:
+        if i not in started and i not in ended:
+            started.add(i)
+            tasks[i].post(Started(batched=len(tasks), seed=tasks[i].settings.seed))
+
+    def on_samples(i: int, chunk: AudioChunk) -> None:
+        if i not in ended:
+            tasks[i].post(Audio(chunk.samples))
+
+    def on_done(i: int, result: LongResult) -> None:
+        if i not in ended:
+            ended.add(i)
+            tasks[i].post(Finished(seconds=result.seconds))
+
+    def on_skipped(i: int, ev: ChunkSkipped) -> None:
+        skipped.setdefault(i, ev.message)
+
+    def on_failed(i: int, error: EngineError) -> None:
+        if i not in ended:
+            ended.add(i)
+            failure = ApiError(500, skipped[i], "no_audio") if i in skipped else engine_error(error)
+            tasks[i].post(Failed(failure))
+
     try:
-        for job_event in run:
-            for i, task in enumerate(tasks):  # a task whose client left or whose time ran out leaves the batch
-                if i not in ended:
-                    stop = task.stop_reason()
-                    if stop is not None:
-                        run.cancel(i)
-                        task.post(Failed(stop))
-                        ended.add(i)
-            i = job_event.job
-            if i in ended:
-                continue
-            task = tasks[i]
-            if job_event.error is not None:
-                task.post(Failed(engine_error(job_event.error)))
-                ended.add(i)
-                continue
-            if i not in started and job_event.event is not None:
-                started.add(i)
-                task.post(Started(batched=len(tasks), seed=task.settings.seed))
-            if isinstance(job_event.event, AudioChunk):
-                task.post(Audio(job_event.event.samples))
-            elif isinstance(job_event.event, SynthesisResult):
-                task.post(Finished(seconds=job_event.event.seconds))
-                ended.add(i)
+        run_speeches(speeches, on_frame=on_frame, on_samples=on_samples,
+                     on_skipped=on_skipped, on_done=on_done,
+                     on_failed=on_failed, check_cancel=check_stops)
     finally:
-        run.close()
         for i, task in enumerate(tasks):
             if i not in ended:  # the run ended without a word for it (should not happen): never leave it waiting
                 task.post(Failed(ApiError(500, "The engine ended this speech without a result.")))
