@@ -249,7 +249,7 @@ def open_synthesizer(bundle_dir: Path, threads: int | None = None,
     return synth
 
 
-NO_MODEL_KIND = ModelKind.from_part({})  # what the app offers before a model is open: a Base model's voice column
+NO_MODEL_KIND = ModelKind()  # what the app offers before a model is open: a Base model's voice column
 
 
 def kind_of(synth: SynthesizerContract | None) -> ModelKind:

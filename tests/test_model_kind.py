@@ -176,7 +176,13 @@ def test_what_each_kind_speaks_with(model, needs):
     from engine.synthesis.model_kind import VoiceNeed
 
     assert ModelKind.of_bundle(bundle_for(model, "fp32", parts=PARTS)).needs == VoiceNeed(needs)
-    assert ModelKind.from_part({}).needs == VoiceNeed.REFERENCE  # no type: a Base model, as upstream reads it
+    from engine.runtime.bundle import Bundle
+    from engine.runtime.manifest_parts import TextPart
+
+    stored = Bundle.open(bundle_for(model, "fp32", parts=PARTS)).manifest["parts"]["text"]
+    untyped = TextPart.from_manifest({k: v for k, v in stored.items() if k != "tts_model_type"})
+    assert ModelKind.from_part(untyped).needs == VoiceNeed.REFERENCE  # no type: a Base model, as upstream reads it
+    assert ModelKind().needs == VoiceNeed.REFERENCE  # what the app offers before a model is open
 
 
 FRONT_ENDS = ("qwen3tts_cli", "qwen3tts_gui", "qwen3tts_server")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, Self
+from typing import Any, ClassVar, Literal, Protocol, Self
 
 from ..errors import BundleError
 from .manifest_values import count, names, positive, real, size, table, text, whole, wholes, window
@@ -351,13 +351,20 @@ CODEC_IDS = ("codec_pad_id", "codec_bos_id", "codec_eos_token_id", "codec_think_
              "codec_think_bos_id", "codec_think_eos_id")
 
 
-def _id_table(info: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
+def _id_table(info: Mapping[str, Any], key: str, where: str) -> dict[str, int | list[int]]:
     """A table of names to token ids (a speaker's may be a one-element list, as some configs store it)."""
     value = info.get(key) or {}
     if not isinstance(value, Mapping) or not all(
-            isinstance(v, int) and not isinstance(v, bool)
-            or isinstance(v, list) and len(v) == 1 and isinstance(v[0], int) for v in value.values()):
+            type(v) is int or isinstance(v, list) and len(v) == 1 and type(v[0]) is int for v in value.values()):
         raise BundleError(f"{where}: {key!r} is not a table of token ids; convert the checkpoint again.")
+    return dict(value)
+
+
+def _language_ids(info: Mapping[str, Any], where: str) -> dict[str, int]:
+    """codec_language_id: language name -> its codec token id (the converter has always written whole numbers)."""
+    value = info.get("codec_language_id") or {}
+    if not isinstance(value, Mapping) or not all(type(v) is int for v in value.values()):
+        raise BundleError(f"{where}: 'codec_language_id' is not a table of token ids; convert the checkpoint again.")
     return dict(value)
 
 
@@ -390,9 +397,9 @@ class TextPart:
     codec_vocab: int
     codebook_size: int
     num_code_groups: int
-    codec_language_id: Mapping[str, Any]
-    spk_id: Mapping[str, Any]
-    spk_is_dialect: Mapping[str, Any]
+    codec_language_id: Mapping[str, int]
+    spk_id: Mapping[str, int | list[int]]  # a speaker's codec id (some configs store a one-element list)
+    spk_is_dialect: Mapping[str, str | Literal[False] | None]  # a speaker's dialect, or false
     max_position_embeddings: int
     text_ids: Mapping[str, int]  # TEXT_IDS the checkpoint has (assistant_token_id may be absent)
     codec_ids: Mapping[str, int]  # CODEC_IDS, all of them
@@ -424,14 +431,16 @@ class TextPart:
             raise BundleError(f"{where}: 'newline_id' is not a whole number ({newline!r}); convert the checkpoint "
                               "again.")
         dialects = info.get("spk_is_dialect") or {}
-        if not isinstance(dialects, Mapping):
-            raise BundleError(f"{where}: 'spk_is_dialect' is not a table of values; convert the checkpoint again.")
+        if not isinstance(dialects, Mapping) or not all(v is None or v is False or isinstance(v, str)
+                                                        for v in dialects.values()):
+            raise BundleError(f"{where}: 'spk_is_dialect' is not a table of dialect names (or false); convert the "
+                              "checkpoint again.")
         return cls(
             info.get("table", "text_rows"), positive(info, "text_vocab", where), positive(info, "hidden", where),
             info.get("split_regex", "qwen2"), newline, info.get("tts_model_type", "base"),
             info.get("tts_model_size", ""), count(info, "codec_vocab", where), count(info, "codebook_size", where),
             positive(info, "num_code_groups", where) if "num_code_groups" in info else 16,
-            _id_table(info, "codec_language_id", where), _id_table(info, "spk_id", where), dict(dialects),
+            _language_ids(info, where), _id_table(info, "spk_id", where), dict(dialects),
             _context_length(info, where),
             {k: size(info, k, where) for k in TEXT_IDS if k in info or k != "assistant_token_id"},
             {k: size(info, k, where) for k in CODEC_IDS},

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from ..errors import TextError, VoiceError
 from ..runtime.bundle import Bundle
+from ..runtime.manifest_parts import TextPart
 from ..voice import Speaker
 
 
@@ -44,30 +44,29 @@ DIALECT_LANGUAGES = ("chinese", "auto")  # languages a dialect speaker turns int
 
 @dataclass(frozen=True)
 class ModelKind:
-    kind: str  # BASE | CUSTOM_VOICE | VOICE_DESIGN
-    size: str  # tts_model_size, e.g. "0b6" / "1b7"
+    kind: str = BASE  # BASE | CUSTOM_VOICE | VOICE_DESIGN (a bundle whose config names none is a Base model)
+    size: str = ""  # tts_model_size, e.g. "0b6" / "1b7"
     speakers: tuple[Speaker, ...] = ()
     languages: tuple[str, ...] = ("auto",)  # what a user may ask for (dialects belong to speakers)
 
     @classmethod
-    def from_part(cls, info: Mapping[str, Any]) -> ModelKind:
-        """From the bundle's "text" part (the converter records config.json's kind, size and speaker table)."""
-        kind = str(info.get("tts_model_type") or BASE)
-        dialects = info.get("spk_is_dialect") or {}
+    def from_part(cls, part: TextPart) -> ModelKind:
+        """From the bundle's text part (the converter records config.json's kind, size and speaker table)."""
         speakers = []
-        for name, codec_id in sorted((info.get("spk_id") or {}).items()):
-            if isinstance(codec_id, (list, tuple)):  # some configs store one-element lists
+        for name, codec_id in sorted(part.spk_id.items()):
+            if isinstance(codec_id, list):  # some configs store one-element lists
                 codec_id = codec_id[0]
-            dialect = dialects.get(name) or None
-            speakers.append(Speaker(str(name).lower(), int(codec_id), str(dialect) if dialect else None))
-        langs = ("auto",) + tuple(k for k in (info.get("codec_language_id") or {}) if "dialect" not in k)
-        return cls(kind=kind, size=str(info.get("tts_model_size") or ""), speakers=tuple(speakers), languages=langs)
+            dialect = part.spk_is_dialect.get(name) or None
+            speakers.append(Speaker(name.lower(), codec_id, dialect))
+        langs = ("auto",) + tuple(k for k in part.codec_language_id if "dialect" not in k)
+        return cls(kind=part.tts_model_type or BASE, size=part.tts_model_size, speakers=tuple(speakers),
+                   languages=langs)
 
     @classmethod
     def of_bundle(cls, bundle: str | os.PathLike | Any) -> ModelKind:
         """Read from a bundle folder (or an open Bundle) without loading any network."""
         b = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
-        return cls.from_part(b.part("text"))
+        return cls.from_part(b.record(TextPart))
 
     @property
     def label(self) -> str:

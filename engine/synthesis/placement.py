@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from ..runtime.bundle import Bundle
 from ..runtime.device import CPU, Device, GpuError, check_fits, gpu_failures
+from ..runtime.manifest_parts import CodecDecoderPart, TalkerPart
 
 T = TypeVar("T")
 SYNTHESIS_NETS = ("talker", "code_predictor", "codec_decoder")
@@ -41,14 +42,13 @@ def weight_bytes(bundle: Bundle, graphs: tuple[str, ...]) -> int:
     files = bundle.manifest.get("files", {})
     total = sum(int(info.get("size", 0)) for rel, info in files.items()
                 if rel.endswith(".bin") and rel[:-4] in graphs)
-    talker = bundle.manifest.get("parts", {}).get("talker", {})
-    stored_fp16 = bundle.precision == "fp16" or int(talker.get("fp16_weight_layers", 0) or 0) > 0
+    stored_fp16 = bundle.precision == "fp16" or bundle.record(TalkerPart).fp16_weight_layers > 0
     return total * 2 if stored_fp16 and bundle.device.precision == "fp32" else total
 
 
 def check_weights_fit(bundle: Bundle) -> None:
     """GpuError before loading when the synthesis networks' weights alone exceed the GPU's memory budget."""
     if bundle.device.on_gpu:
-        graphs = tuple(str(bundle.manifest.get("parts", {}).get(p, {}).get(key, p))
-                       for p, key in (("talker", "talker_graph"), ("talker", "cp_graph"), ("codec_decoder", "graph")))
+        talker = bundle.record(TalkerPart)
+        graphs = (talker.talker_graph, talker.cp_graph, bundle.record(CodecDecoderPart).graph)
         check_fits(bundle.device, weight_bytes(bundle, graphs))

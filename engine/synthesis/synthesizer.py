@@ -91,10 +91,9 @@ class Synthesizer:
         self.tuning_note: str | None = lookup.note if lookup else None
         measured = self.tuning.device_ms if self.tuning else None  # generation ms per frame by device ("cpu", "gpu:N")
         requested = device if isinstance(device, Device) else resolve_device(device, gpu_precision, measured)
-        info = self._bundle.part("text")
-        text = TextPart.from_manifest(info, f"The manifest of {self._bundle.path} is damaged: its 'text' part")
+        text = self._bundle.record(TextPart)
         self._ids = PromptIds.from_part(text)
-        self.kind = ModelKind.from_part(info)
+        self.kind = ModelKind.from_part(text)
         self._tokenizer = TextTokenizer(self._bundle)
         self._text_table = self._bundle.table(text.table)
         self._max_positions = text.max_position_embeddings

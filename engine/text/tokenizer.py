@@ -18,6 +18,7 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalize
 
 from ..errors import BundleError, TextError
 from ..runtime.bundle import Bundle
+from ..runtime.manifest_parts import TextPart
 
 # Qwen2's pre-tokenizer split pattern (as in transformers' Qwen2 converter).
 QWEN2_SPLIT = (
@@ -165,7 +166,7 @@ class TextTokenizer:
         if isinstance(bundle_or_folder, Bundle):
             folder = bundle_or_folder.path / "tokenizer"
             if split is None:
-                split = bundle_or_folder.part("text").get("split_regex", "qwen2")
+                split = bundle_or_folder.record(TextPart).split_regex
         else:
             folder = Path(bundle_or_folder)
         self.split = split or "qwen2"

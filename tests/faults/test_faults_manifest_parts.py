@@ -156,3 +156,30 @@ def test_a_whisper_part_missing_a_value_names_it(whisper_bundle, tmp_path):
     with pytest.raises(BundleError, match=r"its 'whisper' part.spec has no 'vocab_size'") as caught:
         Bundle.open(bundle)
     assert "\n" not in str(caught.value)
+
+
+# --- the text part, as the model kind, the prompt and the tokenizer read it ------------------------------------------
+
+@pytest.mark.parametrize("key, bad, says", [
+    ("spk_is_dialect", {"vivian": 3}, "'spk_is_dialect' is not a table of dialect names"),
+    ("codec_language_id", {"english": [2050]}, "'codec_language_id' is not a table of token ids"),
+    ("spk_id", {"vivian": "3066"}, "'spk_id' is not a table of token ids"),
+    ("split_regex", ["qwen2"], "'split_regex' is not a name"),
+    ("tts_model_type", 1, "'tts_model_type' is not a name"),
+])
+def test_a_damaged_text_part_is_one_line_when_the_bundle_opens(tmp_path, capsys, key, bad, says):
+    """A dialect of 3 became the speaker's dialect "3", and a language id list went into the prompt as a row index."""
+    from tests.bundles import bundle_for
+
+    from .conftest import REF
+
+    bundle = tmp_path / "b"
+    shutil.copytree(bundle_for(fixture_models()[0], "fp32"), bundle)
+    _edit_manifest(bundle, lambda m: m["parts"]["text"].__setitem__(key, bad))
+    with pytest.raises(BundleError, match=says) as caught:
+        Bundle.open(bundle)
+    assert "its 'text' part" in str(caught.value) and "\n" not in str(caught.value)
+    code, err = run_cli(capsys, "synth", "--model", bundle, "--text", "Hello.", "-o", tmp_path / "a.wav", "--greedy",
+                        "--max-frames", "2", "--language", "english", "--ref", REF, "--x-vector-only", "--threads", "1")
+    lines = err.strip().splitlines()
+    assert code != 0 and len(lines) == 1 and key in lines[0] and not (tmp_path / "a.wav").exists(), err
