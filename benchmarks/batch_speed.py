@@ -21,7 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine import GenerationSettings, SynthesisJob, SynthesisResult, Synthesizer, Voice  # noqa: E402
+from engine import GenerationSettings, SynthesisResult, Synthesizer, Voice  # noqa: E402
+from engine.types import SynthesisJob  # noqa: E402
 
 TEXTS = [
     "Hello there.",

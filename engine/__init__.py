@@ -2,12 +2,11 @@
 
 Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these names):
     Synthesizer                the one door: voices, synthesis, decoding
-    SynthesizerContract, BatchEvents, VoiceChoice, AudioSource   what a caller may use of a Synthesizer, stated
+    SynthesizerContract, VoiceChoice, AudioSource   what a caller may use of a Synthesizer, stated
         once as a Protocol (engine/synthesis/contract.py); the app's test fake implements it too
     run_synthesis(events, on_frame, on_audio, check_cancel)   the loop over one synthesize()'s events
-    SynthesisJob, JobEvent, BatchRun   several syntheses sharing each model step (Synthesizer.synthesize_many)
-    DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE   its default and largest batch size; check_batch_size(n)   the one check
-    check_batch_request(settings, n)   what synthesize_many asks of its settings and batch size
+    DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE   the default and largest number of texts side by side (speak_many, a long
+        text's chunks); check_batch_size(n)   the one check
     GenerationSettings         sampling and output options of one synthesis (validated by the Synthesizer);
         GENERATION_SETTINGS, SettingSpec each generation setting declared once (engine/setting_specs.py);
         SAMPLING_SETTINGS                the sampling ones among them
@@ -24,15 +23,16 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
     SAMPLE_RATE, SAMPLES_PER_FRAME, FRAME_RATE   24000 Hz output, 1920 samples per 80 ms frame, 12.5 frames/s
     SynthesisRequest(text, voice, language, settings, instruct, options)   what a caller asks: the unit every
         caller builds and Synthesizer.speak(request) takes (engine/longform/request.py); speak(synth, request)
-        the same over any SynthesizerContract (the app's test fake); LongTextOptions, JoinSettings, GuardSettings
-        how a text is split, joined and guarded; Speech and its events ChunkStarted, ChunkFrame, ChunkStream,
-        ChunkRetry, ChunkAudio, ChunkSkipped, LongResult (engine/longform/runner.py)
+        the same over a synthesizer that also has the side-by-side primitive synthesize_many (the app's test
+        fake); LongTextOptions, JoinSettings, GuardSettings how a text is split, joined and guarded; Speech and
+        its events ChunkStarted, ChunkFrame, ChunkStream, ChunkRetry, ChunkAudio, ChunkSkipped, LongResult
+        (engine/longform/runner.py)
         ChunkProgress   which chunk progress shows while chunks run side by side
         RecordingLength   how long the recording will be (every chunk's estimate + pauses, refined as they finish)
         run_speech(speech, on_frame, on_samples, ...)   the one loop consuming them (engine/longform/consuming.py)
         Synthesizer.speak_many(requests, batch_size, longest_first) several requests in one run: Speeches, whose
             RequestEvent tags each request's events with its number (engine/longform/many.py); speak_many(synth,
-            requests, ...) the same over any SynthesizerContract; run_speeches(speeches, on_frame, ..., on_done,
+            requests, ...) the same over such a synthesizer; run_speeches(speeches, on_frame, ..., on_done,
             on_failed) the one loop consuming them
         ChunkJournal, ChunkPlan, JournalError, same_voice   a long text's finished chunks kept on disk as they are
             made, so that a later run continues where a closed, crashed or killed one stopped (engine/longform/journal.py);
@@ -158,10 +158,10 @@ from .runtime.device import (  # noqa: E402
 from .runtime.q8_check_record import CheckRecordError, Q8CheckRecord, read_check_record  # noqa: E402
 from .runtime.tuning import CandidateFigure, TuningRecord  # noqa: E402
 from .setting_specs import GENERATION_SETTINGS, SAMPLING_SETTINGS, SettingSpec  # noqa: E402
-from .synthesis.contract import AudioSource, BatchEvents, SynthesizerContract, VoiceChoice  # noqa: E402
+from .synthesis.contract import AudioSource, SynthesizerContract, VoiceChoice  # noqa: E402
 from .synthesis.designed_voice import designed_voice, is_designed  # noqa: E402
 from .synthesis.model_kind import InstructIgnoredWarning, ModelKind, VoiceNeed  # noqa: E402
-from .synthesis.runs import BatchRun, run_synthesis  # noqa: E402
+from .synthesis.runs import run_synthesis  # noqa: E402
 from .synthesis.sampling import official_defaults  # noqa: E402
 from .synthesis.synthesizer import DEFAULT_BATCH_SIZE, Synthesizer  # noqa: E402
 from .synthesis.voice_input import MissingVoiceInput, VoiceInput, voice_for  # noqa: E402
@@ -173,12 +173,9 @@ from .types import (  # noqa: E402
     AudioChunk,
     FrameEvent,
     GenerationSettings,
-    JobEvent,
     SynthesisEvent,
-    SynthesisJob,
     SynthesisResult,
     Timings,
-    check_batch_request,
     check_batch_size,
 )
 from .voice import VOICE_SUFFIX, Speaker, Voice, VoiceSummary, speaker_name  # noqa: E402
@@ -240,7 +237,6 @@ __all__ = [
     "DEFAULT_MAX_CHARS",
     "FRAME_RATE",
     "MAX_BATCH_SIZE",
-    "check_batch_request",
     "check_batch_size",
     "OFFERED_PRECISIONS",
     "CheckRecordError",
@@ -256,7 +252,6 @@ __all__ = [
     "measure_read_bandwidth",
     "floor_and_share",
     "AudioError",
-    "BatchRun",
     "Bundle",
     "BundleError",
     "Cancelled",
@@ -272,7 +267,6 @@ __all__ = [
     "FrameEvent",
     "GenerationSettings",
     "GuardSettings",
-    "JobEvent",
     "JoinSettings",
     "LongResult",
     "LongTextOptions",
@@ -287,11 +281,9 @@ __all__ = [
     "Speaker",
     "speaker_name",
     "SynthesisEvent",
-    "SynthesisJob",
     "SynthesisResult",
     "Synthesizer",
     "SynthesizerContract",
-    "BatchEvents",
     "VoiceChoice",
     "AudioSource",
     "TextChunk",

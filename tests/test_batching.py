@@ -17,7 +17,7 @@ import functools
 import numpy as np
 import pytest
 
-from engine import DEFAULT_BATCH_SIZE, Cancelled, GenerationSettings, SynthesisJob, SynthesisResult, TextError
+from engine import DEFAULT_BATCH_SIZE, Cancelled, GenerationSettings, SynthesisResult, TextError
 from engine.errors import BundleError
 from engine.nets.code_predictor import CodePredictor
 from engine.nets.talker import Talker
@@ -26,7 +26,7 @@ from engine.runtime.ncnn_graph import parse_param
 from engine.runtime.stacked_graph import StackedNet, stacked_attention_param_text
 from engine.runtime.step_graph import StepNet, step_param_text
 from engine.synthesis.synthesizer import Synthesizer
-from engine.types import MAX_BATCH_SIZE
+from engine.types import MAX_BATCH_SIZE, SynthesisJob
 from tests.bundles import OUTPUTS, bundle_for, fixture_models
 from tests.test_synth_parity import injected_voice, load_case
 

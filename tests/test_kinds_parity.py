@@ -126,7 +126,8 @@ def test_greedy_codes_and_wav(path, stream_audio):
 def test_batched_greedy_codes(model):
     """synthesize_many: every case of one model side by side (speakers, instructions of different lengths, no
     speaker row) gives the official codes, grouped by text mode (a run has one)."""
-    from engine import SynthesisJob, SynthesisResult
+    from engine import SynthesisResult
+    from engine.types import SynthesisJob
 
     synth = synth_for(model)
     cases = [load_case(p) for p in CASES if p.parent.name == model]

@@ -172,8 +172,7 @@ def test_streaming_audio_equals_final_audio(path):
 
 def side_by_side_streamed(synth: Synthesizer, cases: list[dict], batch_size: int) -> tuple[list, dict, dict]:
     """synthesize_many over the cases with stream_audio: (the events in order, each job's chunks, its result)."""
-    from engine import SynthesisJob
-    from engine.types import AudioChunk, SynthesisResult
+    from engine.types import AudioChunk, SynthesisJob, SynthesisResult
 
     jobs = [SynthesisJob(d["text"], injected_voice(synth, d), d["language"], max_frames=d["max_new_tokens"] - 1)
             for d in cases]

@@ -5,8 +5,12 @@ holds both to it, member by member and by behaviour, and mypy checks the app's u
 with a leading underscore: _bundle, _talker, _build_prompt, ...) is internal: the engine's own modules and the
 white-box parity tests use it, the app, the command line and the benchmarks do not.
 
-Bad input raises an engine.errors.EngineError subclass with a one-line message. synthesize() and synthesize_many()
-check everything when they are called, before the first event, so errors surface at once.
+Bad input raises an engine.errors.EngineError subclass with a one-line message. speak() and synthesize() check
+everything when they are called, before the first event, so errors surface at once; speak_many() checks each
+request then, and a refused one's error is its first event.
+
+Several texts at once go through speak_many(); the frame loop's side-by-side primitive under it
+(Synthesizer.synthesize_many, which engine.speak and engine.speak_many drive) is not part of the contract.
 """
 from __future__ import annotations
 
@@ -21,27 +25,11 @@ from ..longform.request import SynthesisRequest
 from ..nets.weight_reads import FrameWeights
 from ..runtime.device import Device
 from ..runtime.tuning import TuningRecord
-from ..types import GenerationSettings, JobEvent, SynthesisEvent, SynthesisJob, SynthesisResult
+from ..types import GenerationSettings, SynthesisEvent, SynthesisResult
 from ..voice import Voice, VoiceChoice
 from .model_kind import ModelKind
 
 AudioSource = str | Path | tuple[np.ndarray, int]  # a file any format soundfile reads, or (samples, sample rate)
-
-
-@runtime_checkable
-class BatchEvents(Protocol):
-    """The JobEvents of synthesize_many, in the order they happen (engine.BatchRun): per job FrameEvents, then one
-    JobEvent with its SynthesisResult or one with its error; a failing job never stops the others."""
-
-    def __iter__(self) -> Iterator[JobEvent]: ...
-
-    def __next__(self) -> JobEvent: ...
-
-    def cancel(self, job: int) -> None:
-        """Stop job number `job` before its next frame (a finished or unknown job is ignored)."""
-
-    def close(self) -> None:
-        """Cancel every job still running or waiting."""
 
 
 @runtime_checkable
@@ -135,7 +123,7 @@ class SynthesizerContract(Protocol):
         ChunkSkipped per chunk in text order, then one LongResult. Checked before the first event; closing it
         stops the chunk in progress; engine.run_speech is the one loop over the events. made: chunks an earlier
         run of the same request finished (a ChunkJournal's), put in their place, not generated. Implemented once,
-        over synthesize and synthesize_many: engine.speak(synth, request, made)."""
+        over synthesize and the side-by-side primitive synthesize_many: engine.speak(synth, request, made)."""
 
     def speak_many(self, requests: Sequence[SynthesisRequest], batch_size: int | None = None,
                    longest_first: bool = True) -> Speeches:
@@ -155,14 +143,6 @@ class SynthesizerContract(Protocol):
         settings.codes_only skips decoding. Closing the generator between frames cancels it. Several
         syntheses may be open at once (each holds its own state), stepped from one thread at a time;
         engine.run_synthesis is the one loop over the events. Callers speaking a user's text use speak()."""
-
-    def synthesize_many(self, jobs: Sequence[SynthesisJob], settings: GenerationSettings | None = None,
-                        batch_size: int | None = None, longest_first: bool = False) -> BatchEvents:
-        """Several jobs (voice and instruct as for synthesize()), up to batch_size (None: suggested_batch_size)
-        sharing every model step; each job's codes are exactly what synthesize() alone gives it, and with
-        settings.stream_audio each job's audio comes as AudioChunk JobEvents while it is made, as synthesize()
-        streams it. longest_first: the jobs expected to run longest start first (all done sooner; job numbers
-        unchanged)."""
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
         """Codec ids (frames, 16) -> float32 audio at SAMPLE_RATE."""

@@ -29,7 +29,6 @@ from engine import (
     EngineError,
     FrameEvent,
     GenerationSettings,
-    JobEvent,
     LanguageError,
     ModelKind,
     SynthesisRequest,
@@ -42,7 +41,6 @@ from engine import (
     Voice,
     VoiceChoice,
     VoiceError,
-    check_batch_request,
     estimated_frames,
     speak,
     speak_many,
@@ -50,6 +48,7 @@ from engine import (
 from engine.nets.weight_reads import FrameWeights
 from engine.runtime.device import CPU
 from engine.runtime.tuning import TunedSettings, TuningKey
+from engine.types import JobEvent, check_batch_request
 from qwen3tts_gui.audio_io import AudioUnavailable
 
 SR = 24000
@@ -264,7 +263,8 @@ class FakeSynthesizer:
 
     def synthesize_many(self, jobs, settings: GenerationSettings | None = None, batch_size: int | None = None,
                         longest_first: bool = False):
-        """The engine's contract: validated now; JobEvents of up to batch_size jobs interleaved frame by frame
+        """The side-by-side primitive engine.speak and engine.speak_many drive (Synthesizer.synthesize_many, not
+        the app's contract): validated now; JobEvents of up to batch_size jobs interleaved frame by frame
         (continuous batching); a bad job fails alone; cancel(job) / close()."""
         if batch_size is None:
             batch_size = self.suggested_batch_size

@@ -19,14 +19,13 @@ from engine import (
     WHISPER_LANGUAGES,
     AudioChunk,
     AudioError,
-    BatchEvents,
     Cancelled,
     ChunkAudio,
     ChunkFrame,
+    ChunkStream,
     FrameEvent,
     GenerationSettings,
     LanguageError,
-    SynthesisJob,
     SynthesisResult,
     SynthesizerContract,
     TextError,
@@ -194,87 +193,56 @@ def test_closing_the_generator_cancels(synth, voice):
     assert isinstance(run(synth, voice, seed=2, max_frames=4)[-1], SynthesisResult)  # the next one runs
 
 
-def test_synthesize_many(synth, voice):
-    """Batched runs: per job its frames in order then one result, a bad job fails alone, at most batch_size jobs
-    side by side, cancel(job) between frames, and the same refusals."""
-    jobs = [SynthesisJob("Hello there.", voice, "english", max_frames=m) for m in (5, 9, 3)]
-    jobs.insert(1, SynthesisJob("Hello.", voice, "klingon"))
-    run = synth.synthesize_many(jobs, GenerationSettings(greedy=True, codes_only=True), batch_size=2)
-    assert isinstance(run, BatchEvents)
-    order, results, errors = [], {}, {}
-    for ev in run:
-        assert (ev.event is None) != (ev.error is None)
-        if ev.error is not None:
-            errors[ev.job] = type(ev.error)
-        elif isinstance(ev.event, SynthesisResult):
-            results[ev.job] = ev.event
-        else:
-            order.append((ev.job, ev.event.index))
-            if ev.job == 3 and ev.event.index == 0:
-                run.cancel(3)
-    assert errors == {1: TextError, 3: Cancelled}
-    assert sorted(results) == [0, 2]
-    for j in (0, 2):
-        assert [k for i, k in order if i == j] == list(range(results[j].codes.shape[0]))
-    assert [i for i, k in order if k == 0][:2] == [0, 2]  # the first two valid jobs start side by side
-    for bad in (0, MAX_BATCH_SIZE + 1):
-        with pytest.raises(TextError):
-            synth.synthesize_many(jobs, batch_size=bad)
+def _requests(voice, *specs, **settings):
+    from engine import SynthesisRequest
+
+    return [SynthesisRequest(text, voice, language, GenerationSettings(seed=seed, max_frames=cap, **settings))
+            for text, seed, cap, language in specs]
 
 
-def test_synthesize_many_streams_audio(synth, voice):
-    """With stream_audio each job's chunks come between its first frame and its result, contiguous, never ahead
-    of its frames, and add up to its audio; a job's own stream_audio replaces the run's for it alone."""
-    jobs = [SynthesisJob("Hello there.", voice, "english", max_frames=m, seed=4 + m) for m in (6, 3)]
-    jobs.append(SynthesisJob("Hello there.", voice, "english", max_frames=4, seed=1, stream_audio=False))
-    events = list(synth.synthesize_many(jobs, GenerationSettings(stream_audio=True), batch_size=3))
-    plain = [ev.event for ev in events if ev.job == 2]
-    assert not any(isinstance(e, AudioChunk) for e in plain)
-    assert isinstance(plain[-1], SynthesisResult) and len(plain[-1].audio) == len(plain[-1].codes) * SAMPLES_PER_FRAME
+def test_speak_many_streams_audio(synth, voice):
+    """Requests asking stream_audio side by side: each one's ChunkStream pieces come between its first frame and
+    its ChunkAudio, contiguous, never ahead of its frames, and add up to its audio; a request that does not ask
+    gets none."""
+    requests = _requests(voice, ("Hello there.", 10, 6, "english"), ("Hello there.", 7, 3, "english"),
+                         stream_audio=True)
+    requests += _requests(voice, ("Hello there.", 1, 4, "english"))
+    events = list(synth.speak_many(requests, batch_size=3))
+    plain = [ev.event for ev in events if ev.request == 2]
+    assert not any(isinstance(e, ChunkStream) for e in plain)
+    (audio,) = [e for e in plain if isinstance(e, ChunkAudio)]
+    assert not audio.streamed and len(audio.samples) == len(audio.result.codes) * SAMPLES_PER_FRAME
     for j in (0, 1):
-        mine = [ev.event for ev in events if ev.job == j]
-        result = mine[-1]
-        assert isinstance(result, SynthesisResult) and not any(isinstance(e, SynthesisResult) for e in mine[:-1])
+        mine = [ev.event for ev in events if ev.request == j]
+        (audio,) = [e for e in mine if isinstance(e, ChunkAudio)]
+        assert audio.streamed and mine.index(audio) == len(mine) - 2  # then its LongResult
         made, streamed = 0, []
-        for e in mine[:-1]:
-            if isinstance(e, FrameEvent):
-                made = e.index + 1
-            else:
-                assert isinstance(e, AudioChunk) and e.start_sample == sum(len(s) for s in streamed)
-                assert e.start_sample + len(e.samples) <= made * SAMPLES_PER_FRAME
-                streamed.append(e.samples)
-        assert np.array_equal(np.concatenate(streamed), result.audio)
-        assert len(result.audio) == len(result.codes) * SAMPLES_PER_FRAME
+        for e in mine[:-2]:
+            if isinstance(e, ChunkFrame):
+                made = e.frame.index + 1
+            elif isinstance(e, ChunkStream):
+                assert e.audio.start_sample == sum(len(s) for s in streamed)
+                assert e.audio.start_sample + len(e.audio.samples) <= made * SAMPLES_PER_FRAME
+                streamed.append(e.audio.samples)
+        assert np.array_equal(np.concatenate(streamed), audio.result.audio)
+        assert len(audio.result.audio) == len(audio.result.codes) * SAMPLES_PER_FRAME
 
 
 def test_suggested_batch_size(synth, voice):
-    """The model's suggestion is a valid batch size, and synthesize_many without one runs that many jobs side by
+    """The model's suggestion is a valid batch size, and speak_many without one runs that many requests side by
     side: all of them start before the first ends, and the next waits."""
     n = synth.suggested_batch_size
     assert isinstance(n, int) and 1 <= n <= MAX_BATCH_SIZE
-    jobs = [SynthesisJob("Hello there.", voice, "english", max_frames=3) for _ in range(n + 1)]
+    requests = _requests(voice, *[("Hello there.", k, 3, "english") for k in range(n + 1)], greedy=True,
+                         codes_only=True)
     started: set[int] = set()
-    for ev in synth.synthesize_many(jobs, GenerationSettings(greedy=True, codes_only=True)):
-        if isinstance(ev.event, SynthesisResult):
+    speeches = synth.speak_many(requests, longest_first=False)
+    for ev in speeches:
+        if isinstance(ev.event, ChunkAudio):
             break
-        started.add(ev.job)
+        started.add(ev.request)
+    speeches.close()
     assert started == set(range(n))
-
-
-def test_longest_first(synth, voice):
-    """longest_first starts the job expected to run longest first (here the larger frame cap) and changes no
-    job's codes; by default jobs start in the order given."""
-    jobs = [SynthesisJob("Hello there, how are you today?", voice, "english", max_frames=m) for m in (2, 6)]
-    settings = GenerationSettings(greedy=True, seed=5, codes_only=True)
-    outcome = {}
-    for longest_first in (False, True):
-        events = list(synth.synthesize_many(jobs, settings, batch_size=1, longest_first=longest_first))
-        first = next(ev.job for ev in events if ev.event is not None)
-        codes = {ev.job: ev.event.codes for ev in events if isinstance(ev.event, SynthesisResult)}
-        outcome[longest_first] = first, codes
-    assert outcome[False][0] == 0 and outcome[True][0] == 1
-    for j in (0, 1):
-        assert np.array_equal(outcome[False][1][j], outcome[True][1][j])
 
 
 def test_speak_many(synth, voice):
@@ -291,8 +259,11 @@ def test_speak_many(synth, voice):
     speeches = synth.speak_many(requests, batch_size=2, longest_first=False)
     codes: dict[int, list] = {}
     errors: dict[int, type] = {}
+    frames: dict[int, list[int]] = {}
     for ev in speeches:
         assert (ev.event is None) != (ev.error is None)
+        if isinstance(ev.event, ChunkFrame):
+            frames.setdefault(ev.request, []).append(ev.event.frame.index)
         if ev.error is not None:
             errors[ev.request] = type(ev.error)
         elif isinstance(ev.event, ChunkAudio):
@@ -302,6 +273,7 @@ def test_speak_many(synth, voice):
         elif isinstance(ev.event, LongResult):
             assert ev.request in codes
     assert errors == {1: TextError, 2: Cancelled} and sorted(codes) == [0, 3]
+    assert frames[2] == [0, 1] and all(frames[i] == list(range(len(codes[i][0]))) for i in (0, 3))
     for i in (0, 3):
         alone: list = []
         run_speech(synth.speak(requests[i]), on_audio=alone.append)
