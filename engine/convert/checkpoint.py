@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import ConvertError
+from ..io.json_file import read_json_object
 
 _DTYPES: dict[str, np.dtype[Any]] = {
     "F32": np.dtype("<f4"),
@@ -190,7 +191,7 @@ class Checkpoint:
         if not path.is_dir():
             raise ConvertError(f"{path} is not a folder; point to a downloaded Qwen3-TTS checkpoint folder")
         missing = [f for f in REQUIRED_FILES if not (path / f).is_file()]
-        config = _read_json(path / "config.json") if (path / "config.json").is_file() else {}
+        config = read_json_object(path / "config.json", ConvertError) if (path / "config.json").is_file() else {}
         if config.get("model_type") != "qwen3_tts":
             raise ConvertError(
                 f"{path} is not a Qwen3-TTS checkpoint (config.json model_type is "
@@ -203,13 +204,13 @@ class Checkpoint:
             )
         if missing:
             raise ConvertError(f"{path} is incomplete: missing {', '.join(missing)}")
-        speech_config = _read_json(path / "speech_tokenizer/config.json")
+        speech_config = read_json_object(path / "speech_tokenizer/config.json", ConvertError)
         if speech_config.get("model_type") not in (None, "qwen3_tts_tokenizer_12hz"):
             raise ConvertError(f"{path}/speech_tokenizer is not the 12 Hz speech tokenizer")
         return cls(
             path=path,
             config=config,
-            generation_config=_read_json(path / "generation_config.json"),
+            generation_config=read_json_object(path / "generation_config.json", ConvertError),
             speech_config=speech_config,
             main=SafetensorsFile(path / "model.safetensors"),
             speech=SafetensorsFile(path / "speech_tokenizer/model.safetensors"),
@@ -240,14 +241,4 @@ def _index_entry(info: Any) -> tuple[str, list[int], int, int]:
     if itemsize is not None and offsets[1] - offsets[0] != int(np.prod(shape, dtype=np.int64)) * itemsize:
         raise ValueError(f"shape {shape} does not match its {offsets[1] - offsets[0]} bytes")
     return dtype, shape, offsets[0], offsets[1]
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ConvertError(f"{path} is not valid JSON: {e}") from None
-    if not isinstance(data, dict):
-        raise ConvertError(f"{path} does not hold a JSON object")
-    return data
 

@@ -7,12 +7,12 @@ precomputing it is exact and saves the 2048-wide embedding table and two matmuls
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 import numpy as np
 
 from ..errors import ConvertError
+from ..io.json_file import read_json_object
 from ..runtime.manifest_parts import CODEC_IDS, TEXT_IDS, TextPart
 from ..text.tokenizer import TOKENIZER_FILES, split_pattern_for
 from .checkpoint import Checkpoint
@@ -69,7 +69,7 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
         if not src.is_file():
             raise ConvertError(f"{ckpt.path} is incomplete: missing {rel}")
         writer.copy_file(src, f"tokenizer/{rel}")
-    vocab = json.loads((ckpt.path / "vocab.json").read_text(encoding="utf-8"))
+    vocab = read_json_object(ckpt.path / "vocab.json", ConvertError)
 
     options.report(0.0, "text table")
     emb_name = PREFIX + "model.text_embedding.weight"

@@ -19,7 +19,6 @@ always (fp16 bundles); q8 is not offered for Whisper (its accuracy is checked fo
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConvertError
+from ..io.json_file import json_object_or_none, read_json_object
 from ..runtime.ncnn_graph import Graph, raw, tagged
 from ..runtime.whisper_part import FRONT_END, WhisperPart, WhisperSpec
 from .checkpoint import SafetensorsFile
@@ -45,11 +45,8 @@ TOKENIZER_FILES = ("vocab.json", "merges.txt", "added_tokens.json", "special_tok
 
 def is_whisper_checkpoint(path: str | Path) -> bool:
     """True when the folder's config.json says model_type "whisper"."""
-    try:
-        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(config, dict) and config.get("model_type") == "whisper"
+    config = json_object_or_none(Path(path) / "config.json")
+    return config is not None and config.get("model_type") == "whisper"
 
 
 def whisper_spec(cfg: dict[str, Any]) -> WhisperSpec:
@@ -215,16 +212,6 @@ def _decoder_graph(weights: SafetensorsFile, s: WhisperSpec, precision: str, out
     return g
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise ConvertError(f"{path} is not valid JSON: {e}") from None
-    if not isinstance(data, dict):
-        raise ConvertError(f"{path} does not hold a JSON object")
-    return data
-
-
 def convert(src: Path, writer, options) -> None:
     """Write a Whisper bundle from checkpoint folder `src` through `writer` (a BundleWriter)."""
     if options.precision not in PRECISIONS:
@@ -232,9 +219,9 @@ def convert(src: Path, writer, options) -> None:
     missing = [f for f in REQUIRED_FILES if not (src / f).is_file()]
     if missing:
         raise ConvertError(f"{src} is incomplete: missing {', '.join(missing)}")
-    config = _read_json(src / "config.json")
-    generation = _read_json(src / "generation_config.json")
-    preprocessor = _read_json(src / "preprocessor_config.json")
+    config = read_json_object(src / "config.json", ConvertError)
+    generation = read_json_object(src / "generation_config.json", ConvertError)
+    preprocessor = read_json_object(src / "preprocessor_config.json", ConvertError)
     spec = whisper_spec(config)
     front_end = {k: preprocessor.get(k) for k in FRONT_END}
     for key, value in front_end.items():

@@ -13,7 +13,6 @@ trim it.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -24,9 +23,11 @@ import numpy as np
 
 from ..errors import AudioError, BundleError, Cancelled
 from ..io.audio import read_mono, resample
+from ..io.json_file import json_object_or_none, read_json_object
 from ..nets.whisper import WhisperDecoder, WhisperEncoder, whisper_part
 from ..runtime.bundle import Bundle
 from ..runtime.cpu import usable_cpus
+from ..runtime.whisper_part import WhisperPart
 from ..text.byte_level import bytes_to_unicode
 from . import features
 from .languages import LANGUAGE_NAMES
@@ -72,11 +73,8 @@ class Transcript:
 
 def is_whisper_bundle(path: str | os.PathLike) -> bool:
     """True when `path` is a bundle folder converted from a Whisper checkpoint (its manifest says so)."""
-    try:
-        manifest = json.loads((Path(path) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(manifest, dict) and manifest.get("model") == "whisper"
+    manifest = json_object_or_none(Path(path) / "manifest.json")
+    return manifest is not None and manifest.get("model") == WhisperPart.PART
 
 
 class _Vocabulary:
@@ -85,13 +83,8 @@ class _Vocabulary:
     timestamp tokens (ids from the end token on) are left out."""
 
     def __init__(self, bundle: Bundle, end: int):
-        path = bundle.file("tokenizer/vocab.json")
-        try:
-            vocab = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise BundleError(f"The model bundle {bundle.path} is damaged: tokenizer/vocab.json is unreadable ({e}).") from None
-        if not isinstance(vocab, dict):
-            raise BundleError(f"The model bundle {bundle.path} is damaged: tokenizer/vocab.json is not a table.")
+        vocab = read_json_object(bundle.file("tokenizer/vocab.json"), BundleError,
+                                 f"The model bundle {bundle.path} is damaged: tokenizer/vocab.json")
         byte_of = {ch: b for b, ch in bytes_to_unicode().items()}
         self.pieces: dict[int, bytes] = {}
         for piece, tid in vocab.items():

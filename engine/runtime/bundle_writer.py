@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import BundleError
 from ..io.fileio import current_umask
+from ..io.json_file import json_object_or_none
 from .bundle import FORMAT, FORMAT_VERSION, MANIFEST, sha256_file
 from .manifest_parts import ManifestPart
 
@@ -30,11 +31,8 @@ PARTIAL_MARK = ".qwen3tts-partial-"  # in the name of a bundle being written; a 
 
 def is_bundle(path: Path) -> bool:
     """True if `path` is a folder holding this app's manifest (any format version)."""
-    try:
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
+    manifest = json_object_or_none(path / MANIFEST)
+    return manifest is not None and manifest.get("format") == FORMAT
 
 
 def check_replaceable(dest: Path, protect: Iterable[Path] = ()) -> None:

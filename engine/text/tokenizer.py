@@ -7,7 +7,6 @@ without its own regex, a plain BPE model, and the added tokens of tokenizer_conf
 
 from __future__ import annotations
 
-import json
 import os
 import unicodedata
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 from ..errors import BundleError, TextError
+from ..io.json_file import read_json_object
 from ..runtime.bundle import Bundle
 from ..runtime.manifest_parts import TextPart
 
@@ -120,10 +120,11 @@ def added_tokens(tokenizer_config: dict[str, Any]) -> list[AddedTokenSpec]:
 def build_tokenizer(folder: str | os.PathLike, split: str = "qwen2") -> Tokenizer:
     """A `tokenizers.Tokenizer` equivalent to the official Qwen2TokenizerFast for this folder."""
     folder = Path(folder)
+    vocab = read_json_object(folder / "vocab.json", BundleError, f"The text tokenizer's {folder / 'vocab.json'}")
+    config = read_json_object(folder / "tokenizer_config.json", BundleError,
+                              f"The text tokenizer's {folder / 'tokenizer_config.json'}")
     try:
-        vocab: dict[str, int] = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
         merges = read_merges(folder / "merges.txt")
-        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as e:
         raise BundleError(f"text tokenizer files in {folder} are unreadable: {e}") from None
     specs = added_tokens(config)
