@@ -15,7 +15,6 @@ from engine import (
     DECODER_PRECISIONS,
     DEFAULT_BATCH_SIZE,
     DEFAULT_DECODER_PRECISION,
-    GENERATION_SETTINGS,
     MAX_BATCH_SIZE,
     EngineError,
     VoiceChoice,
@@ -28,6 +27,8 @@ from .common import (
     THREADS_HELP,
     UsageError,
     add_device_options,
+    add_generation_options,
+    generation_values,
     save_npy_atomic,
     say_device,
     tune_if_needed,
@@ -65,7 +66,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision,
                         device=args.device, gpu_precision=args.gpu_precision)
     say_device(synth.device)
-    settings = GenerationSettings(greedy=args.greedy, seed=args.seed)
+    settings = GenerationSettings(**generation_values(args))  # every job's, but what its line gives itself
     synth.check_settings(settings)
     tune_if_needed(synth, args.threads)
     out.mkdir(exist_ok=True)
@@ -92,7 +93,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             if key not in voices:
                 voices[key] = _job_voice(synth, line, args)
             synth.kind.check_instruct(line.instruct)
-            own = replace(settings, max_frames=line.max_frames, seed=line.seed if line.seed is not None else args.seed)
+            own = replace(settings, **line.settings)
             requests.append(SynthesisRequest(line.text, voices[key], line.language, own, line.instruct))
             owners.append(line)
         except EngineError as e:
@@ -183,16 +184,14 @@ def add_parser(sub) -> None:
     bt.add_argument("--jobs", type=Path, required=True,
                     help='one JSON object per line: {"name", "text", "language", "ref", "ref_text"} '
                          '("x_vector_only": true instead of ref_text, "voice" instead of ref; optional '
-                         '"max_frames", "seed"); relative paths are relative to the jobs file; "ref_text": "auto" '
+                         'any generation setting by its name, e.g. "max_frames", "seed", "temperature"); relative paths are relative to the jobs file; "ref_text": "auto" '
                          'transcribes the reference with a Whisper model')
     add_whisper_option(bt)
     bt.add_argument("--out-dir", type=Path, required=True, help="folder for NAME.wav (made if missing)")
     bt.add_argument("--batch-size", type=int, default=None,
                     help=f"sequences sharing each model step (1-{MAX_BATCH_SIZE}; default {DEFAULT_BATCH_SIZE} on q8 "
                          "models, 1 on fp32/fp16 models, where sequences take turns); results do not depend on it")
-    greedy = next(spec for spec in GENERATION_SETTINGS if spec.name == "greedy")  # declared once (engine/setting_specs.py)
-    bt.add_argument(greedy.flag, action="store_true", help=greedy.help)
-    bt.add_argument("--seed", type=int, help="seed of every job without its own")
+    add_generation_options(bt)  # every job's settings; a line's own win
     bt.add_argument("--codes", action="store_true", help="also write NAME.codes.npy (frames x 16 int64)")
     bt.add_argument("--overwrite", action="store_true",
                     help="replace NAME.wav (and NAME.codes.npy) where they exist (default: such a job fails and the "

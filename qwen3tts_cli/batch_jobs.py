@@ -4,6 +4,7 @@
     {"name": "b", "text": "...", "ref": "ref.wav"}            (no ref_text: the voice's timbre only, as in the app)
     {"name": "c", "text": "...", "ref": "ref.wav", "ref_text": "auto"}   (the reference transcribed by Whisper)
     {"name": "c", "text": "...", "voice": "narrator.qvoice", "max_frames": 200, "seed": 7}
+                                    (any generation setting by its name: "temperature", "top_k", "greedy"...)
     {"name": "d", "text": "...", "speaker": "serena", "instruct": "Slowly."}     (CustomVoice)
     {"name": "e", "text": "...", "instruct": "A deep, calm voice."}            (VoiceDesign)
 
@@ -14,13 +15,14 @@ line becomes a JobLine with an error naming its line number; the other lines are
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from engine import GENERATION_SETTINGS, read_text_file
 
-# the generation settings a line may give for itself, checked by their declaration (engine/setting_specs.py)
-LINE_SETTINGS = tuple(spec for spec in GENERATION_SETTINGS if spec.name in ("max_frames", "seed"))
+# a line may give itself any generation setting, by its name, checked by its declaration (engine/setting_specs.py)
+LINE_SETTINGS = GENERATION_SETTINGS
 KEYS = {"name", "text", "language", "ref", "ref_text", "x_vector_only", "voice", "speaker", "instruct",
         *(spec.name for spec in LINE_SETTINGS)}
 NAME_BAD_CHARS = set('/\\:*?"<>|\0')
@@ -38,8 +40,7 @@ class JobLine:
     ref_text: str | None = None
     x_vector_only: bool = False
     voice: Path | None = None
-    max_frames: int | None = None
-    seed: int | None = None
+    settings: dict[str, Any] = field(default_factory=dict, hash=False)  # the line's own generation settings
     speaker: str | None = None  # a CustomVoice preset speaker
     instruct: str | None = None  # a style instruction (CustomVoice 1.7B) or the voice description (VoiceDesign)
     error: str | None = None
@@ -94,24 +95,25 @@ def _parse(raw: str, number: int, base: Path) -> JobLine:
     if len(given) > 1:
         return bad(f'give one voice: "{given[0]}" or "{given[1]}", not both.', name)
     # no voice at all is a VoiceDesign line (the model refuses it if it needs a voice or a speaker)
-    for field, value in (("ref", ref), ("voice", voice), ("ref_text", ref_text), ("speaker", speaker),
-                         ("instruct", instruct)):
+    for key, value in (("ref", ref), ("voice", voice), ("ref_text", ref_text), ("speaker", speaker),
+                       ("instruct", instruct)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
-            return bad(f'"{field}" must be a non-empty string.', name)
+            return bad(f'"{key}" must be a non-empty string.', name)
     if not isinstance(x_only, bool):
         return bad('"x_vector_only" must be true or false.', name)
     if voice is not None and ref_text is not None:
         return bad('"ref_text" goes with "ref"; a voice file already holds its transcript.', name)
-    numbers: dict[str, int | None] = {}
+    settings: dict[str, Any] = {}
     for spec in LINE_SETTINGS:
         value = obj.get(spec.name)
         problem = None if value is None else spec.problem(value, called=f'"{spec.name}"')
         if problem:
             return bad(problem, name)
-        numbers[spec.name] = value
+        if value is not None:
+            settings[spec.name] = value
     return JobLine(
         number, name, text=text, language=language,
         ref=(base / ref) if ref is not None else None, ref_text=None if x_only else ref_text, x_vector_only=x_only,
         voice=(base / voice) if voice is not None else None, speaker=speaker, instruct=instruct,
-        max_frames=numbers.get("max_frames"), seed=numbers.get("seed"),
+        settings=settings,
     )

@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine import EngineError, os_reason
+from engine import GENERATION_SETTINGS, EngineError, os_reason
 
 THREADS_HELP = ("CPU threads for every network (default: the counts measured for this computer, see `qwen3tts bench --tune`, else the physical core count)")
 
@@ -23,6 +23,21 @@ DECODER_PRECISION_HELP = ("speech decoder: fp32 (exact), bf16 (its big convoluti
 DEVICE_HELP = ("where the networks run: auto (a GPU only where measured faster than the CPU on this computer), cpu, "
                "gpu (ncnn's choice: a discrete GPU first) or gpu:N (see `qwen3tts bench`); default: %(default)s")
 GPU_PRECISION_HELP = "on a GPU: fp32 (exact, default) or fp16 (faster on most GPUs, not exact)"
+
+
+def add_generation_options(p: argparse.ArgumentParser) -> None:
+    """--greedy, --seed, the sampling settings and --max-frames: each generation setting as its declaration
+    (engine/setting_specs.py) says, with its help."""
+    for spec in GENERATION_SETTINGS:
+        if spec.switch:
+            p.add_argument(spec.flag, action="store_true", help=spec.help)
+        else:
+            p.add_argument(spec.flag, type=int if spec.whole else float, help=spec.help)
+
+
+def generation_values(args: argparse.Namespace) -> dict:
+    """The generation settings the arguments give, by field name (None: the model's default)."""
+    return {spec.name: getattr(args, spec.name) for spec in GENERATION_SETTINGS}
 
 
 def add_device_options(p: argparse.ArgumentParser) -> None:

@@ -16,7 +16,6 @@ from engine import (
     DEFAULT_DECODER_PRECISION,
     DEFAULT_MAX_CHARS,
     FRAME_RATE,
-    GENERATION_SETTINGS,
     MAX_BATCH_SIZE,
     SAVE_SUFFIXES,
     ChunkAudio,
@@ -31,9 +30,11 @@ from .common import (
     ProgressBar,
     UsageError,
     add_device_options,
+    add_generation_options,
     add_overwrite_option,
     add_sample_format,
     check_output,
+    generation_values,
     sample_format,
     save_npy_atomic,
     save_or_rescue,
@@ -108,7 +109,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     say_device(synth.device)
     settings = GenerationSettings(
         non_streaming_text=args.non_streaming_text,
-        **{spec.name: getattr(args, spec.name) for spec in GENERATION_SETTINGS},
+        **generation_values(args),
     )
     # cheap checks before the reference is processed
     synth.check_language(args.language)
@@ -258,11 +259,7 @@ def add_parser(sub) -> None:
     s.add_argument("--x-vector-only", action="store_true", help="ignore --ref-text; clone the timbre only (x-vector)")
     s.add_argument("--voice", type=Path, help="a saved voice file instead of --ref")
     s.add_argument("--language", default="auto")
-    for spec in GENERATION_SETTINGS:  # declared once (engine/setting_specs.py)
-        if spec.switch:
-            s.add_argument(spec.flag, action="store_true", help=spec.help)
-        else:
-            s.add_argument(spec.flag, type=int if spec.whole else float, help=spec.help)
+    add_generation_options(s)
     mode = s.add_mutually_exclusive_group()
     mode.add_argument("--non-streaming-text", dest="non_streaming_text", action="store_true", default=None,
                       help="put the whole text in the prompt (default for CustomVoice and VoiceDesign models)")

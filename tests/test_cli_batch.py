@@ -97,3 +97,27 @@ def test_a_jobs_line_is_spoken_as_synth_speaks_it(tmp_path, capsys):
                      str(alone.with_suffix(".npy")), "--threads", "1"]) == 0
         np.testing.assert_array_equal(np.load(out / f"{name}.codes.npy"), np.load(alone.with_suffix(".npy")))
         np.testing.assert_array_equal(sf.read(out / f"{name}.wav")[0], sf.read(alone)[0])
+
+
+def test_a_jobs_line_may_give_itself_any_generation_setting(tmp_path, capsys):
+    """A line's own settings (any declared one, by its name) win over the batch's: a greedy line in a sampled batch
+    makes the official greedy codes, and a line with its own sampling settings makes what `qwen3tts synth` makes
+    with the same flags."""
+    bundle = bundle_for("tiny06b", "fp32")
+    xv = load_case(OUTPUTS / "tiny06b" / "synth_xv_en_16k.npz")
+    voice = {"text": xv["text"], "language": xv["language"], "ref": str(AUDIO / xv["ref_audio"]),
+             "x_vector_only": True, "max_frames": xv["max_new_tokens"] - 1}
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(json.dumps({"name": "greedy", "greedy": True, **voice}) + "\n"
+                    + json.dumps({"name": "own", "seed": 5, "temperature": 0.3, "top_k": 7, **voice}) + "\n",
+                    encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["batch", "--model", str(bundle), "--jobs", str(jobs), "--out-dir", str(out), "--codes",
+                 "--seed", "9", "--temperature", "1.5", "--threads", "1"]) == 0, capsys.readouterr().out
+    assert np.array_equal(np.load(out / "greedy.codes.npy"), xv["codes"])
+    alone = tmp_path / "alone.npy"
+    assert main(["synth", "--model", str(bundle), "--text", str(xv["text"]), "--language", str(xv["language"]),
+                 "--ref", str(AUDIO / xv["ref_audio"]), "--x-vector-only", "--max-frames", str(xv["max_new_tokens"] - 1),
+                 "--seed", "5", "--temperature", "0.3", "--top-k", "7", "-o", str(tmp_path / "alone.wav"),
+                 "--codes-out", str(alone), "--threads", "1"]) == 0
+    assert np.array_equal(np.load(out / "own.codes.npy"), np.load(alone))
