@@ -23,7 +23,7 @@ from .engine_adapter import (
     speech_recogniser,
 )
 from .recorder import Recorder
-from .workers import Worker
+from .workers import EngineTurns, Worker
 
 MODELS_DIR_VARIABLE = "QWEN3TTS_MODELS_DIR"
 
@@ -134,6 +134,9 @@ class AppContext(QObject):
         self.synth: SynthesizerContract | None = None
         self.model_path: Path | None = None
         self.job: Worker | None = None  # the one engine job running now (see start_job)
+        # the open model used by one thread at a time: the app's jobs and the speech server's engine thread, when
+        # the server is on, take turns (the server speaks with this model, never a second copy)
+        self.engine_turns = EngineTurns()
         self._when_idle: list[Callable[[], object]] = []
         self._models_folder_checked = False
         self.notices: list[tuple[str, str]] = []  # (title, text) found before the window could show them
@@ -196,6 +199,8 @@ class AppContext(QObject):
             worker.deleteLater()
             return False
         self.job = worker
+        if needs_model:  # a job that uses the open model takes its turn with the speech server
+            worker.engine_turns = self.engine_turns
         worker.finished.connect(lambda: self._job_finished(finished))
         self.busy_changed.emit(True)
         worker.start()

@@ -9,12 +9,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QObject, QThread, Signal
+
+from qwen3tts_server.engine_turns import EngineTurns
 
 from .data.paths import candidate_paths, unique_path
 from .data.settings import Settings
@@ -52,12 +55,16 @@ from .engine_adapter import (
 class Worker(QThread):
     failed = Signal(str)
     cancelled = Signal()
+    waiting = Signal()  # the open model is busy with a request of another app (the speech server): the job waits
 
     doing = "working"
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self._cancel = threading.Event()
+        # the open model's turns when it is shared with the speech server (AppContext.start_job sets it): the job
+        # runs once the server's request in progress is done, the server's next ones wait for the job
+        self.engine_turns: EngineTurns | None = None
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -72,7 +79,10 @@ class Worker(QThread):
 
     def run(self) -> None:
         try:
-            self.work()
+            turn = (self.engine_turns.turn(self._cancel.is_set, self.waiting.emit) if self.engine_turns is not None
+                    else nullcontext())
+            with turn:
+                self.work()
         except Cancelled:
             self.cancelled.emit()
         except BaseException as e:  # the worker boundary: nothing escapes as a traceback

@@ -9,6 +9,7 @@ front ends, readers, home automation) can speak with this app's voices. `qwen3tt
     audio_formats.py the encoders: wav and pcm stream as audio comes, flac / mp3 / opus are written whole
     task.py          SpeechTask (one request's work, the unit) and the events posted back to its request
     tasks.py         TaskQueue: the engine thread, the queue, batching
+    engine_turns.py  EngineTurns: the app's open model shared with the server, one thread at a time
     engine_call.py   the one place that runs the engine for a task or a group of tasks
     http_app.py      the Starlette app: routes, the key, body limits, streaming and disconnects
     read_deadline.py uvicorn's h11 protocol with a deadline for each request to arrive (a slow client: 408)

@@ -41,6 +41,7 @@ from engine.store import VoiceLibrary, default_voices_dir
 from .api_errors import ApiError
 from .audio_formats import Encoder
 from .config import ServerConfig, is_loopback
+from .engine_turns import EngineTurns
 from .speech_body import OPENAI_MODELS, SpeechBody, parse_speech_body
 from .task import Audio, Failed, Finished, SpeechTask, Started, TaskEvent
 from .tasks import TaskQueue
@@ -53,14 +54,15 @@ GONE = 499  # the client closed the connection (nothing is sent)
 class SpeechServer:
     """One served model: its voices, its task queue and the Starlette app over them."""
 
-    def __init__(self, synth: SynthesizerContract, config: ServerConfig):
+    def __init__(self, synth: SynthesizerContract, config: ServerConfig, turns: EngineTurns | None = None):
+        """turns: the model is shared with the app, which takes turns with the server (engine_turns.py)."""
         config.check()
         self.synth = synth
         self.config = config
         self.model_name = config.model_name or synth.model_id or "qwen3-tts"
         self.defaults = config.defaults or synth.default_settings
         self.voices = VoiceBook(synth, VoiceLibrary(config.voices_dir or default_voices_dir()))
-        self.queue = TaskQueue(synth, config.limits.max_waiting, config.batch_wait)
+        self.queue = TaskQueue(synth, config.limits.max_waiting, config.batch_wait, turns=turns)
         self.app = Starlette(
             routes=[
                 Route("/v1/audio/speech", self.speech, methods=["POST"]),

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from engine import EngineError, SynthesizerContract
 
 from .config import ServerConfig
+from .engine_turns import EngineTurns
 from .http_app import SpeechServer
 from .read_deadline import read_deadline_protocol
 
@@ -66,8 +67,9 @@ class BackgroundServer:
     """The server on a thread of its own (the app's switch, and tests): start() returns once it listens (or raises
     EngineError with the reason), stop() ends it and cancels what it was generating."""
 
-    def __init__(self, synth: SynthesizerContract, config: ServerConfig):
-        self.server = SpeechServer(synth, config)
+    def __init__(self, synth: SynthesizerContract, config: ServerConfig, turns: EngineTurns | None = None):
+        """turns: the model is the app's, used in turns with its own engine jobs (engine_turns.py)."""
+        self.server = SpeechServer(synth, config, turns)
         self._uv = _uvicorn_server(self.server)
         self._thread: threading.Thread | None = None
         self._failed: BaseException | None = None

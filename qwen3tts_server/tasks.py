@@ -14,11 +14,13 @@ import math
 import threading
 import time
 from collections import deque
+from contextlib import nullcontext
 
-from engine import SynthesizerContract
+from engine import Cancelled, SynthesizerContract
 
 from . import engine_call
 from .api_errors import ApiError
+from .engine_turns import EngineTurns
 from .task import Failed, SpeechTask
 
 log = logging.getLogger("qwen3tts_server")
@@ -26,8 +28,10 @@ log = logging.getLogger("qwen3tts_server")
 
 class TaskQueue:
     def __init__(self, synth: SynthesizerContract, max_waiting: int, batch_wait: float = 0.05,
-                 batch_size: int | None = None):
+                 batch_size: int | None = None, turns: EngineTurns | None = None):
+        """turns: the model is shared (the app's): each group is served in a turn of its own (engine_turns.py)."""
         self.synth = synth
+        self.turns = turns
         self.max_waiting = max_waiting
         self.batch_wait = batch_wait
         self.batch_size = batch_size if batch_size is not None else synth.suggested_batch_size
@@ -90,7 +94,11 @@ class TaskQueue:
             t0 = time.monotonic()
             self.running = len(group) + len(self._parked)
             try:
-                self._serve(group)
+                with self.turns.turn(lambda: self._closed) if self.turns is not None else nullcontext():
+                    self._serve(group)
+            except Cancelled:  # closed while the app held the model: the group never started
+                for task in group:
+                    task.post(Failed(ApiError(503, "The server is shutting down.")))
             except BaseException as e:  # a task's failure never stops the server
                 log.exception("speech task failed")
                 for task in group:

@@ -132,6 +132,7 @@ class GenerationController(QObject):
         worker.part.connect(self._on_part)
         worker.length.connect(self.output.expect_samples)  # the whole text's, from its first event
         worker.notice.connect(lambda message: self.status.emit(message, 8000))
+        worker.waiting.connect(lambda: self.status.emit("Waiting: another app's speech is being generated…", 0))
         worker.left_out.connect(self._on_left_out)
         worker.frame.connect(self._on_frame)
         worker.chunk.connect(self.output.add_chunk)

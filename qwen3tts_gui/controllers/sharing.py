@@ -1,11 +1,14 @@
 """The app's "Let other apps use these voices": the speech server (qwen3tts_server, OpenAI's audio API) on a
 thread beside the window, so that other programs on this computer can speak with the library's voices.
 
-It loads its own copy of the open model (the app's one engine job at a time stays the app's: the server never
-waits for the window, nor the window for the server), serves the app's voice folder, listens on 127.0.0.1 only
-(unless the user lets other computers and containers in) and asks for a key of its own, kept in the settings so other programs stay set up. A request's generation settings
-default to the app's (the settings box's values when the server starts). Off each time the app starts;
-a new model or voice folder restarts it; turning it off stops whatever it was generating."""
+It speaks with the model the app has open, never a second copy (a full-size model is gigabytes): the server's
+engine thread and the app's engine jobs take turns with it (AppContext.engine_turns), one thread at a time, in the
+order they asked, so a request waits while the app generates and the app's next job waits for the request in
+progress; the window never waits (a job waits on its own thread). It serves the app's voice folder, listens on
+127.0.0.1 only (unless the user lets other computers and containers in) and asks for a key of its own, kept in the
+settings so other programs stay set up. A request's generation settings default to the app's (the settings box's
+values when the server starts). Off each time the app starts; a new model or voice folder restarts it; turning it
+off stops whatever it was generating."""
 
 from __future__ import annotations
 
@@ -99,8 +102,8 @@ class VoiceSharing(QObject):
         self._stop()
 
     def _start(self) -> None:
-        path = self.ctx.model_path
-        if path is None:
+        path, synth = self.ctx.model_path, self.ctx.synth
+        if path is None or synth is None:
             self.state, self.problem = OFF, "Open a model first: the other programs speak with the model that is open."
             self.changed.emit()
             return
@@ -110,16 +113,16 @@ class VoiceSharing(QObject):
                               model_name=Path(path).name,
                               voices_dir=self.ctx.library.folder,
                               defaults=self._defaults() if self._defaults is not None else None)
-        open_synth = self.ctx.open_synth
+        turns = self.ctx.engine_turns
         token = self._token = object()
         self.state, self.address, self.problem = STARTING, "", ""
         self.changed.emit()
 
-        def run() -> None:  # loading a full-size model takes seconds: never on the GUI thread
+        def run() -> None:  # importing the HTTP stack and binding the port: never on the GUI thread
             try:
                 from qwen3tts_server import BackgroundServer
 
-                server = BackgroundServer(open_synth(Path(path)), config)
+                server = BackgroundServer(synth, config, turns)
                 address = server.start()
             except Exception as e:  # noqa: BLE001 - any failure is one line in the dialog, never a crash
                 self._failed.emit(token, str(e) or type(e).__name__)
