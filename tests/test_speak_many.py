@@ -253,3 +253,22 @@ def test_streamed_requests_side_by_side_stream_as_they_are_decoded(engine_synth,
         plain_last_frame = max(k for k, ev in enumerate(events) if ev.request == 1 and isinstance(ev.event, ChunkFrame))
         first_streamed = min(k for k, ev in enumerate(events) if isinstance(ev.event, ChunkStream))
         assert first_streamed < plain_last_frame  # audio went out while another request was still generating
+
+
+def test_requests_whose_settings_differ_run_in_turns_and_a_waiting_one_can_be_cancelled():
+    """A run shares one set of settings (but for seed and cap): requests with other settings wait for a run of
+    their own, each still given its own settings; one cancelled while it waits never reaches the model."""
+    synth = ScriptedSynth({})
+    requests = [_request("Alpha one here.", 1, temperature=0.7), _request("Bravo two there.", 2, temperature=0.9),
+                _request("Charlie three.", 3, temperature=0.7), _request("Delta four.", 4, temperature=0.9)]
+    speeches = speak_many(synth, requests, batch_size=4, longest_first=False)
+    seen: dict[int, list] = {}
+    for ev in speeches:
+        seen.setdefault(ev.request, []).append(ev.error or ev.event)
+        if ev.request == 0 and isinstance(ev.event, ChunkStarted):
+            speeches.cancel(3)
+    assert [(t, s.temperature) for t, s in synth.calls] == [("Alpha one here.", 0.7), ("Charlie three.", 0.7),
+                                                            ("Bravo two there.", 0.9)]
+    assert [type(e) for e in seen[3]] == [Cancelled]
+    for i in (0, 1, 2):
+        assert [summary(e) for e in seen[i]] == alone(requests[i])

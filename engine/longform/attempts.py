@@ -63,8 +63,8 @@ def side_by_side(synth, units: list[ChunkUnit], batch_size: int, longest_first: 
     each chunk is in its recording or left out. Yields (tag, event): a unit starts (ChunkStarted) with the first
     event of its first attempt; a chunk's ChunkAudio or ChunkSkipped come from its recording (in text order);
     an EngineError ends a tag: Cancelled once `cancelled()` (the tags cancelled so far, asked between events)
-    names it (a tag with nothing left to run is not cancelled), or the refusal of a whole request's first attempt. A job cancelled by nobody here (the
-    run was closed) raises Cancelled."""
+    names it (a tag with nothing left to run is not cancelled), or the refusal of a whole request's first
+    attempt. A job cancelled by nobody here (the run was closed) raises Cancelled."""
     gone: set[Hashable] = set()  # tags cancelled or refused: none of their units runs again
     todo = {unit: "" for unit in units}  # unit -> why it is being tried again
     for attempt in range(max((u.request.options.guard.retries for u in units), default=0) + 1):

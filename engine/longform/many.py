@@ -36,8 +36,8 @@ from .runner import checked_request, generate_chunks
 def speak_many(synth, requests: Sequence[SynthesisRequest], batch_size: int | None = None,
                longest_first: bool = True) -> Speeches:
     """Check every request now (a refused one's error is its first event), then speak them all (see above).
-    synth: what speak() drives (check_*, synthesize_many, suggested_batch_size). batch_size: requests of one
-    chunk side by side (None: synth.suggested_batch_size)."""
+    synth: what speak() drives (check_*, suggested_batch_size and the side-by-side primitive synthesize_many).
+    batch_size: requests of one chunk side by side (None: synth.suggested_batch_size)."""
     if batch_size is None:
         batch_size = synth.suggested_batch_size
     check_batch_size(batch_size)

@@ -22,7 +22,7 @@ class LongTextOptions:
     max_chars: int = DEFAULT_MAX_CHARS
     join: JoinSettings = field(default_factory=JoinSettings)
     guard: GuardSettings = field(default_factory=GuardSettings)
-    # chunks generated side by side (Synthesizer.synthesize_many); 1: one after the other, the first audio
+    # chunks generated side by side (sharing each model step); 1: one after the other, the first audio
     # soonest; None: the model's suggested_batch_size. Either way every chunk gets the same codes.
     batch_size: int | None = 1
 

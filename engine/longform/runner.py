@@ -41,9 +41,10 @@ from .request import SynthesisRequest, speakable
 def speak(synth, request: SynthesisRequest,
           made: Mapping[int, Callable[[], SynthesisResult]] | None = None) -> Speech:
     """Validate everything a chunk-independent check can (before the first event), split once, then generate.
-    synth: what engine.SynthesizerContract offers (check_*, synthesize, synthesize_many). `made`: chunks an
-    earlier run of the same request and seed finished (a journal.ChunkJournal's): each is read when its turn
-    comes and put into the recording as it was (ChunkAudio with attempts 0), never generated."""
+    synth: a Synthesizer or the app's test fake (check_*, synthesize, and the side-by-side primitive
+    synthesize_many, which is not in engine.SynthesizerContract). `made`: chunks an earlier run of the same
+    request and seed finished (a journal.ChunkJournal's): each is read when its turn comes and put into the
+    recording as it was (ChunkAudio with attempts 0), never generated."""
     request, chunks, seed = checked_request(synth, request)
     settings = request.settings
     earlier = {i: load for i, load in (made or {}).items() if 0 <= i < len(chunks) and speakable(chunks[i])}
