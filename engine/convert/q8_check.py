@@ -320,6 +320,9 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
         got = run_prompts(trial, prompts, pad, FRAMES, ref, threads, cancel)
         figures = compare(ref, got)
         first = first or figures
+        report(min(0.9, 0.3 + 0.6 * rnd / (MAX_ROUNDS + 2)),
+               f"measured KL {figures['talker'][0]:.2e} / {figures['code_predictor'][0]:.2e} (talker / code "
+               f"predictor) with {len(split)} split, {len(promote)} kept float")
         over = [net for net in NETS if figures[net][0] > bound]
         if not over:
             break
