@@ -28,6 +28,10 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         ["--model", "{demo}", "--sizes", "1,2", "--lines", "2", "--frames", "4"],
         [rf"^\| 1 \| given \| {NUM} \| {NUM} \| 1\.00x \| 1\.00x \| yes \|$",
          rf"^\| 2 \| longest first \| {NUM} \| {NUM} \| {NUM}x \| {NUM}x \| yes \|$"]),
+    "speak_many_cost.py": (
+        ["--model", "{demo}", "--lines", "3", "--frames", "4", "--batch-size", "2", "--rounds", "1", "--threads", "1"],
+        [rf"^round 1 speak_many {NUM} s, synthesize_many {NUM} s, ratio {NUM}, codes identical$",
+         rf"^speak_many / synthesize_many: median {NUM}x over 1 round\(s\)"]),
     "code_predictor_profile.py": (
         ["--model", "{demo_q8}", "--threads", "1", "--rounds", "2"],
         [rf"^    Gemm \(int8 weights\) +\d+ layers +{NUM} ms +{NUM} %$", rf"int8 Gemms read {NUM} MB in {NUM} ms",

@@ -68,6 +68,7 @@ def test_the_cli_and_the_server_import_only_the_engines_public_names():
 # tests do. They may import public names from engine subpackages; every other benchmark takes only `engine`'s names.
 COMPONENT_BENCHMARKS = {
     "batch_speed.py": "the frame loop's side-by-side primitive (synthesize_many) with EOS ignored, no runaway guard",
+    "speak_many_cost.py": "speak_many against the side-by-side primitive under it (synthesize_many)",
     "code_predictor_profile.py": "the code predictor's layers one by one",
     "codec_decoder_speed.py": "the speech decoder alone, whole and streaming, against the official one",
     "codec_encoder_speed.py": "the speech encoder alone against the official one",
