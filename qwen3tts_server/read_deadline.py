@@ -7,11 +7,13 @@ takes the HTTP protocol class as its documented `http` setting, and this is its 
 when a request's first byte can come (the connection opens, or a kept-alive one receives the next request's first
 byte) and disarmed once h11 has the whole request. When it fires first, h11 writes a 408 in OpenAI's error shape
 (the app's request, if its head had come, sees its client gone) and the connection closes. Each timer is the
-event loop's own (call_later): a slow client costs no thread and holds no one else up."""
+event loop's own (call_later): a slow client costs no thread and holds no one else up. A request h11 cannot parse
+gets its 400 in OpenAI's shape too (uvicorn's own is plain text)."""
 
 from __future__ import annotations
 
 import asyncio
+from http import HTTPStatus
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -65,12 +67,21 @@ class ReadDeadlineProtocol(H11Protocol):
             if cycle.response_started:  # it has answered already (a refusal before the body): nothing more to say
                 self.transport.close()
                 return
-        error = ApiError(408, f"The request did not arrive within {self.read_seconds:g} s.", "request_timeout")
+        self._refuse(ApiError(408, f"The request did not arrive within {self.read_seconds:g} s.", "request_timeout"))
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request h11 cannot parse, in OpenAI's error shape like every other refusal."""
+        self._refuse(ApiError(400, "The request is not HTTP/1.1 this server can read (a broken request line or "
+                                   "header).", "invalid_http"))
+
+    def _refuse(self, error: ApiError) -> None:
+        """The error as the whole response, written by h11, then the connection closes."""
         body = bytes(error.response().body)
         try:
-            out = self.conn.send(h11.Response(status_code=408, reason=b"Request Timeout", headers=[
-                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close")]))
+            out = self.conn.send(h11.Response(status_code=error.status, reason=HTTPStatus(error.status).phrase.encode(),
+                                              headers=[(b"content-type", b"application/json"),
+                                                       (b"content-length", str(len(body)).encode()),
+                                                       (b"connection", b"close")]))
             out += self.conn.send(h11.Data(data=body))
             out += self.conn.send(h11.EndOfMessage()) or b""
             self.transport.write(out)

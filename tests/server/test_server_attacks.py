@@ -155,6 +155,17 @@ def test_a_connection_that_says_nothing_is_closed_at_the_deadline(server):
     sock.close()
 
 
+@pytest.mark.parametrize("garbage", [b"NOT HTTP AT ALL\r\n\r\n", b"GET / HTTP/1.1\r\nBad header line\r\n\r\n"])
+def test_a_request_that_is_not_http_gets_a_400_in_openais_shape(server, garbage):
+    sock = _raw(server.address)
+    sock.sendall(garbage)
+    answer = _answer(sock)
+    sock.close()
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:100]
+    assert error_of(answer.partition(b"\r\n\r\n")[2])["code"] == "invalid_http"
+    still_serving(server.address)
+
+
 def test_a_kept_alive_connection_is_held_to_the_deadline_for_its_next_request(server):
     """The first request is answered in full; the next one's head trickles and is cut off at its own deadline
     (counted from its first byte, not from the connection's opening)."""
