@@ -35,3 +35,21 @@ def _spin_count_as_started(monkeypatch):
     from engine.runtime import cpu
 
     monkeypatch.setattr(cpu, "_spin", cpu.SpinSetting(cpu.spin_setting().count, "user"))
+
+
+@pytest.fixture
+def tuning_cache(tmp_path, monkeypatch):
+    """A cache folder of the test's own for tuning records, on a quiet machine (tests/tuning_stand_in.py)."""
+    from tests.tuning_stand_in import quiet
+
+    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(tmp_path))
+    quiet(monkeypatch)
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def tuning_q8():
+    """The 8-bit bundle the self-tuner's tests tune (its int8 thread counts are what is tuned)."""
+    from tests.bundles import bundle_for
+
+    return bundle_for("tiny06b", "q8")

@@ -21,18 +21,7 @@ from engine.runtime.step_graph import StepNet
 from engine.runtime.tuning import TuningKey, load_record, record_path, thread_candidates
 from engine.synthesis.self_tuning import tune_synthesizer, tuning_key
 from tests.bundles import bundle_for
-
-
-@pytest.fixture(scope="module")
-def q8_bundle():
-    return bundle_for("tiny06b", "q8")
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(tmp_path))
-    quiet(monkeypatch)
-    return tmp_path
+from tests.tuning_stand_in import BUDGET, ONE_WINS, TIME_CAP, TWO_WIN, cpu, quiet
 
 
 @pytest.fixture(params=["team limits", "no team limits"])
@@ -45,27 +34,6 @@ def teams(request, monkeypatch) -> bool:
     if not openmp.limited():
         pytest.skip("libgomp is not among this process's libraries: OpenMP teams cannot be limited here")
     return True
-
-
-def quiet(monkeypatch, load: float = 0.25):
-    """The machine's load as the tuner and the synthesizer read it (tests run beside other jobs)."""
-    monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
-
-
-def cpu(talker: dict, code_predictor: dict, stream=None, decode=None):
-    """Injected timings in ms per candidate thread count (missing counts: very slow)."""
-    figures = {"talker": talker, "code predictor": code_predictor, "stream": stream or {}, "decode": decode or {}}
-
-    def timing(part, candidate, seconds):
-        return figures[part].get(candidate, 1e6) / 1000
-
-    return timing
-
-
-ONE_WINS = cpu({1: 25, 2: 44}, {1: 68, 2: 117})  # the AMD EPYC: one int8 thread, 93 vs 161 ms per frame
-TWO_WIN = cpu({1: 55, 2: 40}, {1: 140, 2: 107})  # the Intel Xeon: two, 145 vs 191-224 ms per frame
-BUDGET = 1.0  # seconds: the injected timings decide; the minimum rounds are all a test needs
-TIME_CAP = 120.0  # the run's hard stop, far off: every candidate is timed at least once (a loaded machine included)
 
 
 def ncnn_threads(net) -> int:
@@ -101,8 +69,8 @@ def codes(synth: Synthesizer) -> np.ndarray:
 
 @pytest.mark.parametrize("timing, expected", [(ONE_WINS, (1, 1)), (TWO_WIN, (2, 2)),
                                               (cpu({1: 30, 2: 45}, {1: 90, 2: 60}), (1, 2))])
-def test_the_faster_int8_thread_count_is_put_in_place(q8_bundle, cache, monkeypatch, teams, timing, expected):
-    synth = Synthesizer(q8_bundle)
+def test_the_faster_int8_thread_count_is_put_in_place(tuning_q8, tuning_cache, monkeypatch, teams, timing, expected):
+    synth = Synthesizer(tuning_q8)
     cores = synth.threads
     assert synth.tuning_needed and synth.tuning is None
     assert loaded_threads(synth) == ((cores, cores) if teams else (StepNet.INT8_THREADS,) * 2)
@@ -136,7 +104,7 @@ def test_the_faster_int8_thread_count_is_put_in_place(q8_bundle, cache, monkeypa
     assert not synth.tuning_needed and synth.tuning == record
     # the next open reads the record: the governors start at the tuned counts (the nets loaded at them where
     # teams cannot be limited)
-    again = Synthesizer(q8_bundle)
+    again = Synthesizer(tuning_q8)
     assert not again.tuning_needed and again.tuning == record and again.tuning_note is None
     assert again.thread_counts == governors(again) == expected
     assert loaded_threads(again) == ((cores, cores) if teams else expected)
@@ -146,28 +114,28 @@ STREAM_CONFIGS = [(1, True, 1), (1, True, 2), (2, True, 1), (2, True, 2), (2, Fa
 
 
 @pytest.mark.parametrize("fastest", STREAM_CONFIGS)
-def test_streaming_arrangement_follows_the_streamed_timing(q8_bundle, cache, fastest):
+def test_streaming_arrangement_follows_the_streamed_timing(tuning_q8, tuning_cache, fastest):
     """Generation's threads are timed together with the decoder's arrangement: on 2 cores a decoder beside two
     generation threads competes for them, so one generation thread beside it, or decoding after each frame, can
     win; whichever does is what a streamed synthesis uses, and what the next open reads."""
     stream = dict.fromkeys(STREAM_CONFIGS, 120)
     stream[fastest] = 90
-    synth = Synthesizer(q8_bundle)
+    synth = Synthesizer(tuning_q8)
     record = tune_synthesizer(synth, timing=cpu({1: 55, 2: 40}, {1: 140, 2: 107}, stream=stream), budget=BUDGET, time_cap=TIME_CAP)
     gen, beside, decoder = fastest
     s = record.settings
     assert (s.streaming_threads, s.overlap_decode, s.decoder_threads) == fastest
     assert (s.talker_threads, s.code_predictor_threads) == (2, 2)  # generation alone: its own timing
     assert (synth.streaming_threads, synth.overlap_decode, synth.decoder_threads) == fastest
-    again = Synthesizer(q8_bundle)
+    again = Synthesizer(tuning_q8)
     assert (again.streaming_threads, again.overlap_decode, again.decoder_threads) == fastest
-    assert Synthesizer(q8_bundle, threads=2).streaming_threads is None  # an explicit count applies everywhere
+    assert Synthesizer(tuning_q8, threads=2).streaming_threads is None  # an explicit count applies everywhere
 
 
-def test_a_streamed_synthesis_generates_on_the_streaming_count_and_others_on_all(q8_bundle, cache):
+def test_a_streamed_synthesis_generates_on_the_streaming_count_and_others_on_all(tuning_q8, tuning_cache):
     stream = dict.fromkeys(STREAM_CONFIGS, 120)
     stream[(1, True, 1)] = 90
-    synth = Synthesizer(q8_bundle, adaptive_threads=False)  # the governors' own tries would blur the counts
+    synth = Synthesizer(tuning_q8, adaptive_threads=False)  # the governors' own tries would blur the counts
     tune_synthesizer(synth, timing=cpu({1: 55, 2: 40}, {1: 140, 2: 107}, stream=stream), budget=BUDGET, time_cap=TIME_CAP)
     used: list[int] = []
     for part in (synth._talker, synth._code_predictor):
@@ -184,30 +152,30 @@ def test_a_streamed_synthesis_generates_on_the_streaming_count_and_others_on_all
     assert used and set(used) == {2}
 
 
-def test_decoder_precision_is_chosen_only_where_auto_allows_it(q8_bundle, cache):
+def test_decoder_precision_is_chosen_only_where_auto_allows_it(tuning_q8, tuning_cache):
     bf16_faster = cpu({1: 25}, {1: 68}, decode={"fp32": 40, "bf16": 25})
-    auto = Synthesizer(q8_bundle, decoder_precision="auto")
+    auto = Synthesizer(tuning_q8, decoder_precision="auto")
     record = tune_synthesizer(auto, timing=bf16_faster, budget=BUDGET, time_cap=TIME_CAP)
     assert record.settings.decoder_bf16_faster is True
     assert auto.decoder_precision == "bf16"
-    exact = Synthesizer(q8_bundle, decoder_precision="fp32")
+    exact = Synthesizer(tuning_q8, decoder_precision="fp32")
     assert exact.tuning == record and exact.decoder_precision == "fp32"  # the user's exact decoder stays
-    assert Synthesizer(q8_bundle, decoder_precision="auto").decoder_precision == "bf16"
+    assert Synthesizer(tuning_q8, decoder_precision="auto").decoder_precision == "bf16"
     tune_synthesizer(auto, timing=cpu({1: 25}, {1: 68}, decode={"fp32": 25, "bf16": 40}), budget=BUDGET, time_cap=TIME_CAP)
     assert auto.decoder_precision == "fp32"
 
 
-def test_an_explicit_thread_count_wins(q8_bundle, cache, teams):
-    synth = Synthesizer(q8_bundle, threads=1)
+def test_an_explicit_thread_count_wins(tuning_q8, tuning_cache, teams):
+    synth = Synthesizer(tuning_q8, threads=1)
     record = tune_synthesizer(synth, timing=TWO_WIN, budget=BUDGET, time_cap=TIME_CAP)
     assert (record.settings.talker_threads, record.settings.code_predictor_threads) == (2, 2)  # the machine's
     assert synth.thread_counts == governors(synth) == loaded_threads(synth) == (1, 1)
-    assert Synthesizer(q8_bundle, threads=1).thread_counts == (1, 1)
-    assert Synthesizer(q8_bundle).thread_counts == (2, 2)
+    assert Synthesizer(tuning_q8, threads=1).thread_counts == (1, 1)
+    assert Synthesizer(tuning_q8).thread_counts == (2, 2)
 
 
-def test_cancel_midway_leaves_everything_as_it_was(q8_bundle, cache, teams):
-    synth = Synthesizer(q8_bundle)
+def test_cancel_midway_leaves_everything_as_it_was(tuning_q8, tuning_cache, teams):
+    synth = Synthesizer(tuning_q8)
     before = (synth.thread_counts, governors(synth), synth._talker.net, synth._code_predictor.net,
               synth.decoder_threads)
     asked = []
@@ -224,10 +192,10 @@ def test_cancel_midway_leaves_everything_as_it_was(q8_bundle, cache, teams):
     codes(synth)  # still works
 
 
-def test_tuning_changes_no_result(q8_bundle, cache, teams):
+def test_tuning_changes_no_result(tuning_q8, tuning_cache, teams):
     """Codes at every core, then at the tuned one thread (the same int8 nets with their teams limited, or nets
     loaded for one thread), then at two again: the same codes (the governors held still to make sure)."""
-    synth = Synthesizer(q8_bundle, adaptive_threads=False)
+    synth = Synthesizer(tuning_q8, adaptive_threads=False)
     before = codes(synth)
     tune_synthesizer(synth, timing=ONE_WINS, budget=BUDGET, time_cap=TIME_CAP)
     assert synth.thread_counts == (1, 1)
@@ -238,46 +206,46 @@ def test_tuning_changes_no_result(q8_bundle, cache, teams):
     np.testing.assert_array_equal(codes(synth), before)
 
 
-def test_progress_rises_to_the_end(q8_bundle, cache):
+def test_progress_rises_to_the_end(tuning_q8, tuning_cache):
     seen = []
-    tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, progress=lambda f, m: seen.append((f, m)),
+    tune_synthesizer(Synthesizer(tuning_q8), timing=ONE_WINS, progress=lambda f, m: seen.append((f, m)),
                      budget=BUDGET, time_cap=TIME_CAP)
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and all(m for _, m in seen)
 
 
-def test_a_damaged_record_is_ignored_with_a_note(q8_bundle, cache):
-    path = record_path(tuning_key(__import__("engine").Bundle.open(q8_bundle)), cache)
+def test_a_damaged_record_is_ignored_with_a_note(tuning_q8, tuning_cache):
+    path = record_path(tuning_key(__import__("engine").Bundle.open(tuning_q8)), tuning_cache)
     path.parent.mkdir(parents=True)
     path.write_bytes(b'{"format": "qwen3tts-tuning", "version": 1, "key": 7}')
-    synth = Synthesizer(q8_bundle)
+    synth = Synthesizer(tuning_q8)
     assert synth.tuning is None and synth.tuning_needed
     assert str(path) in synth.tuning_note and "not usable" in synth.tuning_note
 
 
-def test_the_key_names_this_cpu_and_the_bundle(q8_bundle):
+def test_the_key_names_this_cpu_and_the_bundle(tuning_q8):
     from engine import Bundle
 
-    key = tuning_key(Bundle.open(q8_bundle))
+    key = tuning_key(Bundle.open(tuning_q8))
     assert isinstance(key, TuningKey) and key.precision == "q8" and key.cores >= 1 and key.ncnn
     assert "talker" in key.model and key.device == "cpu"
     assert tuning_key(Bundle.open(bundle_for("tiny06b", "fp32"))).digest() != key.digest()
 
 
-def test_a_tuning_made_on_a_busy_machine_is_redone_when_it_is_quiet(q8_bundle, cache, teams, monkeypatch):
+def test_a_tuning_made_on_a_busy_machine_is_redone_when_it_is_quiet(tuning_q8, tuning_cache, teams, monkeypatch):
     quiet(monkeypatch, load=9.0)  # other programs held the cores while it was measured
-    record = tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, budget=BUDGET, time_cap=TIME_CAP)
+    record = tune_synthesizer(Synthesizer(tuning_q8), timing=ONE_WINS, budget=BUDGET, time_cap=TIME_CAP)
     assert record.busy and "busy" in record.summary()
-    still_busy = Synthesizer(q8_bundle)
+    still_busy = Synthesizer(tuning_q8)
     assert still_busy.tuning == record and not still_busy.tuning_needed  # used while the machine stays busy
     assert still_busy.thread_counts == (1, 1)
     quiet(monkeypatch)
-    later = Synthesizer(q8_bundle)
+    later = Synthesizer(tuning_q8)
     assert later.tuning == record and later.tuning_needed  # its counts apply until the new tuning
     assert later.thread_counts == (1, 1)
     tune_synthesizer(later, timing=TWO_WIN, budget=BUDGET, time_cap=TIME_CAP)
     assert not later.tuning_needed and not later.tuning.busy and later.thread_counts == (2, 2)
-    assert not Synthesizer(q8_bundle).tuning_needed
+    assert not Synthesizer(tuning_q8).tuning_needed
 
 
 def _a_gpu() -> None:
@@ -288,7 +256,7 @@ def _a_gpu() -> None:
 
 
 @pytest.mark.parametrize("gpu_ms, on_gpu", [(50.0, True), (500.0, False)])
-def test_auto_uses_a_gpu_only_where_the_tuning_measured_it_faster(cache, monkeypatch, gpu_ms, on_gpu):
+def test_auto_uses_a_gpu_only_where_the_tuning_measured_it_faster(tuning_cache, monkeypatch, gpu_ms, on_gpu):
     _a_gpu()
     import engine.runtime.device as dev
 
@@ -313,7 +281,7 @@ def test_auto_uses_a_gpu_only_where_the_tuning_measured_it_faster(cache, monkeyp
     assert again.device.on_gpu is on_gpu and (again.device.name == "gpu:0") is on_gpu
 
 
-def test_a_software_gpu_is_not_timed(cache):
+def test_a_software_gpu_is_not_timed(tuning_cache):
     _a_gpu()
     record = tune_synthesizer(Synthesizer(bundle_for("tiny06b", "fp32"), device="cpu"),
                               timing=cpu({1: 30, 2: 45}, {1: 60, 2: 90}), budget=BUDGET, time_cap=TIME_CAP)

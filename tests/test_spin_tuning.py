@@ -23,9 +23,8 @@ from engine.runtime.tuning import TunedSettings, TuningKey, TuningRecord, save_r
 from engine.synthesis import spin_tuning
 from engine.synthesis.self_tuning import tune_synthesizer
 from engine.synthesis.spin_tuning import SpinProbe, choose_spin, probe_in_child
-from tests.bundles import bundle_for
-from tests.test_self_tuning import BUDGET, ONE_WINS, TIME_CAP, quiet
-from tests.test_self_tuning import cpu as fake_cpu
+from tests.tuning_stand_in import BUDGET, ONE_WINS, TIME_CAP, on_the_run_clock
+from tests.tuning_stand_in import cpu as fake_cpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -87,17 +86,10 @@ def test_the_time_left_decides_how_many_candidates_are_timed():
 # -------------------------------------------------------------------------------------------------- the tuner
 
 
-@pytest.fixture(scope="module")
-def q8_bundle():
-    return bundle_for("tiny06b", "q8")
-
-
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(tmp_path))
-    quiet(monkeypatch)
+def cache(tuning_cache, monkeypatch):
     monkeypatch.setattr(cpu, "_spin", SpinSetting(1000, "default"))
-    return tmp_path
+    return tuning_cache
 
 
 def fake_spin_cpu(table: dict[int, SpinProbe]):
@@ -116,70 +108,65 @@ needs_two_cores = pytest.mark.skipif(physical_cores() < 2, reason="the spin coun
 @needs_two_cores
 @pytest.mark.parametrize("table, expected", [(LONG_SPIN_LOSES_LOADED, 1000), (LONG_SPIN_WINS, 10000),
                                              (LONG_SPIN_NEVER_WINS, 1000)])
-def test_the_tuner_keeps_the_chosen_spin_count_in_the_record(q8_bundle, cache, table, expected):
-    synth = Synthesizer(q8_bundle)
+def test_the_tuner_keeps_the_chosen_spin_count_in_the_record(tuning_q8, cache, table, expected):
+    synth = Synthesizer(tuning_q8)
     spin_probe, asked = fake_spin_cpu(table)
     record = tune_synthesizer(synth, timing=ONE_WINS, budget=BUDGET * 15, time_cap=TIME_CAP, spin_probe=spin_probe)
     assert record.settings.spin_count == expected
     assert asked[0] == 1000 and set(asked) == set(table)  # this process's count first, then the others
     chosen = {f.value for f in record.figures if f.setting == "spin count" and f.chosen}
     assert chosen == {str(expected)}
-    reopened = Synthesizer(q8_bundle)
+    reopened = Synthesizer(tuning_q8)
     assert reopened.tuning == record and not reopened.tuning_needed
     assert stored_spin_count(cpu_model(), physical_cores(), usable_cpus(), metadata.version("ncnn")) == expected
 
 
 @needs_two_cores
-def test_the_code_predictor_threads_follow_the_chosen_spin_count(q8_bundle, cache):
+def test_the_code_predictor_threads_follow_the_chosen_spin_count(tuning_q8, cache):
     # at 1000 one thread wins (68 against 117 ms); at 10000 two threads do their frame in 47 ms
     top = physical_cores()
     spin_probe, _ = fake_spin_cpu({1000: probe(117, 150), 10000: probe(47, 80)})
-    record = tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, budget=BUDGET * 15, time_cap=TIME_CAP,
+    record = tune_synthesizer(Synthesizer(tuning_q8), timing=ONE_WINS, budget=BUDGET * 15, time_cap=TIME_CAP,
                               spin_probe=spin_probe)
     assert record.settings.spin_count == 10000
     assert (record.settings.talker_threads, record.settings.code_predictor_threads) == (1, top)
     # where the spin count stays, the counts are the ones measured here
     spin_probe, _ = fake_spin_cpu({1000: probe(117, 150), 10000: probe(117, 900)})
-    record = tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, budget=BUDGET * 15, time_cap=TIME_CAP,
+    record = tune_synthesizer(Synthesizer(tuning_q8), timing=ONE_WINS, budget=BUDGET * 15, time_cap=TIME_CAP,
                               spin_probe=spin_probe)
     assert (record.settings.spin_count, record.settings.code_predictor_threads) == (1000, 1)
 
 
 @needs_two_cores
-def test_one_count_measured_is_no_choice(q8_bundle, cache):
+def test_one_count_measured_is_no_choice(tuning_q8, cache):
     """A busy machine may leave time for this process's count alone: nothing is stored, so a later tuning on a
     quiet machine measures the others."""
     spin_probe, asked = fake_spin_cpu({1000: probe(117, 150)})
-    record = tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, budget=BUDGET * 15, time_cap=TIME_CAP,
+    record = tune_synthesizer(Synthesizer(tuning_q8), timing=ONE_WINS, budget=BUDGET * 15, time_cap=TIME_CAP,
                               spin_probe=spin_probe)
     assert 1000 in asked and record.settings.spin_count is None
 
 
 @pytest.mark.parametrize("setting", [SpinSetting(None, "user"), SpinSetting(777, "user"), SpinSetting(5000, "tuned")])
-def test_a_spin_count_the_user_set_or_a_tuning_measured_is_not_measured_again(q8_bundle, cache, monkeypatch,
+def test_a_spin_count_the_user_set_or_a_tuning_measured_is_not_measured_again(tuning_q8, cache, monkeypatch,
                                                                                  setting):
     monkeypatch.setattr(cpu, "_spin", setting)
     spin_probe, asked = fake_spin_cpu(LONG_SPIN_WINS)
-    record = tune_synthesizer(Synthesizer(q8_bundle), timing=ONE_WINS, budget=BUDGET, time_cap=TIME_CAP,
+    record = tune_synthesizer(Synthesizer(tuning_q8), timing=ONE_WINS, budget=BUDGET, time_cap=TIME_CAP,
                               spin_probe=spin_probe)
     assert asked == []
     assert record.settings.spin_count == (5000 if setting.source == "tuned" else None)
 
 
-def test_the_tuning_stops_at_its_time_cap(q8_bundle, cache):
+def test_the_tuning_stops_at_its_time_cap(tuning_q8, cache):
     """Slow frames on a busy machine: the run stops measuring when its budget is spent, whatever candidates are
     left (before, every stage ran its minimum rounds: 26.8 s instead of about 15 on a busy Intel Xeon)."""
-    now = [0.0]
-    base = fake_cpu({1: 1000, 2: 1200}, {1: 2000, 2: 2100}, stream={}, decode={"fp32": 500, "bf16": 400})
-
-    def timing(part, candidate, seconds):  # every measurement takes its injected time on the run's clock
-        value = base(part, candidate, seconds)
-        now[0] += value * (4 if part == "stream" else 1)
-        return value
+    timing, clock = on_the_run_clock(fake_cpu({1: 1000, 2: 1200}, {1: 2000, 2: 2100}, stream={},
+                                              decode={"fp32": 500, "bf16": 400}))
 
     spin_probe, asked = fake_spin_cpu(LONG_SPIN_WINS)
-    record = tune_synthesizer(Synthesizer(q8_bundle), timing=timing, budget=15.0, spin_probe=spin_probe,
-                              clock=lambda: now[0])
+    record = tune_synthesizer(Synthesizer(tuning_q8), timing=timing, budget=15.0, spin_probe=spin_probe,
+                              clock=clock)
     assert record.seconds <= 15.0 + 3.1  # at most one frame (talker + code predictor) past the budget
     assert not any(f.setting in ("decoding", "decoder precision") for f in record.figures)  # no time was left
     assert record.settings.decoder_bf16_faster is None
@@ -187,22 +174,17 @@ def test_the_tuning_stops_at_its_time_cap(q8_bundle, cache):
     assert (s.overlap_decode, s.decoder_threads, s.streaming_threads) == (True, physical_cores(), physical_cores())
 
 
-def test_a_stage_whose_least_work_does_not_fit_is_skipped(q8_bundle, cache):
+def test_a_stage_whose_least_work_does_not_fit_is_skipped(tuning_q8, cache):
     """3 s frames (a busy machine's fp32): after the thread stage 6 s are left, less than the decoder precision
     stage (codes for 4 frames and two decodes of them) or two streamed arrangements need; before, each stage
     started while any time was left and ran past the budget by its first measurement."""
-    now = [0.0]
     stream = {(g, True, d): 2500 for g in (1, 2) for d in (1, 2)} | {(2, False, 2): 2500}
-    base = fake_cpu({1: 1000, 2: 1200}, {1: 2000, 2: 2100}, stream=stream, decode={"fp32": 500, "bf16": 400})
-
-    def timing(part, candidate, seconds):
-        value = base(part, candidate, seconds)
-        now[0] += value * (4 if part == "stream" else 1)
-        return value
+    timing, clock = on_the_run_clock(fake_cpu({1: 1000, 2: 1200}, {1: 2000, 2: 2100}, stream=stream,
+                                              decode={"fp32": 500, "bf16": 400}))
 
     spin_probe, _ = fake_spin_cpu(LONG_SPIN_WINS)
-    record = tune_synthesizer(Synthesizer(q8_bundle), timing=timing, budget=25.0, spin_probe=spin_probe,
-                              clock=lambda: now[0])
+    record = tune_synthesizer(Synthesizer(tuning_q8), timing=timing, budget=25.0, spin_probe=spin_probe,
+                              clock=clock)
     assert record.seconds <= 25.0
     assert not any(f.setting in ("decoding", "decoder precision") for f in record.figures)
     s = record.settings
@@ -212,18 +194,18 @@ def test_a_stage_whose_least_work_does_not_fit_is_skipped(q8_bundle, cache):
 # -------------------------------------------------------------------------------------------------- processes
 
 
-def test_a_candidate_is_timed_in_a_process_of_its_own(q8_bundle):
-    found = probe_in_child(Bundle.open(q8_bundle), 4321, 2, timeout=120)
+def test_a_candidate_is_timed_in_a_process_of_its_own(tuning_q8):
+    found = probe_in_child(Bundle.open(tuning_q8), 4321, 2, timeout=120)
     assert found is not None  # the child reports the count it ran at: 4321 (else None)
     assert len(found.quiet) == spin_tuning.QUIET_FRAMES and len(found.loaded) >= 2
     assert all(v > 0 for v in found.quiet + found.loaded)
     assert os.environ.get("GOMP_SPINCOUNT") != "4321"  # this process's environment is as it was
 
 
-def test_a_candidate_that_does_not_report_in_time_is_stopped(q8_bundle):
+def test_a_candidate_that_does_not_report_in_time_is_stopped(tuning_q8):
     import multiprocessing
 
-    assert probe_in_child(Bundle.open(q8_bundle), 4321, 2, timeout=0.0) is None
+    assert probe_in_child(Bundle.open(tuning_q8), 4321, 2, timeout=0.0) is None
     assert not multiprocessing.active_children()
 
 
@@ -295,7 +277,7 @@ def test_a_record_moved_under_another_name_is_not_read(tmp_path):
     assert replace(_record(1, "x").settings, spin_count=None).spin_count is None
 
 
-def test_a_candidate_running_when_the_tuning_is_cancelled_is_stopped(q8_bundle):
+def test_a_candidate_running_when_the_tuning_is_cancelled_is_stopped(tuning_q8):
     import multiprocessing
     import time
 
@@ -309,18 +291,18 @@ def test_a_candidate_running_when_the_tuning_is_cancelled_is_stopped(q8_bundle):
 
     start = time.monotonic()
     with pytest.raises(Cancelled):
-        probe_in_child(Bundle.open(q8_bundle), 4321, 2, timeout=120, cancel=cancel)
+        probe_in_child(Bundle.open(tuning_q8), 4321, 2, timeout=120, cancel=cancel)
     assert time.monotonic() - start < 30 and not multiprocessing.active_children()
 
 
-def test_a_candidate_whose_process_cannot_start_is_not_measured(q8_bundle, monkeypatch):
+def test_a_candidate_whose_process_cannot_start_is_not_measured(tuning_q8, monkeypatch):
     import multiprocessing.context
 
     def refuse(self):
         raise OSError("no more processes")
 
     monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", refuse)
-    assert probe_in_child(Bundle.open(q8_bundle), 4321, 2, timeout=120) is None
+    assert probe_in_child(Bundle.open(tuning_q8), 4321, 2, timeout=120) is None
     assert os.environ.get("GOMP_SPINCOUNT") != "4321"
 
 
