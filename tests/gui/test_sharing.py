@@ -251,3 +251,39 @@ def test_a_request_and_the_apps_generation_never_step_the_model_at_once(qtbot, m
     assert window.output.current is not None and len(window.output.current.audio) > 0
     assert len(threads_seen) >= 2 and not overlaps
     sharing.set_enabled(False)
+
+
+def test_turning_sharing_off_while_the_app_holds_the_model_does_not_wait_for_it(qtbot, make_window, demo_bundle,
+                                                                              settings):
+    """A request waits for its turn while the app's job holds the model; turning the switch off then ends at once
+    (the request is told the server is stopping) instead of waiting behind the app's take."""
+    import threading
+    import time
+
+    settings.sharing_port = _free_port()
+    window = _open_demo(qtbot, make_window, demo_bundle)
+    sharing = window.sharing
+    sharing.set_enabled(True)
+    qtbot.waitUntil(lambda: sharing.state == "on", timeout=60000)
+    queue = sharing.server.server.queue
+    held, release = threading.Event(), threading.Event()
+
+    def app_job() -> None:  # the window's take, holding the model
+        with window.ctx.engine_turns.turn():
+            held.set()
+            release.wait(60)
+
+    threading.Thread(target=app_job, daemon=True).start()
+    assert held.wait(5)
+    answers: list[tuple[int, bytes]] = []
+    sender = threading.Thread(target=lambda: answers.append(_post_speech(
+        sharing.address, settings.sharing_key, {"input": "Waiting.", "voice": "Shared voice", "max_frames": 8})))
+    sender.start()
+    qtbot.waitUntil(lambda: window.ctx.engine_turns.waiting == 1, timeout=10000)  # the server's turn, asked for
+    assert queue.running == 1
+    t0 = time.monotonic()
+    sharing.set_enabled(False)
+    assert time.monotonic() - t0 < 3.0 and window.ctx.engine_turns.waiting == 0
+    sender.join(10)
+    release.set()
+    assert answers and answers[0][0] == 503 and json.loads(answers[0][1])["error"]["message"]
