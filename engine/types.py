@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+import math
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -51,6 +52,44 @@ class GenerationSettings:
                 raise TextError(problem)
         if self.codes_only and self.stream_audio:
             raise TextError("Streaming audio needs decoding; codes_only and stream_audio cannot both be set.")
+
+    @classmethod
+    def from_table(cls, value: object) -> GenerationSettings:
+        """Settings read back from a JSON table (a take's file, a chunk journal): each value of its field's type
+        and within its setting's rule; TextError names the first that is not, in one line."""
+        if not isinstance(value, dict):
+            raise TextError("its settings are not a table of values")
+        given: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in value:
+                continue
+            v, kind = value[f.name], str(f.type)  # "int | None" (annotations are text here)
+            if v is None and "None" in kind:
+                given[f.name] = None
+                continue
+            base = kind.split(" | ")[0]
+            ok = (isinstance(v, bool) if base == "bool" else _whole_in_file(v) if base == "int"
+                  else _number_in_file(v) if base == "float" else False)
+            if not ok:
+                raise TextError(f"its setting {f.name} is {str(v)[:20]!r}, not a {base}")
+            given[f.name] = v
+        settings = cls(**given)
+        try:
+            settings.check()
+        except TextError as e:
+            raise TextError(f"its settings are out of range ({e})") from None
+        return settings
+
+
+_MAX_WHOLE = 2**63 - 1  # what a settings file, a Qt item and numpy's int64 hold
+
+
+def _whole_in_file(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and abs(v) <= _MAX_WHOLE
+
+
+def _number_in_file(v: object) -> bool:
+    return (_whole_in_file(v) or isinstance(v, float) and math.isfinite(v))
 
 
 @dataclass

@@ -164,3 +164,25 @@ def test_discard_removes_what_a_killed_run_left_half_written(tmp_path):
     (tmp_path / "j" / f".0002.audio.npy.{int(gone.stdout)}.abcd1234.tmp").write_bytes(b"half a chunk")  # kill -9
     ChunkJournal.open(tmp_path / "j").discard()
     assert not (tmp_path / "j").exists()
+
+
+@pytest.mark.parametrize("damaged", [{"temperature": 10**30}, {"temperature": "hot"}, {"seed": 2**64},
+                                     {"top_k": -1}, {"greedy": 1}, "fast"], ids=str)
+def test_a_journal_and_a_take_refuse_damaged_settings_in_the_same_words(tmp_path, damaged):
+    """A chunk journal's settings and a take file's are read by one reader (GenerationSettings.from_table): the same
+    damage is refused by both, in the same words (a temperature past what a file holds used to pass the journal)."""
+    from qwen3tts_gui.data.take_file import FORMAT, TakeFileError, read_header, write_take_file
+
+    plan = _plan().to_json()
+    plan["settings"] = {**plan["settings"], **damaged} if isinstance(damaged, dict) else damaged
+    with pytest.raises(JournalError) as journal:
+        ChunkPlan.from_json(plan)
+    result = _result(2, 41)
+    meta = dict(format=FORMAT, number=1, text="One.", voice_name="Anna", language="english",
+                settings=plan["settings"], seed=41, ended_by="eos", timings={}, created="", instruct=None,
+                speaker=None, device="")
+    (tmp_path / "take").mkdir()
+    path = write_take_file(tmp_path / "take", result.audio, result.codes, meta)
+    with pytest.raises(TakeFileError) as take:
+        read_header(path)
+    assert str(journal.value) == str(take.value) and len(str(take.value).splitlines()) == 1

@@ -292,31 +292,12 @@ def _whole(v: object) -> TypeGuard[int]:
 
 
 def _settings(value: object) -> GenerationSettings:
-    if not isinstance(value, dict):
-        raise JournalError("its settings are not a table of values")
-    kwargs: dict[str, Any] = {}
-    for f in fields(GenerationSettings):
-        if f.name not in value:
-            continue
-        v = value[f.name]
-        kind = str(f.type)
-        if v is None and "None" in kind:
-            kwargs[f.name] = None
-            continue
-        base = kind.split(" | ")[0]
-        ok = (isinstance(v, bool) if base == "bool" else _whole(v) if base == "int"
-              else (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)) if base == "float"
-              else False)
-        if not ok:
-            raise JournalError(f"its setting {f.name} is {str(v)[:20]!r}, not a {base}")
-        kwargs[f.name] = v
-    settings = GenerationSettings(**kwargs)
+    try:
+        settings = GenerationSettings.from_table(value)
+    except TextError as e:
+        raise JournalError(str(e)) from None
     if settings.seed is None:
         raise JournalError("it has no base seed")
-    try:
-        settings.check()
-    except TextError as e:
-        raise JournalError(f"its settings are out of range ({e})") from None
     return settings
 
 

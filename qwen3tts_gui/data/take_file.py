@@ -40,7 +40,6 @@ MAX_AUDIO_BYTES = MAX_AUDIO_SECONDS * SAMPLE_RATE * 4
 MAX_CODES_BYTES = MAX_AUDIO_SECONDS * 13 * 16 * 8  # 12.5 frames a second, 16 int64 codes a frame
 MAX_META_BYTES = 80 * 2**20  # the text of a long take (16 MB of text, 4 bytes a character) and the rest
 _LIMITS = {"meta": MAX_META_BYTES, "audio": MAX_AUDIO_BYTES, "codes": MAX_CODES_BYTES}
-_SETTING_FIELDS = {f.name: f.type for f in fields(GenerationSettings)}
 _TIMING_NAMES = {f.name for f in fields(Timings)}
 _MAX_WHOLE = 2**63 - 1  # what a Qt item and numpy's int64 hold
 
@@ -233,38 +232,15 @@ def _checked_meta(array: np.ndarray) -> dict:
     if seed is not None and not _whole(seed):
         raise TakeFileError("its seed is not a whole number")
     out["seed"] = seed
-    out["settings"] = checked_settings(meta.get("settings"))
+    try:
+        out["settings"] = GenerationSettings.from_table(meta.get("settings"))
+    except TextError as e:
+        raise TakeFileError(str(e)) from None
     timings = meta.get("timings")
     if not isinstance(timings, dict):
         timings = {}
     out["timings"] = Timings(**{k: v for k, v in timings.items() if k in _TIMING_NAMES and _number(v)})
     return out
-
-
-def checked_settings(value: object) -> GenerationSettings:
-    """GenerationSettings from a JSON table, every value of its field's type and in range. Raises TakeFileError."""
-    if not isinstance(value, dict):
-        raise TakeFileError("its settings are not a table of values")
-    kwargs: dict[str, Any] = {}
-    for name, kind in _SETTING_FIELDS.items():
-        if name not in value:
-            continue
-        v = value[name]
-        if v is None and "None" in kind:
-            kwargs[name] = None
-            continue
-        base = kind.split(" | ")[0]
-        ok = (isinstance(v, bool) if base == "bool" else _whole(v) if base == "int"
-              else _number(v) if base == "float" else False)
-        if not ok:
-            raise TakeFileError(f"its setting {name} is {str(v)[:20]!r}, not a {base}")
-        kwargs[name] = v
-    settings = GenerationSettings(**kwargs)
-    try:
-        settings.check()
-    except TextError as e:
-        raise TakeFileError(f"its settings are out of range ({e})") from None
-    return settings
 
 
 def _whole(v: object) -> bool:
