@@ -31,16 +31,16 @@ from engine.nets.code_predictor import CodePredictor  # noqa: E402
 from engine.runtime.bandwidth import layer_weight_bytes  # noqa: E402
 from engine.runtime.bundle import Bundle  # noqa: E402
 from engine.runtime.cpu import cpu_model, load_average  # noqa: E402
+from engine.runtime.manifest_parts import TalkerPart  # noqa: E402
 from engine.runtime.ncnn_graph import parse_param  # noqa: E402
 from engine.runtime.ncnn_mats import InputRow  # noqa: E402
 from engine.runtime.stacked_graph import stacked_attention_param_text  # noqa: E402
 
 
 def load(bundle: Bundle, threads: int) -> tuple[CodePredictor, str]:
-    meta = bundle.part("talker")
-    spec = meta["code_predictor"]
-    text = stacked_attention_param_text(bundle.file(f"{meta['cp_graph']}.param").read_text(), int(spec["heads"]),
-                                        int(spec["head_dim"]))
+    part = bundle.record(TalkerPart)
+    text = stacked_attention_param_text(bundle.file(f"{part.cp_graph}.param").read_text(), part.code_predictor.heads,
+                                        part.code_predictor.head_dim)
     cp = CodePredictor(bundle, threads, adaptive_threads=False, int8_threads=threads)
     return cp, text
 

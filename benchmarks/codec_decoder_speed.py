@@ -86,13 +86,14 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from engine import Bundle, convert_checkpoint, load_average
     from engine.nets.codec_decoder import CodecDecoder
+    from engine.runtime.manifest_parts import CodecDecoderPart
 
     a.work.mkdir(parents=True, exist_ok=True)
     lengths = [int(x) for x in a.frames.split(",")]
     decoders = {}
     for p in a.precisions.split(","):
         dest = a.work / f"bundle_{p}"
-        if not (dest / "manifest.json").is_file() or "bf16_layers" not in Bundle.open(dest).part("codec_decoder"):
+        if not (dest / "manifest.json").is_file() or not Bundle.open(dest).record(CodecDecoderPart).bf16_layers:
             convert_checkpoint(a.checkpoint, dest, precision=p, parts=["codec_decoder"], overwrite=True)
         for dp in a.decoder_precisions.split(","):
             decoders[f"{p}/{dp}"] = CodecDecoder(Bundle.open(dest), threads=a.threads, precision=dp)

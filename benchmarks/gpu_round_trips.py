@@ -39,11 +39,14 @@ REAL_DECODER = {"layers": 8, "kv_heads": 16, "head_dim": 64, "past": 71, "conv_s
 def shapes(model: str | None) -> tuple[dict, dict]:
     if model is None:
         return REAL_TALKER, REAL_DECODER
-    manifest = json.loads((Path(model) / "manifest.json").read_text(encoding="utf-8"))
-    t, d = manifest["parts"]["talker"]["talker"], manifest["parts"]["codec_decoder"]
-    dec = {k: int(d[k]) for k in ("layers", "kv_heads", "head_dim", "past")}
-    dec["conv_state_values"] = sum(int(s["channels"]) * int(s["width"]) for s in d["states"])
-    return {k: int(t[k]) for k in ("layers", "heads", "kv_heads", "head_dim")}, dec
+    from engine.runtime.manifest_parts import CodecDecoderPart, TalkerPart
+
+    parts = json.loads((Path(model) / "manifest.json").read_text(encoding="utf-8"))["parts"]  # no checksums read
+    t = TalkerPart.from_manifest(parts["talker"]).talker
+    d = CodecDecoderPart.from_manifest(parts["codec_decoder"])
+    dec = {"layers": d.layers, "kv_heads": d.kv_heads, "head_dim": d.head_dim, "past": d.past,
+           "conv_state_values": sum(s.channels * s.width for s in d.states)}
+    return {"layers": t.layers, "heads": t.heads, "kv_heads": t.kv_heads, "head_dim": t.head_dim}, dec
 
 
 def attention_net(spec: dict, gpu: int | None) -> ncnn.Net:
