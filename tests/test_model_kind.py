@@ -237,3 +237,21 @@ def test_the_model_kind_decides_the_voice():
         voice_for(cv, VoiceInput(voice=saved, speaker="serena"))
     with pytest.raises(VoiceError, match="no preset speakers"):
         voice_for(base, VoiceInput(voice=saved, speaker="serena"))
+
+
+def test_a_voice_given_as_an_object_is_fitted_to_the_model_as_one_read_from_its_file():
+    """voice_for gives a Voice object as this model needs it, as it does a voice file: its making for this model
+    when it was made for several, and a one-line refusal when it was made by other models only."""
+    from engine.synthesis.voice_input import VoiceInput, voice_for
+    from engine.voice import MadeFor
+
+    base = synth("tiny06b")
+    mine = np.full(base.hidden_size, 0.5, np.float32)
+    several = Voice(xvector=np.ones(base.hidden_size, np.float32), model_id="another model", name="Anna",
+                    others={base.model_id: MadeFor(mine, None)})
+    fitted = voice_for(base, VoiceInput(voice=several))
+    assert fitted.model_id == base.model_id and np.array_equal(fitted.xvector, mine)
+    elsewhere = Voice(xvector=np.ones(base.hidden_size, np.float32), model_id="another model", name="Anna")
+    with pytest.raises(VoiceError, match="^voice 'Anna' was made with a different model") as e:
+        voice_for(base, VoiceInput(voice=elsewhere))
+    assert len(str(e.value).splitlines()) == 1

@@ -60,8 +60,19 @@ def voice_for(synth: SynthesizerContract, given: VoiceInput) -> VoiceChoice:
     if given.voice is not None and given.reference is not None:
         raise VoiceError("Give either a saved voice or reference audio, not both.")
     if given.voice is not None:
-        voice = given.voice if isinstance(given.voice, Voice) else Voice.load(given.voice, model_id=synth.model_id or None)
+        voice = _fitted(given.voice, synth.model_id) if isinstance(given.voice, Voice) \
+            else Voice.load(given.voice, model_id=synth.model_id or None)
         return replace(voice, ref_codes=None, ref_text=None) if given.timbre_only and voice.icl else voice
     if given.reference is None:
         raise MissingVoiceInput("This Base model clones a voice: give reference audio or a saved voice.", VoiceNeed.REFERENCE)
     return synth.create_voice(given.reference, ref_text=None if given.timbre_only else given.ref_text)
+
+
+def _fitted(voice: Voice, model_id: str) -> Voice:
+    """A voice as this model needs it, as Voice.load gives it from a file: its making for this model (Voice.others)
+    when it was made for several; refused when it was made by other models only."""
+    fitted = voice.for_model(model_id) if model_id else voice
+    if fitted is None:
+        what = f"voice {voice.name!r}" if voice.name else "this voice"
+        raise VoiceError(f"{what} was made with a different model; create it again from its reference audio")
+    return fitted
