@@ -30,7 +30,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
          rf"^\| 2 \| longest first \| {NUM} \| {NUM} \| {NUM}x \| {NUM}x \| yes \|$"]),
     "speak_many_cost.py": (
         ["--model", "{demo}", "--lines", "3", "--frames", "4", "--batch-size", "2", "--rounds", "1", "--threads", "1"],
-        [rf"^round 1 speak_many {NUM} s, synthesize_many {NUM} s, ratio {NUM}, codes identical$",
+        [rf"^round 1 speak_many {NUM} s, synthesize_many {NUM} s, ratio {NUM}, codes identical \(speak_many first\)$",
          rf"^speak_many / synthesize_many: median {NUM}x over 1 round\(s\)"]),
     "code_predictor_profile.py": (
         ["--model", "{demo_q8}", "--threads", "1", "--rounds", "2"],
