@@ -29,6 +29,7 @@ from ..runtime.cpu import has_bf16_dot_product
 from ..runtime.cpu_load import crowded_team
 from ..runtime.device import DEFAULT_GPU_PRECISION, Device, gpu_failures, resolve_device
 from ..runtime.manifest_parts import CodecDecoderPart
+from ..runtime.manifest_values import positive
 from ..runtime.openmp import team_limit
 
 CHUNK_SIZE = 300  # official chunked_decode
@@ -99,7 +100,9 @@ class CodecDecoder:
         self.codebook_sizes = np.asarray(info.codebook_sizes, dtype=np.int64)
         self._offsets = np.asarray(info.codebook_offsets, dtype=np.int64)
         self.samples_per_frame = info.upsample
-        self.sample_rate = int(bundle.manifest.get("speech_config", {}).get("output_sample_rate", SAMPLE_RATE))
+        config = bundle.speech_config
+        self.sample_rate = (positive(config, "output_sample_rate", f"The manifest of {bundle.path} is damaged: its "
+                                     "speech_config") if "output_sample_rate" in config else SAMPLE_RATE)
         self._layers = info.layers
         self._kv_heads = info.kv_heads
         self._head_dim = info.head_dim

@@ -23,7 +23,7 @@ from .talker import X86
 
 def whisper_part(bundle: Bundle) -> WhisperPart:
     """The bundle's Whisper part; a BundleError saying what the bundle is when it has none."""
-    if bundle.manifest.get("model") != WhisperPart.PART or WhisperPart.PART not in bundle.manifest.get("parts", {}):
+    if not bundle.is_whisper or not bundle.has(WhisperPart):
         raise BundleError(f"{bundle.path} is a text-to-speech model, not a speech-recognition (Whisper) model; "
                           "choose a Whisper model to transcribe with")
     return bundle.record(WhisperPart)

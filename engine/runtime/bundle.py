@@ -26,6 +26,7 @@ from .bundle_shapes import check_layer_shapes
 from .cache_folder import cache_dir
 from .device import CPU, Device, configure_gpu_net, gpu_load
 from .manifest_parts import ManifestPart
+from .whisper_part import WhisperPart
 
 FORMAT = "qwen3tts-bundle"
 FORMAT_VERSION = 1
@@ -153,9 +154,27 @@ class Bundle:
     def generation_config(self) -> dict[str, Any]:
         return self.manifest.get("generation_config", {})
 
+    @property
+    def speech_config(self) -> dict[str, Any]:
+        """The speech tokenizer's config.json ({} in a bundle without one: a Whisper bundle's)."""
+        value = self.manifest.get("speech_config") or {}
+        if not isinstance(value, dict):
+            raise BundleError(f"The manifest of {self.path} is damaged: its speech_config is not a table of values.")
+        return value
+
+    @property
+    def is_whisper(self) -> bool:
+        """A speech-recognition bundle (converted from a Whisper checkpoint), not a text-to-speech one."""
+        return self.manifest.get("model") == WhisperPart.PART
+
+    def has(self, kind: type[ManifestPart]) -> bool:
+        """Whether the manifest has the part `kind` declares (a bundle converted with some parts only lacks the
+        others; a Whisper bundle has its one)."""
+        return kind.PART in self.manifest.get("parts", {})
+
     def part(self, name: str) -> dict[str, Any]:
         """Per-network metadata written by the converter (blob names, sizes, ids)."""
-        if self.manifest.get("model") == "whisper" and name != "whisper":
+        if self.is_whisper and name != WhisperPart.PART:
             raise BundleError(f"{self.path} is a speech-recognition (Whisper) model, not a text-to-speech model; "
                               "choose a Qwen3-TTS model for this")
         try:

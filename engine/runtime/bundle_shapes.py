@@ -71,25 +71,24 @@ def param_layers(text: str) -> list[Layer]:
 def check_layer_shapes(bundle: Bundle) -> None:
     """BundleError naming the first network, layer and width that the bundle's config does not allow; the typed
     parts are read here, so a damaged value is refused when the bundle opens."""
-    parts = bundle.manifest.get("parts", {})
-    speech_config = bundle.manifest.get("speech_config") or {}
-    if WhisperPart.PART in parts:
+    speech_config = bundle.speech_config  # the config the speech tokenizer's widths are checked against
+    if bundle.has(WhisperPart):
         bundle.record(WhisperPart)
-    if SpeakerPart.PART in parts:
+    if bundle.has(SpeakerPart):
         bundle.record(SpeakerPart)
-    if TextPart.PART in parts:
+    if bundle.has(TextPart):
         _check_text(bundle, bundle.record(TextPart))
-    if TalkerPart.PART in parts:
+    if bundle.has(TalkerPart):
         talker = bundle.record(TalkerPart)
         heads = {talker.vocab_size, talker.codebook_size, talker.talker.hidden}
         split_widths = {len(c) for c in talker.split_channels.values()}  # outlier channels' fp32 products (q8_split)
         _check_stack(bundle, talker.talker_graph, talker.talker, heads, split_widths)
         _check_stack(bundle, talker.cp_graph, talker.code_predictor, heads, split_widths)
-    if CodecDecoderPart.PART in parts:
+    if bundle.has(CodecDecoderPart):
         dec = bundle.record(CodecDecoderPart)
         config = speech_config.get("decoder_config") or {}
         _check_norms(bundle, dec.graph, _widths(config, dec.to_manifest()), dec.layers)
-    if CodecEncoderPart.PART in parts:
+    if bundle.has(CodecEncoderPart):
         enc = bundle.record(CodecEncoderPart)
         config = speech_config.get("encoder_config") or {}
         _check_norms(bundle, enc.tf_net, _widths(config, enc.to_manifest()), enc.layers)

@@ -183,3 +183,25 @@ def test_a_damaged_text_part_is_one_line_when_the_bundle_opens(tmp_path, capsys,
                         "--max-frames", "2", "--language", "english", "--ref", REF, "--x-vector-only", "--threads", "1")
     lines = err.strip().splitlines()
     assert code != 0 and len(lines) == 1 and key in lines[0] and not (tmp_path / "a.wav").exists(), err
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda m: m.__setitem__("speech_config", ["decoder_config"]), "its speech_config is not a table of values"),
+    (lambda m: m["speech_config"].__setitem__("output_sample_rate", "24k"),
+     "its speech_config: 'output_sample_rate' is not a whole number"),
+], ids=["not a table", "sample rate"])
+def test_a_damaged_speech_config_is_one_line(tmp_path, capsys, change, says):
+    """A speech_config that was a list was an AttributeError traceback at open; a sample rate of "24k" one from
+    int() when the decoder loaded."""
+    from tests.bundles import bundle_for
+
+    from .conftest import REF
+
+    bundle = tmp_path / "b"
+    shutil.copytree(bundle_for(fixture_models()[0], "fp32"), bundle)
+    _edit_manifest(bundle, change)
+    code, err = run_cli(capsys, "synth", "--model", bundle, "--text", "Hello.", "-o", tmp_path / "a.wav", "--greedy",
+                        "--max-frames", "2", "--language", "english", "--ref", REF, "--x-vector-only", "--threads", "1")
+    lines = err.strip().splitlines()
+    assert code != 0 and len(lines) == 1 and "Traceback" not in err and not (tmp_path / "a.wav").exists(), err
+    assert says in lines[0] and str(bundle) in lines[0], lines[0]
