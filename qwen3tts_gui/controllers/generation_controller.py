@@ -24,6 +24,7 @@ from ..engine_adapter import (
     SynthesisRequest,
     SynthesisResult,
     SynthesizerContract,
+    Voice,
     VoiceChoice,
     VoiceError,
     VoiceInput,
@@ -152,6 +153,15 @@ class GenerationController(QObject):
         self.journal = None
         return False
 
+    def _kept_voice(self, voice: VoiceChoice) -> VoiceChoice:
+        """A kept take's or an unfinished text's voice, made ready for the open model by the engine's voice_for, as
+        the voice column's is: a cloned voice fitted to it, a speaker's name checked against its speakers. Raises
+        VoiceError in the kind's words; None (a designed take's) stays None."""
+        synth = self.ctx.synth
+        if voice is None or synth is None:  # without a model nothing starts (can_start says so)
+            return voice
+        return voice_for(synth, VoiceInput(voice=voice) if isinstance(voice, Voice) else VoiceInput(speaker=voice))
+
     def _voice_column(self, synth: SynthesizerContract, again: Callable[[], object]
                       ) -> tuple[VoiceChoice, str, str | None] | None:
         """What the voice column holds for the model's kind, made into its voice by the engine's voice_for: (the
@@ -183,7 +193,7 @@ class GenerationController(QObject):
         """Continue an unfinished text where it stopped: its voice, settings and seed, its chunks made before."""
         plan = journal.plan
         try:
-            voice = journal.voice()
+            voice = self._kept_voice(journal.voice())
         except VoiceError as e:
             self.unfinished.stopped(journal)
             self.ctx.dialogs.error(self.window, "Cannot continue", as_sentence(str(e)))
@@ -203,8 +213,8 @@ class GenerationController(QObject):
 
     def regenerate(self, take: Take) -> None:
         try:
-            voice = take.ready_voice()
-        except VoiceError as e:  # a kept take's voice file, damaged since
+            voice = self._kept_voice(take.ready_voice())
+        except VoiceError as e:  # a kept take's voice file, damaged since, or a voice the open model cannot use
             self.ctx.dialogs.error(self.window, "Cannot regenerate", as_sentence(str(e)))
             return
         self.generate(take.text, voice, take.voice_name, take.language, take.with_new_seed(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import soundfile as sf
 from PySide6.QtCore import Qt
 
@@ -74,6 +75,28 @@ def test_generate_end_to_end(qtbot, make_window, fake_synth, dialogs, tmp_path):
         window.output.save_take(take)
         info = sf.info(str(tmp_path / f"take{suffix}"))
         assert info.samplerate == 24000 and abs(info.frames - len(take.audio)) < 2000
+
+
+def test_a_kept_voice_the_open_model_cannot_use_is_refused_before_regenerating(qtbot, make_window, dialogs):
+    """A kept take's voice goes through the engine's voice_for like the voice column's: a speaker's take with a
+    Base model open, or a voice made by another model only, is refused in the kind's words, and nothing runs."""
+    from dataclasses import replace
+
+    from engine import Voice, VoiceError, VoiceInput, as_sentence, voice_for
+
+    window = make_window()
+    window.text_edit.setPlainText("Short line.")
+    assert window.generate()
+    qtbot.waitUntil(lambda: window.synth_worker is None, timeout=10000)
+    take = window.output.current
+    synth = window.ctx.synth
+    foreign = Voice(xvector=take.voice.xvector, model_id="another model", name="Anna")
+    for voice, given in (("serena", VoiceInput(speaker="serena")), (foreign, VoiceInput(voice=foreign))):
+        with pytest.raises(VoiceError) as engine_says:
+            voice_for(synth, given)
+        window.regenerate(replace(take, voice=voice))
+        assert dialogs.errors[-1] == ("Cannot regenerate", as_sentence(str(engine_says.value)))
+        assert window.synth_worker is None and window.output.current is take
 
 
 def test_take_history_replay_and_regenerate(qtbot, make_window, fake_synth, audio, dialogs):
