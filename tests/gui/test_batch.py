@@ -229,3 +229,22 @@ def test_a_line_that_runs_away_is_judged_as_a_take_is(qtbot, make_window, settin
     assert line.state == "failed" and "ran past" in line.error
     assert len(synth.calls) == 3 and len({c["seed"] for c in synth.calls}) == 3  # first try and two other seeds
     assert not (tmp_path / "out" / "001 - Hello there.wav").exists()
+
+
+def test_a_long_line_with_a_chunk_left_out_is_saved_and_reported(qtbot, make_window, settings, tmp_path):
+    """A line longer than one chunk is spoken chunk by chunk like a chapter: a chunk that runs away every time is
+    left out, what was made is saved, and the line is reported with the chunk that is missing."""
+    long_sentence = "This sentence goes on and on " * 6 + "until it stops."
+    synth = FakeSynthesizer(frame_delay=0.0, frames_per_char=20.0)  # the long chunk runs far past its estimate
+    window = make_window(synth=synth)
+    panel = window.batch
+    settings.batch_dir = str(tmp_path / "out")
+    panel.add_rows([(f"Hi.\n\n{long_sentence}", "", "auto")])
+    _run(qtbot, panel, panel.run_all)
+    line = panel.model.lines[0]
+    assert line.state == "failed", line.error
+    assert "without some parts" in line.error and "Chunk 2 of 2 was left out" in line.error
+    saved = list((tmp_path / "out").glob("001 - *.wav"))
+    assert len(saved) == 1
+    audio, _ = sf.read(saved[0], dtype="float32")
+    assert len(audio) == 3 * 20 * 1920  # "Hi." alone: the fake's 20 frames per character
