@@ -116,6 +116,10 @@ class Bundle:
                 raise BundleError(
                     f"model bundle {path} is damaged: {rel} has {size} bytes, expected {info['size']}"
                 )
+        q8_format = manifest.get("q8_format")
+        if q8_format is not None and (type(q8_format) is not int or q8_format < 1):
+            raise BundleError(f"The manifest of {path} is damaged: its 8-bit format (q8_format) is "
+                              f"{str(q8_format)[:20]!r}, not a version number; convert the checkpoint again.")
         precision = manifest.get("precision", "fp32")
         if precision not in PRECISIONS:
             raise BundleError(f"The manifest of {path} is damaged: its precision {str(precision)[:20]!r} is not one "
@@ -153,6 +157,24 @@ class Bundle:
     @property
     def generation_config(self) -> dict[str, Any]:
         return self.manifest.get("generation_config", {})
+
+    @property
+    def model_id(self) -> str:
+        """The converted model's fingerprint (engine/convert/text.py; "" in a bundle without a text part)."""
+        value = self.manifest.get("model_id", "")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def q8_format(self) -> int | None:
+        """The 8-bit weight format's version of a q8 bundle (bundles made before it was recorded: 1), else None."""
+        value: int | None = self.manifest.get("q8_format")
+        return value if value is not None else (1 if self.precision == "q8" else None)
+
+    def listed_size(self, rel: str) -> int | None:
+        """The size the manifest lists for file `rel` (checked against the file when the bundle opened), None for a
+        file it does not list."""
+        info = self.manifest.get("files", {}).get(rel)
+        return info["size"] if isinstance(info, dict) else None
 
     @property
     def speech_config(self) -> dict[str, Any]:

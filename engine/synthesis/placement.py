@@ -39,9 +39,7 @@ def on_cpu_after(error: GpuError) -> Device:
 def weight_bytes(bundle: Bundle, graphs: tuple[str, ...]) -> int:
     """Bytes the graphs' weights take on a GPU: their .bin files, doubled where fp16-stored weights are widened to
     fp32 (fp16 bundles, and fp32 bundles of bf16 checkpoints, on an fp32 GPU)."""
-    files = bundle.manifest.get("files", {})
-    total = sum(int(info.get("size", 0)) for rel, info in files.items()
-                if rel.endswith(".bin") and rel[:-4] in graphs)
+    total = sum(bundle.listed_size(f"{g}.bin") or 0 for g in set(graphs))
     stored_fp16 = bundle.precision == "fp16" or bundle.record(TalkerPart).fp16_weight_layers > 0
     return total * 2 if stored_fp16 and bundle.device.precision == "fp32" else total
 

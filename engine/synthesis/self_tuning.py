@@ -35,7 +35,7 @@ from ..errors import Cancelled
 from ..nets.code_predictor import CodePredictor
 from ..nets.codec_decoder import DECODER_PRECISIONS, CodecDecoder, decoder_net_precision, decoder_part
 from ..nets.talker import Talker, talker_part
-from ..runtime.bundle import Bundle
+from ..runtime.bundle import FORMAT, FORMAT_VERSION, Bundle
 from ..runtime.cpu import cpu_model, load_average, physical_cores, spin_setting, usable_cpus
 from ..runtime.cpu_load import shared_cpu_load
 from ..runtime.device import faster_gpu
@@ -71,16 +71,15 @@ def tuning_key(bundle: Bundle, device: str = "cpu") -> TuningKey:
     """The key a bundle's tuning is stored under: this CPU, ncnn, and the bundle's shape, precision and format.
     Read from the manifest and the CPU description only (no network is loaded)."""
     part = talker_part(bundle)
-    files = bundle.manifest.get("files", {})
-    sizes = "/".join(str(files.get(f"{g}.bin", {}).get("size", "?"))
-                     for g in (part.talker_graph, part.cp_graph, decoder_part(bundle).graph))
+    listed = [bundle.listed_size(f"{g}.bin") for g in (part.talker_graph, part.cp_graph, decoder_part(bundle).graph)]
+    sizes = "/".join("?" if size is None else str(size) for size in listed)
     model = (f"talker {part.talker.layers}x{part.talker.hidden}, code predictor "
              f"{part.code_predictor.layers}x{part.code_predictor.hidden}; weights {sizes}")
     marks = "bf16 decoder" if bf16_decoder_available(bundle) else "fp32 decoder"
     return TuningKey(cpu=cpu_model(), cores=physical_cores(), logical=usable_cpus(),
                      ncnn=str(getattr(ncnn, "__version__", "?")), model=model, precision=bundle.precision,
-                     format=f"{bundle.manifest.get('format')} v{bundle.manifest.get('version')}, 8-bit format "
-                            f"{bundle.manifest.get('q8_format', 1 if bundle.precision == 'q8' else '-')}, {marks}",
+                     format=f"{FORMAT} v{FORMAT_VERSION}, 8-bit format "  # the only format and version that open
+                            f"{'-' if bundle.q8_format is None else bundle.q8_format}, {marks}",
                      device=device)
 
 

@@ -143,7 +143,7 @@ class Synthesizer:
 
     @property
     def model_id(self) -> str:
-        return self._bundle.manifest.get("model_id", "")
+        return self._bundle.model_id
 
     @property
     def default_settings(self) -> GenerationSettings:

@@ -205,3 +205,17 @@ def test_a_damaged_speech_config_is_one_line(tmp_path, capsys, change, says):
     lines = err.strip().splitlines()
     assert code != 0 and len(lines) == 1 and "Traceback" not in err and not (tmp_path / "a.wav").exists(), err
     assert says in lines[0] and str(bundle) in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("bad", ["2", 0, 1.5, [2]])
+def test_a_damaged_8bit_format_is_one_line_when_the_bundle_opens(old_q8, tmp_path, bad):
+    """The 8-bit format version went into the tuning key as it was; a bundle from before it was recorded is
+    format 1."""
+    bundle = tmp_path / "old"
+    shutil.copytree(old_q8, bundle)
+    _edit_manifest(bundle, lambda m: m.pop("q8_format", None))
+    assert Bundle.open(bundle).q8_format == 1
+    _edit_manifest(bundle, lambda m: m.__setitem__("q8_format", bad))
+    with pytest.raises(BundleError, match=r"its 8-bit format \(q8_format\) is") as caught:
+        Bundle.open(bundle)
+    assert str(bundle) in str(caught.value) and "\n" not in str(caught.value)
