@@ -13,6 +13,8 @@ from .common import (
     THREADS_HELP,
     UsageError,
     add_device_options,
+    add_generation_options,
+    generation_values,
     say_device,
     tune_if_needed,
 )
@@ -21,7 +23,9 @@ KEY_ENV = "QWEN3TTS_API_KEY"
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from engine import Synthesizer
+    from dataclasses import replace
+
+    from engine import GenerationSettings, Synthesizer
     from qwen3tts_server import Limits, ServerConfig, run_server
 
     key = args.api_key if args.api_key is not None else os.environ.get(KEY_ENV) or None
@@ -31,12 +35,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         limits=Limits(max_input_chars=args.max_input_chars, max_waiting=args.max_waiting,
                       request_seconds=args.max_seconds),
     )
+    given = {name: value for name, value in generation_values(args).items() if value is not None and value is not False}
+    GenerationSettings(**given).check()  # a request's defaults, checked before the model loads too
     config.check()  # another address without a key, a bad port: before the model loads
     if args.voices is not None and not args.voices.is_dir():
         raise UsageError(f"--voices {args.voices} is not a folder.")
     synth = Synthesizer(args.model, threads=args.threads, decoder_precision=args.decoder_precision, device=args.device,
                         gpu_precision=args.gpu_precision)
     say_device(synth.device)
+    if given:  # the model's own settings, with the ones given here over them
+        config = replace(config, defaults=replace(synth.default_settings, **given))
     tune_if_needed(synth, args.threads)
 
     def ready(address: str) -> None:
@@ -87,6 +95,7 @@ def add_parser(sub) -> None:
                    help="requests that may wait for the engine; more are told to retry (429) (default %(default)s)")
     s.add_argument("--max-seconds", type=float, default=Limits.request_seconds,
                    help="longest time one request may take (default %(default)s)")
+    add_generation_options(s)  # every request's, where it sends none of its own
     s.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     add_device_options(s)
     s.add_argument("--decoder-precision", choices=DECODER_PRECISIONS, default=DEFAULT_DECODER_PRECISION,

@@ -36,9 +36,9 @@ def test_the_command_line_offers_every_declared_setting():
     from qwen3tts_cli.main import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    synth, batch = sub.choices["synth"], sub.choices["batch"]
+    synth, batch, serve = sub.choices["synth"], sub.choices["batch"], sub.choices["serve"]
     assert {"--greedy", "--seed", "--max-frames"} <= {spec.flag for spec in GENERATION_SETTINGS}
-    for command in (synth, batch):  # batch: every job's, where its line gives none of its own
+    for command in (synth, batch, serve):  # batch, serve: every job's and request's, where it gives none of its own
         options = {a.option_strings[0]: a for a in command._actions if a.option_strings}
         for spec in GENERATION_SETTINGS:
             action = options[spec.flag]

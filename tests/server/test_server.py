@@ -375,3 +375,29 @@ def test_a_long_text_and_a_stream_of_short_requests_take_turns(server):
     for t in [first, *threads]:
         t.join(120)
     assert ended["long"] < max(v for k, v in ended.items() if k != "long")
+
+
+def test_qwen3tts_serve_takes_every_generation_setting_as_every_requests_default(demo_q8, monkeypatch, capsys):
+    """serve's generation flags come from the declaration, as synth's and batch's do: those given are laid over
+    the model's own settings as the defaults of every request; a bad one is refused in one line before the model
+    loads."""
+    from dataclasses import replace
+
+    import qwen3tts_server
+    from qwen3tts_cli.main import main
+
+    served = []
+    monkeypatch.setattr(qwen3tts_server, "run_server", lambda synth, config, ready: served.append((synth, config)))
+    assert main(["serve", "--model", str(demo_q8), "--threads", "1", "--seed", "5", "--temperature", "0.3",
+                 "--greedy"]) == 0
+    synth, config = served[0]
+    assert config.defaults == replace(synth.default_settings, seed=5, temperature=0.3, greedy=True)
+    assert main(["serve", "--model", str(demo_q8), "--threads", "1"]) == 0
+    assert served[1][1].defaults is None  # the model's own, as the app's sharing switch has them by default
+    capsys.readouterr()
+    loaded = []
+    monkeypatch.setattr(engine, "Synthesizer", lambda *a, **k: loaded.append(a))
+    assert main(["serve", "--model", str(demo_q8), "--top-p", "1.5"]) != 0
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and "Top-p must be greater than 0 and at most 1, not 1.5" in said[0], said
+    assert not loaded
