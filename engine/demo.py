@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .errors import EngineError
 from .io.fileio import write_own_file
+from .io.json_file import json_object_or_none
 from .runtime.bundle import DEMO_MARK, MANIFEST
 from .runtime.bundle_writer import is_bundle
 
@@ -71,8 +72,5 @@ def is_demo_bundle(path: str | os.PathLike) -> bool:
     path = Path(path)
     if not is_bundle(path):
         return False
-    try:
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-        return manifest["config"][DEMO_MARK] is True
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
+    config = (json_object_or_none(path / MANIFEST) or {}).get("config")
+    return isinstance(config, dict) and config.get(DEMO_MARK) is True

@@ -9,7 +9,6 @@ Folders whose name starts with a dot are work in progress (downloads, conversion
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -21,9 +20,11 @@ from pathlib import Path
 import platformdirs
 
 from ..errors import EngineError
+from ..io.json_file import json_object_or_none
 from ..runtime.bundle import DEMO_MARK
 from ..runtime.q8 import FORMAT_VERSION as Q8_FORMAT_VERSION
 from ..runtime.q8_check_record import CheckRecordError, read_check_record
+from ..runtime.whisper_part import WhisperPart
 
 APP_NAME = "Qwen3-TTS Studio"  # the platformdirs name the app uses for all its folders
 ENV_DIR = "QWEN3TTS_MODELS_DIR"
@@ -161,16 +162,11 @@ class ModelStore:
             return out
 
     def _describe(self, d: Path) -> InstalledModel:
-        try:
-            manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            manifest = {}
-        try:
-            source = json.loads((d / SOURCE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            source = {}
-        precision = manifest.get("precision", "?") if isinstance(manifest, dict) else "?"
-        repo = source.get("repo_id", "") if isinstance(source, dict) else ""
+        # read as JSON, not opened: listing never reads the weights (a damaged bundle is listed, and refused at use)
+        manifest = json_object_or_none(d / "manifest.json") or {}
+        source = json_object_or_none(d / SOURCE) or {}
+        precision = manifest.get("precision", "?")
+        repo = source.get("repo_id", "")
         note, accuracy, offered = "", "", False
         try:
             record = read_check_record(manifest)
@@ -182,12 +178,12 @@ class ModelStore:
         elif precision == "q8" and not offered:
             accuracy, offered = "8-bit, not checked", True
             note = UNCHECKED_NOTE.format(name=d.name)
-        if precision == "q8" and isinstance(manifest, dict) and manifest.get("q8_format", 1) != Q8_FORMAT_VERSION:
+        if precision == "q8" and manifest.get("q8_format", 1) != Q8_FORMAT_VERSION:
             note = OLD_Q8_NOTE
-        config = manifest.get("config") if isinstance(manifest, dict) else None
+        config = manifest.get("config")
         demo = isinstance(config, dict) and config.get(DEMO_MARK) is True
-        whisper = isinstance(manifest, dict) and manifest.get("model") == "whisper"
-        made = manifest.get("source_checkpoint") if isinstance(manifest, dict) else None
+        whisper = manifest.get("model") == WhisperPart.PART
+        made = manifest.get("source_checkpoint")
         checkpoint = ((str(made.get("id", "")), str(made.get("precision", ""))) if isinstance(made, dict)
                       else ("", ""))
         return InstalledModel(d.name, d, str(precision), str(repo), folder_bytes(d), note, demo=demo,

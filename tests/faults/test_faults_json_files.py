@@ -78,3 +78,17 @@ def test_converting_a_folder_with_a_fifo_for_its_config_is_one_line(tmp_path, ca
     code, err = finishes(lambda: run_cli(capsys, "convert", src, tmp_path / "b"))
     lines = err.strip().splitlines()
     assert code != 0 and len(lines) == 1 and "Traceback" not in err and not (tmp_path / "b").exists(), err
+
+
+def test_the_model_list_never_waits_on_a_fifo_beside_a_model(tmp_path, monkeypatch):
+    """The store read source.json (where a model came from) with a plain read: a FIFO there hung `models list`
+    and the app's Models dialog."""
+    from engine.store import ModelStore
+
+    monkeypatch.setenv("QWEN3TTS_MODELS_DIR", str(tmp_path))
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "manifest.json").write_text(json.dumps({"format": "qwen3tts-bundle", "precision": "fp16"}))
+    os.mkfifo(model / "source.json")
+    (listed,) = finishes(lambda: ModelStore().installed())
+    assert listed.name == "m" and listed.precision == "fp16" and listed.repo_id == ""
