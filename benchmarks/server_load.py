@@ -3,6 +3,7 @@ against `qwen3tts serve` on a bundle (public API and the command only; the serve
 
     python benchmarks/server_load.py --model BUNDLE [--clients 1,2,4,8] [--requests 3] [--frames 50]
                                      [--threads 2] [--rounds 1] [--decoder-precision fp32]
+                                     [--code NAME=FOLDER ...]
 
 BUNDLE: a converted full-size bundle (q8 runs requests side by side). Each request asks for `--frames` frames
 (80 ms each) of streamed 16-bit PCM with its own seed. Prints, per client count: time to first byte and to last
@@ -10,6 +11,10 @@ byte (median and p95 over the requests), audio seconds per wall second and that 
 (one client), the most requests generated side by side, the server's resident memory (now and its peak) and
 the 1-minute load average after the level. The CPU, the load average
 before and after, and the thread count head the table. Levels run in order, then again for each further round.
+
+--code NAME=FOLDER (repeatable): compare versions of this program in one run, each server running the code of its
+FOLDER (a checkout, e.g. `git worktree add /tmp/before COMMIT`); every round runs all levels of each in turn, so
+they alternate under the same load. Without it, the server runs this checkout's code.
 """
 
 from __future__ import annotations
@@ -102,6 +107,27 @@ def p95(values: list[float]) -> float:
     return sorted(values)[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))]
 
 
+def start_server(code: Path, args: argparse.Namespace, voices: str) -> tuple[subprocess.Popen, str]:
+    """`qwen3tts serve` on the code of the folder `code`; (the process, its host:port)."""
+    env = dict(os.environ, PYTHONPATH=str(code))
+    server = subprocess.Popen([sys.executable, "-m", "qwen3tts_cli", "serve", "--model", str(args.model),
+                               "--port", "0", "--threads", str(args.threads), "--voices", voices,
+                               "--decoder-precision", args.decoder_precision,
+                               "--max-waiting", "64"], cwd=code, env=env, stderr=subprocess.PIPE, text=True)
+    line = server.stderr.readline() if server.stderr else ""
+    match = re.search(r"at http://([\d.]+:\d+)/v1", line)
+    if not match:
+        server.terminate()
+        raise SystemExit(f"the server did not start: {line.strip()}")
+    request(match.group(1), 0, min(args.frames, 8))  # warm-up: first calls allocate
+    return server, match.group(1)
+
+
+def commit_of(code: Path) -> str:
+    out = subprocess.run(["git", "-C", str(code), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip() or "?"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, required=True)
@@ -111,49 +137,52 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--decoder-precision", default="fp32", help="the server's speech decoder (fp32: exact)")
+    ap.add_argument("--code", action="append", default=[], metavar="NAME=FOLDER",
+                    help="a version of this program to serve from (repeat to compare; default: this checkout)")
     args = ap.parse_args()
     counts = [int(c) for c in args.clients.split(",")]
+    codes: dict[str, Path] = {}
+    for item in args.code or [f"this={ROOT}"]:
+        name, sep, folder = item.partition("=")
+        if not sep or not name or not (Path(folder) / "qwen3tts_cli").is_dir():
+            raise SystemExit(f"--code wants NAME=FOLDER with a checkout of this program in FOLDER, not {item!r}")
+        codes[name] = Path(folder).resolve()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: the server below is stopped too
     with tempfile.TemporaryDirectory(prefix="server-load-") as voices:
         ctx = multiprocessing.get_context("spawn")
         maker = ctx.Process(target=_make_voice, args=(str(args.model), voices))
         maker.start()
         maker.join()
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
-        server = subprocess.Popen([sys.executable, "-m", "qwen3tts_cli", "serve", "--model", str(args.model),
-                                   "--port", "0", "--threads", str(args.threads), "--voices", voices,
-                                   "--decoder-precision", args.decoder_precision,
-                                   "--max-waiting", "64"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+        servers: dict[str, tuple[subprocess.Popen, str]] = {}
         try:
-            line = server.stderr.readline() if server.stderr else ""
-            match = re.search(r"at http://([\d.]+:\d+)/v1", line)
-            if not match:
-                raise SystemExit(f"the server did not start: {line.strip()}")
-            netloc = match.group(1)
-            request(netloc, 0, min(args.frames, 8))  # warm-up: first calls allocate
+            for name, code in codes.items():
+                servers[name] = start_server(code, args, voices)
             print(f"# {cpu_model()}, {os.cpu_count()} CPUs, server threads {args.threads}, decoder "
                   f"{args.decoder_precision}, load average before "
                   f"{load_average()}; {args.requests} requests per client, {args.frames} frames "
-                  f"({args.frames * 0.08:.1f} s of audio) each, streamed pcm")
-            print("| round | clients | first byte median / p95 s | last byte median / p95 s | audio s per s | "
+                  f"({args.frames * 0.08:.1f} s of audio) each, streamed pcm; code: "
+                  + ", ".join(f"{name} {commit_of(code)}" for name, code in codes.items()))
+            print("| round | code | clients | first byte median / p95 s | last byte median / p95 s | audio s per s | "
                   "vs 1 client | side by side | server RSS / peak MB | load |")
-            print("|---|---|---|---|---|---|---|---|---|")
+            print("|---|---|---|---|---|---|---|---|---|---|")
             for round_ in range(1, args.rounds + 1):
-                base: float | None = None  # this round's first level (1 client): the load of its own round
-                for n in counts:
-                    r = level(netloc, n, args.requests, args.frames, seed0=1000 * n + 100 * round_)
-                    rate = r["audio"] / r["wall"]
-                    if base is None:
-                        base = rate
-                    rss, peak = memory_mb(server.pid)
-                    print(f"| {round_} | {n} | {statistics.median(r['first']):.2f} / {p95(r['first']):.2f} | "
-                          f"{statistics.median(r['last']):.2f} / {p95(r['last']):.2f} | {rate:.2f} | "
-                          f"{rate / base:.2f}x | {r['batched']} | {rss:.0f} / {peak:.0f} | "
-                          f"{load_average().split()[0]} |", flush=True)
+                for name, (server, netloc) in servers.items():
+                    base: float | None = None  # this round's first level (1 client): the load of its own round
+                    for n in counts:
+                        r = level(netloc, n, args.requests, args.frames, seed0=1000 * n + 100 * round_)
+                        rate = r["audio"] / r["wall"]
+                        if base is None:
+                            base = rate
+                        rss, peak = memory_mb(server.pid)
+                        print(f"| {round_} | {name} | {n} | {statistics.median(r['first']):.2f} / "
+                              f"{p95(r['first']):.2f} | {statistics.median(r['last']):.2f} / {p95(r['last']):.2f} | "
+                              f"{rate:.2f} | {rate / base:.2f}x | {r['batched']} | {rss:.0f} / {peak:.0f} | "
+                              f"{load_average().split()[0]} |", flush=True)
             print(f"# load average after {load_average()}")
         finally:
-            server.terminate()
-            server.wait(30)
+            for server, _ in servers.values():
+                server.terminate()
+                server.wait(30)
 
 
 if __name__ == "__main__":
