@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import BundleError
 from ..io.fileio import read_own_file, write_own_file
+from ..io.json_file import read_json_object
 from .bundle_shapes import check_layer_shapes
 from .cache_folder import cache_dir
 from .device import CPU, Device, configure_gpu_net, gpu_load
@@ -86,11 +87,8 @@ class Bundle:
             raise BundleError(f"{path} is not a folder; a model bundle is a folder made by 'qwen3tts convert'")
         if not mpath.is_file():
             raise BundleError(f"{path} is not a model bundle (no {MANIFEST}); convert a checkpoint first")
-        try:
-            manifest = json.loads(mpath.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise BundleError(f"{mpath} is damaged: {e}") from None
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        manifest = read_json_object(mpath, BundleError, f"The manifest of {path} is damaged: it")
+        if manifest.get("format") != FORMAT:
             raise BundleError(f"{path} is not a Qwen3-TTS Studio bundle")
         version = manifest.get("version")
         if type(version) is not int:

@@ -92,3 +92,26 @@ def test_the_model_list_never_waits_on_a_fifo_beside_a_model(tmp_path, monkeypat
     os.mkfifo(model / "source.json")
     (listed,) = finishes(lambda: ModelStore().installed())
     assert listed.name == "m" and listed.precision == "fp16" and listed.repo_id == ""
+
+
+@pytest.mark.parametrize("content, says", [
+    (b'{"format": "qwen3tts-bundle", "ver', "it is not valid JSON"),
+    (b"", "it is not valid JSON"),
+    (b'["qwen3tts-bundle"]', "it does not hold a JSON object"),
+    (b" " * 200, "it is 200 bytes, more than the 100 a model's JSON file has"),
+], ids=["truncated", "empty", "a list", "huge"])
+def test_a_damaged_manifest_is_one_line(tmp_path, capsys, monkeypatch, content, says):
+    from engine.runtime.bundle import Bundle
+
+    from .conftest import REF, run_cli
+
+    monkeypatch.setattr(json_file, "MAX_JSON_BYTES", 100)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "manifest.json").write_bytes(content)
+    with pytest.raises(BundleError, match=f"The manifest of {tmp_path / 'b'} is damaged: {says}") as caught:
+        Bundle.open(tmp_path / "b")
+    assert "\n" not in str(caught.value)
+    code, err = run_cli(capsys, "synth", "--model", tmp_path / "b", "--text", "Hello.", "-o", tmp_path / "a.wav",
+                        "--ref", REF, "--threads", "1")
+    lines = err.strip().splitlines()
+    assert code != 0 and len(lines) == 1 and says in lines[0] and "Traceback" not in err, err
