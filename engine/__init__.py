@@ -29,7 +29,8 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
         (engine/longform/runner.py)
         ChunkProgress   which chunk progress shows while chunks run side by side
         RecordingLength   how long the recording will be (every chunk's estimate + pauses, refined as they finish)
-        run_speech(speech, on_frame, on_samples, ...)   the one loop consuming them (engine/longform/consuming.py)
+        run_speech(speech, on_frame, on_samples, ...)   the one loop consuming them (engine/longform/consuming.py);
+            SpeechListener: what one request's events mean to its caller, for a loop that stops between chunks
         Synthesizer.speak_many(requests, batch_size, longest_first) several requests in one run: Speeches, whose
             RequestEvent tags each request's events with its number (engine/longform/many.py); speak_many(synth,
             requests, ...) the same over such a synthesizer; run_speeches(speeches, on_frame, ..., on_done,
@@ -120,7 +121,7 @@ from .io.audio_formats import AUDIO_FORMATS, SAVE_SUFFIX_WORDS, SAVE_SUFFIXES, A
 from .io.fileio import OwnFileError, create_new, os_reason, read_own_file, write_atomic, write_own_file  # noqa: E402
 from .io.safefile import load_npy_bytes, load_npy_file, npy_bytes_needed, regular_file_problem  # noqa: E402
 from .io.text_file import MAX_TEXT_FILE_BYTES, decode_text, read_text_file  # noqa: E402
-from .longform.consuming import run_speech, run_speeches  # noqa: E402
+from .longform.consuming import SpeechListener, run_speech, run_speeches  # noqa: E402
 from .longform.events import (  # noqa: E402
     ChunkAudio,
     ChunkFrame,
@@ -317,6 +318,7 @@ __all__ = [
     "run_synthesis",
     "run_speech",
     "run_speeches",
+    "SpeechListener",
     "speak_many",
     "Speeches",
     "RequestEvent",

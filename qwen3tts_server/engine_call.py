@@ -19,10 +19,10 @@ from engine import (
     ChunkAudio,
     ChunkFrame,
     ChunkSkipped,
-    ChunkStream,
     EngineError,
     LongResult,
     LongTextOptions,
+    SpeechListener,
     SynthesisRequest,
     SynthesizerContract,
     run_speeches,
@@ -43,8 +43,8 @@ class SpeechRun:
 
     def __init__(self, synth: SynthesizerContract, task: SpeechTask):
         self.task = task
-        self._sent = 0
-        self._skipped: list[str] = []
+        # what the events mean, as run_speech reads them: the recording's samples once each, in order
+        self._listener = SpeechListener(on_samples=lambda chunk: task.post(Audio(chunk.samples)))
         # a text of one chunk streams (its audio as the frames are decoded, the frame cap synthesize has); a long
         # text is guarded chunk by chunk as in the app
         settings = replace(task.settings, stream_audio=not task.long)
@@ -69,24 +69,13 @@ class SpeechRun:
                 if stop is not None:
                     task.post(Failed(stop))
                     return self._end()
-                if isinstance(event, ChunkStream):
-                    task.post(Audio(event.audio.samples))
-                    self._sent += len(event.audio.samples)
-                elif isinstance(event, ChunkAudio):
-                    if not event.streamed:
-                        task.post(Audio(event.samples))
-                        self._sent += len(event.samples)
-                    if event.chunk + 1 < event.chunks:
-                        return False  # the engine's turn goes to the tasks waiting
-                elif isinstance(event, ChunkSkipped):
-                    self._skipped.append(event.message)
-                    if event.chunk + 1 < event.chunks:
-                        return False
-                elif isinstance(event, LongResult):
-                    if self._sent == 0 and self._skipped:
-                        task.post(Failed(ApiError(500, self._skipped[0], "no_audio")))
-                    else:
-                        task.post(Finished(seconds=event.seconds))
+                self._listener.see(event)
+                if isinstance(event, (ChunkAudio, ChunkSkipped)) and event.chunk + 1 < event.chunks:
+                    return False  # the engine's turn goes to the tasks waiting
+                if isinstance(event, LongResult):
+                    outcome = self._listener.outcome()
+                    task.post(Finished(seconds=outcome.seconds) if isinstance(outcome, LongResult)
+                              else Failed(_failure(outcome, self._listener.skipped)))
                     return self._end()
         except EngineError as e:
             task.post(Failed(engine_error(e)))
@@ -119,7 +108,7 @@ def speak_together(synth: SynthesizerContract, tasks: list[SpeechTask]) -> None:
         return
     ended: set[int] = set()
     started: set[int] = set()
-    skipped: dict[int, str] = {}
+    skipped: dict[int, list[ChunkSkipped]] = {}
 
     def check_stops() -> None:  # before each event: a task that must stop leaves the run
         for i, task in enumerate(tasks):
@@ -145,13 +134,12 @@ def speak_together(synth: SynthesizerContract, tasks: list[SpeechTask]) -> None:
             tasks[i].post(Finished(seconds=result.seconds))
 
     def on_skipped(i: int, ev: ChunkSkipped) -> None:
-        skipped.setdefault(i, ev.message)
+        skipped.setdefault(i, []).append(ev)
 
     def on_failed(i: int, error: EngineError) -> None:
         if i not in ended:
             ended.add(i)
-            failure = ApiError(500, skipped[i], "no_audio") if i in skipped else engine_error(error)
-            tasks[i].post(Failed(failure))
+            tasks[i].post(Failed(_failure(error, skipped.get(i, []))))
 
     try:
         run_speeches(speeches, on_frame=on_frame, on_samples=on_samples,
@@ -161,6 +149,12 @@ def speak_together(synth: SynthesizerContract, tasks: list[SpeechTask]) -> None:
         for i, task in enumerate(tasks):
             if i not in ended:  # the run ended without a word for it (should not happen): never leave it waiting
                 task.post(Failed(ApiError(500, "The engine ended this speech without a result.")))
+
+
+def _failure(error: EngineError, skipped: list[ChunkSkipped]) -> ApiError:
+    """A speech without a result: 500 "no_audio" when the model made nothing of its text (its first left-out
+    chunk says why), else the engine's refusal of the request (400)."""
+    return ApiError(500, skipped[0].message, "no_audio") if skipped else engine_error(error)
 
 
 def _close(events: object) -> None:
