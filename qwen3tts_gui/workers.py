@@ -43,7 +43,6 @@ from .engine_adapter import (
     Voice,
     VoiceChoice,
     audio_file_writer,
-    is_designed,
     os_reason,
     read_audio_file,
     run_speech,
@@ -318,18 +317,11 @@ class BatchWorker(Worker):
         return path
 
     def _ready_voice(self, job: BatchJob) -> None:
-        """A line's voice ready for this model: its file read here, off the window's thread, once for all the
-        lines that share it (and a designed voice cloned once)."""
+        """A line's voice ready for this model: its loader (the engine's voice_for: the file read, a designed
+        voice cloned) run here, off the window's thread, once for all the lines that share it."""
         assert job.voice is not None
         if callable(job.voice):
             job.voice = self._once(job.voice, job.voice)
-        if isinstance(job.voice, Voice) and is_designed(job.voice):  # a designed voice: clone it for this model
-            designed, recording = job.voice, job.voice.ref_audio
-            if recording is None:
-                raise _LineProblem(f"The designed voice {designed.name!r} has lost its recording; design it again.")
-            job.voice = self._once(id(designed), lambda: self.synth.create_voice(
-                (recording, SAMPLE_RATE), ref_text=designed.ref_text, name=designed.name,
-                language=designed.language))
 
     def _once(self, key, make):
         if key not in self._made:

@@ -185,3 +185,25 @@ def test_batch_jobs_with_speakers_and_instructions(tmp_path, capsys, model, name
             assert not (out / f"{name}.wav").exists()
             continue
         np.testing.assert_array_equal(np.load(out / f"{name}.codes.npy"), case(model, name)["codes"])
+
+
+def test_synth_clones_a_designed_voice_file_as_its_recording(tmp_path, capsys):
+    """`synth --voice` with a designed voice (a VoiceDesign model's audio kept as a voice) clones it with the Base
+    model, as the app's batch does: the same codes as `--ref` of its recording with `--ref-text` of its text."""
+    from engine import designed_voice, save_audio
+
+    rng = np.random.default_rng(3)
+    recording = (rng.standard_normal(36000) * 0.1).astype(np.float32)
+    text = "Hello there, this is how I sound."
+    path = designed_voice(recording, text, "A calm, low voice.", "a VoiceDesign model", language="english") \
+        .save(tmp_path / "designed.qvoice")
+    wav = save_audio(tmp_path / "recording.wav", recording, subtype="FLOAT")  # the samples exactly
+    base = bundle_for("tiny06b", parts=PARTS + ["speaker", "codec_encoder"])
+    common = ["synth", "--model", base, "--text", "Good morning.", "--language", "english", "--seed", 4,
+              "--max-frames", 6]
+    code, _, err = run(capsys, *common, "--voice", path, "-o", tmp_path / "a.wav", "--codes-out", tmp_path / "a.npy")
+    assert code == 0, err
+    code, _, err = run(capsys, *common, "--ref", wav, "--ref-text", text, "-o", tmp_path / "b.wav",
+                       "--codes-out", tmp_path / "b.npy")
+    assert code == 0, err
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))

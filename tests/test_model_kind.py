@@ -165,6 +165,14 @@ def test_design_once_then_clone_with_a_base_model(tmp_path):
     assert base._build_prompt("Hi.", cloned, "english").prefill.shape[0] > 10
     with pytest.raises(VoiceError, match="too short"):
         designed_voice(result.audio[:100], text, "x", vd.model_id)
+    # the engine's one door clones it so, from its file or as an object: the same x-vector as cloning it by hand
+    from engine import VoiceInput, voice_for
+
+    for given in (path, loaded):
+        made = voice_for(base, VoiceInput(voice=given))
+        assert made.model_id == base.model_id and made.icl and made.ref_text == text and made.name == loaded.name
+        np.testing.assert_array_equal(made.xvector, cloned.xvector)
+    assert not voice_for(base, VoiceInput(voice=path, timbre_only=True)).icl
 
 
 @pytest.mark.parametrize("model, needs", [

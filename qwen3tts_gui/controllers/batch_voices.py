@@ -13,7 +13,6 @@ from ..engine_adapter import (
     VoiceError,
     VoiceInput,
     VoiceNeed,
-    is_designed,
     kind_of,
     takes_style_instructions,
     voice_for,
@@ -52,16 +51,9 @@ class BatchVoices:
         if synth.kind.needs == VoiceNeed.SPEAKER:
             return voice_for(synth, VoiceInput(speaker=name or self.speaker_panel.selected_name()))
         path = self.voice_panel.entry_by_name(name).path  # which file: here; reading it: in the batch's thread
-        library = self.ctx.library
 
         def load() -> Voice:
-            try:
-                made = voice_for(synth, VoiceInput(voice=path))
-                assert isinstance(made, Voice)  # a Base model's voice from a file
-                return made
-            except VoiceError:
-                voice = library.load(path)
-                if is_designed(voice):  # another model's designed voice: cloned with this one before its line
-                    return voice
-                raise
+            made = voice_for(synth, VoiceInput(voice=path))  # a designed voice is cloned with this model here
+            assert isinstance(made, Voice)  # a Base model's voice from a file
+            return made
         return load
