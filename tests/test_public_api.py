@@ -72,6 +72,7 @@ COMPONENT_BENCHMARKS = {
     "code_predictor_profile.py": "the code predictor's layers one by one",
     "codec_decoder_speed.py": "the speech decoder alone, whole and streaming, against the official one",
     "codec_encoder_speed.py": "the speech encoder alone against the official one",
+    "gpu_round_trips.py": "ncnn attention layers alone, shaped by a bundle's typed manifest parts",
     "precision_speed.py": "talker and code predictor steps of several bundles, call by call",
     "q8_accuracy.py": "converter variants (8-bit with and without smoothing, block format) of the talker",
     "speaker_speed.py": "the speaker encoder alone, converted from a random checkpoint",
