@@ -58,9 +58,14 @@ class SpeakerPart:
 
     @classmethod
     def from_manifest(cls, info: Mapping[str, Any], where: str = "the speaker part") -> SpeakerPart:
-        if not info.get("present", False):
+        present = info.get("present", False)
+        if not isinstance(present, bool):
+            raise BundleError(f"{where}: 'present' is not true or false; convert the checkpoint again.")
+        if not present:
             model_type = info.get("model_type")
-            return cls(False, model_type if isinstance(model_type, str) else None)
+            if model_type is not None and not isinstance(model_type, str):
+                raise BundleError(f"{where}: 'model_type' is not a name ({model_type!r}); convert the checkpoint again.")
+            return cls(False, model_type)
         channels = info.get("channels", [])
         if not isinstance(channels, list) or not all(isinstance(c, int) and not isinstance(c, bool) for c in channels):
             raise BundleError(f"{where}: 'channels' is not a list of whole numbers; convert the checkpoint again.")

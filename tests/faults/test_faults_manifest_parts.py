@@ -219,3 +219,85 @@ def test_a_damaged_8bit_format_is_one_line_when_the_bundle_opens(old_q8, tmp_pat
     with pytest.raises(BundleError, match=r"its 8-bit format \(q8_format\) is") as caught:
         Bundle.open(bundle)
     assert str(bundle) in str(caught.value) and "\n" not in str(caught.value)
+
+
+# --- every value of every part --------------------------------------------------------------------------------------
+
+WRONG = ("damaged", {"damaged": True}, -7, [None])  # each tried where its JSON type is not the stored value's
+FREE_FORM = {("talker", "blobs"), ("talker", "outlier_smoothing")}  # informative tables, any content is read as it is
+
+
+def _json_type(value: object) -> type:
+    """A value's kind in JSON (whole numbers and numbers are one: a number)."""
+    return {bool: bool, int: int, float: int, str: str, list: list, dict: dict}.get(type(value), type(None))
+
+
+def _leaves(value: object, path: tuple) -> list[tuple]:
+    """Paths to every value of a part (tables and lists followed down to their values)."""
+    out = [path]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _leaves(v, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _leaves(v, path + (i,))
+    return out
+
+
+def _replaced(value, path: tuple, new):
+    if not path:
+        return new
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[path[0]] = _replaced(value[path[0]], path[1:], new)
+    return copy
+
+
+def _parts() -> list[tuple[str, str]]:
+    from engine.runtime.manifest_parts import CodecDecoderPart, CodecEncoderPart, SpeakerPart, TextPart
+    from engine.runtime.whisper_part import WhisperPart
+
+    tts = [SpeakerPart, TalkerPart, CodecDecoderPart, CodecEncoderPart, TextPart]
+    return ([(kind.PART, model) for kind in tts for model in ("tiny06b", "tinycv06b")]
+            + [(TalkerPart.PART, "tiny06b q8"), (WhisperPart.PART, "tinywhisper80")])
+
+
+@pytest.mark.parametrize("part, model", _parts(), ids=lambda v: v)
+def test_every_value_of_every_part_of_another_type_is_one_line_naming_it(part, model, tmp_path):
+    """Each value a typed part reads, replaced by one of another JSON type, is refused with one BundleError line
+    naming its key (or, in a list, the list's): nothing wrong-typed gets through into a network. New fields of a
+    part are covered as soon as a fixture bundle writes them."""
+    from engine.runtime.bundle import _Part
+    from engine.runtime.manifest_parts import CodecDecoderPart, CodecEncoderPart, SpeakerPart, TextPart
+    from engine.runtime.whisper_part import WhisperPart
+    from tests.bundles import bundle_for
+
+    kind = {k.PART: k for k in (SpeakerPart, TalkerPart, CodecDecoderPart, CodecEncoderPart, TextPart,
+                                WhisperPart)}[part]
+    if model.startswith("tinywhisper"):
+        path = convert_checkpoint(WHISPER_MODEL, tmp_path / "w")
+    else:
+        name, _, precision = model.partition(" ")
+        path = bundle_for(name, precision or "fp32")
+    stored = json.loads((path / "manifest.json").read_text())["parts"][part]
+    kind.from_manifest(_Part.wrap(stored, "here"), "here")
+    tried, leaves = 0, 0
+    for leaf in _leaves(stored, ())[1:]:
+        if (part, *leaf[:1]) in FREE_FORM or leaf[:1] == ("spk_is_dialect",) and len(leaf) > 1:
+            continue  # a speaker's dialect is a name or false: a string of any words is one
+        here = stored
+        for key in leaf:
+            here = here[key]
+        leaves += 1
+        names = [k for k in leaf if isinstance(k, str)]  # the value's key, or the table's it is in
+        for bad in WRONG:
+            if _json_type(bad) is _json_type(here):
+                continue
+            damaged = _replaced(stored, leaf, bad)
+            with pytest.raises(BundleError) as caught:
+                kind.from_manifest(_Part.wrap(damaged, "The manifest is damaged: its part"),
+                                   "The manifest is damaged: its part")
+            message = str(caught.value)
+            named = any(repr(k) in message or f"({k})" in message for k in names)
+            assert "\n" not in message and named, (leaf, bad, message)
+            tried += 1
+    assert tried >= leaves >= 2  # every value was tried at least once
