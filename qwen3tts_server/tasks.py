@@ -4,7 +4,9 @@ The HTTP side checks a request, makes a SpeechTask and submits it; the engine th
 order and runs them through engine_call.py, posting each task's events (Started, Audio, Finished, Failed) back to
 its request. Tasks that wait together and share their settings are generated side by side (the engine's
 batching: each one's audio is what it would be alone). A long text runs chunk by chunk, and tasks that arrive
-meanwhile are served between its chunks, so no one waits for a whole long text. A full queue refuses at once (429
+meanwhile are served between its chunks, so no one waits for a whole long text: the long texts and the waiting
+tasks take the engine in turns of equal time (a chunk of a long text may take many times a group of short
+requests; turns of equal count would hand the long text most of the engine). A full queue refuses at once (429
 with Retry-After); a task whose client went away is cancelled before its next frame."""
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import math
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from contextlib import nullcontext
 
 from engine import Cancelled, SynthesizerContract
@@ -28,8 +31,10 @@ log = logging.getLogger("qwen3tts_server")
 
 class TaskQueue:
     def __init__(self, synth: SynthesizerContract, max_waiting: int, batch_wait: float = 0.05,
-                 batch_size: int | None = None, turns: EngineTurns | None = None):
-        """turns: the model is shared (the app's): each group is served in a turn of its own (engine_turns.py)."""
+                 batch_size: int | None = None, turns: EngineTurns | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        """turns: the model is shared (the app's): each group is served in a turn of its own (engine_turns.py).
+        clock: what the turns of long texts and waiting tasks are timed with (tests)."""
         self.synth = synth
         self.turns = turns
         self.max_waiting = max_waiting
@@ -40,7 +45,10 @@ class TaskQueue:
         self._parked: deque[engine_call.SpeechRun] = deque()
         self._cv = threading.Condition()
         self._closed = False
-        self._long_turn = False  # a parked long text goes on next, before more waiting tasks
+        self._clock = clock
+        # seconds of engine time the waiting tasks may still take before the parked long texts' next chunk: each
+        # long chunk gives them as much as it took
+        self._waiting_time_left = 0.0
         self._task_seconds: deque[float] = deque(maxlen=32)  # recent tasks' durations, for Retry-After
         self.running = 0  # tasks in the engine now (a group, and long texts between their chunks)
         self.cancelled = 0  # tasks stopped because their client left
@@ -92,6 +100,7 @@ class TaskQueue:
             if group is None:
                 break
             t0 = time.monotonic()
+            started = self._clock()
             self.running = len(group) + len(self._parked)
             try:
                 with self.turns.turn(lambda: self._closed) if self.turns is not None else nullcontext():
@@ -106,6 +115,12 @@ class TaskQueue:
             finally:
                 if group:
                     self._task_seconds.append((time.monotonic() - t0) / len(group))
+                took = self._clock() - started
+                with self._cv:
+                    if not group or (len(group) == 1 and group[0].long):  # the long texts' turn
+                        self._waiting_time_left = took
+                    else:
+                        self._waiting_time_left -= took
                 self.running = len(self._parked)
         for run in self._parked:  # closing: the long texts still running end here
             run.close()
@@ -118,9 +133,8 @@ class TaskQueue:
                 self._cv.wait()
             if self._closed:
                 return None
-            if self._parked and (self._long_turn or not self._waiting):
-                self._long_turn = False  # long texts and waiting tasks take turns: neither starves the other
-                return []
+            if self._parked and (self._waiting_time_left <= 0 or not self._waiting):
+                return []  # long texts and waiting tasks take turns of equal time: neither starves the other
             if self.batch_size > 1 and self.batch_wait > 0 and not self._parked:
                 # an idle engine waits a moment for companions: requests sent together run side by side
                 end = time.monotonic() + self.batch_wait
@@ -135,7 +149,6 @@ class TaskQueue:
                 return []
             first = self._waiting.popleft()
             group = [first]
-            self._long_turn = bool(self._parked)
             if not first.long and self.batch_size > 1:
                 key = first.batch_key()
                 for task in list(self._waiting):
