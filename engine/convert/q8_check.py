@@ -34,7 +34,6 @@ favourite code differed at a quarter of the positions.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -47,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConvertError
+from ..io.json_file import read_json_object
 from ..runtime.bundle import MANIFEST, Bundle
 from ..runtime.bundle_writer import PARTIAL_MARK
 from ..runtime.manifest_parts import TalkerPart
@@ -417,7 +417,7 @@ def _outlier_candidates(src: Path, groups: int) -> dict[str, tuple[int, ...]]:
 def move_talker_part(src: Path, writer) -> None:
     """Put a measured talker part (a talker-only bundle made by the check) into the bundle being written: its files
     moved (the check's folder is removed afterwards), its part record and 8-bit format copied."""
-    manifest = json.loads((src / MANIFEST).read_text(encoding="utf-8"))
+    manifest = read_json_object(src / MANIFEST, ConvertError)
     part = TalkerPart.from_manifest(manifest["parts"]["talker"], f"The manifest of {src} is damaged: its 'talker' part")
     for rel in manifest["files"]:
         target = writer.path(rel)

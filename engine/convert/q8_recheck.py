@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import Cancelled, ConvertError
 from ..io.fileio import write_own_file
+from ..io.json_file import read_json_object
 from ..runtime.bundle import MANIFEST, Bundle
 from ..runtime.bundle_writer import STORE_RECORD, BundleWriter
 from ..runtime.manifest_parts import TalkerPart
@@ -110,7 +111,7 @@ def _convert_float(bundle_dir: Path, checkpoint: Path, record: Q8CheckRecord, re
     store_record = _kept_store_record(bundle_dir)
     convert_checkpoint(checkpoint, bundle_dir, "fp32", overwrite=True, check=False,
                        progress=lambda f, m: report(0.9 + 0.1 * f, f"converting to fp32: {m}"))
-    manifest = json.loads((bundle_dir / MANIFEST).read_text(encoding="utf-8"))
+    manifest = read_json_object(bundle_dir / MANIFEST, ConvertError)
     manifest["q8_check"] = record.to_json()
     write_own_file(bundle_dir / MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8"))
     _restore_store_record(bundle_dir, store_record)
