@@ -49,11 +49,12 @@ def check_replaceable(dest: Path, protect: Iterable[Path] = ()) -> None:
         raise BundleError(f"{dest} is a file, not a model bundle; choose another output folder")
     if not any(dest.iterdir()):
         return
-    if not is_bundle(dest):
+    manifest = json_object_or_none(dest / MANIFEST)  # read once: what is_bundle reads, and its file list
+    if manifest is None or manifest.get("format") != FORMAT:
         raise BundleError(f"{dest} is not a model bundle (it has no {MANIFEST} of this app), so it is not "
                           "replaced; choose another output folder")
-    manifest = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
-    listed = set(manifest.get("files") or {}) | {MANIFEST, STORE_RECORD}
+    files = manifest.get("files")
+    listed = set(files if isinstance(files, dict) else {}) | {MANIFEST, STORE_RECORD}
     for f in sorted(dest.rglob("*")):
         rel = f.relative_to(dest).as_posix()
         if rel not in listed and not (f.is_dir() and not f.is_symlink()):
