@@ -21,15 +21,39 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from ..errors import BundleError
 from ..io.safefile import npy_bytes_needed
-from .manifest_parts import CodecDecoderPart, CodecEncoderPart, SpeakerPart, StackShape, TalkerPart, TextPart
+from .manifest_parts import (
+    CodecDecoderPart,
+    CodecEncoderPart,
+    ManifestPart,
+    SpeakerPart,
+    StackShape,
+    TalkerPart,
+    TextPart,
+)
 from .whisper_part import WhisperPart
 
-if TYPE_CHECKING:
-    from .bundle import Bundle
+Record = TypeVar("Record", bound=ManifestPart)
+
+
+class Bundle(Protocol):
+    """What the check reads of a bundle being opened (bundle.Bundle, which calls the check: named here, not
+    imported, so the two modules do not import each other)."""
+
+    path: Path
+
+    @property
+    def speech_config(self) -> dict[str, Any]: ...
+
+    def has(self, kind: type[ManifestPart]) -> bool: ...
+
+    def record(self, kind: type[Record]) -> Record: ...
+
+    def file(self, rel: str) -> Path: ...
 
 MAX_PARAM_BYTES = 16 * 2**20  # the full-size talker's .param is under 100 KB
 
