@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import TypedDict, Unpack
 
 from ..errors import EngineError
 from ..types import AudioChunk
@@ -26,24 +27,28 @@ from .events import (
 from .recording_length import RecordingLength
 
 
+class SpeechHandlers(TypedDict, total=False):
+    """What the caller of run_speech hears of one request, each handler optional (run_speech says when each is
+    called); declared once for run_speech and SpeechListener."""
+
+    on_frame: Callable[[ChunkFrame, int], None] | None
+    on_samples: Callable[[AudioChunk], None] | None
+    on_audio: Callable[[ChunkAudio], None] | None
+    on_retry: Callable[[ChunkRetry], None] | None
+    on_skipped: Callable[[ChunkSkipped], None] | None
+    on_part: Callable[[int, int], None] | None
+    on_length: Callable[[int], None] | None
+
+
 class SpeechListener:
     """What one request's events mean to its caller, heard one at a time with see(ev): the handlers of run_speech
-    (each optional), then outcome(), the request's LongResult or the EngineError saying why it has none."""
+    (SpeechHandlers), then outcome(), the request's LongResult or the EngineError saying why it has none. `length`
+    is the recording's expected length that on_length hears (none without on_length)."""
 
-    def __init__(
-        self,
-        on_frame: Callable[[ChunkFrame, int], None] | None = None,
-        on_samples: Callable[[AudioChunk], None] | None = None,
-        on_audio: Callable[[ChunkAudio], None] | None = None,
-        on_retry: Callable[[ChunkRetry], None] | None = None,
-        on_skipped: Callable[[ChunkSkipped], None] | None = None,
-        on_part: Callable[[int, int], None] | None = None,
-        on_length: Callable[[int], None] | None = None,
-        length: RecordingLength | None = None,
-    ):
-        self.on_frame, self.on_samples, self.on_audio = on_frame, on_samples, on_audio
-        self.on_retry, self.on_skipped, self.on_part, self.on_length = on_retry, on_skipped, on_part, on_length
+    def __init__(self, length: RecordingLength | None = None, **handlers: Unpack[SpeechHandlers]):
+        self.handlers = handlers
         self.progress = ChunkProgress()
+        on_length = handlers.get("on_length")
         self.length = length if on_length is not None else None
         if self.length is not None and on_length is not None:
             on_length(self.length.samples)
@@ -53,35 +58,38 @@ class SpeechListener:
         self.result: LongResult | None = None
 
     def see(self, ev: LongEvent) -> None:
+        h = self.handlers
         about_shown = self.progress.see(ev)
-        if self.length is not None and self.length.see(ev) and self.on_length is not None:
-            self.on_length(self.length.samples)
+        on_length = h.get("on_length")
+        if self.length is not None and self.length.see(ev) and on_length is not None:
+            on_length(self.length.samples)
         if isinstance(ev, LongResult):
             self.result = ev
             return
         if about_shown and self.progress.chunk != self.shown and self.progress.chunk < ev.chunks:
             self.shown = self.progress.chunk
-            if self.on_part is not None:
-                self.on_part(self.shown, ev.chunks)
+            if (on_part := h.get("on_part")) is not None:
+                on_part(self.shown, ev.chunks)
+        on_samples = h.get("on_samples")
         if isinstance(ev, ChunkFrame):
-            if about_shown and self.on_frame is not None:
-                self.on_frame(ev, self.progress.done)
+            if about_shown and (on_frame := h.get("on_frame")) is not None:
+                on_frame(ev, self.progress.done)
         elif isinstance(ev, ChunkStream):
-            if self.on_samples is not None:
-                self.on_samples(ev.audio)
+            if on_samples is not None:
+                on_samples(ev.audio)
         elif isinstance(ev, ChunkAudio):
             self.made += 1
-            if self.on_samples is not None and not ev.streamed:
-                self.on_samples(AudioChunk(samples=ev.samples, start_sample=ev.start_sample))
-            if self.on_audio is not None:
-                self.on_audio(ev)
+            if on_samples is not None and not ev.streamed:
+                on_samples(AudioChunk(samples=ev.samples, start_sample=ev.start_sample))
+            if (on_audio := h.get("on_audio")) is not None:
+                on_audio(ev)
         elif isinstance(ev, ChunkRetry):
-            if self.on_retry is not None:
-                self.on_retry(ev)
+            if (on_retry := h.get("on_retry")) is not None:
+                on_retry(ev)
         elif isinstance(ev, ChunkSkipped):
             self.skipped.append(ev)
-            if self.on_skipped is not None:
-                self.on_skipped(ev)
+            if (on_skipped := h.get("on_skipped")) is not None:
+                on_skipped(ev)
 
     def outcome(self) -> LongResult | EngineError:
         if self.result is None:
@@ -94,14 +102,8 @@ class SpeechListener:
 
 def run_speech(
     speech: Speech,
-    on_frame: Callable[[ChunkFrame, int], None] | None = None,
-    on_samples: Callable[[AudioChunk], None] | None = None,
-    on_audio: Callable[[ChunkAudio], None] | None = None,
-    on_retry: Callable[[ChunkRetry], None] | None = None,
-    on_skipped: Callable[[ChunkSkipped], None] | None = None,
-    on_part: Callable[[int, int], None] | None = None,
-    on_length: Callable[[int], None] | None = None,
     check_cancel: Callable[[], None] | None = None,
+    **handlers: Unpack[SpeechHandlers],
 ) -> LongResult:
     """Consume the events of one request and return its LongResult. check_cancel() runs before each event (it
     raises to stop). Chunks may run side by side, so progress follows the first chunk not yet in the recording:
@@ -111,8 +113,8 @@ def run_speech(
     on_skipped the chunks tried again or left out. on_length hears the expected recording length in samples at
     the start and whenever a finished chunk changes it. The events are closed on every exit, which stops a
     chunk still running. EngineError when no chunk could be generated."""
-    listener = SpeechListener(on_frame, on_samples, on_audio, on_retry, on_skipped, on_part, on_length,
-                              RecordingLength.of(speech) if on_length is not None else None)
+    listener = SpeechListener(RecordingLength.of(speech) if handlers.get("on_length") is not None else None,
+                              **handlers)
     try:
         for ev in speech:
             if check_cancel is not None:
@@ -158,8 +160,9 @@ def run_speeches(
             else:
                 assert tagged.event is not None
                 if i not in listeners:
-                    listeners[i] = SpeechListener(bound(on_frame, i), bound(on_samples, i), bound(on_audio, i),
-                                                  bound(on_retry, i), bound(on_skipped, i))
+                    listeners[i] = SpeechListener(on_frame=bound(on_frame, i), on_samples=bound(on_samples, i),
+                                                  on_audio=bound(on_audio, i), on_retry=bound(on_retry, i),
+                                                  on_skipped=bound(on_skipped, i))
                 listeners[i].see(tagged.event)
                 if not isinstance(tagged.event, LongResult):
                     continue
