@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Generic, Self, TypeVar
 
 import numpy as np
 
@@ -15,6 +16,8 @@ from ..errors import EngineError
 from ..text.splitter import TextChunk
 from ..types import AudioChunk, FrameEvent, SynthesisResult, Timings
 from .request import SynthesisRequest
+
+E = TypeVar("E")
 
 
 @dataclass
@@ -121,23 +124,31 @@ class ChunkProgress:
         return False
 
 
-class Speech:
-    """The events of one request (iterate it; close() stops the chunk in progress), with what was decided
-    before the first one: the request as checked and the chunks its text is spoken in."""
+class EventStream(Generic[E]):
+    """A run's events: iterate it; close() stops the run (closes the generator behind it)."""
 
-    def __init__(self, request: SynthesisRequest, chunks: list[TextChunk], events: Iterator[LongEvent]):
-        self.request, self.chunks, self._events = request, chunks, events
+    def __init__(self, events: Iterator[E]):
+        self._events = events
 
-    def __iter__(self) -> Speech:
+    def __iter__(self) -> Self:
         return self
 
-    def __next__(self) -> LongEvent:
+    def __next__(self) -> E:
         return next(self._events)
 
     def close(self) -> None:
         close = getattr(self._events, "close", None)
         if close is not None:
             close()
+
+
+class Speech(EventStream[LongEvent]):
+    """The events of one request (iterate it; close() stops the chunk in progress), with what was decided
+    before the first one: the request as checked and the chunks its text is spoken in."""
+
+    def __init__(self, request: SynthesisRequest, chunks: list[TextChunk], events: Iterator[LongEvent]):
+        super().__init__(events)
+        self.request, self.chunks = request, chunks
 
 
 @dataclass(frozen=True)
@@ -151,7 +162,7 @@ class RequestEvent:
     error: EngineError | None = None
 
 
-class Speeches:
+class Speeches(EventStream[RequestEvent]):
     """The events of several requests (iterate it for RequestEvents), with what was decided before the first one:
     `requests` (each as checked, or as given when refused) and `chunks` (request -> the chunks its text is spoken
     in, for the requests that passed their checks). cancel(i) stops request i before its next frame (a finished
@@ -161,18 +172,7 @@ class Speeches:
                  events: Callable[[Speeches], Iterator[RequestEvent]]):
         self.requests, self.chunks = requests, chunks
         self.cancelled: set[int] = set()  # the requests cancelled so far
-        self._events = events(self)
-
-    def __iter__(self) -> Speeches:
-        return self
-
-    def __next__(self) -> RequestEvent:
-        return next(self._events)
+        super().__init__(events(self))
 
     def cancel(self, request: int) -> None:
         self.cancelled.add(int(request))
-
-    def close(self) -> None:
-        close = getattr(self._events, "close", None)
-        if close is not None:
-            close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterator
 
 from ..errors import EngineError
+from ..longform.events import EventStream
 from ..types import AudioChunk, FrameEvent, JobEvent, SynthesisEvent, SynthesisResult
 
 
@@ -39,7 +40,7 @@ def run_synthesis(
     raise EngineError("The synthesis ended without a result.")
 
 
-class BatchRun:
+class BatchRun(EventStream[JobEvent]):
     """The events of Synthesizer.synthesize_many, in the order they happen: iterate it for JobEvents.
 
     Per job: FrameEvents (index 0, 1, ...; elapsed counts from the start of the run) and, when the settings ask
@@ -53,13 +54,7 @@ class BatchRun:
     def __init__(self, events: Callable[[BatchRun], Generator[JobEvent, None, None]]):
         """events(run): the generator of the run's JobEvents; it reads run.take_cancelled() between steps."""
         self._cancelled: set[int] = set()
-        self._events = events(self)
-
-    def __iter__(self) -> BatchRun:
-        return self
-
-    def __next__(self) -> JobEvent:
-        return next(self._events)
+        super().__init__(events(self))
 
     def cancel(self, job: int) -> None:
         """Stop job number `job` between frames (a finished or unknown job is ignored)."""
@@ -69,7 +64,3 @@ class BatchRun:
         out = sorted(self._cancelled)
         self._cancelled.clear()
         return out
-
-    def close(self) -> None:
-        """Cancel every job still running or waiting."""
-        self._events.close()
