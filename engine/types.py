@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
@@ -55,30 +55,46 @@ class GenerationSettings:
 
     @classmethod
     def from_table(cls, value: object) -> GenerationSettings:
-        """Settings read back from a JSON table (a take's file, a chunk journal): each value of its field's type
-        and within its setting's rule; TextError names the first that is not, in one line."""
-        if not isinstance(value, dict):
-            raise TextError("its settings are not a table of values")
-        given: dict[str, Any] = {}
-        for f in fields(cls):
-            if f.name not in value:
-                continue
-            v, kind = value[f.name], str(f.type)  # "int | None" (annotations are text here)
-            if v is None and "None" in kind:
-                given[f.name] = None
-                continue
-            base = kind.split(" | ")[0]
-            ok = (isinstance(v, bool) if base == "bool" else _whole_in_file(v) if base == "int"
-                  else _number_in_file(v) if base == "float" else False)
-            if not ok:
-                raise TextError(f"its setting {f.name} is {str(v)[:20]!r}, not a {base}")
-            given[f.name] = v
-        settings = cls(**given)
-        try:
-            settings.check()
-        except TextError as e:
-            raise TextError(f"its settings are out of range ({e})") from None
-        return settings
+        """Settings read back from a JSON table (a take's file, a chunk journal); see settings_from_table."""
+        return settings_from_table(cls, value)
+
+
+class _Settings(Protocol):
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    def check(self) -> None: ...
+
+
+S = TypeVar("S", bound=_Settings)
+
+
+def settings_from_table(cls: type[S], value: object, what: str = "setting") -> S:
+    """A dataclass of settings (bool, int and float fields, each maybe None, and a check()) read back from a JSON
+    table: each value of its field's type and within its rule, a missing one its default. TextError names the
+    first that is not, in one line ("its {what} NAME is ..."). GenerationSettings and a chunk journal's
+    JoinSettings are read by it."""
+    if not isinstance(value, dict):
+        raise TextError(f"its {what}s are not a table of values")
+    given: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name not in value:
+            continue
+        v, kind = value[f.name], str(f.type)  # "int | None" (annotations are text here)
+        if v is None and "None" in kind:
+            given[f.name] = None
+            continue
+        base = kind.split(" | ")[0]
+        ok = (isinstance(v, bool) if base == "bool" else _whole_in_file(v) if base == "int"
+              else _number_in_file(v) if base == "float" else False)
+        if not ok:
+            raise TextError(f"its {what} {f.name} is {str(v)[:20]!r}, not a {base}")
+        given[f.name] = v
+    settings = cls(**given)
+    try:
+        settings.check()
+    except TextError as e:
+        raise TextError(f"its {what}s are out of range ({e})") from None
+    return settings
 
 
 _MAX_WHOLE = 2**63 - 1  # what a settings file, a Qt item and numpy's int64 hold

@@ -186,3 +186,25 @@ def test_a_journal_and_a_take_refuse_damaged_settings_in_the_same_words(tmp_path
     with pytest.raises(TakeFileError) as take:
         read_header(path)
     assert str(journal.value) == str(take.value) and len(str(take.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize("damaged, says", [
+    ({"sentence_pause": "long"}, "its join setting sentence_pause is 'long', not a float"),
+    ({"fade": 2**70}, "its join setting fade is"),
+    ({"paragraph_pause": 99}, "its join settings are out of range (The paragraph pause must be between 0 and 10"),
+    ({"fade": None}, "its join setting fade is 'None', not a float"),
+    ("slow", "its join settings are not a table of values"),
+], ids=str)
+def test_a_journal_refuses_damaged_joining_as_it_does_damaged_settings(damaged, says):
+    """The joining is read by the settings' reader (settings_from_table): the same kinds of damage, named alike in
+    one line, the setting and its value included."""
+    plan = _plan().to_json()
+    plan["join"] = {**plan["join"], **damaged} if isinstance(damaged, dict) else damaged
+    with pytest.raises(JournalError) as e:
+        ChunkPlan.from_json(plan)
+    assert says in str(e.value) and len(str(e.value).splitlines()) == 1
+
+
+def test_a_journal_reads_its_joining_back():
+    plan = _plan(join=JoinSettings(sentence_pause=0.25, paragraph_pause=1.5, fade=0.02))
+    assert ChunkPlan.from_json(json.loads(json.dumps(plan.to_json()))) == plan

@@ -16,9 +16,8 @@ and types): a damaged chunk is made again; a damaged journal.json is not a journ
 from __future__ import annotations
 
 import json
-import math
 import os
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -28,7 +27,7 @@ from ..codec_format import SAMPLE_RATE
 from ..errors import EngineError, TextError, VoiceError
 from ..io.fileio import read_own_file, sweep_stale_temps, write_own_file
 from ..io.safefile import load_npy_bytes
-from ..types import GenerationSettings, SynthesisResult
+from ..types import GenerationSettings, SynthesisResult, settings_from_table
 from ..voice import Voice, VoiceChoice, speaker_name
 from .joining import JoinSettings
 
@@ -302,17 +301,7 @@ def _settings(value: object) -> GenerationSettings:
 
 
 def _join(value: object) -> JoinSettings:
-    if not isinstance(value, dict):
-        raise JournalError("its joining is not a table of values")
-    kwargs = {}
-    for f in fields(JoinSettings):
-        v = value.get(f.name)
-        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)):
-            raise JournalError(f"its {f.name} is not a number")
-        kwargs[f.name] = float(v)
-    join = JoinSettings(**kwargs)
     try:
-        join.check()
+        return settings_from_table(JoinSettings, value, "join setting")
     except TextError as e:
-        raise JournalError(f"its joining is out of range ({e})") from None
-    return join
+        raise JournalError(str(e)) from None
