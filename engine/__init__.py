@@ -45,7 +45,8 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
         create_new(path, data)   the same, only if no file of that name exists (FileExistsError otherwise);
         os_reason(error)   what went wrong with a write, in words a user acts on ("the disk is full")
     write_own_file(path, data), read_own_file(path, max_bytes), OwnFileError   the app's own files (caches,
-        records, saved text, pointers): written atomically and never through a link (one is refused, in words)
+        records, saved text, pointers): written atomically and never through a link (one is refused, in words);
+        check_own_file(path) refuses a link (or folder) where a library opens a file of the app's (a lock)
     regular_file_problem(path, what), npy_bytes_needed(header), load_npy_bytes(data)   reading files the user
         hands over without trusting them (FIFOs, lying .npy headers)
     decode_codes(bundle, codes, threads, precision)   codec ids -> audio, loading only the decoder
@@ -118,7 +119,15 @@ from .errors import (  # noqa: E402
     as_sentence,
 )
 from .io.audio_formats import AUDIO_FORMATS, SAVE_SUFFIX_WORDS, SAVE_SUFFIXES, AudioFormat  # noqa: E402
-from .io.fileio import OwnFileError, create_new, os_reason, read_own_file, write_atomic, write_own_file  # noqa: E402
+from .io.fileio import (  # noqa: E402
+    OwnFileError,
+    check_own_file,
+    create_new,
+    os_reason,
+    read_own_file,
+    write_atomic,
+    write_own_file,
+)
 from .io.safefile import load_npy_bytes, load_npy_file, npy_bytes_needed, regular_file_problem  # noqa: E402
 from .io.text_file import MAX_TEXT_FILE_BYTES, decode_text, read_text_file  # noqa: E402
 from .longform.consuming import SpeechListener, run_speech, run_speeches  # noqa: E402
@@ -310,6 +319,7 @@ __all__ = [
     "create_new",
     "write_own_file",
     "read_own_file",
+    "check_own_file",
     "OwnFileError",
     "os_reason",
     "regular_file_problem",

@@ -70,8 +70,11 @@ class SingleInstance(QObject):
         """Take the lock, or hand over to the copy that holds it (asking it to open `model` too, when named)."""
         from filelock import FileLock, Timeout
 
+        from .engine_adapter import check_own_file
+
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
+            check_own_file(self.folder / LOCK_FILE)  # older filelocks open it through a link
             lock = FileLock(str(self.folder / LOCK_FILE), timeout=0)
             lock.acquire()
         except Timeout:

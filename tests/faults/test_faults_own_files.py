@@ -2,10 +2,10 @@
 
 A link planted where the app keeps a file of its own (a tuning record, the verified-files record, the saved text,
 the batch lines, a download's pending.json and parts, the models-folder pointer, the move journal, a take, a
-library voice, the log, the settings) once had its target replaced by the app's JSON; run as root, that target
+library voice, the log, the settings, the single-window lock, an unfinished long text's chunks) once had its target replaced by the app's JSON; run as root, that target
 was /etc/passwd. The files are not listed by hand: the app is used in a private home (synth, which verifies the
 bundle and tunes; a model download and install from a hub on 127.0.0.1; moving the models folder; the window's
-data files; the log) with every write the process makes recorded (Python's audit hook: opens for writing,
+data files, its lock and a long text it stops and continues; the log) with every write the process makes recorded (Python's audit hook: opens for writing,
 renames), and each name written must be one of OWN_FILES (or a user's output, or inside a folder the process has
 just made for itself). Then the same is done in a second home with a link planted at every one of those names:
 the targets stay as they were, the links stay links, and the app says so in one line or carries on.
@@ -14,10 +14,13 @@ the targets stay as they were, the links stay links, and the app says so in one 
 from __future__ import annotations
 
 import fnmatch
+import gc
+import logging
 import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +54,8 @@ OWN_FILES = {
     "library voice": ".local/share/Qwen3-TTS Studio/voices/*.qvoice",
     "log": ".local/state/Qwen3-TTS Studio/log/qwen3tts-gui.log",
     "chunk journal": "chunks/*",  # the app's bookkeeping, in a folder the user named
+    "window lock": ".local/share/Qwen3-TTS Studio/window.lock",
+    "unfinished text journal": ".local/share/Qwen3-TTS Studio/unfinished/*",  # continued in its folder
 }
 # Written inside a folder the process made for itself a moment before (exclusively, or after removing whatever
 # had its name): nothing can be planted there first.
@@ -104,7 +109,8 @@ class Writes:
             path, mode, flags = args
             writes = flags & (os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC)
             exclusive = flags & os.O_CREAT and flags & os.O_EXCL
-            if writes and not exclusive:
+            unnamed = flags & _TMPFILE == _TMPFILE  # a file with no name (filelock's probe of the folder)
+            if writes and not exclusive and not unnamed:
                 self._add(path)
         elif event == "os.rename" and isinstance(args[1], (str, os.PathLike)):
             self._add(args[1])
@@ -115,6 +121,7 @@ class Writes:
             self.names.add(os.path.relpath(full, self.root))
 
 
+_TMPFILE = getattr(os, "O_TMPFILE", -1)
 _writes: list[Writes] = []
 
 
@@ -168,7 +175,90 @@ def use_the_app(home: Path, capsys, monkeypatch) -> list[str]:
     except Exception as e:  # noqa: BLE001 - a VoiceError is what the library shows
         said.append(str(e))
     setup_logging(log_file())
+    said += use_the_window(home)
     return said
+
+
+LONG_TEXT = "One sentence to speak first. A second one follows it. And a third one ends the text."
+
+
+def use_the_window(home: Path) -> list[str]:
+    """The window's files beside its data: the single-window lock it takes at the start, and a long text spoken
+    with its chunks kept in <data>/unfinished/ as the window does it (stopped after its first chunk, then
+    continued at the next start and taken). Returns what the app said (its status line, its log's warnings)."""
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from qwen3tts_gui.context import AppContext
+    from qwen3tts_gui.controllers.generation_controller import UNFINISHED
+    from qwen3tts_gui.controllers.unfinished import Unfinished
+    from qwen3tts_gui.data.paths import data_dir
+    from qwen3tts_gui.data.settings import Settings
+    from qwen3tts_gui.engine_adapter import (
+        Cancelled,
+        GenerationSettings,
+        LongTextOptions,
+        SynthesisRequest,
+        open_synthesizer,
+    )
+    from qwen3tts_gui.single_instance import SingleInstance
+    from qwen3tts_gui.workers import speak_whole
+    from tests.gui.fakes import FakeAudioBackend
+
+    said: list[str] = []
+    app = QApplication.instance() or QApplication([])  # noqa: F841 - the window's objects need it
+    heard = _Heard()
+    logging.getLogger("qwen3tts_gui").addHandler(heard)
+    try:
+        for _ in ("the first start", "a later one"):  # a later start opens the lock file the first one made
+            instance = SingleInstance(data_dir())
+            instance.start()
+            if instance.problem:
+                said.append(instance.problem)
+            del instance  # the lock is released with it, as when the app ends
+            gc.collect()
+        settings = Settings(QSettings(str(home.parent / f"{home.name}-settings.ini"), QSettings.Format.IniFormat))
+        ctx = AppContext(settings, FakeAudioBackend())
+        unfinished = Unfinished(ctx, None, data_dir() / UNFINISHED)  # type: ignore[arg-type]
+        unfinished.status.connect(lambda message, ms: said.append(message))
+        synth = open_synthesizer(bundle_for("tiny06b", "fp32"), threads=1)
+        voice = synth.create_voice(str(REF), name="Anna")
+        options = LongTextOptions(max_chars=40)
+        journal, chosen = unfinished.begin(synth, LONG_TEXT, voice, "Anna", "english",
+                                           GenerationSettings(greedy=True, max_frames=2), None, options)
+
+        def after_the_first_chunk() -> None:
+            if journal is not None and journal.made():
+                raise Cancelled("closed")
+
+        request = SynthesisRequest(LONG_TEXT, voice, "english", chosen, options=options)
+        try:
+            speak_whole(synth, request, after_the_first_chunk, journal=journal, notice=said.append)
+        except Cancelled:
+            pass
+        note = unfinished.stopped(journal)
+        unfinished.asked.clear()
+        for kept in unfinished.journals():  # the next start: each unfinished text continued where it stopped
+            plan = kept.plan
+            again = SynthesisRequest(plan.text, kept.voice(), plan.language, plan.settings,
+                                     options=replace(options, max_chars=plan.max_chars, join=plan.join))
+            speak_whole(synth, again, lambda: None, journal=kept, notice=said.append)
+            unfinished.taken(kept)()
+        assert journal is None or note, "the text was not stopped with a chunk kept"
+    finally:
+        logging.getLogger("qwen3tts_gui").removeHandler(heard)
+    return said + heard.lines
+
+
+class _Heard(logging.Handler):
+    """The app's log warnings, as lines."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 def kind_of(name: str) -> str | None:
@@ -243,7 +333,8 @@ def _plant(home: Path, names: set[str], outside: Path, dangling: bool) -> dict[P
     return links
 
 
-STOPPERS = {"download lock", "chunk journal"}  # a link there stops its command before the other files are written
+# a link there stops its command (or the text's continuation) before the other files are written
+STOPPERS = {"download lock", "chunk journal", "unfinished text journal"}
 
 
 @pytest.mark.parametrize("kinds, dangling", [
@@ -269,9 +360,11 @@ def test_a_link_at_every_own_file_is_never_written_through(written, tmp_path, ca
     assert sorted(os.listdir(outside)) == sorted(t.name for t in links.values() if not dangling)
     assert not [line for line in said if "Traceback" in line]
     # where the app could not do without the file, it said which link was in the way
-    for kind in ("tuning record", "saved text", "batch lines", "download lock", "chunk journal"):
+    for kind, word in (("tuning record", "record"), ("saved text", "text"), ("batch lines", "lines"),
+                       ("download lock", "lock"), ("chunk journal", "journal"), ("window lock", "single-window"),
+                       ("unfinished text journal", "unfinished text")):
         if any(kind_of(str(link.relative_to(home))) == kind for link in links):
-            assert [line for line in said if "is a symbolic link" in line and kind.split()[-1] in line], (kind, said)
+            assert [line for line in said if "is a symbolic link" in line and word in line], (kind, said)
 
 
 # -------------------------------------------------------------------------------------------------- the writer
