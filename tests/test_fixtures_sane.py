@@ -6,6 +6,7 @@ Fails if a fixture goes missing, changes shape, or stops covering a required cas
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -311,3 +312,16 @@ def test_whisper_fixtures_are_small() -> None:
     vocabulary's 51865 rows (so that every special token id is the real one), eleven clips up to 30 s, outputs."""
     total = _stored_bytes((FIX / "whisper").rglob("*"))
     assert total < 20 * 1024 * 1024, f"Whisper fixtures are {total / 1e6:.1f} MB"
+
+
+def test_whisper_checkpoints_share_one_vocabulary() -> None:
+    """The vocabulary and merges every Whisper fixture checkpoint holds are one pair of files (tokenizer/), each
+    checkpoint linking to it as make_whisper_fixtures.py leaves it: a converter reads them through the link."""
+    shared = FIX / "whisper" / "tokenizer"
+    checkpoints = sorted(p for p in (FIX / "whisper" / "models").iterdir() if p.is_dir())
+    assert checkpoints
+    for checkpoint in checkpoints:
+        for name in ("vocab.json", "merges.txt"):
+            path = checkpoint / name
+            assert path.is_symlink() and path.resolve() == (shared / name).resolve(), path
+            assert not os.path.isabs(os.readlink(path)), "a link that holds in any clone is relative"

@@ -5,7 +5,8 @@ Steps (all offline but `vocab`, which fetches one sdist from PyPI with pip):
              -> vocab.json, merges.txt and the special tokens, as the hub's Whisper tokenizers lay them out
              (transformers' TikTokenConverter's merge rule); kept in tests/fixtures/whisper/tokenizer/
     audio    espeak-ng speech in several languages and sample rates, 1 s to past 30 s, and silence
-    models   two tiny random checkpoints in the hub's layout, from fixed seeds:
+    models   two tiny random checkpoints in the hub's layout, from fixed seeds (their vocab.json and merges.txt
+             are links to the ones in tokenizer/, the same bytes):
              tinywhisper80  (80 mel bins, 99 languages, like whisper-tiny ... large-v2)
              tinywhisper128 (128 mel bins, 100 languages with <|yue|>, like large-v3 / large-v3-turbo)
     outputs  WhisperProcessor + WhisperForConditionalGeneration.generate (greedy) on every clip: the log-mel
@@ -177,9 +178,29 @@ def _special_tokens(languages: list[str]) -> list[str]:
                "<|notimestamps|>"])
 
 
+SHARED_TOKENIZER_FILES = ("vocab.json", "merges.txt")  # what save_pretrained writes as step_vocab made it
+
+
 def step_models(out: Path, names: list[str]) -> None:
     for name in names:
-        build_checkpoint(out / "whisper" / "models" / name, _tokenizer_dir(out), *MODELS[name], half=True)
+        dest, tok_dir = out / "whisper" / "models" / name, _tokenizer_dir(out)
+        for shared in SHARED_TOKENIZER_FILES:  # made again: never written through the link into tokenizer/
+            if (dest / shared).is_symlink():
+                (dest / shared).unlink()
+        build_checkpoint(dest, tok_dir, *MODELS[name], half=True)
+        share_tokenizer_files(dest, tok_dir)
+
+
+def share_tokenizer_files(dest: Path, tok_dir: Path) -> None:
+    """The checkpoint's copies of the shared vocabulary become relative links to the one in `tok_dir` (every
+    fixture checkpoint holds the same bytes; a reader follows the link). A copy that differs stays a file."""
+    for name in SHARED_TOKENIZER_FILES:
+        mine, shared = dest / name, tok_dir / name
+        if mine.read_bytes() != shared.read_bytes():
+            print(f"{dest.name}/{name} is not the shared {shared}: kept as written")
+            continue
+        mine.unlink()
+        mine.symlink_to(os.path.relpath(shared, dest))
 
 
 def build_checkpoint(dest: Path, tok_dir: Path, seed: int, mels: int, n_lang: int, d_model: int, enc_layers: int,
