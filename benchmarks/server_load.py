@@ -8,8 +8,10 @@ against `qwen3tts serve` on a bundle (public API and the command only; the serve
 BUNDLE: a converted full-size bundle (q8 runs requests side by side). Each request asks for `--frames` frames
 (80 ms each) of streamed 16-bit PCM with its own seed. Prints, per client count: time to first byte and to last
 byte (median and p95 over the requests), audio seconds per wall second and that against the round's first level
-(one client), the most requests generated side by side, the server's resident memory (now and its peak) and
-the 1-minute load average after the level. The CPU, the load average
+(one client), the server's CPU seconds per audio second (all its threads, from /proc: the work a second of
+audio costs, which other programs' load changes far less than the wall-clock figures), the most requests
+generated side by side, the server's resident memory (now and its peak) and the 1-minute load average after the
+level. The CPU, the load average
 before and after, and the thread count head the table. Levels run in order, then again for each further round.
 
 --code NAME=FOLDER (repeatable): compare versions of this program in one run, each server running the code of its
@@ -58,6 +60,12 @@ def memory_mb(pid: int) -> tuple[float, float]:
     """(resident now, resident peak) of a process, in MB (Linux /proc)."""
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far, all its threads (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def request(netloc: str, seed: int, frames: int) -> tuple[float, float, int, int]:
@@ -163,20 +171,23 @@ def main() -> None:
                   f"({args.frames * 0.08:.1f} s of audio) each, streamed pcm; code: "
                   + ", ".join(f"{name} {commit_of(code)}" for name, code in codes.items()))
             print("| round | code | clients | first byte median / p95 s | last byte median / p95 s | audio s per s | "
-                  "vs 1 client | side by side | server RSS / peak MB | load |")
-            print("|---|---|---|---|---|---|---|---|---|---|")
+                  "vs 1 client | CPU s per audio s | side by side | server RSS / peak MB | load |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
             for round_ in range(1, args.rounds + 1):
                 for name, (server, netloc) in servers.items():
                     base: float | None = None  # this round's first level (1 client): the load of its own round
                     for n in counts:
+                        cpu = cpu_seconds(server.pid)
                         r = level(netloc, n, args.requests, args.frames, seed0=1000 * n + 100 * round_)
+                        cpu = cpu_seconds(server.pid) - cpu
                         rate = r["audio"] / r["wall"]
                         if base is None:
                             base = rate
                         rss, peak = memory_mb(server.pid)
                         print(f"| {round_} | {name} | {n} | {statistics.median(r['first']):.2f} / "
                               f"{p95(r['first']):.2f} | {statistics.median(r['last']):.2f} / {p95(r['last']):.2f} | "
-                              f"{rate:.2f} | {rate / base:.2f}x | {r['batched']} | {rss:.0f} / {peak:.0f} | "
+                              f"{rate:.2f} | {rate / base:.2f}x | {cpu / r['audio']:.2f} | {r['batched']} | "
+                              f"{rss:.0f} / {peak:.0f} | "
                               f"{load_average().split()[0]} |", flush=True)
             print(f"# load average after {load_average()}")
         finally:

@@ -80,8 +80,8 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
            r"^batch run 1 \(.* 2 files in the batch folder;", r"^batch run 2 \(.* 2 files in the batch folder;"]),
     "server_load.py": (
         ["--model", "{demo_q8}", "--clients", "1,2", "--requests", "1", "--frames", "4", "--threads", "1"],
-        [rf"^\| 1 \| this \| {n} \| {NUM} / {NUM} \| {NUM} / {NUM} \| {NUM} \| {NUM}x \| \d \| {NUM} / {NUM} \| "
-         rf"{NUM} \|$" for n in (1, 2)]
+        [rf"^\| 1 \| this \| {n} \| {NUM} / {NUM} \| {NUM} / {NUM} \| {NUM} \| {NUM}x \| {NUM} \| \d \| {NUM} / "
+         rf"{NUM} \| {NUM} \|$" for n in (1, 2)]
         + [rf"^# .*, server threads 1, decoder fp32, load average before {NUM} {NUM} {NUM};.* code: this \w+"]),
     "gpu_round_trips.py": (  # on lavapipe where installed, else bytes and the CPU column only
         ["--model", "{demo}", "--positions", "4", "--reps", "1"],
