@@ -71,6 +71,11 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         ["--no-fixtures", "--checkpoint", "{ckpt}", "--work", "{work}", "--frames", "4", "--formats", "q8",
          "--stress", "plain"],
         [rf"^\| demo_checkpoint plain \| q8 \| {NUM} \| {NUM} \| {NUM} \| {NUM} \| \d/4 \|$"]),
+    "q8_error_sources.py": (
+        ["--checkpoint", "{ckpt}", "--work", "{work}", "--stress", "channels100", "--frames", "2", "--threads", "1"],
+        [rf"^\| {who} \| {NUM} \({NUM}\) \| {NUM} \({NUM}\) \|$"
+         for who in ("q8 split / q8 split", "fp32 / q8 split", "q8 split / fp32", "q8 / q8", "fp32 / q8")]
+        + [rf"^converted in {NUM} s; \d+ Linears split"]),
     "gui_stall.py": (
         # the defaults' shape: two runs of each scenario (the second batch run is asked which lines to run again)
         ["--model", "{demo}", "--frames", "4", "--long-chunks", "2", "--batch-lines", "2", "--idle-seconds", "0.2"],
