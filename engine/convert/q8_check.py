@@ -394,7 +394,7 @@ def _layer_figures(src: Path, ref_dir: Path, ref: list[PromptRun], prompts: list
     the outlier channels split off where the bundle splits them."""
     ckpt = Checkpoint.open(src)
     try:
-        weights = smooth.smoothed(ckpt, smooth.ALPHA, split)[0] if smoothing else ckpt
+        weights = smooth.smoothed(ckpt, smooth.ALPHA)[0] if smoothing else ckpt
         cb = ref[0].talker_logits.shape[-1]
         out = talker_sensitivity(weights, ref[0].talker_rows, len(prompts[0]) - 1, cb, sampling_kl, cancel, split)
         out.update(code_predictor_sensitivity(weights, cp_sequences(ref_dir, ref, SENSITIVITY_FRAMES),

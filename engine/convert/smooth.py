@@ -25,7 +25,6 @@ outliers to remove; with MIN_SHIFT 2 it is unchanged (7.6e-4 / 1.18e-3) and its 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -76,20 +75,9 @@ class SmoothedWeights:
         """Nothing to close: the file read through belongs to the checkpoint these weights were made from."""
 
 
-def smoothed(ckpt: Checkpoint, alpha: float | None = ALPHA, split: Mapping[str, tuple[int, ...]] | None = None
-             ) -> tuple[Checkpoint, dict[str, Any]]:
+def smoothed(ckpt: Checkpoint, alpha: float | None = ALPHA) -> tuple[Checkpoint, dict[str, Any]]:
     """The checkpoint with smoothed weights, and a summary for the bundle manifest. alpha None: per site, the
-    candidate of SEARCH whose 8-bit output error on the calibration rows is smallest (no smoothing included).
-    split: Linears whose outlier input channels the bundle computes apart in fp32 (q8_split.py); their inputs are
-    not smoothed: the split takes the outliers out of the 8-bit row, and moving the rest of the row's larger
-    channels into the weights then only coarsens the weights' rounding (full-size 0.6B, 4 channels 100x, on the
-    calibration rows: down_proj's relative squared error 5.8e-6-1.6e-4 split alone, 1.0e-5-3.2e-4 split and
-    smoothed; q/k/v and gate/up the same either way)."""
-    split = split or {}
-    nets = {TALKER: "talker", CODE_PREDICTOR: "code_predictor"}
-
-    def split_here(prefix: str, layer: int, site: str) -> bool:
-        return f"{nets[prefix]}.{layer}.{site}" in split
+    candidate of SEARCH whose 8-bit output error on the calibration rows is smallest (no smoothing included)."""
     rows: dict[tuple[str, int, str], np.ndarray] | None = {} if alpha is None else None
     stats = calibrate(ckpt, rows)
     get = ckpt.main.get
@@ -106,18 +94,13 @@ def smoothed(ckpt: Checkpoint, alpha: float | None = ALPHA, split: Mapping[str, 
             a, m = p + "self_attn.", p + "mlp."
             qkv = [a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"]
             site = (prefix, i, "attn_in")
-            if not split_here(prefix, i, "qkv"):
-                moved += _fold_norm(changed, w, stats[site], p + "input_layernorm.weight", qkv, alpha, rows, site)
+            moved += _fold_norm(changed, w, stats[site], p + "input_layernorm.weight", qkv, alpha, rows, site)
             site = (prefix, i, "mlp_in")
-            if not split_here(prefix, i, "gate_up"):
-                moved += _fold_norm(changed, w, stats[site], p + "post_attention_layernorm.weight",
-                                    [m + "gate_proj.weight", m + "up_proj.weight"], alpha, rows, site)
+            moved += _fold_norm(changed, w, stats[site], p + "post_attention_layernorm.weight",
+                                [m + "gate_proj.weight", m + "up_proj.weight"], alpha, rows, site)
             site = (prefix, i, "down_in")
-            if not split_here(prefix, i, "down"):
-                moved += _fold_rows(changed, w, stats[site], m + "up_proj.weight", [m + "down_proj.weight"], alpha,
-                                    rows, site)
-            if split_here(prefix, i, "o"):
-                continue
+            moved += _fold_rows(changed, w, stats[site], m + "up_proj.weight", [m + "down_proj.weight"], alpha,
+                                rows, site)
             # o_proj: one factor per kv channel (v_proj row), the max over the query heads of its group
             o = w(a + "o_proj.weight")
             group = spec.heads // spec.kv_heads
@@ -138,8 +121,7 @@ def smoothed(ckpt: Checkpoint, alpha: float | None = ALPHA, split: Mapping[str, 
     groups = int(ckpt.talker_config.get("num_code_groups", 16))
     heads = [f"talker.code_predictor.lm_head.{g}.weight" for g in range(groups - 1)]
     site = (CODE_PREDICTOR, -1, "final")
-    if "code_predictor.head.0" not in split:  # the heads share their input, and are split all or none
-        moved += _fold_norm(changed, w, stats[site], CODE_PREDICTOR + "norm.weight", heads, alpha, rows, site)
+    moved += _fold_norm(changed, w, stats[site], CODE_PREDICTOR + "norm.weight", heads, alpha, rows, site)
     layers = sum(int(cfg["num_hidden_layers"]) for _, cfg in _stacks(ckpt))
     summary = {"method": "smoothquant-pow2", "alpha": "search" if alpha is None else alpha, "min_shift": MIN_SHIFT,
                "layers": layers,

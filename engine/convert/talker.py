@@ -305,7 +305,7 @@ def convert(ckpt: Checkpoint, writer, options) -> None:
     smoothing = None
     if options.smoothing:
         options.report(0.0, "calibrating outlier smoothing")
-        ckpt, smoothing = smooth.smoothed(ckpt, smooth.ALPHA, options.split if options.precision == "q8" else None)
+        ckpt, smoothing = smooth.smoothed(ckpt, smooth.ALPHA)
 
     # talker stack + codec head
     options.report(0.0, "talker layers")
