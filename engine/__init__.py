@@ -46,7 +46,8 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
         os_reason(error)   what went wrong with a write, in words a user acts on ("the disk is full")
     write_own_file(path, data), read_own_file(path, max_bytes), OwnFileError   the app's own files (caches,
         records, saved text, pointers): written atomically and never through a link (one is refused, in words);
-        check_own_file(path) refuses a link (or folder) where a library opens a file of the app's (a lock)
+        check_own_file(path) refuses a link (or folder) where a library opens a file of the app's (a lock);
+        cache_dir() the app's one cache folder (QWEN3TTS_CACHE_DIR, else the platform's)
     regular_file_problem(path, what), npy_bytes_needed(header), load_npy_bytes(data)   reading files the user
         hands over without trusting them (FIFOs, lying .npy headers)
     decode_codes(bundle, codes, threads, precision)   codec ids -> audio, loading only the decoder
@@ -153,6 +154,7 @@ from .longform.runaway import GuardSettings  # noqa: E402
 from .longform.runner import recording_of_made, speak  # noqa: E402
 from .nets.codec_decoder import DECODER_PRECISIONS, DEFAULT_DECODER_PRECISION  # noqa: E402
 from .runtime.bundle import OFFERED_PRECISIONS, Bundle  # noqa: E402
+from .runtime.cache_folder import cache_dir  # noqa: E402
 from .runtime.device import (  # noqa: E402
     DEFAULT_DEVICE,
     DEFAULT_GPU_PRECISION,
@@ -320,6 +322,7 @@ __all__ = [
     "write_own_file",
     "read_own_file",
     "check_own_file",
+    "cache_dir",
     "OwnFileError",
     "os_reason",
     "regular_file_problem",

@@ -1,16 +1,34 @@
-"""`qwen3tts synth --chunks-dir DIR`: each chunk of a long text is kept in DIR as it is made (engine.ChunkJournal),
-so a run stopped by Ctrl+C, a crash or kill -9 loses at most the chunk being generated. The same command run
-again with the same DIR continues where it stopped: the chunks already made are read back, not generated again,
-and the output is the file an unbroken run would have written."""
+"""A long text's chunks kept as they are made (engine.ChunkJournal), so a run of `qwen3tts synth` stopped by Ctrl+C,
+a crash or kill -9 loses at most the chunk being generated, and the same command run again continues where it
+stopped: the chunks already made are read back, not generated again, and the output is the file an unbroken run
+would have written.
+
+`--chunks-dir DIR` keeps them in DIR (with each chunk as a WAV file). Without it, a text of several chunks keeps
+them in the app's cache folder, in a folder named by the command's request (run_folder): the same command finds
+it again, and it goes once the output is written. A run without --seed draws its seed and keeps it in the journal;
+run again without --seed, the command continues with that seed (as with --chunks-dir), which is what the same
+command after a kill means. The line saying so names the folder, to be removed for a fresh start.
+"""
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import json
+import os
 import secrets
+import shutil
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from .common import UsageError
+
+RUNS_FOLDER = "unfinished synth runs"  # in the app's cache folder: one folder per stopped long text
+
+
+class Mismatch(Exception):
+    """The journal in the folder is of another request (the message says how, in a few words)."""
 
 
 def check_chunks_dir(folder: Path) -> None:
@@ -28,48 +46,134 @@ def check_chunks_dir(folder: Path) -> None:
 
 def open_journal(folder: Path, synth, voice, settings, text: str, language: str, instruct: str | None, options,
                  seed_given: bool):
-    """(journal, settings with the base seed, voice, the chunks made before). A folder a stopped run left is
-    continued when it holds this text, voice and settings; anything else is refused in one line."""
-    from engine import ChunkJournal, ChunkPlan, JournalError, SynthesisRequest, Voice, same_voice
+    """--chunks-dir: (journal, settings with the base seed, voice, the chunks made before). A folder a stopped run
+    left is continued when it holds this text, voice and settings; anything else is refused in one line."""
+    from engine import ChunkJournal, JournalError
 
-    chunks = [c.text for c in SynthesisRequest(text, language=language, options=options).chunks()]
+    chunks = _chunks(text, language, options)
     if ChunkJournal.exists(folder):
         try:
-            journal = ChunkJournal.open(folder)
-            kept = journal.voice()
+            journal, settings, voice, made = _continue(folder, synth, voice, settings, text, chunks, language,
+                                                       instruct, options, seed_given)
         except (JournalError, OSError) as e:
             raise UsageError(f"Cannot continue from --chunks-dir {folder}: {str(e).rstrip('.')}.") from None
-        if not seed_given:  # the stopped run's seed: every chunk comes out as it would have
-            settings = replace(settings, seed=journal.plan.settings.seed)
-        plan = ChunkPlan.of(synth.model_id, text, chunks, language, voice, settings, instruct, options.join,
-                            options.max_chars)
-        why = plan.differs_from(journal.plan)
-        if why is None and isinstance(voice, Voice) and not (isinstance(kept, Voice) and same_voice(voice, kept)):
-            why = "another voice"
-        if why is not None:
-            raise UsageError(f"--chunks-dir {folder} holds chunks of {why}; give the same text, voice and settings "
-                             "to continue there, or a new folder.")
-        made = journal.made()
+        except Mismatch as e:
+            raise UsageError(f"--chunks-dir {folder} holds chunks of {e}; give the same text, voice and settings "
+                             "to continue there, or a new folder.") from None
         print(f"qwen3tts: continuing in {folder}: {len(made)} of {len(chunks)} chunks were made before.",
               file=sys.stderr)
-        return journal, settings, kept if isinstance(voice, Voice) else voice, made
-    if settings.seed is None:  # fixed now, so that a later run can continue with the same seeds
-        settings = replace(settings, seed=secrets.randbits(32))
-    plan = ChunkPlan.of(synth.model_id, text, chunks, language, voice, settings, instruct, options.join,
-                        options.max_chars)
+        return journal, settings, voice, made
     try:
-        journal = ChunkJournal.create(folder, plan, voice)
+        journal, settings = _create(folder, synth, voice, settings, text, chunks, language, instruct, options)
     except (JournalError, OSError) as e:
         raise UsageError(f"Cannot keep chunks in --chunks-dir {folder}: {getattr(e, 'strerror', None) or e}.") from None
     return journal, settings, voice, {}
 
 
-def keep_chunk(journal, ev) -> None:
+def open_run_journal(folder: Path, synth, voice, settings, text: str, language: str, instruct: str | None, options,
+                     seed_given: bool):
+    """Without --chunks-dir: as open_journal, in run_folder's folder, for a text of several chunks (else no
+    journal: (None, settings, voice, {})). Chunks there that this command cannot use (damaged, of a model now
+    replaced at the same path) are replaced; a cache that cannot be written leaves the run without a journal, said
+    in one line: neither stops the run."""
+    from engine import ChunkJournal, JournalError
+
+    chunks = _chunks(text, language, options)
+    if len(chunks) < 2:
+        return None, settings, voice, {}
+    if ChunkJournal.exists(folder):
+        try:
+            journal, kept_settings, kept_voice, made = _continue(folder, synth, voice, settings, text, chunks,
+                                                                 language, instruct, options, seed_given)
+            print(f"qwen3tts: continuing this command's stopped run: {len(made)} of {len(chunks)} chunks were made "
+                  f"before (kept in {folder}; remove it to start afresh).", file=sys.stderr)
+            return journal, kept_settings, kept_voice, made
+        except (JournalError, OSError, Mismatch) as e:
+            print(f"qwen3tts: the chunks a stopped run of this command left in {folder} cannot be used "
+                  f"({str(e).rstrip('.')}); starting afresh.", file=sys.stderr)
+            shutil.rmtree(folder, ignore_errors=True)  # the app's own cache folder, named by this request
+    try:
+        journal, settings = _create(folder, synth, voice, settings, text, chunks, language, instruct, options)
+    except (JournalError, OSError) as e:
+        settings = journal_settings(settings)
+        print(f"qwen3tts: the chunks are not kept as they are made ({getattr(e, 'strerror', None) or e}); a stopped "
+              "run starts again from the beginning.", file=sys.stderr)
+        return None, settings, voice, {}
+    return journal, settings, voice, {}
+
+
+def run_folder(args: argparse.Namespace, model_id: str, text: str, language: str, settings, options) -> Path:
+    """The folder, in the app's cache, of this command's long text when no --chunks-dir is given: named by what
+    decides its recording as the command gives it (the model, the text, the language, the voice's inputs with the
+    reference's or voice file's bytes, the settings with the seed as given, how the text is split and joined) and
+    by the output file. The same command run again names the same folder; a changed one another."""
+    from engine import cache_dir
+
+    request = dict(model=os.path.abspath(args.model), model_id=model_id, text=text, language=language,
+                   ref=_digest(args.ref), ref_text=args.ref_text, x_vector_only=bool(args.x_vector_only),
+                   voice=_digest(args.voice), speaker=args.speaker, instruct=args.instruct, settings=asdict(settings),
+                   max_chars=options.max_chars, join=asdict(options.join), output=os.path.abspath(args.output))
+    name = hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+    return cache_dir() / RUNS_FOLDER / name[:32]
+
+
+def keep_chunk(journal, ev, shown: str = "--chunks-dir") -> None:
     """Keep a finished chunk (a ChunkAudio) in the journal; a disk that refuses stops the run in one line."""
     from engine import os_reason
 
     try:
         journal.keep(ev.chunk, ev.result, ev.attempts)
     except OSError as e:
-        raise UsageError(f"Cannot keep chunk {ev.chunk + 1} in --chunks-dir {journal.folder}: {os_reason(e)}.") \
-            from None
+        raise UsageError(f"Cannot keep chunk {ev.chunk + 1} in {shown} {journal.folder}: {os_reason(e)}.") from None
+
+
+def journal_settings(settings):
+    """The settings with the base seed fixed, so that a later run can continue with the same seeds."""
+    return settings if settings.seed is not None else replace(settings, seed=secrets.randbits(32))
+
+
+def _chunks(text: str, language: str, options) -> list[str]:
+    from engine import SynthesisRequest
+
+    return [c.text for c in SynthesisRequest(text, language=language, options=options).chunks()]
+
+
+def _continue(folder: Path, synth, voice, settings, text: str, chunks: list[str], language: str,
+              instruct: str | None, options, seed_given: bool):
+    """The journal in `folder` continued: (journal, settings with its base seed, voice, chunks made). Mismatch
+    when it holds another request; JournalError or OSError when it cannot be read."""
+    from engine import ChunkJournal, ChunkPlan, Voice, same_voice
+
+    journal = ChunkJournal.open(folder)
+    kept = journal.voice()
+    if not seed_given:  # the stopped run's seed: every chunk comes out as it would have
+        settings = replace(settings, seed=journal.plan.settings.seed)
+    plan = ChunkPlan.of(synth.model_id, text, chunks, language, voice, settings, instruct, options.join,
+                        options.max_chars)
+    why = plan.differs_from(journal.plan)
+    if why is None and isinstance(voice, Voice) and not (isinstance(kept, Voice) and same_voice(voice, kept)):
+        why = "another voice"
+    if why is not None:
+        raise Mismatch(why)
+    return journal, settings, kept if isinstance(voice, Voice) else voice, journal.made()
+
+
+def _create(folder: Path, synth, voice, settings, text: str, chunks: list[str], language: str,
+            instruct: str | None, options):
+    from engine import ChunkJournal, ChunkPlan
+
+    settings = journal_settings(settings)
+    plan = ChunkPlan.of(synth.model_id, text, chunks, language, voice, settings, instruct, options.join,
+                        options.max_chars)
+    return ChunkJournal.create(folder, plan, voice), settings
+
+
+def _digest(path: Path | None) -> str | None:
+    """A file's bytes, as a digest (None: no file given, or one that cannot be read now)."""
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
+        return None

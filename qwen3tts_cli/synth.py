@@ -42,7 +42,7 @@ from .common import (
     text_of,
     tune_if_needed,
 )
-from .resume import check_chunks_dir, keep_chunk, open_journal
+from .resume import check_chunks_dir, keep_chunk, open_journal, open_run_journal, run_folder
 from .transcribe import add_whisper_option, voice_input
 
 if TYPE_CHECKING:
@@ -125,10 +125,14 @@ def cmd_synth(args: argparse.Namespace) -> int:
     synth.kind.check_instruct(args.instruct)
     voice = _voice_for(synth, args)
     journal, made = None, {}
+    language = synth.check_language(args.language)
     if args.chunks_dir is not None:  # each chunk kept as it is made; a stopped run's chunks are not made again
-        journal, settings, voice, made = open_journal(args.chunks_dir, synth, voice, settings, text,
-                                                      synth.check_language(args.language), args.instruct, options,
-                                                      seed_given=args.seed is not None)
+        journal, settings, voice, made = open_journal(args.chunks_dir, synth, voice, settings, text, language,
+                                                      args.instruct, options, seed_given=args.seed is not None)
+    else:  # a long text's chunks kept all the same, in the cache, until the output is written
+        folder = run_folder(args, synth.model_id, text, language, settings, options)
+        journal, settings, voice, made = open_run_journal(folder, synth, voice, settings, text, language,
+                                                          args.instruct, options, seed_given=args.seed is not None)
     speech = synth.speak(SynthesisRequest(text, voice, args.language, settings, args.instruct, options),
                          made={i: m.load for i, m in made.items()})
     tune_if_needed(synth, args.threads)  # after speak() has checked the text: bad input fails at once
@@ -148,9 +152,9 @@ def cmd_synth(args: argparse.Namespace) -> int:
     def chunk_file(ev: ChunkAudio) -> None:
         if args.codes_out is not None:
             codes.append(ev.result.codes)
+        if journal is not None and ev.attempts:  # made in this run (0: read back from the journal)
+            keep_chunk(journal, ev, "--chunks-dir" if args.chunks_dir is not None else "the cache folder")
         if args.chunks_dir is not None:
-            if ev.attempts:  # made in this run (0: read back from the journal)
-                keep_chunk(journal, ev)
             save_audio(args.chunks_dir / f"{ev.chunk + 1:04d}.wav", ev.result.audio, subtype=subtype)
 
     with RecordingFile(args.output, subtype) as recording:
@@ -162,7 +166,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
                                              f"with seed {ev.seed}."))
         except (KeyboardInterrupt, EngineError):
             if journal is not None:
-                print(f"qwen3tts: the chunks made so far are kept in {args.chunks_dir}; the same command "
+                print(f"qwen3tts: the chunks made so far are kept in {journal.folder}; the same command "
                       "continues there.", file=sys.stderr)
             raise
         # the codes first: if the audio then fails, remove them again so nothing is left behind
@@ -177,8 +181,9 @@ def cmd_synth(args: argparse.Namespace) -> int:
     if args.chunks_dir is not None:
         listing = "".join(f"{i + 1:04d}\t{c.text}\n" for i, c in enumerate(speech.chunks))
         write_own_file(args.chunks_dir / "chunks.tsv", listing.encode())  # the app's listing, never through a link
-        if journal is not None and not result.skipped:  # complete (a left-out chunk is tried again next run)
-            journal.discard()
+    # complete: the journal goes (in --chunks-dir a left-out chunk's is kept: it is tried again next run there)
+    if journal is not None and (args.chunks_dir is None or not result.skipped):
+        journal.discard()
     t = result.timings
     counted = f", {result.chunks - len(result.skipped)} of {result.chunks} chunks" if several else ""
     bar.done(f"wrote {args.output} ({result.seconds:.2f} s, {result.frames} frames{counted}, ended by "
@@ -286,8 +291,10 @@ def add_parser(sub) -> None:
                     help="new seeds for a chunk that runs away, loops or goes silent "
                          f"(default {GuardSettings.retries})")
     lt.add_argument("--chunks-dir", type=Path,
-                    help="keep each chunk here as it is made (a new or empty folder); if the run stops (Ctrl+C, a "
-                         "crash, a kill), the same command with the same folder continues where it stopped")
+                    help="keep each chunk here as it is made, with a WAV file of each (a new or empty folder); if "
+                         "the run stops (Ctrl+C, a crash, a kill), the same command with the same folder continues "
+                         "where it stopped. Without it a long text's chunks are kept in the cache folder until the "
+                         "output is written: the same command continues there too")
     lt.add_argument("--batch-size", type=int, default=None,
                     help=f"chunks generated side by side, each exactly as alone (1 to {MAX_BATCH_SIZE}; default: "
                          f"{DEFAULT_BATCH_SIZE} on q8 models, whose steps serve several chunks at once, 1 on fp32/fp16 "

@@ -1,6 +1,6 @@
-"""Hours of work are not lost: a chapter spoken with `qwen3tts synth --chunks-dir` keeps every chunk as it is made,
-and the same command after a kill -9 (a real process, on the demo model) or Ctrl+C continues where it stopped:
-the chunks made before are not generated again and the output is sample for sample the file of an unbroken run.
+"""Hours of work are not lost: a chapter spoken with `qwen3tts synth` keeps every chunk as it is made (in
+--chunks-dir, else in the cache folder under the command's request), and the same command after a kill -9 (a real
+process, on the demo model) or Ctrl+C continues where it stopped: the chunks made before are not generated again and the output is sample for sample the file of an unbroken run.
 The runner's side (Synthesizer.speak with `made`) is tested on the demo model too."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import soundfile as sf
 from engine import GenerationSettings, LongTextOptions, SynthesisRequest, Synthesizer, run_speech
 from engine.longform.journal import ChunkJournal
 from qwen3tts_cli.main import main
+from qwen3tts_cli.resume import RUNS_FOLDER
 
 ROOT = Path(__file__).resolve().parent.parent
 REF = ROOT / "tests" / "fixtures" / "audio" / "en_24k_mono_2s.wav"
@@ -45,17 +46,14 @@ def _made(chunks_dir: Path) -> list[str]:
     return sorted(p.name for p in chunks_dir.glob("[0-9][0-9][0-9][0-9].json")) if chunks_dir.is_dir() else []
 
 
-def test_a_chapter_killed_mid_way_continues_where_it_stopped(demo_bundle, tmp_path, capsys):
-    chapter = tmp_path / "chapter.txt"
-    chapter.write_text(CHAPTER, encoding="utf-8")
-    chunks_dir, out = tmp_path / "chunks", tmp_path / "chapter.wav"
-    command = _command(demo_bundle, chapter, out, chunks_dir, "--seed", "11")
+def _killed_when(command: list[str], enough) -> None:
+    """Run `qwen3tts COMMAND` in a process of its own and kill -9 it once enough() says so."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     run = subprocess.Popen([sys.executable, "-m", "qwen3tts_cli", *command], cwd=ROOT, env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         end = time.monotonic() + 300
-        while len(_made(chunks_dir)) < 5 and run.poll() is None and time.monotonic() < end:
+        while not enough() and run.poll() is None and time.monotonic() < end:
             time.sleep(0.02)
         assert run.poll() is None, f"the run ended before it could be killed: {run.stderr.read()[-1000:]}"
         run.send_signal(signal.SIGKILL)  # kill -9: no clean-up of any kind
@@ -64,6 +62,19 @@ def test_a_chapter_killed_mid_way_continues_where_it_stopped(demo_bundle, tmp_pa
         if run.poll() is None:
             run.kill()
             run.wait()
+
+
+def _run_folders(cache: Path) -> list[Path]:
+    """The folders synth keeps long texts' chunks in without --chunks-dir."""
+    return sorted(p for p in (cache / RUNS_FOLDER).iterdir()) if (cache / RUNS_FOLDER).is_dir() else []
+
+
+def test_a_chapter_killed_mid_way_continues_where_it_stopped(demo_bundle, tmp_path, capsys):
+    chapter = tmp_path / "chapter.txt"
+    chapter.write_text(CHAPTER, encoding="utf-8")
+    chunks_dir, out = tmp_path / "chunks", tmp_path / "chapter.wav"
+    command = _command(demo_bundle, chapter, out, chunks_dir, "--seed", "11")
+    _killed_when(command, lambda: len(_made(chunks_dir)) >= 5)
     kept = _made(chunks_dir)
     assert 5 <= len(kept) < CHUNKS and not out.exists()
 
@@ -80,10 +91,41 @@ def test_a_chapter_killed_mid_way_continues_where_it_stopped(demo_bundle, tmp_pa
     assert sr == 24000 and len(resumed) == len(expected) and np.array_equal(resumed, expected)
 
 
-def test_an_interrupted_run_without_a_seed_continues_with_its_own(demo_bundle, tmp_path, capsys, monkeypatch):
+def test_without_a_chunks_folder_the_same_command_continues_a_killed_chapter(demo_bundle, tmp_path, capsys,
+                                                                             monkeypatch):
+    """No --chunks-dir: the chunks are kept in the cache folder under the command's request, found again by the
+    same command after a kill -9, and removed once the output is written."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(cache))
     chapter = tmp_path / "chapter.txt"
     chapter.write_text(CHAPTER, encoding="utf-8")
-    chunks_dir, out = tmp_path / "chunks", tmp_path / "chapter.wav"
+    out = tmp_path / "chapter.wav"
+    command = _command(demo_bundle, chapter, out, None, "--seed", "11")
+    _killed_when(command, lambda: any(len(_made(f)) >= 5 for f in _run_folders(cache)))
+    [folder] = _run_folders(cache)
+    kept = _made(folder)
+    assert 5 <= len(kept) < CHUNKS and not out.exists()
+
+    other = tmp_path / "other.wav"  # another output is another request: made from the start, beside it
+    assert main(_command(demo_bundle, chapter, other, None, "--seed", "11")) == 0
+    assert "made before" not in capsys.readouterr().err and _run_folders(cache) == [folder]
+
+    assert main(command) == 0  # the same command again
+    err = capsys.readouterr().err
+    assert f"{len(kept)} of {CHUNKS} chunks were made before (kept in {folder}" in err
+    assert _run_folders(cache) == []  # the output is written: its chunks go
+    assert np.array_equal(sf.read(out, dtype="float32")[0], sf.read(other, dtype="float32")[0])
+
+
+@pytest.mark.parametrize("where", ["--chunks-dir", "the cache folder"])
+def test_an_interrupted_run_without_a_seed_continues_with_its_own(demo_bundle, tmp_path, capsys, monkeypatch, where):
+    """The seed a run without --seed drew is kept with its chunks: the same command (no --seed) continues with it,
+    which is what running it again after a stop means; the line saying so names the folder to remove instead."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(cache))
+    chapter = tmp_path / "chapter.txt"
+    chapter.write_text(CHAPTER, encoding="utf-8")
+    chunks_dir, out = (tmp_path / "chunks" if where == "--chunks-dir" else None), tmp_path / "chapter.wav"
     real_keep, kept = ChunkJournal.keep, []
 
     def interrupted_after_three(self, chunk, result, attempts=1):
@@ -95,8 +137,9 @@ def test_an_interrupted_run_without_a_seed_continues_with_its_own(demo_bundle, t
     monkeypatch.setattr(ChunkJournal, "keep", interrupted_after_three)
     assert main(_command(demo_bundle, chapter, out, chunks_dir)) == 130
     assert "the same command continues there" in capsys.readouterr().err
-    seed = json.loads((chunks_dir / "journal.json").read_text())["settings"]["seed"]
-    assert isinstance(seed, int) and _made(chunks_dir) == ["0001.json", "0002.json", "0003.json"]
+    folder = chunks_dir or _run_folders(cache)[0]
+    seed = json.loads((folder / "journal.json").read_text())["settings"]["seed"]
+    assert isinstance(seed, int) and _made(folder) == ["0001.json", "0002.json", "0003.json"]
     monkeypatch.setattr(ChunkJournal, "keep", real_keep)
 
     assert main(_command(demo_bundle, chapter, out, chunks_dir)) == 0  # no --seed: the stopped run's
@@ -104,6 +147,35 @@ def test_an_interrupted_run_without_a_seed_continues_with_its_own(demo_bundle, t
     unbroken = tmp_path / "unbroken.wav"
     assert main(_command(demo_bundle, chapter, unbroken, None, "--seed", str(seed))) == 0
     assert np.array_equal(sf.read(out, dtype="float32")[0], sf.read(unbroken, dtype="float32")[0])
+    assert _run_folders(cache) == []
+
+
+def test_kept_chunks_this_command_cannot_use_are_made_again(demo_bundle, tmp_path, capsys, monkeypatch):
+    """Without --chunks-dir, a journal in the command's cache folder that cannot be read (here a link planted in
+    place of it) is said in one line and replaced; the link's target is never written."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(cache))
+    chapter = tmp_path / "chapter.txt"
+    chapter.write_text(CHAPTER, encoding="utf-8")
+    command = _command(demo_bundle, chapter, tmp_path / "a.wav", None, "--seed", "11")
+
+    def stop(self, chunk, result, attempts=1):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(ChunkJournal, "keep", stop)
+        assert main(command) == 130
+    [folder] = _run_folders(cache)
+    victim = tmp_path / "victim.json"
+    victim.write_text("precious")
+    (folder / "journal.json").unlink()
+    (folder / "journal.json").symlink_to(victim)
+    capsys.readouterr()
+    assert main(command) == 0
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if "cannot be used" in line and "symbolic link" in line
+            and "starting afresh" in line]
+    assert victim.read_text() == "precious" and _run_folders(cache) == [] and (tmp_path / "a.wav").is_file()
 
 
 @pytest.mark.parametrize("change, words", [

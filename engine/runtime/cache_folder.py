@@ -1,6 +1,6 @@
 """The app's one cache folder: QWEN3TTS_CACHE_DIR if set, else the platform's user cache folder for the app
-(platformdirs). It holds the record of verified bundle files and the tuning records; losing it costs a checksum
-pass or a tuning, nothing else.
+(platformdirs). It holds the record of verified bundle files, the tuning records and the chunks of long `qwen3tts
+synth` runs not finished yet; losing it costs a checksum pass, a tuning or making those chunks again, nothing else.
 
 Older versions kept the verified-files record in a second folder, $XDG_CACHE_HOME/qwen3tts-studio (else
 ~/.cache/qwen3tts-studio). Its content is moved over once, file by file, never following a link: a link there (or
