@@ -117,14 +117,29 @@ def run_folder(args: argparse.Namespace, model_id: str, text: str, language: str
     return cache_dir() / RUNS_FOLDER / name[:32]
 
 
-def keep_chunk(journal, ev, shown: str = "--chunks-dir") -> None:
-    """Keep a finished chunk (a ChunkAudio) in the journal; a disk that refuses stops the run in one line."""
+def keep_chunk(journal, ev) -> None:
+    """Keep a finished chunk (a ChunkAudio) in --chunks-dir; a disk that refuses stops the run in one line."""
     from engine import os_reason
 
     try:
         journal.keep(ev.chunk, ev.result, ev.attempts)
     except OSError as e:
-        raise UsageError(f"Cannot keep chunk {ev.chunk + 1} in {shown} {journal.folder}: {os_reason(e)}.") from None
+        raise UsageError(f"Cannot keep chunk {ev.chunk + 1} in --chunks-dir {journal.folder}: {os_reason(e)}.") \
+            from None
+
+
+def keep_run_chunk(journal, ev) -> bool:
+    """Keep a finished chunk in the cache folder's journal; False, said in one line, when the cache refuses (the
+    run goes on: the chunks are a safeguard the user did not ask for)."""
+    from engine import os_reason
+
+    try:
+        journal.keep(ev.chunk, ev.result, ev.attempts)
+    except OSError as e:
+        print(f"qwen3tts: the chunks made from here on are not kept ({os_reason(e)} in {journal.folder}); a "
+              "stopped run would make them again.", file=sys.stderr)
+        return False
+    return True
 
 
 def journal_settings(settings):

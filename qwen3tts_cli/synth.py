@@ -42,7 +42,7 @@ from .common import (
     text_of,
     tune_if_needed,
 )
-from .resume import check_chunks_dir, keep_chunk, open_journal, open_run_journal, run_folder
+from .resume import check_chunks_dir, keep_chunk, keep_run_chunk, open_journal, open_run_journal, run_folder
 from .transcribe import add_whisper_option, voice_input
 
 if TYPE_CHECKING:
@@ -133,6 +133,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
         folder = run_folder(args, synth.model_id, text, language, settings, options)
         journal, settings, voice, made = open_run_journal(folder, synth, voice, settings, text, language,
                                                           args.instruct, options, seed_given=args.seed is not None)
+    kept_in = journal  # removed once the output is written, even when the cache stopped taking chunks
     speech = synth.speak(SynthesisRequest(text, voice, args.language, settings, args.instruct, options),
                          made={i: m.load for i, m in made.items()})
     tune_if_needed(synth, args.threads)  # after speak() has checked the text: bad input fails at once
@@ -150,10 +151,14 @@ def cmd_synth(args: argparse.Namespace) -> int:
     codes: list = []  # a long text's chunks one after the other
 
     def chunk_file(ev: ChunkAudio) -> None:
+        nonlocal journal
         if args.codes_out is not None:
             codes.append(ev.result.codes)
         if journal is not None and ev.attempts:  # made in this run (0: read back from the journal)
-            keep_chunk(journal, ev, "--chunks-dir" if args.chunks_dir is not None else "the cache folder")
+            if args.chunks_dir is not None:
+                keep_chunk(journal, ev)
+            elif not keep_run_chunk(journal, ev):  # the cache refused: the run goes on without keeping chunks
+                journal = None
         if args.chunks_dir is not None:
             save_audio(args.chunks_dir / f"{ev.chunk + 1:04d}.wav", ev.result.audio, subtype=subtype)
 
@@ -182,8 +187,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
         listing = "".join(f"{i + 1:04d}\t{c.text}\n" for i, c in enumerate(speech.chunks))
         write_own_file(args.chunks_dir / "chunks.tsv", listing.encode())  # the app's listing, never through a link
     # complete: the journal goes (in --chunks-dir a left-out chunk's is kept: it is tried again next run there)
-    if journal is not None and (args.chunks_dir is None or not result.skipped):
-        journal.discard()
+    if kept_in is not None and (args.chunks_dir is None or not result.skipped):
+        kept_in.discard()
     t = result.timings
     counted = f", {result.chunks - len(result.skipped)} of {result.chunks} chunks" if several else ""
     bar.done(f"wrote {args.output} ({result.seconds:.2f} s, {result.frames} frames{counted}, ended by "

@@ -178,6 +178,35 @@ def test_kept_chunks_this_command_cannot_use_are_made_again(demo_bundle, tmp_pat
     assert victim.read_text() == "precious" and _run_folders(cache) == [] and (tmp_path / "a.wav").is_file()
 
 
+def test_a_cache_that_refuses_chunks_never_stops_the_run(demo_bundle, tmp_path, capsys, monkeypatch):
+    """The chunks kept without --chunks-dir are a safeguard nobody asked for: a full disk there is said once and
+    the recording is made all the same (what was kept goes with the output written)."""
+    import errno
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(cache))
+    chapter = tmp_path / "chapter.txt"
+    chapter.write_text(CHAPTER, encoding="utf-8")
+    real_keep, calls = ChunkJournal.keep, []
+
+    def full_after_two(self, chunk, result, attempts=1):
+        calls.append(chunk)
+        if len(calls) > 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_keep(self, chunk, result, attempts)
+
+    monkeypatch.setattr(ChunkJournal, "keep", full_after_two)
+    out = tmp_path / "a.wav"
+    assert main(_command(demo_bundle, chapter, out, None, "--seed", "11")) == 0
+    err = capsys.readouterr().err
+    assert len([line for line in err.splitlines() if "not kept" in line]) == 1 and len(calls) == 3
+    assert _run_folders(cache) == []
+    monkeypatch.setattr(ChunkJournal, "keep", real_keep)
+    unbroken = tmp_path / "unbroken.wav"
+    assert main(_command(demo_bundle, chapter, unbroken, None, "--seed", "11")) == 0
+    assert np.array_equal(sf.read(out, dtype="float32")[0], sf.read(unbroken, dtype="float32")[0])
+
+
 @pytest.mark.parametrize("change, words", [
     (["--seed", "12"], "seed 11"),
     (["--seed", "11", "--temperature", "0.5"], "other settings (temperature)"),
