@@ -74,6 +74,7 @@ COMPONENT_BENCHMARKS = {
     "codec_encoder_speed.py": "the speech encoder alone against the official one",
     "gpu_round_trips.py": "ncnn attention layers alone, shaped by a bundle's typed manifest parts",
     "precision_speed.py": "talker and code predictor steps of several bundles, call by call",
+    "q8_error_sources.py": "each network's 8-bit error apart, the talker of one bundle with the other's code predictor",
     "q8_accuracy.py": "converter variants (8-bit with and without smoothing, block format) of the talker",
     "speaker_speed.py": "the speaker encoder alone, converted from a random checkpoint",
     "talker_fullsize_parity.py": "the talker and code predictor teacher-forced against the official ones",
