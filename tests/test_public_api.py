@@ -76,7 +76,6 @@ COMPONENT_BENCHMARKS = {
     "precision_speed.py": "talker and code predictor steps of several bundles, call by call",
     "q8_error_sources.py": "each network's 8-bit error apart, the talker of one bundle with the other's code predictor",
     "q8_accuracy.py": "converter variants (8-bit with and without smoothing, block format) of the talker",
-    "q8_error_sources.py": "the talker of one bundle with the code predictor of another, the 8-bit check's measurement",
     "speaker_speed.py": "the speaker encoder alone, converted from a random checkpoint",
     "talker_fullsize_parity.py": "the talker and code predictor teacher-forced against the official ones",
     "talker_speed.py": "talker and code predictor per precision, converted talker-only",
