@@ -217,22 +217,31 @@ def test_streaming_side_by_side_equals_final_audio(model):
 
 
 @pytest.mark.parametrize("model", sorted({p.parent.name for p in CASES})[:1])
-def test_streaming_side_by_side_without_overlap_sends_each_frame_at_once(model):
-    """Decoding on the generating thread (overlap off): each frame's chunk follows its frame at once, so a job's
-    audio goes out while the others are still generating; the audio is the official waveform as with overlap."""
+def test_streaming_side_by_side_sends_audio_between_the_steps(model):
+    """Side by side, a streamed job's first frame is decoded at once after it (its first audio), then its frames
+    FRAMES_PER_PUSH at a time, each push right after the frame that completes it, the rest once it has ended: so
+    its audio goes out while the other jobs are still generating, and it is the official waveform."""
+    from engine.synthesis.job_audio import FRAMES_PER_PUSH
     from engine.types import AudioChunk, FrameEvent
 
     synth = synth_for(model)
     cases = [load_case(p) for p in CASES if p.parent.name == model]
     cases = [d for d in cases if d["non_streaming"] == cases[0]["non_streaming"]]
-    synth.overlap_decode = False
-    try:
-        events, chunks, results = side_by_side_streamed(synth, cases, batch_size=min(4, len(cases)))
-    finally:
-        synth.overlap_decode = True
+    events, chunks, results = side_by_side_streamed(synth, cases, batch_size=min(4, len(cases)))
     for i, d in enumerate(cases):
         np.testing.assert_allclose(results[i].audio, d["wav"], rtol=0, atol=WAV_ATOL)
-    for prev, e in zip(events, events[1:], strict=False):
-        if isinstance(prev.event, FrameEvent):
-            assert isinstance(e.event, AudioChunk) and e.job == prev.job
-            assert e.event.start_sample == prev.event.index * 1920
+        made, pushed_at = 0, []
+        for prev, e in zip([None, *events], events, strict=False):
+            if e.job != i:
+                continue
+            made += isinstance(e.event, FrameEvent)
+            if isinstance(e.event, AudioChunk) and not (prev.job == i and isinstance(prev.event, AudioChunk)):
+                pushed_at.append((made, prev.job == i and isinstance(prev.event, FrameEvent)))
+            if isinstance(e.event, AudioChunk):
+                assert e.event.start_sample + len(e.event.samples) <= made * 1920
+        n = len(results[i].codes)
+        want = [(k, True) for k in [1, *range(1 + FRAMES_PER_PUSH, n + 1, FRAMES_PER_PUSH)]]
+        if want[-1][0] != n:
+            want.append((n, False))  # the frames left, when the job has ended (after the step's frames)
+        assert pushed_at == want
+        assert sum(len(c.samples) for c in chunks[i]) == n * 1920

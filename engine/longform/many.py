@@ -10,7 +10,7 @@ Requests of one chunk run side by side, up to batch_size sharing every model ste
 frame loop's continuous batching: a finished one leaves, the next waiting one takes its place), longest first
 when longest_first (all done sooner); requests whose settings differ (but for seed and frame cap) run in turns.
 Each is a one-chunk speak(): the same seed, frame cap and runaway guard (a streamed one is not guarded and keeps
-synthesize's cap; its audio comes as ChunkStream while it is decoded, beside the others' generation), so its codes
+synthesize's cap; its audio comes as ChunkStream while it is made, decoded between the model steps), so its codes
 and audio are exactly what speak(request) alone gives with the same seed. Longer requests follow, one after the
 other, through the runner that speaks a long text (their chunks side by side per their options.batch_size). A
 request that fails its checks gets its error at once and never stops the others.

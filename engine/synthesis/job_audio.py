@@ -1,6 +1,6 @@
 """The audio of a job: decoded whole when it ends (final_audio, as the official wrapper decodes), or streamed as its
-frames come (streaming.py); for jobs side by side (SideBySideAudio), both on one worker thread that decodes while
-the jobs' generation goes on, so a job's decoding never holds up the other jobs' frames."""
+frames come (streaming.py); for jobs side by side, SideBySideAudio: streamed jobs decode between the generation
+steps, jobs decoded whole at their end on a worker thread while the others go on generating."""
 from __future__ import annotations
 
 import time
@@ -27,111 +27,97 @@ def final_audio(decoder: CodecDecoder, codes: np.ndarray, ref_codes: np.ndarray 
     return wav[cut:]
 
 
+# Frames a streamed job side by side decodes per push after its first (which goes at once: playback starts with
+# it), between the generation steps on the generating thread. Measured with benchmarks/server_load.py, 4 clients x
+# 20 frames, AMD EPYC, 2 cores, load 2.4-2.8 (docs/performance.md, "The speech server under load"): this way
+# 1.13 / 0.87 / 0.94 audio s per s at 1.04-1.07 CPU s per audio s (as decoding each whole: 1.22 / 0.90 / 1.06,
+# 1.05-1.11), against 0.80 / 0.56 / 0.85 at 1.16-1.24 for one frame per push on a decoding thread beside
+# generation (the decoder's two threads and generation's two then share the two cores).
+FRAMES_PER_PUSH = 4
+
+
 @dataclass
 class _Ended:
-    """A job whose generation has ended, waiting for its audio: its stream's last chunks or its whole decode."""
+    """A job whose generation has ended and whose audio is decoded whole, on the worker."""
 
-    stream: StreamedAudio | None
-    whole: Future[np.ndarray] | None  # None: streamed, or codes only
-    frames: int
+    whole: Future[np.ndarray]
 
 
 class SideBySideAudio:
-    """The audio of jobs generated side by side. A streamed job's frames decode as they come and its chunks are
-    handed out as they are done; a job that is not streamed is decoded whole once it ends (the same call as alone,
-    so the same samples). With overlap everything runs on one worker thread, in the order it was asked for: one
-    decoder, on its own thread (CodecDecoder is not thread-safe), beside the generation of all the jobs; frames of
-    a job that wait for the worker decode together in one push, which costs less per frame (streaming.py).
-    Without overlap everything decodes at once on the caller's thread."""
+    """The audio of jobs generated side by side. A streamed job's frames decode on the generating thread between
+    the steps, its first frame at once and then FRAMES_PER_PUSH at a time (a push reads all the decoder's weights,
+    so fuller pushes cost less per frame); a job that is not streamed is decoded whole once it ends, by the same
+    call as alone (so the same samples): with overlap on a worker thread while the others generate, else at once."""
 
     def __init__(self, decoder: CodecDecoder, overlap: bool):
         self._decoder = decoder
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode") if overlap else None
         self._streams: dict[int, StreamedAudio] = {}
         self._ended: dict[int, _Ended] = {}
+        self._done: list[tuple[int, np.ndarray | None]] = []  # audio complete, not handed out yet
 
     def push(self, key: int, ref_codes: np.ndarray | None, timings: Timings, frame: np.ndarray) -> list[AudioChunk]:
         """A new frame of streamed job `key` (its reference, if any, goes through its stream first); returns the
-        job's chunks ready now, without waiting for the worker."""
+        job's chunks decoded now."""
         stream = self._streams.get(key)
         if stream is None:
-            stream = self._streams[key] = StreamedAudio(self._decoder, ref_codes, timings, pool=self._pool)
-        return stream.push(frame, wait_first=False)
+            stream = self._streams[key] = StreamedAudio(self._decoder, ref_codes, timings,
+                                                        frames_per_push=FRAMES_PER_PUSH)
+        return stream.push(frame)
 
-    def end(self, key: int, codes: np.ndarray, ref_codes: np.ndarray | None, timings: Timings, decode: bool) -> None:
-        """Job `key` made its last frame: its audio is complete once its stream is decoded, or once the whole
-        decode asked for here (decode and not streamed) is done."""
+    def end(self, key: int, codes: np.ndarray, ref_codes: np.ndarray | None, timings: Timings,
+            decode: bool) -> list[AudioChunk]:
+        """Job `key` made its last frame: a streamed job's last chunks (returned; its audio is complete), or its
+        whole decode is asked for (decode and not streamed; complete() hands it out when done)."""
         stream = self._streams.pop(key, None)
-        whole: Future[np.ndarray] | None = None
-        if stream is None and decode:
-            if codes.shape[0]:
-                whole = self._submit(_decode_whole, self._decoder, codes, ref_codes, timings)
-            else:  # ended before its first frame: no audio, and nothing to decode
-                whole = Future()
-                whole.set_result(np.zeros(0, np.float32))
-        self._ended[key] = _Ended(stream, whole, codes.shape[0])
+        if stream is not None:
+            last = stream.finish()
+            self._done.append((key, stream.audio(codes.shape[0])))
+            return last
+        if not decode:
+            self._done.append((key, None))
+        elif not codes.shape[0]:  # ended before its first frame: no audio, and nothing to decode
+            self._done.append((key, np.zeros(0, np.float32)))
+        elif self._pool is None:
+            self._done.append((key, _decode_whole(self._decoder, codes, ref_codes, timings)))
+        else:
+            self._ended[key] = _Ended(self._pool.submit(_decode_whole, self._decoder, codes, ref_codes, timings))
+        return []
 
     def drop(self, key: int) -> None:
-        """A cancelled job: whatever of it the worker has not started is dropped."""
-        for stream in (self._streams.pop(key, None), getattr(self._ended.get(key), "stream", None)):
-            if stream is not None:
-                stream.close()
+        """A cancelled job: its frames are not decoded."""
+        self._streams.pop(key, None)
         ended = self._ended.pop(key, None)
-        if ended is not None and ended.whole is not None:
+        if ended is not None:
             ended.whole.cancel()
 
-    def chunks(self) -> list[tuple[int, AudioChunk]]:
-        """Every job's chunks finished since the last call, each job's in order; no waiting."""
-        out = [(key, chunk) for key, stream in self._streams.items() for chunk in stream.ready()]
-        out += [(key, chunk) for key, e in self._ended.items() if e.stream is not None for chunk in e.stream.ready()]
-        return out
-
     def complete(self) -> list[tuple[int, np.ndarray | None]]:
-        """The ended jobs whose audio is now complete (None: codes only), each after all its chunks went out
-        through chunks(); no waiting."""
-        out: list[tuple[int, np.ndarray | None]] = []
+        """The ended jobs whose audio is now complete (None: codes only), each after all its chunks; no waiting."""
+        out, self._done = self._done, []
         for key, e in list(self._ended.items()):
-            if e.stream is not None and not e.stream.decoding:
-                out.append((key, e.stream.audio(e.frames)))
-            elif e.stream is None and (e.whole is None or e.whole.done()):
-                out.append((key, e.whole.result() if e.whole is not None else None))
-            else:
-                continue
-            del self._ended[key]
+            if e.whole.done():
+                out.append((key, e.whole.result()))
+                del self._ended[key]
         return out
 
     @property
     def busy(self) -> bool:
-        """Audio is still being decoded for a job."""
-        return bool(self._streams) or bool(self._ended)
+        """A whole decode is still going on."""
+        return bool(self._ended)
 
     def wait(self) -> None:
-        """Until something more is done (a chunk or a whole decode)."""
-        pending = [f for s in self._all_streams() for f in s.pending()]
-        pending += [e.whole for e in self._ended.values() if e.whole is not None and not e.whole.done()]
+        """Until a whole decode is done."""
+        pending = [e.whole for e in self._ended.values()]
         if pending:
             wait(pending, return_when=FIRST_COMPLETED)
 
     def close(self) -> None:
-        for stream in self._all_streams():
-            stream.close()
-        self._streams.clear()
         for e in self._ended.values():
-            if e.whole is not None:
-                e.whole.cancel()
+            e.whole.cancel()
         self._ended.clear()
+        self._streams.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
-
-    def _all_streams(self) -> list[StreamedAudio]:
-        return list(self._streams.values()) + [e.stream for e in self._ended.values() if e.stream is not None]
-
-    def _submit(self, fn, *args) -> Future[np.ndarray]:
-        if self._pool is not None:
-            return self._pool.submit(fn, *args)
-        done: Future[np.ndarray] = Future()
-        done.set_result(fn(*args))
-        return done
 
 
 def _decode_whole(decoder: CodecDecoder, codes: np.ndarray, ref_codes: np.ndarray | None,

@@ -1,7 +1,7 @@
 """From planned jobs to the events their caller sees: the frames of the one frame loop (synthesis/generation.py)
 as FrameEvents, their audio streamed as the frames come (synthesis/streaming.py) or decoded whole when a sequence
-ends (synthesis/job_audio.py: for jobs side by side, beside their generation), and each job's SynthesisResult with
-its timings. One synthesis is a batch of one job."""
+ends (synthesis/job_audio.py: for jobs side by side, between the steps or beside them), and each job's
+SynthesisResult with its timings. One synthesis is a batch of one job."""
 from __future__ import annotations
 
 import time
@@ -71,14 +71,14 @@ def job_events(talker: Talker, code_predictor: CodePredictor, decoder: CodecDeco
 
 def batch_events(talker: Talker, code_predictor: CodePredictor, decoder: CodecDecoder,
                  planned: list[tuple[int, Job]], failed: list[tuple[int, EngineError]], batch_size: int,
-                 take_cancelled: Callable[[], list[int]], load_seconds: float, overlap_decode: bool = True,
-                 streaming_threads: int | None = None) -> Generator[JobEvent, None, None]:
+                 take_cancelled: Callable[[], list[int]], load_seconds: float,
+                 overlap_decode: bool = True) -> Generator[JobEvent, None, None]:
     """The JobEvents of several jobs side by side (engine.BatchRun): the failed ones at once, then per step the
     frames made, the audio chunks of streamed jobs (job.stream_audio) decoded so far, and the results of the jobs
     whose audio is complete; a job take_cancelled() names is dropped before the step. Each job's chunks come in
-    order after the frames they decode, its result after its last chunk. overlap_decode: all decoding on one
-    worker thread beside generation (job_audio.py), results once their audio is done; else on this thread, each
-    result at its job's end. streaming_threads: the most threads generation uses while audio streams."""
+    order after the frames they decode (job_audio.py: between the steps, a few frames a push), its result after
+    its last chunk. overlap_decode: a job decoded whole at its end is decoded on a worker thread while the others
+    go on, its result once that is done; else at once."""
     t_start = time.perf_counter()
     for i, error in failed:
         yield JobEvent(job=i, error=error)
@@ -88,18 +88,13 @@ def batch_events(talker: Talker, code_predictor: CodePredictor, decoder: CodecDe
     for i, job in planned:
         loop.add(i, job.sequence, timings[i])
     audio = SideBySideAudio(decoder, overlap_decode)
-    streams = any(job.stream_audio for job in jobs.values())
-    if streams:
-        talker.governor.limit = code_predictor.governor.limit = streaming_threads
 
     def chunk_event(i: int, chunk: AudioChunk) -> JobEvent:
         if timings[i].first_audio == 0.0:
             timings[i].first_audio = time.perf_counter() - t_start
         return JobEvent(job=i, event=chunk)
 
-    def ready() -> Iterator[JobEvent]:
-        for i, chunk in audio.chunks():
-            yield chunk_event(i, chunk)
+    def results() -> Iterator[JobEvent]:
         for i, samples in audio.complete():
             yield JobEvent(job=i, event=job_result(decoder, jobs[i], timings[i], t_start, samples))
 
@@ -121,15 +116,14 @@ def batch_events(talker: Talker, code_predictor: CodePredictor, decoder: CodecDe
                         yield chunk_event(i, chunk)
             for i in step.ended:
                 job = jobs[i]
-                audio.end(i, job.sequence.codes(), job.ref_codes, timings[i], job.decode)
-            yield from ready()
-        while audio.busy:  # generation is over: the rest of the audio as it is done
+                for chunk in audio.end(i, job.sequence.codes(), job.ref_codes, timings[i], job.decode):
+                    yield chunk_event(i, chunk)
+            yield from results()
+        while audio.busy:  # generation is over: the whole decodes still going on
             audio.wait()
-            yield from ready()
+            yield from results()
     finally:
         audio.close()
-        if streams:
-            talker.governor.limit = code_predictor.governor.limit = None
 
 
 def job_result(decoder: CodecDecoder, job: Job, timings: Timings, t_start: float,

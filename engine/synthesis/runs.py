@@ -45,8 +45,8 @@ class BatchRun(EventStream[JobEvent]):
 
     Per job: FrameEvents (index 0, 1, ...; elapsed counts from the start of the run) and, when the settings ask
     stream_audio, AudioChunks (in order, each after the frames it decodes), then either one JobEvent with the
-    SynthesisResult (after the job's last chunk; jobs decode beside the others' generation, so a result may come
-    some frames after its job's last frame), or one with `error` (a job whose text, voice or settings are invalid
+    SynthesisResult (after the job's last chunk; a job decoded whole at its end is decoded while the others go
+    on, so its result may come some frames after its last frame), or one with `error` (a job whose text, voice or settings are invalid
     fails at once with its own message; a cancelled job gets Cancelled). Jobs that fail never stop the others.
     cancel(job) drops one job before the next frame; close() (or leaving the loop) cancels everything.
     Each job's codes are exactly those it would get from synthesize() alone with the same settings and seed."""

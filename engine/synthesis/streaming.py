@@ -1,12 +1,11 @@
 """Streaming decode: the audio of each generated frame as soon as the frame exists, optionally on a worker thread
-that decodes while the next frames generate (a thread of its own, or one that jobs side by side share:
-job_audio.py)."""
+that decodes while the next frames generate."""
 from __future__ import annotations
 
 import threading
 import time
 from collections import deque
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -22,20 +21,19 @@ class StreamedAudio:
     so the reference goes through the stream first; its audio is never played."""
 
     def __init__(self, decoder: CodecDecoder, ref_codes: np.ndarray | None, timings: Timings, overlap: bool = False,
-                 pool: Executor | None = None):
-        """pool: a one-thread worker shared with other streams (jobs side by side), which decodes this stream's
-        frames, its reference included, in order between theirs; its owner shuts it down. Without it, overlap
-        starts a worker of this stream's own."""
+                 frames_per_push: int = 1):
+        """frames_per_push (without overlap): after the first frame, which decodes at once (playback starts with
+        it), frames wait until this many are there (or finish()) and decode in one push: a push reads all the
+        decoder's weights (jobs side by side, job_audio.py)."""
         self._stream = decoder.stream()
         # overlap: frames decode in order on one worker thread while the next frames generate (ncnn releases
         # the GIL); push() then returns the chunks finished so far, finish() the rest. Frames that arrive
         # while the worker is busy wait and are decoded together in one push: a push reads all the decoder's
         # weights, so n frames in one push cost far less than n pushes (docs/performance.md, "Decoder").
-        own = overlap and pool is None
-        self._own_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode") if own else None
-        self._pool = pool or self._own_pool
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode") if overlap else None
         self._pending: deque[Future] = deque()
-        self._waiting: list[np.ndarray] = []  # frames not yet taken by the worker
+        self._waiting: list[np.ndarray] = []  # frames not yet taken by the worker (or held for a fuller push)
+        self._frames_per_push = max(1, int(frames_per_push))
         self._lock = threading.Lock()
         self._ref_frames = 0 if ref_codes is None else ref_codes.shape[0]
         self._timings = timings
@@ -43,52 +41,39 @@ class StreamedAudio:
         self._chunks: list[np.ndarray] = []
         self._emitted = 0
         if ref_codes is not None:
-            if pool is not None:  # generation of the jobs beside it goes on meanwhile
-                self._pending.append(pool.submit(self._prime, ref_codes))
-            else:
-                self._prime(ref_codes)
+            t = time.perf_counter()
+            self._ref_tail = np.asarray(self._stream.push(ref_codes), np.float32)[-SAMPLES_PER_FRAME:]
+            timings.decode += time.perf_counter() - t
 
-    def _prime(self, ref_codes: np.ndarray) -> list[np.ndarray]:
-        """The reference through the stream first (its audio is never played: no chunks)."""
-        t = time.perf_counter()
-        self._ref_tail = np.asarray(self._stream.push(ref_codes), np.float32)[-SAMPLES_PER_FRAME:]
-        self._timings.decode += time.perf_counter() - t
-        return []
-
-    def push(self, frame: np.ndarray, wait_first: bool = True) -> list[AudioChunk]:
-        """Decode one generated frame; returns the audio chunks ready now, in order. wait_first: on a worker,
-        wait for the first chunk (playback starts with it) rather than return nothing."""
+    def push(self, frame: np.ndarray) -> list[AudioChunk]:
+        """Decode one generated frame; returns the audio chunks ready now, in order."""
         if self._pool is None:
-            return [self._chunk(s) for s in self._decode(frame[None])]
+            self._waiting.append(frame.copy())
+            if len(self._waiting) < (self._frames_per_push if self._emitted else 1):
+                return []
+            return self._decode_held()
         with self._lock:
             self._waiting.append(frame.copy())
             if len(self._waiting) == 1:  # no task holds these frames yet: the next task takes all waiting
                 self._pending.append(self._pool.submit(self._decode_waiting))
-        return self._ready(wait=wait_first and not self._chunks)
-
-    def ready(self) -> list[AudioChunk]:
-        """The chunks the worker has finished since the last call, without waiting."""
-        return self._ready(wait=False)
-
-    @property
-    def decoding(self) -> bool:
-        """Frames pushed whose chunks have not been returned yet."""
-        return bool(self._pending)
-
-    def pending(self) -> list[Future]:
-        """The worker's tasks for this stream not done yet."""
-        return [f for f in self._pending if not f.done()]
+        return self._ready(wait=not self._chunks)  # the first chunk as soon as possible: playback starts with it
 
     def finish(self) -> list[AudioChunk]:
-        """The chunks still being decoded, once they are done."""
+        """The chunks still being decoded (or held for a fuller push), once they are done."""
+        if self._pool is None:
+            return self._decode_held() if self._waiting else []
         return self._ready(wait=True)
 
+    def _decode_held(self) -> list[AudioChunk]:
+        frames, self._waiting = np.stack(self._waiting), []
+        return [self._chunk(s) for s in self._decode(frames)]
+
     def close(self) -> None:
-        """Frames not started are dropped; a worker of its own stops after the frame it is decoding."""
-        for f in self._pending:
-            f.cancel()
-        if self._own_pool is not None:
-            self._own_pool.shutdown(wait=True)
+        """Stop the worker (after the frame it is decoding); frames not started are dropped."""
+        if self._pool is not None:
+            for f in self._pending:
+                f.cancel()
+            self._pool.shutdown(wait=True)
 
     def _decode_waiting(self) -> list[np.ndarray]:
         with self._lock:

@@ -409,7 +409,7 @@ class Synthesizer:
     def _device_many_events(self, run: BatchRun, planned: list[tuple[int, Job]],
                             failed: list[tuple[int, EngineError]], batch_size: int) -> Generator[JobEvent, None, None]:
         yield from batch_events(self._talker, self._code_predictor, self._decoder, planned, failed, batch_size,
-                                run.take_cancelled, self.load_seconds, self.overlap_decode, self.streaming_threads)
+                                run.take_cancelled, self.load_seconds, self.overlap_decode)
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
         """Codec ids (frames, 16) -> float32 audio at SAMPLE_RATE (the official chunked decode)."""
