@@ -3,9 +3,9 @@ frames come (streaming.py); for jobs side by side, SideBySideAudio: streamed job
 steps, jobs decoded whole at their end on a worker thread while the others go on generating."""
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,13 +36,6 @@ def final_audio(decoder: CodecDecoder, codes: np.ndarray, ref_codes: np.ndarray 
 FRAMES_PER_PUSH = 4
 
 
-@dataclass
-class _Ended:
-    """A job whose generation has ended and whose audio is decoded whole, on the worker."""
-
-    whole: Future[np.ndarray]
-
-
 class SideBySideAudio:
     """The audio of jobs generated side by side. A streamed job's frames decode on the generating thread between
     the steps, its first frame at once and then FRAMES_PER_PUSH at a time (a push reads all the decoder's weights,
@@ -53,17 +46,20 @@ class SideBySideAudio:
         self._decoder = decoder
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode") if overlap else None
         self._streams: dict[int, StreamedAudio] = {}
-        self._ended: dict[int, _Ended] = {}
+        self._ended: dict[int, Future[np.ndarray]] = {}  # whole decodes on the worker
+        # a CodecDecoder is not thread-safe: a push between the steps waits for a whole decode under way
+        self._decoding = threading.Lock()
         self._done: list[tuple[int, np.ndarray | None]] = []  # audio complete, not handed out yet
 
     def push(self, key: int, ref_codes: np.ndarray | None, timings: Timings, frame: np.ndarray) -> list[AudioChunk]:
         """A new frame of streamed job `key` (its reference, if any, goes through its stream first); returns the
         job's chunks decoded now."""
-        stream = self._streams.get(key)
-        if stream is None:
-            stream = self._streams[key] = StreamedAudio(self._decoder, ref_codes, timings,
-                                                        frames_per_push=FRAMES_PER_PUSH)
-        return stream.push(frame)
+        with self._decoding:  # (a new stream decodes the reference at once)
+            stream = self._streams.get(key)
+            if stream is None:
+                stream = self._streams[key] = StreamedAudio(self._decoder, ref_codes, timings,
+                                                            frames_per_push=FRAMES_PER_PUSH)
+            return stream.push(frame)
 
     def end(self, key: int, codes: np.ndarray, ref_codes: np.ndarray | None, timings: Timings,
             decode: bool) -> list[AudioChunk]:
@@ -71,7 +67,8 @@ class SideBySideAudio:
         whole decode is asked for (decode and not streamed; complete() hands it out when done)."""
         stream = self._streams.pop(key, None)
         if stream is not None:
-            last = stream.finish()
+            with self._decoding:
+                last = stream.finish()
             self._done.append((key, stream.audio(codes.shape[0])))
             return last
         if not decode:
@@ -79,9 +76,9 @@ class SideBySideAudio:
         elif not codes.shape[0]:  # ended before its first frame: no audio, and nothing to decode
             self._done.append((key, np.zeros(0, np.float32)))
         elif self._pool is None:
-            self._done.append((key, _decode_whole(self._decoder, codes, ref_codes, timings)))
+            self._done.append((key, self._decode_whole(codes, ref_codes, timings)))
         else:
-            self._ended[key] = _Ended(self._pool.submit(_decode_whole, self._decoder, codes, ref_codes, timings))
+            self._ended[key] = self._pool.submit(self._decode_whole, codes, ref_codes, timings)
         return []
 
     def drop(self, key: int) -> None:
@@ -89,14 +86,14 @@ class SideBySideAudio:
         self._streams.pop(key, None)
         ended = self._ended.pop(key, None)
         if ended is not None:
-            ended.whole.cancel()
+            ended.cancel()
 
     def complete(self) -> list[tuple[int, np.ndarray | None]]:
         """The ended jobs whose audio is now complete (None: codes only), each after all its chunks; no waiting."""
         out, self._done = self._done, []
-        for key, e in list(self._ended.items()):
-            if e.whole.done():
-                out.append((key, e.whole.result()))
+        for key, whole in list(self._ended.items()):
+            if whole.done():
+                out.append((key, whole.result()))
                 del self._ended[key]
         return out
 
@@ -107,22 +104,20 @@ class SideBySideAudio:
 
     def wait(self) -> None:
         """Until a whole decode is done."""
-        pending = [e.whole for e in self._ended.values()]
-        if pending:
-            wait(pending, return_when=FIRST_COMPLETED)
+        if self._ended:
+            wait(list(self._ended.values()), return_when=FIRST_COMPLETED)
+
+    def _decode_whole(self, codes: np.ndarray, ref_codes: np.ndarray | None, timings: Timings) -> np.ndarray:
+        with self._decoding:
+            t = time.perf_counter()
+            audio = final_audio(self._decoder, codes, ref_codes)
+            timings.decode += time.perf_counter() - t
+        return audio
 
     def close(self) -> None:
-        for e in self._ended.values():
-            e.whole.cancel()
+        for whole in self._ended.values():
+            whole.cancel()
         self._ended.clear()
         self._streams.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
-
-
-def _decode_whole(decoder: CodecDecoder, codes: np.ndarray, ref_codes: np.ndarray | None,
-                  timings: Timings) -> np.ndarray:
-    t = time.perf_counter()
-    audio = final_audio(decoder, codes, ref_codes)
-    timings.decode += time.perf_counter() - t
-    return audio
