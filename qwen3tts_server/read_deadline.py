@@ -8,7 +8,12 @@ when a request's first byte can come (the connection opens, or a kept-alive one 
 byte) and disarmed once h11 has the whole request. When it fires first, h11 writes a 408 in OpenAI's error shape
 (the app's request, if its head had come, sees its client gone) and the connection closes. Each timer is the
 event loop's own (call_later): a slow client costs no thread and holds no one else up. A request h11 cannot parse
-gets its 400 in OpenAI's shape too (uvicorn's own is plain text)."""
+gets its 400 in OpenAI's shape too (uvicorn's own is plain text).
+
+A refusal closes gently ("lingering close", as web servers do): the answer goes out, then the server's side of
+the connection (FIN), and what the client still sends is read and dropped for a moment before the socket closes.
+Closing at once with the client's bytes unread makes the kernel reset the connection, and a reset can throw away
+the answer before the client has read it (seen under load: the slow client got "connection reset" and no 408)."""
 
 from __future__ import annotations
 
@@ -26,9 +31,24 @@ def read_deadline_protocol(seconds: float) -> type[H11Protocol]:
     return type("ReadDeadlineProtocol", (ReadDeadlineProtocol,), {"read_seconds": seconds})
 
 
+LINGER_SECONDS = 2.0  # how long a refused client's further bytes are read and dropped before the socket closes
+
+
 class ReadDeadlineProtocol(H11Protocol):
     read_seconds = 15.0
     _read_timer: asyncio.TimerHandle | None = None
+    _lingering = False
+
+    def data_received(self, data: bytes) -> None:
+        if self._lingering:  # refused: its answer is out, the rest of the request is dropped unread
+            return
+        super().data_received(data)
+
+    def eof_received(self) -> None:
+        if self._lingering:  # the client has read the answer and closed its side: close ours
+            self.transport.close()
+            return
+        super().eof_received()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -86,5 +106,11 @@ class ReadDeadlineProtocol(H11Protocol):
             out += self.conn.send(h11.EndOfMessage()) or b""
             self.transport.write(out)
         except h11.LocalProtocolError:  # h11 cannot answer in this state: the connection just closes
-            pass
-        self.transport.close()
+            self.transport.close()
+            return
+        if not self.transport.can_write_eof():
+            self.transport.close()
+            return
+        self.transport.write_eof()
+        self._lingering = True
+        self.loop.call_later(LINGER_SECONDS, self.transport.close)

@@ -109,10 +109,18 @@ def _answer(sock: socket.socket) -> bytes:
     return data
 
 
-def _timed_out(answer: bytes, t0: float) -> None:
-    """A 408 in OpenAI's error shape, once the deadline has passed and not long after."""
+def _reading(sock: socket.socket, answers: dict[int, tuple[bytes, float]], i: int) -> threading.Thread:
+    """A thread reading the answer as a client does while it sends (not after: see lingering close in
+    qwen3tts_server/read_deadline.py); answers[i] is what it read and when the connection ended."""
+    def read() -> None:
+        answers[i] = (_answer(sock), time.monotonic())
+    return threading.Thread(target=read)
+
+
+def _timed_out(answer: bytes, t0: float, at: float | None = None) -> None:
+    """A 408 in OpenAI's error shape, once the deadline has passed and not long after (`at`: when it was read)."""
     assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
-    assert READ_SECONDS - 0.1 < time.monotonic() - t0 < READ_SECONDS + 3.0
+    assert READ_SECONDS - 0.1 < (at if at is not None else time.monotonic()) - t0 < READ_SECONDS + 3.0
     assert error_of(answer.partition(b"\r\n\r\n")[2])["code"] == "request_timeout"
 
 
@@ -123,26 +131,33 @@ def test_a_client_sending_its_body_slowly_is_cut_off_and_others_are_served_meanw
     sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body[:5])
     trickler = threading.Thread(target=_trickle, args=(sock, body[5:]))
+    answers: dict[int, tuple[bytes, float]] = {}
+    reader = _reading(sock, answers, 0)
     trickler.start()
+    reader.start()
     still_serving(server.address)  # while the slow body trickles
-    answer = _answer(sock)
+    reader.join()
     sock.close()
     trickler.join()
-    _timed_out(answer, t0)
+    _timed_out(answers[0][0], t0, at=answers[0][1])
 
 
 def test_a_client_sending_its_headers_slowly_is_cut_off_and_others_are_served_meanwhile(server):
     """The head a byte at a time (a "slowloris" client): the app never sees it, the server's deadline does."""
     head = b"POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" * 4
     slow = [_raw(server.address) for _ in range(3)]
+    answers: dict[int, tuple[bytes, float]] = {}
     t0 = time.monotonic()
     tricklers = [threading.Thread(target=_trickle, args=(sock, head)) for sock in slow]
-    for t in tricklers:
+    readers = [_reading(sock, answers, i) for i, sock in enumerate(slow)]
+    for t in tricklers + readers:
         t.start()
     still_serving(server.address)  # while three heads trickle
     assert json.loads(curl(f"{server.address}/health")[2])["status"] == "ok"
-    for sock in slow:
-        _timed_out(_answer(sock), t0)
+    for t in readers:
+        t.join()
+    for i, sock in enumerate(slow):
+        _timed_out(answers[i][0], t0, at=answers[i][1])
         sock.close()
     for t in tricklers:
         t.join()
@@ -315,3 +330,21 @@ def test_a_client_leaving_a_batch_stops_only_its_own_speech(server, synth, libra
     while server.server.queue.cancelled != cancelled + 1:
         assert time.monotonic() - t0 < 2.0, "the batch did not drop the request whose client left"
         time.sleep(0.02)
+
+
+def test_a_refused_client_still_sending_reads_its_408_before_the_connection_closes(server):
+    """The answer, then the server's side closed, then the client's further bytes dropped for a moment: a client
+    that goes on sending after the deadline and reads later still gets its 408 (closing with its bytes unread makes
+    the kernel reset the connection, which throws the unread answer away)."""
+    sock = _raw(server.address)
+    t0 = time.monotonic()
+    sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    time.sleep(READ_SECONDS + 0.5)  # the 408 has been sent and waits unread
+    for _ in range(3):  # more of the head, after the refusal
+        sock.sendall(b"X-Late: yes\r\n")
+        time.sleep(0.1)
+    answer = _answer(sock)
+    sock.close()
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
+    assert time.monotonic() - t0 > READ_SECONDS
+    assert error_of(answer.partition(b"\r\n\r\n")[2])["code"] == "request_timeout"
