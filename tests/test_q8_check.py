@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from engine import Bundle, CheckRecordError, Q8CheckRecord, read_check_record
-from engine.convert import convert_checkpoint, q8_check, smooth
+from engine.convert import convert_checkpoint, q8_check, q8_split, smooth
 from engine.convert.checkpoint import Checkpoint
 from engine.convert.q8_layers import expand
 from engine.runtime import q8
@@ -176,6 +176,59 @@ def test_function_outliers_stay_8bit_by_splitting_their_channels(tmp_path):
     part = Bundle.open(dest).part("talker")
     assert part["promoted_layers"] == [] and sorted(part["split_channels"]) == sorted(record.split)
     assert "split in" in record.summary() and "kept float" not in record.summary()
+
+
+def _candidates(ckpt) -> dict[str, tuple[int, ...]]:
+    c = Checkpoint.open(ckpt)
+    try:
+        return q8_split.outlier_channels(smooth.calibrate(c), int(c.talker_config.get("num_code_groups", 16)))
+    finally:
+        c.close()
+
+
+def test_the_check_splits_only_the_layers_the_bound_needs(tmp_path):
+    """Every split Linear costs a few small layers per call: at a bound that part of the split reaches (100x
+    channels, 5e-3: 8.2e-3 / 2.6e-2 as converted), the check splits the layers whose split removes the most KL per
+    call a frame, not every Linear with outlier channels, and the bundle it ships is within that bound."""
+    ckpt = write_stress_checkpoint(MODELS / MODEL, tmp_path / "ckpt", Stress("channels", 100))
+    candidates = _candidates(ckpt)
+    (tmp_path / "w").mkdir()
+    out = q8_check.check_q8(ckpt, tmp_path / "w", lambda f, m: None, lambda: None, bound=5e-3)
+    record = out.record
+    assert record.outcome == "q8" and record.within and record.promoted == ()
+    assert max(record.talker.kl_unchecked, record.code_predictor.kl_unchecked) > record.bound
+    assert 0 < len(record.split) < len(candidates) and set(record.split) <= candidates.keys()
+    assert Bundle.open(out.talker_bundle).part("talker")["split_channels"] == {
+        n: list(candidates[n]) for n in record.split}
+
+
+def test_fewest_splits_that_fall_short_are_followed_by_every_candidate(tmp_path, monkeypatch):
+    """The choice is an estimate: when the bundle with the chosen splits still measures over the bound, the next
+    round splits every Linear with outlier channels in the networks over it (the bound then holds at 2e-3)."""
+    ckpt = write_stress_checkpoint(MODELS / MODEL, tmp_path / "ckpt", Stress("channels", 100))
+    def least(before, after, measured, target, cost):  # the layer whose split removes the least: far too few
+        return [min(cost, key=lambda k: before[k] - after[k])]
+
+    monkeypatch.setattr(q8_check, "choose_splits", least)
+    lines: list[str] = []
+    (tmp_path / "w").mkdir()
+    record = q8_check.check_q8(ckpt, tmp_path / "w", lambda f, m: lines.append(m), lambda: None).record
+    assert record.outcome == "q8" and record.within and record.rounds == 3
+    assert set(record.split) == _candidates(ckpt).keys()
+    assert any("with 8 split" in line for line in lines)
+
+
+def test_choose_splits_takes_most_kl_removed_per_call_first():
+    before = {"talker.0": 4e-3, "talker.1": 3e-3, "code_predictor.0": 2e-3, "talker.head": 1e-3}
+    after = {"talker.0": 3e-3, "talker.1": 5e-4, "code_predictor.0": 1e-4, "talker.head": 1e-3}
+    cost = {"talker.0": 4, "talker.1": 4, "code_predictor.0": 60, "talker.head": 1}
+    # measured 1e-2 over a sum of 1e-2: talker.1 removes 2.5e-3 for 4 calls, code_predictor.0 1.9e-3 for 60
+    assert q8_check.choose_splits(before, after, 1e-2, 8e-3, cost) == ["talker.1"]
+    assert q8_check.choose_splits(before, after, 1e-2, 7e-3, cost) == ["talker.1", "talker.0"]
+    assert q8_check.choose_splits(before, after, 1e-2, 6e-3, cost) == ["talker.1", "talker.0", "code_predictor.0"]
+    # a split that removes nothing is never chosen, even when the target is not reached
+    assert q8_check.choose_splits(before, after, 1e-2, 1e-3, cost) == ["talker.1", "talker.0", "code_predictor.0"]
+    assert q8_check.choose_splits(before, after, 1e-3, 2e-3, cost) == []
 
 
 def test_a_plain_checkpoint_splits_nothing(tmp_path):

@@ -12,7 +12,10 @@ bundle made before it (check_installed_bundle). Steps, all on the checkpoint at 
    sampler's defaults) and top-1 agreement;
 3. a network over BOUND first gets the outlier input channels of its Linears split off into fp32 (q8_split.py:
    channels far above the rest in the smoothing's calibration pass; the decomposition costs a few K + N x c values
-   per Linear, no Linear is kept float for it) and is measured again;
+   and a few small layers per Linear call, no Linear is kept float for it), in the layers where the split removes
+   most KL per split Linear call a frame (each layer made 8-bit alone, unsplit and split, q8_layers.py; a
+   code-predictor Linear runs 15 times a frame, a talker one once) until the estimate is SPLIT_AIM x BOUND, and is
+   measured again; still over, every Linear with outlier channels in it is split and it is measured again;
    still over, it gets its Linears measured one at a time (q8_layers.py: the KL its 8-bit product alone
    causes; layer by layer first, then Linear by Linear in the layers holding most of it, on the first prompt);
    the fewest Linears (or whole layers), largest first, whose share of the summed per-Linear KLs brings the network's
@@ -74,6 +77,7 @@ PROMPTS = {
 FRAMES = 16  # teacher-forced frames per prompt
 MAX_TEXT_TOKENS = 40
 MAX_ROUNDS = 3  # promotion rounds after the first measurement
+SPLIT_AIM = 0.6  # of the bound: what the fewest splits aim at (a miss costs a round splitting every candidate)
 SENSITIVITY_FRAMES = 16  # code-predictor frames the per-layer measurement runs on (the talker: the first prompt)
 NETS = ("talker", "code_predictor")
 Report = Callable[[float, str], None]
@@ -331,9 +335,16 @@ def check_q8(src: Path, work: Path, report: Report, cancel: Callable[[], None], 
             candidates = _outlier_candidates(src, groups)
             mine = {k: v for k, v in candidates.items() if k.partition(".")[0] in over}
             if mine:
-                split = mine
+                report(0.3, "measuring what splitting each layer's outlier channels removes")
+                split = _fewest_splits(src, ref_dir, ref, prompts, smoothing, cancel, mine,
+                                       {net: figures[net][0] for net in over}, bound, groups)
                 rnd += 1
                 continue
+        missing = {k: v for k, v in (candidates or {}).items() if k.partition(".")[0] in over and k not in split}
+        if missing and not kl_alone:  # the fewest splits fell short: every outlier channel of those networks
+            split = split | missing
+            rnd += 1
+            continue
         if fixes == MAX_ROUNDS:
             reason = (f"{' and '.join(n.replace('_', ' ') for n in over)} still over the bound {bound:.0e} after "
                       f"{len(promote)} were kept float")
@@ -389,19 +400,58 @@ def _no_gain(q8_bytes: int, float_bytes: int) -> str:
 
 
 def _layer_figures(src: Path, ref_dir: Path, ref: list[PromptRun], prompts: list[np.ndarray], smoothing: bool,
-                   cancel: Callable[[], None], split: dict[str, tuple[int, ...]]) -> dict[str, float]:
-    """KL per Linear alone (q8_layers.py), on the weights the converter quantizes (smoothed when it smooths), with
-    the outlier channels split off where the bundle splits them."""
+                   cancel: Callable[[], None], split: dict[str, tuple[int, ...]], refine: bool = True
+                   ) -> dict[str, float]:
+    """KL per Linear alone (q8_layers.py; per layer where not refine), on the weights the converter quantizes
+    (smoothed when it smooths), with the outlier channels split off where the bundle splits them."""
     ckpt = Checkpoint.open(src)
     try:
         weights = smooth.smoothed(ckpt, smooth.ALPHA)[0] if smoothing else ckpt
         cb = ref[0].talker_logits.shape[-1]
-        out = talker_sensitivity(weights, ref[0].talker_rows, len(prompts[0]) - 1, cb, sampling_kl, cancel, split)
+        out = talker_sensitivity(weights, ref[0].talker_rows, len(prompts[0]) - 1, cb, sampling_kl, cancel, split,
+                                 refine)
         out.update(code_predictor_sensitivity(weights, cp_sequences(ref_dir, ref, SENSITIVITY_FRAMES),
-                                              sampling_kl, cancel, split))
+                                              sampling_kl, cancel, split, refine))
         return out
     finally:
         ckpt.close()
+
+
+def choose_splits(before: dict[str, float], after: dict[str, float], measured: float, target: float,
+                  cost: dict[str, int]) -> list[str]:
+    """Layers (or heads) whose outlier channels to split, most KL removed per split Linear call a frame first,
+    until the estimated KL is `target` or under. before / after: KL with the layer alone 8-bit, unsplit / split;
+    the KL measured now is put down to the layers in proportion to `before` (as choose_promotions does), so the
+    estimate is measured x (their sum less the KL the chosen splits remove / their sum)."""
+    now = sum(before.values())
+    if now <= 0:
+        return list(cost)
+    gain = {k: max(0.0, before[k] - after.get(k, before[k])) for k in cost}
+    left, chosen = now, []
+    for name in sorted(cost, key=lambda k: -gain[k] / max(1, cost[k])):
+        if measured * left / now <= target or gain[name] <= 0:
+            break
+        chosen.append(name)
+        left -= gain[name]
+    return chosen
+
+
+def _fewest_splits(src: Path, ref_dir: Path, ref: list[PromptRun], prompts: list[np.ndarray], smoothing: bool,
+                   cancel: Callable[[], None], candidates: dict[str, tuple[int, ...]], measured: dict[str, float],
+                   bound: float, groups: int) -> dict[str, tuple[int, ...]]:
+    """The candidates (Linear -> outlier channels) of the layers whose split the bound needs (choose_splits, aiming
+    at SPLIT_AIM x bound per network): each split Linear costs a few small layers per call (a talker Linear one
+    call a frame, a code-predictor one 15), so splitting only where it removes the error keeps the frame fast."""
+    before = _layer_figures(src, ref_dir, ref, prompts, smoothing, cancel, {}, refine=False)
+    after = _layer_figures(src, ref_dir, ref, prompts, smoothing, cancel, candidates, refine=False)
+    chosen: dict[str, tuple[int, ...]] = {}
+    for net, kl in measured.items():
+        units = {k: sorted(expand([k]) & candidates.keys()) for k in before if k.startswith(net + ".")}
+        cost = {k: sum(reads_per_frame(n, groups) for n in names) for k, names in units.items() if names}
+        mine = {k: v for k, v in before.items() if k.startswith(net + ".")}
+        for k in choose_splits(mine, after, kl, SPLIT_AIM * bound, cost):
+            chosen.update((n, candidates[n]) for n in units[k])
+    return chosen or dict(candidates)
 
 
 def _outlier_candidates(src: Path, groups: int) -> dict[str, tuple[int, ...]]:

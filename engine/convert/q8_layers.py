@@ -76,9 +76,9 @@ class _Weights:
 
 def _sweep(forward: StackForward, w: _Weights, x: np.ndarray, net: str,
            logits: Callable[[np.ndarray], np.ndarray], kl: Kl, cancel: Callable[[], None],
-           split: Mapping[str, tuple[int, ...]]) -> dict[str, float]:
-    """KL of the logits with one decoder layer's four Linears 8-bit, per layer; then, for the layers that hold
-    most of it (REFINE_SHARE of the sum, at most REFINE_LAYERS), with one Linear 8-bit, per Linear. Entries are
+           split: Mapping[str, tuple[int, ...]], refine: bool = True) -> dict[str, float]:
+    """KL of the logits with one decoder layer's four Linears 8-bit, per layer; then (refine), for the layers that
+    hold most of it (REFINE_SHARE of the sum, at most REFINE_LAYERS), with one Linear 8-bit, per Linear. Entries are
     named by Linear where refined, by layer ("talker.5": its four Linears) elsewhere. Two levels: one Linear at a
     time costs 4 x layers^2 / 2 layer passes (full-size talker: 1624, ~10 min on 2 busy cores)."""
     layers = forward.s.layers
@@ -102,16 +102,16 @@ def _sweep(forward: StackForward, w: _Weights, x: np.ndarray, net: str,
         return kl(ref, logits(forward.final(y)))
 
     whole = {i: kl_from(i, None) for i in range(layers)}
-    refine: list[int] = []
+    refined: list[int] = []
     covered, total = 0.0, sum(whole.values())
     for i in sorted(whole, key=lambda i: -whole[i]):
-        if len(refine) >= REFINE_LAYERS or covered >= REFINE_SHARE * total:
+        if not refine or len(refined) >= REFINE_LAYERS or covered >= REFINE_SHARE * total:
             break
-        refine.append(i)
+        refined.append(i)
         covered += whole[i]
     out: dict[str, float] = {}
     for i in range(layers):
-        if i in refine:
+        if i in refined:
             out.update({linear_name(net, i, site): kl_from(i, site) for site in SITES})
         else:
             out[f"{net}.{i}"] = whole[i]
@@ -128,11 +128,12 @@ def expand(names: Iterable[str]) -> frozenset[str]:
 
 
 def talker_sensitivity(ckpt: Checkpoint, rows: np.ndarray, first: int, codebook: int, kl: Kl,
-                       cancel: Callable[[], None], split: Mapping[str, tuple[int, ...]] | None = None
-                       ) -> dict[str, float]:
+                       cancel: Callable[[], None], split: Mapping[str, tuple[int, ...]] | None = None,
+                       refine: bool = True) -> dict[str, float]:
     """rows: the talker's input rows (L, H) of one prompt; first: the position whose output gives frame 0's code-0
     logits (every later position gives the next frame's); split: the Linears' outlier channels split off
-    (q8_split.py). Returns the KL per Linear or layer (_sweep)."""
+    (q8_split.py); refine: per Linear in the layers holding most of the KL. Returns the KL per Linear or layer
+    (_sweep)."""
     split = split or {}
     w = _Weights(ckpt)
     shape = stack_shape(ckpt.talker_config, "talker")
@@ -143,7 +144,7 @@ def talker_sensitivity(ckpt: Checkpoint, rows: np.ndarray, first: int, codebook:
         return (h[0, first:] @ w.get(head).T)[:, :codebook]
 
     x = rows[None].astype(np.float32)
-    out = _sweep(forward, w, x, "talker", logits, kl, cancel, split)
+    out = _sweep(forward, w, x, "talker", logits, kl, cancel, split, refine)
     for i in range(shape.layers):
         x = forward.layer(i, x)
     hidden = forward.final(x)[0, first:]
@@ -154,9 +155,10 @@ def talker_sensitivity(ckpt: Checkpoint, rows: np.ndarray, first: int, codebook:
 
 
 def code_predictor_sensitivity(ckpt: Checkpoint, inputs: np.ndarray, kl: Kl, cancel: Callable[[], None],
-                               split: Mapping[str, tuple[int, ...]] | None = None) -> dict[str, float]:
+                               split: Mapping[str, tuple[int, ...]] | None = None, refine: bool = True
+                               ) -> dict[str, float]:
     """inputs: (frames, groups, talker width) rows of each frame's sequence (hidden, code 0's row, codes 1..14's
-    rows); split as talker_sensitivity's. Logits: head g at position g + 1."""
+    rows); split and refine as talker_sensitivity's. Logits: head g at position g + 1."""
     split = split or {}
     projection = linear_name("code_predictor", None, "projection")
     w = _Weights(ckpt)
@@ -178,7 +180,7 @@ def code_predictor_sensitivity(ckpt: Checkpoint, inputs: np.ndarray, kl: Kl, can
         return np.stack([h[:, g + 1] @ w.get(heads[g]).T for g in range(groups - 1)], axis=1)
 
     forward = StackForward(w.get, w.has, CODE_PREDICTOR, shape, groups)
-    out = _sweep(forward, w, project(x, False), "code_predictor", logits, kl, cancel, split)
+    out = _sweep(forward, w, project(x, False), "code_predictor", logits, kl, cancel, split, refine)
     y = project(x, False)
     for i in range(shape.layers):
         y = forward.layer(i, y)

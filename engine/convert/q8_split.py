@@ -26,7 +26,7 @@ median or more is an outlier, the MAX_SPLIT largest at most. Plain random checkp
 outputs and attention output (full-size 0.6B; 3.6x on the tiny fixtures) and up to 10x at the SwiGLU product
 (down_proj's input, heavy-tailed); 10x-100x stress channels reach 5-290x. Splitting a channel never makes the
 8-bit product worse (its part becomes exact, the rest of the row gets a finer scale), so the threshold errs on the
-low side; the 8-bit check (q8_check.py) splits only the networks it found over its bound.
+low side; the 8-bit check (q8_check.py) splits only the layers whose split its bound needs.
 """
 
 from __future__ import annotations
