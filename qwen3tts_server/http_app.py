@@ -224,16 +224,24 @@ class SpeechResponse(Response):
             self.task.cancel()  # a finished task ignores it; an unfinished one stops before its next frame
             watcher.cancel()
 
-    async def _respond(self, send: Send) -> None:
+    async def _opening(self, send: Send, content_type: str) -> list[tuple[bytes, bytes]] | None:
+        """The task's first event: its response headers once it has started, None when it failed before (its JSON
+        error is sent then)."""
         first = await self.channel.get()
         if isinstance(first, Failed):
             await _send_error(send, first.error)
-            return
+            return None
         assert isinstance(first, Started)
-        headers = [(b"content-type", self.encoder.media_type.encode()), (b"cache-control", b"no-store"),
+        headers = [(b"content-type", content_type.encode()), (b"cache-control", b"no-store"),
                    (b"x-batched", str(first.batched).encode())]
         if first.seed is not None:
             headers.append((b"x-seed", str(first.seed).encode()))
+        return headers
+
+    async def _respond(self, send: Send) -> None:
+        headers = await self._opening(send, self.encoder.media_type)
+        if headers is None:
+            return
         if self.encoder.streams:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": self.encoder.start(), "more_body": True})
@@ -267,15 +275,9 @@ class SseSpeechResponse(SpeechResponse):
     event in OpenAI's error shape; a stream without `speech.audio.done` is incomplete."""
 
     async def _respond(self, send: Send) -> None:
-        first = await self.channel.get()
-        if isinstance(first, Failed):
-            await _send_error(send, first.error)
+        headers = await self._opening(send, "text/event-stream")
+        if headers is None:
             return
-        assert isinstance(first, Started)
-        headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store"),
-                   (b"x-batched", str(first.batched).encode())]
-        if first.seed is not None:
-            headers.append((b"x-seed", str(first.seed).encode()))
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         samples = 0
 
