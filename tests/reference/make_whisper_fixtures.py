@@ -88,20 +88,10 @@ def _tokenizer_dir(out: Path) -> Path:
 
 # ---------------------------------------------------------------------------------------------------- vocab
 
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte -> printable character map (the one vocab.json is written in)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, (chr(c) for c in cs), strict=True))
-
-
 def step_vocab(out: Path) -> None:
+    # GPT-2's byte -> printable character map, the one vocab.json is written in
+    from transformers.models.gpt2.tokenization_gpt2 import bytes_to_unicode
+
     with tempfile.TemporaryDirectory() as td:
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", td,
                         WHISPER_SDIST], check=True, capture_output=True)
@@ -117,7 +107,7 @@ def step_vocab(out: Path) -> None:
         if line:
             token, rank = line.split()
             ranks[base64.b64decode(token)] = int(rank)
-    byte_encoder = _bytes_to_unicode()
+    byte_encoder = bytes_to_unicode()
 
     def text(b: bytes) -> str:
         return "".join(byte_encoder[c] for c in b)
