@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 
-import ncnn
 import numpy as np
 import pytest
 
@@ -24,11 +23,12 @@ from engine.errors import ConvertError
 from engine.nets.code_predictor import CodePredictor
 from engine.nets.talker import Talker
 from engine.runtime import openmp, q8
-from engine.runtime.bundle import Bundle, make_net_options
+from engine.runtime.bundle import Bundle
 from engine.runtime.ncnn_graph import Graph
 from engine.runtime.step_graph import StepNet
 from engine.runtime.thread_governor import ThreadGovernor
 from tests.bundles import MODELS, bundle_for, convert_parts, fixture_models
+from tests.q8_graphs import load_q8_graph, run_graph
 from tests.test_talker import CASES, engines, load_case, teacher_forced_run
 
 SYNTH_MODELS = sorted({m for m, _ in CASES})  # the fixture models with teacher-forced synth cases
@@ -82,21 +82,11 @@ def _one_linear_net(tmp_path, k: int, n: int, bias: bool, threads: int = 2, fmt:
         builder.linear(x, [w], [b], name="out")
     finally:
         talker_convert.Q8_FORMAT = old
-    g.save(tmp_path / "t.param", tmp_path / "t.bin")
-    net = ncnn.Net()
-    make_net_options(net, "fp32", threads)
-    net.opt.use_packing_layout = False  # as StepNet loads q8 graphs
-    assert net.load_param(str(tmp_path / "t.param")) == 0
-    assert net.load_model(str(tmp_path / "t.bin")) == 0
-    return net, w, b
+    return load_q8_graph(g, tmp_path, threads), w, b
 
 
 def _run(net, x: np.ndarray) -> np.ndarray:
-    ex = net.create_extractor()
-    ex.input("in0", ncnn.Mat(np.ascontiguousarray(x, dtype=np.float32)).clone())
-    ret, mat = ex.extract("out")
-    assert ret == 0
-    return np.array(mat)
+    return run_graph(net, x, "out")
 
 
 def _rows(rng, m: int, k: int) -> np.ndarray:

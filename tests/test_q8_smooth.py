@@ -189,12 +189,10 @@ def test_smoothed_q8_linear_holds_ncnn_to_the_numpy_model(work, tmp_path):
     activations with the measured channel magnitudes (32x outliers, divided by the smoothing factors) equals
     engine.runtime.q8's numpy model to fp32 rounding, as tests/test_q8.py holds every q8 Linear; and in that model
     the smoothed layer's error against the float product is a fraction of the unsmoothed one's."""
-    import ncnn
-
     from engine.convert.talker import _Builder
     from engine.runtime import q8
-    from engine.runtime.bundle import make_net_options
     from engine.runtime.ncnn_graph import Graph
+    from tests.q8_graphs import load_q8_graph, run_graph
 
     ckpt = Checkpoint.open(_stressed(work, "tiny06b", Stress("preserve", 32)))
     try:
@@ -215,14 +213,7 @@ def test_smoothed_q8_linear_holds_ncnn_to_the_numpy_model(work, tmp_path):
     g.input("in0")
     builder = _Builder(g, None, "q8")
     builder.linear(builder.op("BinaryOp", ["in0"], params={0: 2, 1: 1, 2: 1.0}), [w_smooth], name="out")
-    g.save(tmp_path / "t.param", tmp_path / "t.bin")
-    net = ncnn.Net()
-    make_net_options(net, "fp32", 1)
-    net.opt.use_packing_layout = False
-    assert net.load_param(str(tmp_path / "t.param")) == 0 and net.load_model(str(tmp_path / "t.bin")) == 0
-    ex = net.create_extractor()
-    ex.input("in0", ncnn.Mat(x_smooth).clone())
-    got = np.array(ex.extract("out")[1])
+    got = run_graph(load_q8_graph(g, tmp_path, 1), x_smooth, "out")
     q, scale = q8.quantize(w_smooth)
     want = q8.reference_matmul(x_smooth, q, scale)
     xq, descale = q8.quantize_rows(x_smooth)

@@ -4,7 +4,6 @@ the calibration maxima, and the manifest records them (a damaged record refused:
 
 from __future__ import annotations
 
-import ncnn
 import numpy as np
 import pytest
 
@@ -12,9 +11,10 @@ from engine.convert import convert_checkpoint, q8_split, smooth
 from engine.convert.checkpoint import Checkpoint
 from engine.convert.talker import _Builder
 from engine.runtime import q8
-from engine.runtime.bundle import Bundle, make_net_options
+from engine.runtime.bundle import Bundle
 from engine.runtime.ncnn_graph import Graph
 from tests.bundles import MODELS
+from tests.q8_graphs import load_q8_graph, run_graph
 from tools.outlier_checkpoint import Stress, write_stress_checkpoint
 
 FP32_ULP = 2.0**-23
@@ -32,21 +32,11 @@ def _split_net(tmp_path, k: int, n: int, bias: bool, channels: tuple[int, ...], 
     x = builder.op("BinaryOp", ["in0"], params={0: 2, 1: 1, 2: 1.0})
     for i, w in enumerate(ws):
         builder.q8_linear(x, w, [b], [w], f"out{i}", channels)
-    g.save(tmp_path / "t.param", tmp_path / "t.bin")
-    net = ncnn.Net()
-    make_net_options(net, "fp32", threads)
-    net.opt.use_packing_layout = False  # as StepNet loads q8 graphs
-    assert net.load_param(str(tmp_path / "t.param")) == 0
-    assert net.load_model(str(tmp_path / "t.bin")) == 0
-    return net, ws, b
+    return load_q8_graph(g, tmp_path, threads), ws, b
 
 
 def _run(net, x: np.ndarray, out: str = "out0") -> np.ndarray:
-    ex = net.create_extractor()
-    ex.input("in0", ncnn.Mat(np.ascontiguousarray(x, dtype=np.float32)).clone())
-    ret, mat = ex.extract(out)
-    assert ret == 0
-    return np.array(mat)
+    return run_graph(net, x, out)
 
 
 def _outlier_rows(rng, m: int, k: int, channels: tuple[int, ...], factor: float = 100.0) -> np.ndarray:
