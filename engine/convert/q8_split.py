@@ -7,18 +7,23 @@ such a channel into the weights when that is exact and cheap; when the channel i
 weights are not small where its activations are large) it can only move half of it. The decomposition takes those
 channels out of the 8-bit product instead:
 
-    y = int8Gemm(x * mask, W with the columns of `channels` zeroed) * scale (+ bias) + x[channels] @ W[:, channels]^T
+    y = (int8Gemm(x * mask, W with the columns of `channels` zeroed) + x[channels] @ (W[:, channels] / scale)^T)
+        * scale (+ bias)
 
 the second product in fp32 (engine/runtime/q8.py split_reference_matmul models it). Layers, after the Reshape to
-rows that every q8 Linear has: a BinaryOp with a constant 0/1 row (the mask), a Slice of the row at the channels and
-a Concat of the single columns (the selection: a copy, no arithmetic), an fp32 InnerProduct of the few columns
-(N x c weights), a BinaryOp add after the int8 product's scale and bias. A Linear reading the same input with the
-same channels (the code predictor's heads) shares the mask and the selection. Every layer treats rows one by one,
-so batching still changes no row (engine/runtime/step_graph.py).
+rows that every q8 Linear has: a BinaryOp with a constant 0/1 row (the mask); an fp32 Gemm with a one-hot constant
+(c x K) that picks the channels' columns (exact: one product by 1.0 and zeros); an fp32 InnerProduct of those few
+columns (N x c weights, divided by the channel scales) whose output is the int8 Gemm's C input, added by the Gemm
+to its dequantized sum before the scale row multiplies both. A Linear reading the same input with the same
+channels (the code predictor's heads) shares the mask and the pick. Every layer treats rows one by one, so
+batching still changes no row (engine/runtime/step_graph.py).
 
-Cost: per split Linear, c x (N + K) fp32 values read (c <= MAX_SPLIT) and six tiny layers on one thread: a
-full-size talker layer with 8 channels split in its four Linears reads 0.42 MB more against its 15.7 MB of int8
-weights.
+Cost: per split Linear, c x (N + 2K) fp32 values read (c <= MAX_SPLIT) and four tiny layers on one thread (the mask
+row, the mask, the pick, the product). Fewer layers is what counts: a code-predictor step runs ~400 layers, and
+each costs microseconds whatever its size. Full-size 0.6B, 52 Linears split (20 of them in the code predictor, 15
+calls a frame), AMD EPYC 2 cores, quiet, 2 threads, median of 40 alternating calls (benchmarks/precision_speed.py):
+code predictor 58.8 ms a frame with a Slice + Concat pick and an add layer, 54.8 with the one-hot pick and C; plain
+q8 49.4.
 
 Which channels: the calibration pass of the smoothing (smooth.calibrate, the fp32 network on the model's own
 prompt rows) gives each Linear input's maximum |activation| per channel; a channel SPLIT_RATIO times the site's
@@ -35,6 +40,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..runtime import q8
+from ..runtime.ncnn_graph import tagged
 from .q8_layers import linear_name
 from .stack_forward import CODE_PREDICTOR, SITE_INPUTS, TALKER
 
@@ -76,29 +83,20 @@ def outlier_channels(stats: Mapping[tuple[str, int, str], np.ndarray], groups: i
     return out
 
 
-def split_extra_bytes(n: int, k: int, channels: int) -> int:
-    """Bytes one call of a split Linear reads more: the fp32 outlier columns and the mask row."""
-    return 4 * (n * channels + k)
-
-
 # ------------------------------------------------------------------------------------------- the graph
 
 
 def selection(b, rows: str, k: int, channels: tuple[int, ...]) -> str:
-    """rows (R, K) -> (R, c): the columns `channels` (ascending), by a Slice at them and a Concat of the single
-    columns (gaps of no width are left out: ncnn's Slice takes no empty piece)."""
-    pieces: list[int] = []
-    picked: list[int] = []
-    at = 0
-    for j in channels:
-        if j > at:
-            pieces.append(j - at)
-        picked.append(len(pieces))
-        pieces.append(1)
-        at = j + 1
-    if at < k:
-        pieces.append(k - at)
-    outs = b.op("Slice", [rows], outputs=len(pieces), params={0: pieces, 1: -1})
-    outs = [outs] if isinstance(outs, str) else list(outs)
-    columns = [outs[i] for i in picked]
-    return columns[0] if len(columns) == 1 else b.op("Concat", columns, params={0: -1})
+    """rows (R, K) -> (R, c): the columns `channels`, by an fp32 Gemm with a constant one-hot B (c x K). Each output
+    is one input times 1.0 plus zeros, so it is the input exactly, and every row is computed on its own."""
+    pick = np.zeros((len(channels), k), np.float32)
+    pick[np.arange(len(channels)), list(channels)] = 1
+    return b.g.layer("Gemm", [rows], params={2: 0, 3: 1, 4: 0, 5: 1, 6: 0, 7: 0, 8: len(channels), 9: k, 10: -1,
+                                             31: FEATMASK_NO_FP16_ONE_THREAD}, weights=[tagged(pick)],
+                     name=f"{q8.OUTLIER_PICK}{rows}")
+
+
+def outlier_weights(outlier_w: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """The fp32 product's weights [N, c] divided by the int8 part's channel scales: its output is the int8 Gemm's C,
+    added before the scale row multiplies the sum (q8.split_reference_matmul)."""
+    return (np.asarray(outlier_w, np.float32) / np.asarray(scale, np.float32)[:, None]).astype(np.float32)

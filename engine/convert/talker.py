@@ -132,23 +132,25 @@ class _Builder:
         if Q8_FORMAT == "block":
             rows = self.op("Reshape", [x], params={0: k, 1: -1})
             return self.op("Squeeze", [self._q8_block_gemm(rows, w, bias, gemm_name)], params={1: 1}, name=name)
+        inputs = []
         if channels:
             rows, gemm_in, picked = self._split_input(x, k, channels)
             w, outlier_w = q8.split_weights(w, channels)
+            q, scale = q8.quantize(w)
+            # the outlier columns' fp32 product, divided by the channel scales, is the Gemm's C: the Gemm adds it
+            # to its dequantized sum before the scale row multiplies both (no add layer of its own)
+            inputs = [self.g.layer("InnerProduct", [picked], params={
+                0: n, 1: 0, 2: n * len(channels), 31: q8_split.FEATMASK_NO_FP16_ONE_THREAD},
+                weights=[tagged(q8_split.outlier_weights(outlier_w, scale))])]
         else:
             rows = gemm_in = self.op("Reshape", [x], params={0: k, 1: -1})
-        q, scale = q8.quantize(w)
-        y = self.g.layer("Gemm", [gemm_in], params={2: 0, 3: 1, 4: 0, 5: 1, 6: 0, 7: 0, 8: n, 9: k, 10: -1,
-                                                    18: q8.INT8_TERM},
+            q, scale = q8.quantize(w)
+        y = self.g.layer("Gemm", [gemm_in, *inputs], params={2: 0, 3: 1, 4: 0, 5: 1, 6: 0, 7: 0, 8: n, 9: k, 10: -1,
+                                                             18: q8.INT8_TERM},
                          weights=[Packed(q8.record(q))], name=gemm_name)
         y = self.op("BinaryOp", [y, self._row(scale)], params={0: 2})
         if bias is not None:
             y = self.op("BinaryOp", [y, self._row(bias)], params={0: 0})
-        if channels:
-            outlier = self.g.layer("InnerProduct", [picked], params={
-                0: n, 1: 0, 2: n * len(channels), 31: q8_split.FEATMASK_NO_FP16_ONE_THREAD},
-                weights=[tagged(outlier_w)])
-            y = self.op("BinaryOp", [y, outlier], params={0: 0})
         return self.op("Squeeze", [y], params={1: 1}, name=name)
 
     def _split_input(self, x: str, k: int, channels: tuple[int, ...]) -> tuple[str, str, str]:

@@ -37,10 +37,10 @@ def layer_weight_bytes(layer: ParamLayer, float_bytes: int) -> int:
     layer's featmask keeps it fp32), their constant tables (MemoryData: the int8 layers' channel scales, biases)
     at 4."""
     p = layer.params
+    fp32 = int(p.get("31", "0")) & FEATMASK_NO_FP16
     if layer.type == "Gemm" and p.get("5", "0") == "1":  # constant B: a weight matrix N x K
-        return int(p.get("8", 0)) * int(p.get("9", 0)) * (1 if p.get("18", "0") != "0" else float_bytes)
+        return int(p.get("8", 0)) * int(p.get("9", 0)) * (1 if p.get("18", "0") != "0" else 4 if fp32 else float_bytes)
     if layer.type == "InnerProduct":
-        fp32 = int(p.get("31", "0")) & FEATMASK_NO_FP16
         return int(p.get("2", 0)) * (1 if p.get("8", "0") != "0" else 4 if fp32 else float_bytes)
     if layer.type == "MemoryData":
         return 4 * math.prod(max(1, int(p.get(k, 0))) for k in ("0", "1", "2", "11"))

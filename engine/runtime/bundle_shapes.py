@@ -158,8 +158,9 @@ def _check_stack(bundle: Bundle, graph: str, stack: StackShape, heads: set[int],
             _allowed(bundle, where, "output width", out, outputs)
             if size is not None and out:
                 _allowed(bundle, where, "input width", size / out, inputs)
-        elif layer.kind == "Gemm" and layer.params.get("5") == "1":  # a constant B: the 8-bit weights
-            _allowed(bundle, where, "output width", layer.number("8"), outputs)
+        elif layer.kind == "Gemm" and layer.params.get("5") == "1":  # a constant B: 8-bit weights, or the one-hot
+            # columns that pick a split Linear's outlier channels (q8_split.selection)
+            _allowed(bundle, where, "output width", layer.number("8"), outputs | split_widths)
             _allowed(bundle, where, "input width", layer.number("9"), inputs)
     if layers_seen != layers:
         raise _damaged(bundle, f"{graph}.param", f"it has {layers_seen} attention layers; the config has {layers}")

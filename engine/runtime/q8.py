@@ -38,10 +38,18 @@ INT8_TERM = 1  # Gemm param 18 (quantize_term) of the int8 format
 INT8_TAG = 0x000D4B38  # ncnn ModelBin tag of an int8 weight array
 WEIGHT_SCALE = 1.0  # the Gemm's own (per-tensor) weight scale; the real ones are per channel, applied after
 BLOCK_CODES = {32: 0, 64: 1, 128: 2}
+OUTLIER_PICK = "outlier_pick_"  # name prefix of the fp32 Gemms picking a split Linear's outlier columns
 # the manifest's "q8_format" of bundles made now: 2 = int8 with outlier smoothing folded into the weights
 # (engine/convert/smooth.py); bundles without the key are older (int8 unsmoothed, or the block format) and run as
 # they are, with a note that converting again makes them robust to outlier activations
 FORMAT_VERSION = 2
+
+
+def is_outlier_pick(gemm_line: str) -> bool:
+    """A Gemm line of a .param file that picks a split Linear's outlier columns out of its input rows (an fp32
+    one-hot product, engine/convert/q8_split.py selection), named so."""
+    words = gemm_line.split()
+    return len(words) > 1 and words[1].startswith(OUTLIER_PICK)
 
 
 def quantize_term(gemm_line: str) -> int | None:
@@ -123,15 +131,21 @@ def split_weights(w: np.ndarray, channels: tuple[int, ...]) -> tuple[np.ndarray,
 
 def split_reference_matmul(x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: np.ndarray | None,
                            channels: tuple[int, ...], outlier_w: np.ndarray) -> np.ndarray:
-    """numpy model of a split int8 Linear, in the graph's order: the int8 Linear over x with `channels` zeroed
-    (q, scale: quantize(split_weights(...)[0])), then plus x's `channels` times outlier_w in fp32. Zeroing the
-    outlier inputs lets the row's 8-bit scale follow the other inputs; their products are exact but for fp32
-    rounding."""
+    """numpy model of a split int8 Linear, in the graph's order: x's `channels` times outlier_w / scale in fp32
+    (the Gemm's C), the int8 sum over x with `channels` zeroed dequantized plus C, times the channel scales, plus
+    the bias (q, scale: quantize(split_weights(...)[0])). Zeroing the outlier inputs lets the row's 8-bit scale
+    follow the other inputs; their products are exact but for fp32 rounding."""
     x = np.atleast_2d(np.asarray(x, dtype=np.float32))
+    scale = np.asarray(scale, np.float32)
     masked = x.copy()
     masked[:, list(channels)] = 0
-    y = reference_matmul(masked, q, scale, bias)
-    return y + x[:, list(channels)] @ np.asarray(outlier_w, np.float32).T
+    xq, descale = quantize_rows(masked)
+    acc = (xq.astype(np.float64) @ q.astype(np.float64).T).astype(np.float32)
+    c = x[:, list(channels)] @ (np.asarray(outlier_w, np.float32) / scale[:, None]).T
+    y = (acc * descale + c) * scale
+    if bias is not None:
+        y = y + np.asarray(bias, np.float32)
+    return y
 
 
 # ------------------------------------------------------------------------------------------- block (legacy)

@@ -199,8 +199,10 @@ def attend_once(sdpa: ncnn.Net, q: ncnn.Mat, k: ncnn.Mat, v: ncnn.Mat, mask: ncn
 
 
 def q8_format(step_text: str, what: str) -> str | None:
-    """"int8" or "block" for a graph of q8 Gemms (q8.py), None for a float graph."""
-    formats = {q8.format_of_term(q8.quantize_term(line)) for line in step_text.splitlines() if line.startswith("Gemm ")}
+    """"int8" or "block" for a graph of q8 Gemms (q8.py), None for a float graph. The fp32 Gemms that pick a split
+    Linear's outlier columns (q8.is_outlier_pick) hold no weights of their own and are not counted."""
+    formats = {q8.format_of_term(q8.quantize_term(line)) for line in step_text.splitlines()
+               if line.startswith("Gemm ") and not q8.is_outlier_pick(line)}
     if None in formats or len(formats) > 1:
         raise BundleError(f"{what} has Gemm layers this version cannot run (float ones, or two 8-bit formats "
                           "mixed); convert the model again.")
