@@ -169,3 +169,65 @@ def test_splitting_a_linear_that_is_not_there_is_refused(tmp_path):
     with pytest.raises(ConvertError, match="talker.9.qkv"):
         convert_checkpoint(MODELS / MODEL, tmp_path / "b", "q8", parts=["talker"], check=False,
                            split={"talker.9.qkv": [1]})
+
+
+# ------------------------------------------------------------------------------------------- folded channels
+
+
+def _talker_and_code_predictor_outputs(bundle_dir):
+    """Hidden states and logits of a prefill and two steps, and the code predictor's logits for each frame."""
+    from engine.nets.code_predictor import CodePredictor
+    from engine.nets.talker import Talker
+
+    bundle = Bundle.open(bundle_dir)
+    talker, cp = Talker(bundle, 2, adaptive_threads=False), CodePredictor(bundle, 2, adaptive_threads=False)
+    rows = np.random.default_rng(7).standard_normal((6, talker.hidden_size)).astype(np.float32)
+    seq, hidden, logits = talker.start(rows[:4])
+    out = [hidden, logits]
+    def choose(logits, group):
+        out.append(np.array(logits))
+        return int(np.argmax(logits))
+
+    for row in rows[4:]:
+        hidden, logits = talker.step(seq, row)
+        out += [hidden, logits]
+        cp.predict(hidden, 3, choose)
+    return out
+
+
+def test_folded_channels_compute_bit_for_bit_what_the_mask_computes(tmp_path, monkeypatch):
+    """Split Linears whose outlier channels arrive folded (the RMSNorms' weights, the v and up outputs' scale rows
+    scaled by FOLD; q8_split.py) give exactly what the masked ones give: the talker's prefill and steps and the code
+    predictor's logits, every Linear of both nets' layer 0 split and the talker's head too (a head keeps its mask).
+    And the folded bundle runs no mask for them."""
+    from engine.convert.talker import _Builder
+
+    ckpt = write_stress_checkpoint(MODELS / MODEL, tmp_path / "ckpt", Stress("channels", 30))
+    cfg = Checkpoint.open(MODELS / MODEL).talker_config
+    heads, kv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    group = heads // kv
+    o = tuple(sorted((v // hd * group + h) * hd + v % hd for v in (1, 40) for h in range(group)))
+    assert q8_split.value_channels(o, heads, kv, hd) == (1, 40)
+    split = {f"{net}.0.{site}": ch for net in ("talker", "code_predictor")
+             for site, ch in (("qkv", (3, 17)), ("o", o), ("gate_up", (5,)), ("down", (4, 9, 100)))}
+    split["talker.head"] = (2, 6)
+    folded = convert_checkpoint(ckpt, tmp_path / "folded", "q8", parts=["talker"], check=False, split=split)
+    monkeypatch.setattr(_Builder, "folds", lambda self, layer, s: q8_split.LayerFolds())
+    masked = convert_checkpoint(ckpt, tmp_path / "masked", "q8", parts=["talker"], check=False, split=split)
+    monkeypatch.undo()
+    for got, want in zip(_talker_and_code_predictor_outputs(folded), _talker_and_code_predictor_outputs(masked),
+                         strict=True):
+        assert np.array_equal(got, want)
+    for graph in ("talker.param", "code_predictor.param"):
+        binary_ops = [(tmp_path / b / graph).read_text().count("BinaryOp ") for b in ("folded", "masked")]
+        assert binary_ops[1] - binary_ops[0] == 4  # one mask less for each of layer 0's four split Linears
+
+
+def test_attention_output_channels_fold_only_whole_value_channels():
+    """v channel (g, d) reaches output channel (h, d) of every head h of group g: a set of output channels folds
+    only when it is every output channel of its v channels."""
+    heads, kv, hd = 4, 2, 8
+    assert q8_split.value_channels((3, 11), heads, kv, hd) == (3,)  # heads 0 and 1 share v head 0
+    assert q8_split.value_channels((3,), heads, kv, hd) is None  # head 1's (1, 3) would be scaled too
+    assert q8_split.value_channels((19, 27, 3, 11), heads, kv, hd) == (3, 11)
+    assert q8_split.value_channels((), heads, kv, hd) is None

@@ -11,19 +11,28 @@ channels out of the 8-bit product instead:
         * scale (+ bias)
 
 the second product in fp32 (engine/runtime/q8.py split_reference_matmul models it). Layers, after the Reshape to
-rows that every q8 Linear has: a BinaryOp with a constant 0/1 row (the mask); an fp32 Gemm with a one-hot constant
-(c x K) that picks the channels' columns (exact: one product by 1.0 and zeros); an fp32 InnerProduct of those few
-columns (N x c weights, divided by the channel scales) whose output is the int8 Gemm's C input, added by the Gemm
-to its dequantized sum before the scale row multiplies both. A Linear reading the same input with the same
-channels (the code predictor's heads) shares the mask and the pick. Every layer treats rows one by one, so
-batching still changes no row (engine/runtime/step_graph.py).
+rows that every q8 Linear has: a BinaryOp with a constant 0/1 row (the mask; none where the channels are folded,
+below); an fp32 Gemm with a one-hot constant (c x K) that picks the channels' columns (exact: one product by 1.0
+and zeros); an fp32 InnerProduct of those few columns (N x c weights, divided by the channel scales) whose output
+is the int8 Gemm's C input, added by the Gemm to its dequantized sum before the scale row multiplies both. A Linear
+reading the same input with the same channels (the code predictor's heads) shares the mask and the pick. Every
+layer treats rows one by one, so batching still changes no row (engine/runtime/step_graph.py).
 
-Cost: per split Linear, c x (N + 2K) fp32 values read (c <= MAX_SPLIT) and four tiny layers on one thread (the mask
-row, the mask, the pick, the product). Fewer layers is what counts: a code-predictor step runs ~400 layers, and
-each costs microseconds whatever its size. Full-size 0.6B, 52 Linears split (20 of them in the code predictor, 15
-calls a frame), AMD EPYC 2 cores, quiet, 2 threads, median of 40 alternating calls (benchmarks/precision_speed.py):
-code predictor 58.8 ms a frame with a Slice + Concat pick and an add layer, 54.8 with the one-hot pick and C; plain
-q8 49.4.
+Folded channels: where the layer before a split Linear can scale its outlier channels for free, they arrive
+multiplied by FOLD (2^-16) instead of being masked: the RMSNorm weights before q/k/v and gate/up, the v outputs'
+scale row (for o_proj's input: attention is linear in v, and a v channel reaches one output channel of each head of
+its group, so only whole groups fold, value_channels), the up outputs' scale row (for down_proj's input: the SwiGLU
+product is linear in up). Scaled by FOLD the channels sit far below any row's largest value, so the int8 Gemm's row
+scale and sum are what the mask gives (their weight columns are zero), and the fp32 product's weights are divided
+by FOLD: a power of two, so every value is the masked graph's bit for bit (tests/test_q8_split.py). A split Linear
+then costs three tiny layers (ncnn's Split of its input, the pick, the product) and no mask.
+
+Cost: per split Linear, c x (N + K) fp32 values read (c <= MAX_SPLIT) and those layers on one thread. Fewer layers
+is what counts: a code-predictor step runs ~400 layers, and each costs microseconds whatever its size; the product
+reads N x c fp32 weights at one thread's bandwidth (13-18 us for N = 6144, c = 8). Full-size 0.6B, 52 Linears split
+(20 of them in the code predictor, 15 calls a frame), AMD EPYC 2 cores, quiet, 2 threads, median of 40 alternating
+calls (benchmarks/precision_speed.py), code predictor / talker step ms a frame: Slice + Concat pick, mask and add
+layer 58.6 / 21.6; one-hot pick and C 54.2 / 17.5; folded 52.7 / 17.5; plain q8 47.5 / 16.8; fp32 70.4 / 26.2.
 
 Which channels: the calibration pass of the smoothing (smooth.calibrate, the fp32 network on the model's own
 prompt rows) gives each Linear input's maximum |activation| per channel; a channel SPLIT_RATIO times the site's
@@ -36,7 +45,9 @@ low side; the 8-bit check (q8_check.py) splits only the layers whose split its b
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +58,7 @@ from .stack_forward import CODE_PREDICTOR, SITE_INPUTS, TALKER
 
 SPLIT_RATIO = 4.0  # channel max over the site's median channel max (module docstring)
 MAX_SPLIT = 8  # channels per Linear; 4 systematic outlier channels of a v_proj are 8 of o_proj's input (GQA x2)
+FOLD = 2.0**-16  # the factor folded channels arrive scaled by (module docstring): exact, and far below any row's max
 FEATMASK_NO_FP16_ONE_THREAD = (1 << 1) | (1 << 7)  # ncnn featmask: fp32 weights, one thread (talker.py's bits)
 
 Split = Mapping[str, tuple[int, ...]]  # Linear name (q8_layers.linear_name) -> its input channels split off
@@ -96,7 +108,67 @@ def selection(b, rows: str, k: int, channels: tuple[int, ...]) -> str:
                      name=f"{q8.OUTLIER_PICK}{rows}")
 
 
-def outlier_weights(outlier_w: np.ndarray, scale: np.ndarray) -> np.ndarray:
+def outlier_weights(outlier_w: np.ndarray, scale: np.ndarray, folded: bool = False) -> np.ndarray:
     """The fp32 product's weights [N, c] divided by the int8 part's channel scales: its output is the int8 Gemm's C,
-    added before the scale row multiplies the sum (q8.split_reference_matmul)."""
-    return (np.asarray(outlier_w, np.float32) / np.asarray(scale, np.float32)[:, None]).astype(np.float32)
+    added before the scale row multiplies the sum (q8.split_reference_matmul); divided by FOLD too where the
+    channels arrive folded."""
+    w = np.asarray(outlier_w, np.float32) / np.asarray(scale, np.float32)[:, None]
+    return (w / np.float32(FOLD) if folded else w).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class LayerFolds:
+    """Where one decoder layer's split Linears get their outlier channels folded (module docstring): a factor per
+    channel for the two RMSNorms' weights and for the qkv and gate_up Linears' outputs (None: all ones), and the
+    sites whose Linear then reads its rows as they come (no mask)."""
+
+    input_norm: np.ndarray | None = None
+    qkv_out: np.ndarray | None = None
+    post_norm: np.ndarray | None = None
+    gate_up_out: np.ndarray | None = None
+    sites: frozenset[str] = frozenset()
+
+
+def layer_folds(split: Split, int8: Callable[[str], bool], net: str, layer: int, hidden: int, heads: int,
+                kv_heads: int, head_dim: int, intermediate: int) -> LayerFolds:
+    """The folds of decoder layer `layer` of `net`: int8(name) says whether a Linear is an int8 Gemm (not kept
+    float), the only kind whose split reads folded rows or whose output scale row can fold."""
+    def channels(site: str) -> tuple[int, ...]:
+        name = linear_name(net, layer, site)
+        return tuple(split.get(name, ())) if int8(name) else ()
+
+    def factor(width: int, at: Iterable[int]) -> np.ndarray:
+        f = np.ones(width, np.float32)
+        f[list(at)] = FOLD
+        return f
+
+    out: dict[str, Any] = {}
+    sites = set()
+    if qkv := channels("qkv"):
+        out["input_norm"] = factor(hidden, qkv)
+        sites.add("qkv")
+    if gate_up := channels("gate_up"):
+        out["post_norm"] = factor(hidden, gate_up)
+        sites.add("gate_up")
+    attention, kv = heads * head_dim, kv_heads * head_dim
+    o = channels("o")
+    v = value_channels(o, heads, kv_heads, head_dim)
+    if o and v is not None and int8(linear_name(net, layer, "qkv")):
+        out["qkv_out"] = factor(attention + 2 * kv, [attention + kv + c for c in v])
+        sites.add("o")
+    if (down := channels("down")) and int8(linear_name(net, layer, "gate_up")):
+        out["gate_up_out"] = factor(2 * intermediate, [intermediate + c for c in down])
+        sites.add("down")
+    return LayerFolds(**out, sites=frozenset(sites))
+
+
+def value_channels(channels: tuple[int, ...], heads: int, kv_heads: int, head_dim: int) -> tuple[int, ...] | None:
+    """The v_proj output channels behind attention-output channels `channels` (grouped-query attention: v channel
+    (g, d) reaches output channel (h, d) of every head h of group g), or None where folding them would scale
+    other channels too (`channels` is not every output channel of those v channels)."""
+    if not channels or heads % kv_heads:
+        return None
+    group = heads // kv_heads
+    v = sorted({(c // head_dim) // group * head_dim + c % head_dim for c in channels})
+    reached = {(g * group + h) * head_dim + c % head_dim for c in v for g in [c // head_dim] for h in range(group)}
+    return tuple(v) if reached == set(channels) else None

@@ -85,10 +85,12 @@ class _Builder:
         return name in self.ckpt.main
 
     def linear(self, x: str, weights: list[np.ndarray], biases: list[np.ndarray | None] | None = None,
-               name: str | None = None, *, site: str = "") -> str:
+               name: str | None = None, *, site: str = "", folded: bool = False,
+               out_factor: np.ndarray | None = None) -> str:
         """InnerProduct over the row-concatenation of `weights` (PyTorch [out, in] layout); q8 bundles get an int8
         Gemm instead (q8_linear), or where the 8-bit check promoted the Linear (`site`: its name after the net's),
-        an fp32 InnerProduct in the same frame (promoted_linear)."""
+        an fp32 InnerProduct in the same frame (promoted_linear). folded, out_factor: q8_linear's (only for a Linear
+        that q8_linear makes: fold_sites says which)."""
         w = np.concatenate(weights, axis=0) if len(weights) > 1 else weights[0]
         if self.precision == "q8":
             full_name = f"{self.net}.{site}"
@@ -97,7 +99,7 @@ class _Builder:
             channels = tuple(self.split.get(full_name, ()))
             if channels:
                 self.split_done[full_name] = channels
-            return self.q8_linear(x, w, biases, weights, name, channels)
+            return self.q8_linear(x, w, biases, weights, name, channels, folded, out_factor)
         params: dict[int, Any] = {0: int(w.shape[0]), 1: 0, 2: int(w.size)}
         fp16 = self.precision == "fp16" or (self.precision == "fp32" and fp16_lossless(w))
         if fp16:
@@ -114,10 +116,13 @@ class _Builder:
         return self.g.layer("InnerProduct", [x], params=params, weights=ws, name=name)
 
     def q8_linear(self, x: str, w: np.ndarray, biases: list[np.ndarray | None] | None, parts: list[np.ndarray],
-                  name: str | None, channels: tuple[int, ...] = ()) -> str:
+                  name: str | None, channels: tuple[int, ...] = (), folded: bool = False,
+                  out_factor: np.ndarray | None = None) -> str:
         """The one place q8 weights are emitted: Reshape to (K, rows) -> int8 Gemm -> times the channel scales
         (-> plus the bias) -> Squeeze(h) (q8.py says what ncnn computes). `channels`: input channels split off
-        (q8_split.py): the Gemm reads the rows with them zeroed, their fp32 product is added last.
+        (q8_split.py): the Gemm reads the rows with them zeroed, their fp32 product is added last. folded: the layer
+        before already scaled those channels by q8_split.FOLD (no mask). out_factor: a factor per output channel
+        (q8_split.FOLD on the channels a split Linear after this one reads), folded into the scale row and bias.
 
         The reshape keeps the Gemm's input 2-D; the squeeze gives a one-row input its 1-D output back, as
         InnerProduct would, so the layers after it are the same for every precision (the step graph turns it into
@@ -134,17 +139,20 @@ class _Builder:
             return self.op("Squeeze", [self._q8_block_gemm(rows, w, bias, gemm_name)], params={1: 1}, name=name)
         inputs = []
         if channels:
-            rows, gemm_in, picked = self._split_input(x, k, channels)
+            rows, gemm_in, picked = self._split_input(x, k, channels, folded)
             w, outlier_w = q8.split_weights(w, channels)
             q, scale = q8.quantize(w)
             # the outlier columns' fp32 product, divided by the channel scales, is the Gemm's C: the Gemm adds it
             # to its dequantized sum before the scale row multiplies both (no add layer of its own)
             inputs = [self.g.layer("InnerProduct", [picked], params={
                 0: n, 1: 0, 2: n * len(channels), 31: q8_split.FEATMASK_NO_FP16_ONE_THREAD},
-                weights=[tagged(q8_split.outlier_weights(outlier_w, scale))])]
+                weights=[tagged(q8_split.outlier_weights(outlier_w, scale, folded))])]
         else:
             rows = gemm_in = self.op("Reshape", [x], params={0: k, 1: -1})
             q, scale = q8.quantize(w)
+        if out_factor is not None:
+            scale = (scale * out_factor).astype(np.float32)
+            bias = None if bias is None else (bias * out_factor).astype(np.float32)
         y = self.g.layer("Gemm", [gemm_in, *inputs], params={2: 0, 3: 1, 4: 0, 5: 1, 6: 0, 7: 0, 8: n, 9: k, 10: -1,
                                                              18: q8.INT8_TERM},
                          weights=[Packed(q8.record(q))], name=gemm_name)
@@ -153,12 +161,16 @@ class _Builder:
             y = self.op("BinaryOp", [y, self._row(bias)], params={0: 0})
         return self.op("Squeeze", [y], params={1: 1}, name=name)
 
-    def _split_input(self, x: str, k: int, channels: tuple[int, ...]) -> tuple[str, str, str]:
-        """(rows, rows with `channels` zeroed, those channels' columns) of input x, made once per input and
-        channel set (the code predictor's heads share theirs)."""
+    def _split_input(self, x: str, k: int, channels: tuple[int, ...], folded: bool) -> tuple[str, str, str]:
+        """(rows, rows for the int8 Gemm, the columns `channels`) of input x, made once per input and channel set
+        (the code predictor's heads share theirs). The Gemm's rows: with `channels` zeroed by a mask, or (folded)
+        the rows themselves, where the layer before scaled those channels down (q8_split.FOLD)."""
         key = (x, channels)
         if key not in self._split_inputs:
             rows = self.op("Reshape", [x], params={0: k, 1: -1})
+            if folded:
+                self._split_inputs[key] = (rows, rows, q8_split.selection(self, rows, k, channels))
+                return self._split_inputs[key]
             mask = np.ones(k, np.float32)
             mask[list(channels)] = 0
             masked = self.op("BinaryOp", [rows, self._row(mask)], params={0: 2})
@@ -231,6 +243,14 @@ class _Builder:
             t = self.op("RotaryEmbed", [t, "cos", "sin"], params={0: 0})
         return t
 
+    def folds(self, layer: int, s: StackShape) -> q8_split.LayerFolds:
+        """Where decoder layer `layer`'s split Linears read outlier channels folded into the layer before them
+        (q8_split.py): none but in the int8 format."""
+        if self.precision != "q8" or Q8_FORMAT == "block" or not self.split:
+            return q8_split.LayerFolds()
+        return q8_split.layer_folds(self.split, lambda name: name not in self.promote, self.net, layer, s.hidden,
+                                    s.heads, s.kv_heads, s.head_dim, s.intermediate)
+
     def stack(self, x: str, prefix: str, s: StackShape, mask: str | None, tag: str,
               progress: Callable[[float], None] | None = None) -> str:
         """Decoder layers `prefix`layers.{i}.* on residual stream x; returns the final-normed output."""
@@ -240,12 +260,13 @@ class _Builder:
                 progress(i / s.layers)
             p = f"{prefix}layers.{i}."
             a = f"{p}self_attn."
-            h = self.rmsnorm(x, self.w(p + "input_layernorm.weight"), s.eps)
+            folds = self.folds(i, s)
+            h = self.rmsnorm(x, _times(self.w(p + "input_layernorm.weight"), folds.input_norm), s.eps)
             qkv = self.linear(
                 h,
                 [self.w(a + "q_proj.weight"), self.w(a + "k_proj.weight"), self.w(a + "v_proj.weight")],
                 [self.bias(a + "q_proj.bias"), self.bias(a + "k_proj.bias"), self.bias(a + "v_proj.bias")],
-                site=f"{i}.qkv",
+                site=f"{i}.qkv", folded="qkv" in folds.sites, out_factor=folds.qkv_out,
             )
             q, k, v = self.op("Slice", [qkv], outputs=3, params={0: [qd, kd, kd], 1: -1})
             q = self.heads(q, s, s.heads, self.w(a + "q_norm.weight"))
@@ -261,18 +282,25 @@ class _Builder:
             att = self.op("Permute", [att], params={0: 2})  # (L, n, hd)
             att = self.op("Reshape", [att], params={0: qd, 1: -1})
             att = self.op("Squeeze", [att], params={1: 1})  # one row -> vector (GEMV kernel)
-            o = self.linear(att, [self.w(a + "o_proj.weight")], [self.bias(a + "o_proj.bias")], site=f"{i}.o")
+            o = self.linear(att, [self.w(a + "o_proj.weight")], [self.bias(a + "o_proj.bias")], site=f"{i}.o",
+                            folded="o" in folds.sites)
             x = self.op("BinaryOp", [x, o], params={0: 0})
 
             m = f"{p}mlp."
-            h = self.rmsnorm(x, self.w(p + "post_attention_layernorm.weight"), s.eps)
-            gu = self.linear(h, [self.w(m + "gate_proj.weight"), self.w(m + "up_proj.weight")], site=f"{i}.gate_up")
+            h = self.rmsnorm(x, _times(self.w(p + "post_attention_layernorm.weight"), folds.post_norm), s.eps)
+            gu = self.linear(h, [self.w(m + "gate_proj.weight"), self.w(m + "up_proj.weight")], site=f"{i}.gate_up",
+                             folded="gate_up" in folds.sites, out_factor=folds.gate_up_out)
             gate, up = self.op("Slice", [gu], outputs=2, params={0: [s.intermediate, s.intermediate], 1: -1})
             gate = self.op("Swish", [gate])
             y = self.op("BinaryOp", [gate, up], params={0: 2})
-            y = self.linear(y, [self.w(m + "down_proj.weight")], site=f"{i}.down")
+            y = self.linear(y, [self.w(m + "down_proj.weight")], site=f"{i}.down", folded="down" in folds.sites)
             x = self.op("BinaryOp", [x, y], params={0: 0})
         return self.rmsnorm(x, self.w(prefix + "norm.weight"), s.eps)
+
+
+def _times(weight: np.ndarray, factor: np.ndarray | None) -> np.ndarray:
+    """An RMSNorm's weight with a fold's factors (q8_split.LayerFolds) multiplied in; exact (powers of two)."""
+    return weight if factor is None else (np.asarray(weight, np.float32) * factor).astype(np.float32)
 
 
 def _declare_inputs(g: Graph, layers: int, mask: bool) -> None:
