@@ -12,7 +12,7 @@ import importlib
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ..errors import Cancelled, ConvertError
@@ -196,8 +196,7 @@ class _SubProgress(ConvertOptions):
     """Maps a part's own 0..1 progress into its slice of the whole."""
 
     def __init__(self, parent: ConvertOptions, start: float, span: float, label: str):
-        super().__init__(parent.precision, parent.progress, parent.cancel, parent.smooth, parent.promote,
-                         parent.split)
+        super().__init__(**{f.name: getattr(parent, f.name) for f in fields(ConvertOptions)})  # every option
         self._start, self._span, self._label = start, span, label
 
     def report(self, fraction: float, message: str) -> None:
