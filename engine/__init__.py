@@ -35,7 +35,7 @@ Public API (the GUI, the CLI and the benchmarks' end-to-end paths use only these
             RequestEvent tags each request's events with its number (engine/longform/many.py); speak_many(synth,
             requests, ...) the same over such a synthesizer; run_speeches(speeches, on_frame, ..., on_done,
             on_failed) the one loop consuming them
-        ChunkJournal, ChunkPlan, JournalError, same_voice   a long text's finished chunks kept on disk as they are
+        ChunkJournal, ChunkPlan, JournalError, JournalInUse, same_voice   a long text's finished chunks kept on disk as they are
             made, so that a later run continues where a closed, crashed or killed one stopped (engine/longform/journal.py);
             recording_of_made: the recording of those chunks alone, the others left out
     estimated_frames(text)   a synthesis's length estimate from its text (its first FrameEvent.estimated_frames)
@@ -146,7 +146,7 @@ from .longform.events import (  # noqa: E402
     Speeches,
 )
 from .longform.joining import JoinSettings  # noqa: E402
-from .longform.journal import ChunkJournal, ChunkPlan, JournalError, same_voice  # noqa: E402
+from .longform.journal import ChunkJournal, ChunkPlan, JournalError, JournalInUse, same_voice  # noqa: E402
 from .longform.many import speak_many  # noqa: E402
 from .longform.recording_length import RecordingLength  # noqa: E402
 from .longform.request import LongTextOptions, SynthesisRequest  # noqa: E402
@@ -338,6 +338,7 @@ __all__ = [
     "ChunkJournal",
     "ChunkPlan",
     "JournalError",
+    "JournalInUse",
     "same_voice",
     "recording_of_made",
     "save_audio",

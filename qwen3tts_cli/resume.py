@@ -8,6 +8,11 @@ them in the app's cache folder, in a folder named by the command's request (run_
 it again, and it goes once the output is written. A run without --seed draws its seed and keeps it in the journal;
 run again without --seed, the command continues with that seed (as with --chunks-dir), which is what the same
 command after a kill means. The line saying so names the folder, to be removed for a fresh start.
+
+A folder is claimed while a run keeps chunks in it (engine ChunkJournal.claim: an advisory lock that goes with the
+process, kill -9 included): the same command started again while the first still runs, or a second run given the
+same --chunks-dir, is refused in one line instead of reading the first run's chunks as its own or starting the
+folder afresh under it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import os
 import secrets
 import shutil
 import sys
+from contextlib import ExitStack
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -45,12 +51,20 @@ def check_chunks_dir(folder: Path) -> None:
 
 
 def open_journal(folder: Path, synth, voice, settings, text: str, language: str, instruct: str | None, options,
-                 seed_given: bool):
+                 seed_given: bool, held: ExitStack):
     """--chunks-dir: (journal, settings with the base seed, voice, the chunks made before). A folder a stopped run
-    left is continued when it holds this text, voice and settings; anything else is refused in one line."""
-    from engine import ChunkJournal, JournalError
+    left is continued when it holds this text, voice and settings; anything else is refused in one line, and so is
+    a folder another run is keeping chunks in now. `held` keeps the folder claimed until the command ends."""
+    from engine import ChunkJournal, JournalError, JournalInUse
 
     chunks = _chunks(text, language, options)
+    try:
+        held.enter_context(ChunkJournal.claim(folder))
+    except JournalInUse:
+        raise UsageError(f"--chunks-dir {folder} is in use by another qwen3tts run now; wait for it to end, or give "
+                         "another folder.") from None
+    except OSError as e:
+        raise UsageError(f"Cannot keep chunks in --chunks-dir {folder}: {e.strerror or e}.") from None
     if ChunkJournal.exists(folder):
         try:
             journal, settings, voice, made = _continue(folder, synth, voice, settings, text, chunks, language,
@@ -71,16 +85,24 @@ def open_journal(folder: Path, synth, voice, settings, text: str, language: str,
 
 
 def open_run_journal(folder: Path, synth, voice, settings, text: str, language: str, instruct: str | None, options,
-                     seed_given: bool):
+                     seed_given: bool, held: ExitStack):
     """Without --chunks-dir: as open_journal, in run_folder's folder, for a text of several chunks (else no
     journal: (None, settings, voice, {})). Chunks there that this command cannot use (damaged, of a model now
     replaced at the same path) are replaced; a cache that cannot be written leaves the run without a journal, said
-    in one line: neither stops the run."""
-    from engine import ChunkJournal, JournalError
+    in one line: neither stops the run. The same command running now (the folder claimed) is refused in one line:
+    two runs would write one recording."""
+    from engine import ChunkJournal, JournalError, JournalInUse
 
     chunks = _chunks(text, language, options)
     if len(chunks) < 2:
         return None, settings, voice, {}
+    try:
+        held.enter_context(ChunkJournal.claim(folder))
+    except JournalInUse:
+        raise UsageError(f"The same command is running now (its chunks are kept in {folder}); wait for it to end, or "
+                         "write to another output file.") from None
+    except OSError as e:
+        return _no_journal(settings, voice, e)
     if ChunkJournal.exists(folder):
         try:
             journal, kept_settings, kept_voice, made = _continue(folder, synth, voice, settings, text, chunks,
@@ -91,15 +113,28 @@ def open_run_journal(folder: Path, synth, voice, settings, text: str, language: 
         except (JournalError, OSError, Mismatch) as e:
             print(f"qwen3tts: the chunks a stopped run of this command left in {folder} cannot be used "
                   f"({str(e).rstrip('.')}); starting afresh.", file=sys.stderr)
-            shutil.rmtree(folder, ignore_errors=True)  # the app's own cache folder, named by this request
+            _empty(folder)  # the app's own cache folder, named by this request (emptied: it stays claimed)
     try:
         journal, settings = _create(folder, synth, voice, settings, text, chunks, language, instruct, options)
     except (JournalError, OSError) as e:
-        settings = journal_settings(settings)
-        print(f"qwen3tts: the chunks are not kept as they are made ({getattr(e, 'strerror', None) or e}); a stopped "
-              "run starts again from the beginning.", file=sys.stderr)
-        return None, settings, voice, {}
+        return _no_journal(settings, voice, e)
     return journal, settings, voice, {}
+
+
+def _no_journal(settings, voice, e: Exception):
+    """A run that keeps no chunks, said in one line."""
+    print(f"qwen3tts: the chunks are not kept as they are made ({getattr(e, 'strerror', None) or e}); a stopped "
+          "run starts again from the beginning.", file=sys.stderr)
+    return None, journal_settings(settings), voice, {}
+
+
+def _empty(folder: Path) -> None:
+    """Remove what `folder` holds (links as links, never what they point to), keeping the folder itself."""
+    for child in folder.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
 
 
 def run_folder(args: argparse.Namespace, model_id: str, text: str, language: str, settings, options) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,6 +87,11 @@ def _missing(synth, needs) -> str:
 
 def cmd_synth(args: argparse.Namespace) -> int:
     """One request from the arguments, spoken through Synthesizer.speak: a short text is a text of one chunk."""
+    with ExitStack() as held:  # a long text's chunk folder stays claimed until the command ends
+        return _synth(args, held)
+
+
+def _synth(args: argparse.Namespace, held: ExitStack) -> int:
     from engine import (
         EngineError,
         GenerationSettings,
@@ -128,11 +134,13 @@ def cmd_synth(args: argparse.Namespace) -> int:
     language = synth.check_language(args.language)
     if args.chunks_dir is not None:  # each chunk kept as it is made; a stopped run's chunks are not made again
         journal, settings, voice, made = open_journal(args.chunks_dir, synth, voice, settings, text, language,
-                                                      args.instruct, options, seed_given=args.seed is not None)
+                                                      args.instruct, options, seed_given=args.seed is not None,
+                                                      held=held)
     else:  # a long text's chunks kept all the same, in the cache, until the output is written
         folder = run_folder(args, synth.model_id, text, language, settings, options)
         journal, settings, voice, made = open_run_journal(folder, synth, voice, settings, text, language,
-                                                          args.instruct, options, seed_given=args.seed is not None)
+                                                          args.instruct, options, seed_given=args.seed is not None,
+                                                          held=held)
     kept_in = journal  # removed once the output is written, even when the cache stopped taking chunks
     speech = synth.speak(SynthesisRequest(text, voice, args.language, settings, args.instruct, options),
                          made={i: m.load for i, m in made.items()})

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -31,6 +33,11 @@ from ..types import GenerationSettings, SynthesisResult, settings_from_table
 from ..voice import Voice, VoiceChoice, speaker_name
 from .joining import JoinSettings
 
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; two runs there are not told apart
+    fcntl = None  # type: ignore[assignment]
+
 JOURNAL_FILE = "journal.json"
 VOICE_FILE = "voice.qvoice"
 FORMAT = "qwen3tts-chunk-journal"
@@ -43,6 +50,10 @@ _MAX_WHOLE = 2**63 - 1
 
 class JournalError(EngineError):
     """The folder holds no usable journal, or one of another text; the message says which, in one line."""
+
+
+class JournalInUse(JournalError):
+    """Another run holds the journal's folder now (ChunkJournal.claim)."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +201,28 @@ class ChunkJournal:
             return cls(folder, ChunkPlan.from_json(parsed))
         except JournalError as e:
             raise JournalError(f"the chunk journal in {folder} cannot be used: {e}") from None
+
+    @staticmethod
+    @contextmanager
+    def claim(folder: str | os.PathLike) -> Iterator[Path]:
+        """Hold `folder` (made if missing) while the block runs: an advisory lock on the folder itself, so two runs
+        of the same long text never keep chunks in one journal at once (each would take the other's chunks for
+        its own, or start it afresh). The lock goes with the block or the process: a killed run holds nothing.
+        JournalInUse when another run holds it; OSError when the folder cannot be made or opened."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        if fcntl is None:
+            yield folder
+            return
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise JournalInUse(f"{folder} is in use by another run") from None
+            yield folder
+        finally:
+            os.close(fd)
 
     @staticmethod
     def exists(folder: str | os.PathLike) -> bool:
