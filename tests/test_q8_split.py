@@ -231,3 +231,40 @@ def test_attention_output_channels_fold_only_whole_value_channels():
     assert q8_split.value_channels((3,), heads, kv, hd) is None  # head 1's (1, 3) would be scaled too
     assert q8_split.value_channels((19, 27, 3, 11), heads, kv, hd) == (3, 11)
     assert q8_split.value_channels((), heads, kv, hd) is None
+
+
+def test_a_split_bundle_batches_rows_as_it_runs_them_alone(tmp_path):
+    """Side-by-side requests share each step: with folded and masked splits, picks and C inputs in the graphs,
+    every row of a 2..MAX_BATCH_SIZE-row talker step and code-predictor frame is bit-identical to the row alone."""
+    from engine.nets.code_predictor import CodePredictor
+    from engine.nets.talker import Talker
+    from engine.types import MAX_BATCH_SIZE
+
+    ckpt = write_stress_checkpoint(MODELS / MODEL, tmp_path / "ckpt", Stress("channels", 30))
+    found = q8_split.outlier_channels(*_stats(ckpt))
+    assert any(name.endswith(".o") for name in found) and "talker.head" not in found
+    found["talker.head"] = (2, 6)  # a head's split keeps its mask
+    bundle = Bundle.open(convert_checkpoint(ckpt, tmp_path / "b", "q8", parts=["talker"], check=False, split=found))
+    talker, cp = Talker(bundle, 2, adaptive_threads=False), CodePredictor(bundle, 2, adaptive_threads=False)
+    rng = np.random.default_rng(3)
+    n, h = MAX_BATCH_SIZE, talker.hidden_size
+    prompts = [rng.standard_normal((4, h)).astype(np.float32) for _ in range(n)]
+    steps = rng.standard_normal((n, 2, h)).astype(np.float32)
+
+    def run(ids):
+        seqs = [talker.start(prompts[j])[0] for j in ids]
+        out = [[] for _ in ids]
+        for s in range(steps.shape[1]):
+            hid, logits = talker.step_many(seqs, steps[ids, s])
+            logs: list[list[np.ndarray]] = [[] for _ in ids]
+            chooses = [lambda lg, g, k=k, logs=logs: (logs[k].append(np.array(lg)), int(np.argmax(lg)))[1]
+                       for k in range(len(ids))]
+            codes = cp.predict_many(hid, [int(np.argmax(lg[:cp.codebook_size])) for lg in logits], chooses)
+            for k in range(len(ids)):
+                out[k] += [hid[k], logits[k], codes[k], *logs[k]]
+        return out
+
+    alone = [run([j])[0] for j in range(n)]
+    for r in range(2, n + 1):
+        for j, got in enumerate(run(list(range(r)))):
+            assert all(np.array_equal(a, b) for a, b in zip(got, alone[j], strict=True)), f"row {j} of {r}"
