@@ -47,7 +47,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -119,14 +118,17 @@ def outlier_weights(outlier_w: np.ndarray, scale: np.ndarray, folded: bool = Fal
 @dataclass(frozen=True)
 class LayerFolds:
     """Where one decoder layer's split Linears get their outlier channels folded (module docstring): a factor per
-    channel for the two RMSNorms' weights and for the qkv and gate_up Linears' outputs (None: all ones), and the
-    sites whose Linear then reads its rows as they come (no mask)."""
+    channel for the two RMSNorms' weights and for the qkv and gate_up Linears' outputs (None: all ones)."""
 
     input_norm: np.ndarray | None = None
     qkv_out: np.ndarray | None = None
     post_norm: np.ndarray | None = None
     gate_up_out: np.ndarray | None = None
-    sites: frozenset[str] = frozenset()
+
+    def reads_folded(self, site: str) -> bool:
+        """Whether the Linear at `site` reads its rows as they come (no mask): the layer before it folds."""
+        before = {"qkv": self.input_norm, "gate_up": self.post_norm, "o": self.qkv_out, "down": self.gate_up_out}
+        return before[site] is not None
 
 
 def layer_folds(split: Split, int8: Callable[[str], bool], net: str, layer: int, hidden: int, heads: int,
@@ -142,24 +144,17 @@ def layer_folds(split: Split, int8: Callable[[str], bool], net: str, layer: int,
         f[list(at)] = FOLD
         return f
 
-    out: dict[str, Any] = {}
-    sites = set()
-    if qkv := channels("qkv"):
-        out["input_norm"] = factor(hidden, qkv)
-        sites.add("qkv")
-    if gate_up := channels("gate_up"):
-        out["post_norm"] = factor(hidden, gate_up)
-        sites.add("gate_up")
+    qkv, gate_up, down = channels("qkv"), channels("gate_up"), channels("down")
+    v = value_channels(channels("o"), heads, kv_heads, head_dim)
     attention, kv = heads * head_dim, kv_heads * head_dim
-    o = channels("o")
-    v = value_channels(o, heads, kv_heads, head_dim)
-    if o and v is not None and int8(linear_name(net, layer, "qkv")):
-        out["qkv_out"] = factor(attention + 2 * kv, [attention + kv + c for c in v])
-        sites.add("o")
-    if (down := channels("down")) and int8(linear_name(net, layer, "gate_up")):
-        out["gate_up_out"] = factor(2 * intermediate, [intermediate + c for c in down])
-        sites.add("down")
-    return LayerFolds(**out, sites=frozenset(sites))
+    return LayerFolds(
+        input_norm=factor(hidden, qkv) if qkv else None,
+        post_norm=factor(hidden, gate_up) if gate_up else None,
+        qkv_out=factor(attention + 2 * kv, [attention + kv + c for c in v])
+        if v is not None and int8(linear_name(net, layer, "qkv")) else None,
+        gate_up_out=factor(2 * intermediate, [intermediate + c for c in down])
+        if down and int8(linear_name(net, layer, "gate_up")) else None,
+    )
 
 
 def value_channels(channels: tuple[int, ...], heads: int, kv_heads: int, head_dim: int) -> tuple[int, ...] | None:
@@ -170,5 +165,5 @@ def value_channels(channels: tuple[int, ...], heads: int, kv_heads: int, head_di
         return None
     group = heads // kv_heads
     v = sorted({(c // head_dim) // group * head_dim + c % head_dim for c in channels})
-    reached = {(g * group + h) * head_dim + c % head_dim for c in v for g in [c // head_dim] for h in range(group)}
+    reached = {((c // head_dim) * group + h) * head_dim + c % head_dim for c in v for h in range(group)}
     return tuple(v) if reached == set(channels) else None

@@ -71,7 +71,7 @@ class _Builder:
         self.g, self.ckpt, self.precision, self.net, self.promote = g, ckpt, precision, net, promote
         self.split = split or {}
         self.split_done: dict[str, tuple[int, ...]] = {}
-        self._split_inputs: dict[tuple[str, tuple[int, ...]], tuple[str, str, str]] = {}
+        self._split_inputs: dict[tuple[str, tuple[int, ...], bool], tuple[str, str]] = {}
         self.fp16_layers = 0
         self.fp32_layers = 0
         self.q8_layers = 0
@@ -90,7 +90,7 @@ class _Builder:
         """InnerProduct over the row-concatenation of `weights` (PyTorch [out, in] layout); q8 bundles get an int8
         Gemm instead (q8_linear), or where the 8-bit check promoted the Linear (`site`: its name after the net's),
         an fp32 InnerProduct in the same frame (promoted_linear). folded, out_factor: q8_linear's (only for a Linear
-        that q8_linear makes: fold_sites says which)."""
+        that q8_linear makes: folds() says which)."""
         w = np.concatenate(weights, axis=0) if len(weights) > 1 else weights[0]
         if self.precision == "q8":
             full_name = f"{self.net}.{site}"
@@ -137,19 +137,19 @@ class _Builder:
         if Q8_FORMAT == "block":
             rows = self.op("Reshape", [x], params={0: k, 1: -1})
             return self.op("Squeeze", [self._q8_block_gemm(rows, w, bias, gemm_name)], params={1: 1}, name=name)
+        if channels:
+            gemm_in, picked = self._split_input(x, k, channels, folded)
+            w, outlier_w = q8.split_weights(w, channels)
+        else:
+            gemm_in = self.op("Reshape", [x], params={0: k, 1: -1})
+        q, scale = q8.quantize(w)
         inputs = []
         if channels:
-            rows, gemm_in, picked = self._split_input(x, k, channels, folded)
-            w, outlier_w = q8.split_weights(w, channels)
-            q, scale = q8.quantize(w)
             # the outlier columns' fp32 product, divided by the channel scales, is the Gemm's C: the Gemm adds it
             # to its dequantized sum before the scale row multiplies both (no add layer of its own)
             inputs = [self.g.layer("InnerProduct", [picked], params={
                 0: n, 1: 0, 2: n * len(channels), 31: q8_split.FEATMASK_NO_FP16_ONE_THREAD},
                 weights=[tagged(q8_split.outlier_weights(outlier_w, scale, folded))])]
-        else:
-            rows = gemm_in = self.op("Reshape", [x], params={0: k, 1: -1})
-            q, scale = q8.quantize(w)
         if out_factor is not None:
             scale = (scale * out_factor).astype(np.float32)
             bias = None if bias is None else (bias * out_factor).astype(np.float32)
@@ -161,20 +161,20 @@ class _Builder:
             y = self.op("BinaryOp", [y, self._row(bias)], params={0: 0})
         return self.op("Squeeze", [y], params={1: 1}, name=name)
 
-    def _split_input(self, x: str, k: int, channels: tuple[int, ...], folded: bool) -> tuple[str, str, str]:
-        """(rows, rows for the int8 Gemm, the columns `channels`) of input x, made once per input and channel set
-        (the code predictor's heads share theirs). The Gemm's rows: with `channels` zeroed by a mask, or (folded)
-        the rows themselves, where the layer before scaled those channels down (q8_split.FOLD)."""
-        key = (x, channels)
+    def _split_input(self, x: str, k: int, channels: tuple[int, ...], folded: bool) -> tuple[str, str]:
+        """(rows for the int8 Gemm, the columns `channels`) of input x, made once per input and channel set (the
+        code predictor's heads share theirs). The Gemm's rows: with `channels` zeroed by a mask, or (folded) the
+        rows themselves, where the layer before scaled those channels down (q8_split.FOLD)."""
+        key = (x, channels, folded)
         if key not in self._split_inputs:
             rows = self.op("Reshape", [x], params={0: k, 1: -1})
             if folded:
-                self._split_inputs[key] = (rows, rows, q8_split.selection(self, rows, k, channels))
-                return self._split_inputs[key]
-            mask = np.ones(k, np.float32)
-            mask[list(channels)] = 0
-            masked = self.op("BinaryOp", [rows, self._row(mask)], params={0: 2})
-            self._split_inputs[key] = (rows, masked, q8_split.selection(self, rows, k, channels))
+                gemm_in = rows
+            else:
+                mask = np.ones(k, np.float32)
+                mask[list(channels)] = 0
+                gemm_in = self.op("BinaryOp", [rows, self._row(mask)], params={0: 2})
+            self._split_inputs[key] = (gemm_in, q8_split.selection(self, rows, k, channels))
         return self._split_inputs[key]
 
     def promoted_linear(self, x: str, w: np.ndarray, biases: list[np.ndarray | None] | None,
@@ -266,7 +266,7 @@ class _Builder:
                 h,
                 [self.w(a + "q_proj.weight"), self.w(a + "k_proj.weight"), self.w(a + "v_proj.weight")],
                 [self.bias(a + "q_proj.bias"), self.bias(a + "k_proj.bias"), self.bias(a + "v_proj.bias")],
-                site=f"{i}.qkv", folded="qkv" in folds.sites, out_factor=folds.qkv_out,
+                site=f"{i}.qkv", folded=folds.reads_folded("qkv"), out_factor=folds.qkv_out,
             )
             q, k, v = self.op("Slice", [qkv], outputs=3, params={0: [qd, kd, kd], 1: -1})
             q = self.heads(q, s, s.heads, self.w(a + "q_norm.weight"))
@@ -283,17 +283,17 @@ class _Builder:
             att = self.op("Reshape", [att], params={0: qd, 1: -1})
             att = self.op("Squeeze", [att], params={1: 1})  # one row -> vector (GEMV kernel)
             o = self.linear(att, [self.w(a + "o_proj.weight")], [self.bias(a + "o_proj.bias")], site=f"{i}.o",
-                            folded="o" in folds.sites)
+                            folded=folds.reads_folded("o"))
             x = self.op("BinaryOp", [x, o], params={0: 0})
 
             m = f"{p}mlp."
             h = self.rmsnorm(x, _times(self.w(p + "post_attention_layernorm.weight"), folds.post_norm), s.eps)
             gu = self.linear(h, [self.w(m + "gate_proj.weight"), self.w(m + "up_proj.weight")], site=f"{i}.gate_up",
-                             folded="gate_up" in folds.sites, out_factor=folds.gate_up_out)
+                             folded=folds.reads_folded("gate_up"), out_factor=folds.gate_up_out)
             gate, up = self.op("Slice", [gu], outputs=2, params={0: [s.intermediate, s.intermediate], 1: -1})
             gate = self.op("Swish", [gate])
             y = self.op("BinaryOp", [gate, up], params={0: 2})
-            y = self.linear(y, [self.w(m + "down_proj.weight")], site=f"{i}.down", folded="down" in folds.sites)
+            y = self.linear(y, [self.w(m + "down_proj.weight")], site=f"{i}.down", folded=folds.reads_folded("down"))
             x = self.op("BinaryOp", [x, y], params={0: 0})
         return self.rmsnorm(x, self.w(prefix + "norm.weight"), s.eps)
 

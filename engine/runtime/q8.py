@@ -107,13 +107,18 @@ def quantize_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return xq, descale.astype(np.float32)
 
 
-def reference_matmul(x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
-    """numpy model of the int8 Linear, in ncnn's order of fp32 operations: rows x [M, K] -> float32 [M, N]."""
+def reference_matmul(x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None,
+                     c: np.ndarray | None = None) -> np.ndarray:
+    """numpy model of the int8 Linear, in ncnn's order of fp32 operations: rows x [M, K] -> float32 [M, N]. c: the
+    Gemm's C input [M, N], added to the dequantized sum before the channel scales (split_reference_matmul)."""
     xq, descale = quantize_rows(x)
     # the int32 sums, exact in float64 (|sum| <= 127^2 K < 2^53) and through BLAS (int64 matmul is ~100x slower);
     # then to fp32, rounded to nearest as ncnn converts them
     acc = (xq.astype(np.float64) @ q.astype(np.float64).T).astype(np.float32)
-    y = acc * descale * np.asarray(scale, np.float32)  # float32 throughout: each product rounds as ncnn's
+    y = acc * descale  # float32 throughout: each operation rounds as ncnn's
+    if c is not None:
+        y = y + c
+    y = y * np.asarray(scale, np.float32)
     if bias is not None:
         y = y + np.asarray(bias, np.float32)
     return y
@@ -136,16 +141,10 @@ def split_reference_matmul(x: np.ndarray, q: np.ndarray, scale: np.ndarray, bias
     the bias (q, scale: quantize(split_weights(...)[0])). Zeroing the outlier inputs lets the row's 8-bit scale
     follow the other inputs; their products are exact but for fp32 rounding."""
     x = np.atleast_2d(np.asarray(x, dtype=np.float32))
-    scale = np.asarray(scale, np.float32)
     masked = x.copy()
     masked[:, list(channels)] = 0
-    xq, descale = quantize_rows(masked)
-    acc = (xq.astype(np.float64) @ q.astype(np.float64).T).astype(np.float32)
-    c = x[:, list(channels)] @ (np.asarray(outlier_w, np.float32) / scale[:, None]).T
-    y = (acc * descale + c) * scale
-    if bias is not None:
-        y = y + np.asarray(bias, np.float32)
-    return y
+    c = x[:, list(channels)] @ (np.asarray(outlier_w, np.float32) / np.asarray(scale, np.float32)[:, None]).T
+    return reference_matmul(masked, q, scale, bias, c)
 
 
 # ------------------------------------------------------------------------------------------- block (legacy)
