@@ -55,16 +55,13 @@ def open_journal(folder: Path, synth, voice, settings, text: str, language: str,
     """--chunks-dir: (journal, settings with the base seed, voice, the chunks made before). A folder a stopped run
     left is continued when it holds this text, voice and settings; anything else is refused in one line, and so is
     a folder another run is keeping chunks in now. `held` keeps the folder claimed until the command ends."""
-    from engine import ChunkJournal, JournalError, JournalInUse
+    from engine import ChunkJournal, JournalError
 
     chunks = _chunks(text, language, options)
-    try:
-        held.enter_context(ChunkJournal.claim(folder))
-    except JournalInUse:
-        raise UsageError(f"--chunks-dir {folder} is in use by another qwen3tts run now; wait for it to end, or give "
-                         "another folder.") from None
-    except OSError as e:
-        raise UsageError(f"Cannot keep chunks in --chunks-dir {folder}: {e.strerror or e}.") from None
+    refused = _claim(held, folder, f"--chunks-dir {folder} is in use by another qwen3tts run now; wait for it to "
+                                   "end, or give another folder.")
+    if refused is not None:
+        raise UsageError(f"Cannot keep chunks in --chunks-dir {folder}: {refused.strerror or refused}.")
     if ChunkJournal.exists(folder):
         try:
             journal, settings, voice, made = _continue(folder, synth, voice, settings, text, chunks, language,
@@ -91,18 +88,15 @@ def open_run_journal(folder: Path, synth, voice, settings, text: str, language: 
     replaced at the same path) are replaced; a cache that cannot be written leaves the run without a journal, said
     in one line: neither stops the run. The same command running now (the folder claimed) is refused in one line:
     two runs would write one recording."""
-    from engine import ChunkJournal, JournalError, JournalInUse
+    from engine import ChunkJournal, JournalError
 
     chunks = _chunks(text, language, options)
     if len(chunks) < 2:
         return None, settings, voice, {}
-    try:
-        held.enter_context(ChunkJournal.claim(folder))
-    except JournalInUse:
-        raise UsageError(f"The same command is running now (its chunks are kept in {folder}); wait for it to end, or "
-                         "write to another output file.") from None
-    except OSError as e:
-        return _no_journal(settings, voice, e)
+    refused = _claim(held, folder, f"The same command is running now (its chunks are kept in {folder}); wait for "
+                                   "it to end, or write to another output file.")
+    if refused is not None:
+        return _no_journal(settings, voice, refused)
     if ChunkJournal.exists(folder):
         try:
             journal, kept_settings, kept_voice, made = _continue(folder, synth, voice, settings, text, chunks,
@@ -119,6 +113,21 @@ def open_run_journal(folder: Path, synth, voice, settings, text: str, language: 
     except (JournalError, OSError) as e:
         return _no_journal(settings, voice, e)
     return journal, settings, voice, {}
+
+
+def _claim(held: ExitStack, folder: Path, in_use: str) -> OSError | None:
+    """Claim `folder` for the rest of the command (ChunkJournal.claim, released when `held` closes): UsageError
+    `in_use` when another run holds it now; the OSError when the folder cannot be made or opened (each caller
+    says that its own way), else None."""
+    from engine import ChunkJournal, JournalInUse
+
+    try:
+        held.enter_context(ChunkJournal.claim(folder))
+    except JournalInUse:
+        raise UsageError(in_use) from None
+    except OSError as e:
+        return e
+    return None
 
 
 def _no_journal(settings, voice, e: Exception):

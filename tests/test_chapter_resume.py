@@ -1,7 +1,8 @@
 """Hours of work are not lost: a chapter spoken with `qwen3tts synth` keeps every chunk as it is made (in
 --chunks-dir, else in the cache folder under the command's request), and the same command after a kill -9 (a real
 process, on the demo model) or Ctrl+C continues where it stopped: the chunks made before are not generated again and the output is sample for sample the file of an unbroken run.
-The runner's side (Synthesizer.speak with `made`) is tested on the demo model too."""
+The runner's side (Synthesizer.speak with `made`) is tested on the demo model too. Two runs never keep chunks in one
+folder at once: ChunkJournal.claim holds it, and synth refuses in one line a folder another process holds now."""
 
 from __future__ import annotations
 
@@ -17,7 +18,14 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from engine import GenerationSettings, LongTextOptions, SynthesisRequest, Synthesizer, run_speech
+from engine import (
+    GenerationSettings,
+    JournalInUse,
+    LongTextOptions,
+    SynthesisRequest,
+    Synthesizer,
+    run_speech,
+)
 from engine.longform.journal import ChunkJournal
 from qwen3tts_cli.main import main
 from qwen3tts_cli.resume import RUNS_FOLDER
@@ -64,6 +72,31 @@ def _killed_when(command: list[str], enough) -> None:
             run.wait()
 
 
+def _chapter_in_cache(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    """(the cache folder, set for this test, where synth keeps chunks without --chunks-dir; the chapter's file)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(cache))
+    chapter = tmp_path / "chapter.txt"
+    chapter.write_text(CHAPTER, encoding="utf-8")
+    return cache, chapter
+
+
+def _stopped_after(chunks: int, monkeypatch, command: list[str]) -> None:
+    """`qwen3tts COMMAND` in this process, stopped by Ctrl+C while the chunk after the first `chunks` is being
+    kept."""
+    real_keep, kept = ChunkJournal.keep, []
+
+    def interrupted(self, chunk, result, attempts=1):
+        if len(kept) == chunks:
+            raise KeyboardInterrupt
+        kept.append(chunk)
+        real_keep(self, chunk, result, attempts)
+
+    with monkeypatch.context() as m:
+        m.setattr(ChunkJournal, "keep", interrupted)
+        assert main(command) == 130
+
+
 def _run_folders(cache: Path) -> list[Path]:
     """The folders synth keeps long texts' chunks in without --chunks-dir."""
     return sorted(p for p in (cache / RUNS_FOLDER).iterdir()) if (cache / RUNS_FOLDER).is_dir() else []
@@ -95,10 +128,7 @@ def test_without_a_chunks_folder_the_same_command_continues_a_killed_chapter(dem
                                                                              monkeypatch):
     """No --chunks-dir: the chunks are kept in the cache folder under the command's request, found again by the
     same command after a kill -9, and removed once the output is written."""
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(cache))
-    chapter = tmp_path / "chapter.txt"
-    chapter.write_text(CHAPTER, encoding="utf-8")
+    cache, chapter = _chapter_in_cache(tmp_path, monkeypatch)
     out = tmp_path / "chapter.wav"
     command = _command(demo_bundle, chapter, out, None, "--seed", "11")
     _killed_when(command, lambda: any(len(_made(f)) >= 5 for f in _run_folders(cache)))
@@ -121,26 +151,13 @@ def test_without_a_chunks_folder_the_same_command_continues_a_killed_chapter(dem
 def test_an_interrupted_run_without_a_seed_continues_with_its_own(demo_bundle, tmp_path, capsys, monkeypatch, where):
     """The seed a run without --seed drew is kept with its chunks: the same command (no --seed) continues with it,
     which is what running it again after a stop means; the line saying so names the folder to remove instead."""
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(cache))
-    chapter = tmp_path / "chapter.txt"
-    chapter.write_text(CHAPTER, encoding="utf-8")
+    cache, chapter = _chapter_in_cache(tmp_path, monkeypatch)
     chunks_dir, out = (tmp_path / "chunks" if where == "--chunks-dir" else None), tmp_path / "chapter.wav"
-    real_keep, kept = ChunkJournal.keep, []
-
-    def interrupted_after_three(self, chunk, result, attempts=1):
-        if len(kept) == 3:
-            raise KeyboardInterrupt  # Ctrl+C while the fourth chunk is being kept
-        kept.append(chunk)
-        real_keep(self, chunk, result, attempts)
-
-    monkeypatch.setattr(ChunkJournal, "keep", interrupted_after_three)
-    assert main(_command(demo_bundle, chapter, out, chunks_dir)) == 130
+    _stopped_after(3, monkeypatch, _command(demo_bundle, chapter, out, chunks_dir))
     assert "the same command continues there" in capsys.readouterr().err
     folder = chunks_dir or _run_folders(cache)[0]
     seed = json.loads((folder / "journal.json").read_text())["settings"]["seed"]
     assert isinstance(seed, int) and _made(folder) == ["0001.json", "0002.json", "0003.json"]
-    monkeypatch.setattr(ChunkJournal, "keep", real_keep)
 
     assert main(_command(demo_bundle, chapter, out, chunks_dir)) == 0  # no --seed: the stopped run's
     assert "3 of 30 chunks were made before" in capsys.readouterr().err
@@ -153,18 +170,9 @@ def test_an_interrupted_run_without_a_seed_continues_with_its_own(demo_bundle, t
 def test_kept_chunks_this_command_cannot_use_are_made_again(demo_bundle, tmp_path, capsys, monkeypatch):
     """Without --chunks-dir, a journal in the command's cache folder that cannot be read (here a link planted in
     place of it) is said in one line and replaced; the link's target is never written."""
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(cache))
-    chapter = tmp_path / "chapter.txt"
-    chapter.write_text(CHAPTER, encoding="utf-8")
+    cache, chapter = _chapter_in_cache(tmp_path, monkeypatch)
     command = _command(demo_bundle, chapter, tmp_path / "a.wav", None, "--seed", "11")
-
-    def stop(self, chunk, result, attempts=1):
-        raise KeyboardInterrupt
-
-    with monkeypatch.context() as m:
-        m.setattr(ChunkJournal, "keep", stop)
-        assert main(command) == 130
+    _stopped_after(0, monkeypatch, command)
     [folder] = _run_folders(cache)
     victim = tmp_path / "victim.json"
     victim.write_text("precious")
@@ -183,10 +191,7 @@ def test_a_cache_that_refuses_chunks_never_stops_the_run(demo_bundle, tmp_path, 
     the recording is made all the same (what was kept goes with the output written)."""
     import errno
 
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("QWEN3TTS_CACHE_DIR", str(cache))
-    chapter = tmp_path / "chapter.txt"
-    chapter.write_text(CHAPTER, encoding="utf-8")
+    cache, chapter = _chapter_in_cache(tmp_path, monkeypatch)
     real_keep, calls = ChunkJournal.keep, []
 
     def full_after_two(self, chunk, result, attempts=1):
@@ -252,3 +257,88 @@ def test_chunks_made_before_go_into_the_recording_as_they_were(demo_bundle, tmp_
     again, generated = recording(made)
     assert generated == [i for i in range(CHUNKS) if i not in made]
     assert np.array_equal(again, whole)
+
+
+# ------------------------------------------------------------------------------------------- one run at a time
+
+HOLDER = """
+import sys
+from engine import ChunkJournal
+with ChunkJournal.claim(sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.read()  # until the test closes it (or kills this process)
+"""
+
+
+class Holder:
+    """Another process holding `folder` with the engine's claim, as a run keeping chunks there does."""
+
+    def __init__(self, folder: Path):
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder)], cwd=ROOT, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "held"
+
+    def release(self) -> None:
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=30) == 0
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+
+def test_a_claimed_folder_is_refused_until_its_holder_ends(tmp_path):
+    folder = tmp_path / "chunks"
+    with ChunkJournal.claim(folder):
+        with pytest.raises(JournalInUse, match="in use by another run"), ChunkJournal.claim(folder):
+            pass
+    with ChunkJournal.claim(folder):  # released with the block
+        pass
+    holder = Holder(folder)
+    with pytest.raises(JournalInUse):
+        with ChunkJournal.claim(folder):
+            pass
+    holder.kill()  # kill -9: no clean-up, and still nothing held
+    with ChunkJournal.claim(folder):
+        pass
+
+
+def test_synth_refuses_a_chunks_dir_another_run_holds(demo_bundle, tmp_path, capsys):
+    chapter = tmp_path / "chapter.txt"
+    chapter.write_text(CHAPTER, encoding="utf-8")
+    chunks_dir, out = tmp_path / "chunks", tmp_path / "chapter.wav"
+    command = _command(demo_bundle, chapter, out, chunks_dir, "--seed", "11")
+    holder = Holder(chunks_dir)
+    try:
+        assert main(command) != 0
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and f"--chunks-dir {chunks_dir} is in use by another" in err
+        assert list(chunks_dir.iterdir()) == [] and not out.exists()
+    finally:
+        holder.release()
+    assert main(command) == 0 and out.is_file()
+
+
+def test_the_same_command_twice_at_once_is_refused_and_the_first_run_keeps_its_chunks(demo_bundle, tmp_path,
+                                                                                  capsys, monkeypatch):
+    """Without --chunks-dir both runs would keep chunks in one cache folder (named by the command): the second
+    would read the first's chunks as made, or start the folder afresh under it. It is refused instead."""
+    cache, chapter = _chapter_in_cache(tmp_path, monkeypatch)
+    out = tmp_path / "chapter.wav"
+    command = _command(demo_bundle, chapter, out, None, "--seed", "11")
+    _stopped_after(3, monkeypatch, command)
+    [folder] = _run_folders(cache)
+    kept = _made(folder)
+    assert len(kept) == 3
+    capsys.readouterr()
+    holder = Holder(folder)  # the same command, running now in another process
+    try:
+        assert main(command) != 0
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "The same command is running now" in err
+        assert _made(folder) == kept and not out.exists()
+    finally:
+        holder.release()
+    assert main(command) == 0  # and once it has ended, the same command continues its chunks
+    assert "3 of 30 chunks were made before" in capsys.readouterr().err and out.is_file()
